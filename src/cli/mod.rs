@@ -1,0 +1,37 @@
+//! The `toolscope` subcommands. Each submodule has a clap `Args` and a `run` that returns the
+//! process exit code. Glue only: parsing arguments, loading files and URLs, printing.
+
+use std::process::ExitCode;
+
+pub mod browse;
+pub mod check;
+pub mod diff;
+pub mod flatten;
+pub mod import;
+pub mod parse;
+pub mod probe;
+pub mod proxy;
+pub mod render;
+pub mod send;
+
+/// Exit code for unusable input (message names file and position).
+pub const EXIT_UNUSABLE: u8 = 2;
+
+/// Prints `error: …` (with its causes) to stderr and returns exit code 2.
+pub fn fail(err: &anyhow::Error) -> ExitCode {
+    eprintln!("toolscope: error: {err:#}");
+    ExitCode::from(EXIT_UNUSABLE)
+}
+
+/// A multi-threaded tokio runtime for the network subcommands.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+}
+
+/// Output format shared by the analysis subcommands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}

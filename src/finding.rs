@@ -1,0 +1,187 @@
+//! Findings: what every analysis stage reports, in one shape.
+//!
+//! JSON shape (the `findings` array of `toolscope check --format json`):
+//! `{"rule": "schema.type_lost", "severity": "warning", "exchange": 1, "message": "…",
+//!   "evidence": {"pane": "schema", "pointer": "/properties/quantity", …}, "hint": "…"}`.
+
+use serde::{Deserialize, Serialize};
+
+/// How bad a finding is. `check` exits 1 when any finding is `warning` or `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+/// Every rule toolscope knows, with its stable id (`Rule::id`) and default severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Rule {
+    #[serde(rename = "schema.type_lost")] SchemaTypeLost,
+    #[serde(rename = "schema.alternative_dropped")] SchemaAlternativeDropped,
+    #[serde(rename = "schema.ref_unresolved")] SchemaRefUnresolved,
+    #[serde(rename = "template.render_error")] TemplateRenderError,
+    #[serde(rename = "template.engine_divergence")] TemplateEngineDivergence,
+    #[serde(rename = "token.pseudo_special")] TokenPseudoSpecial,
+    #[serde(rename = "token.special_split")] TokenSpecialSplit,
+    #[serde(rename = "bos.duplicate")] BosDuplicate,
+    #[serde(rename = "stop.in_reasoning")] StopInReasoning,
+    #[serde(rename = "stop.reason_mismatch")] StopReasonMismatch,
+    #[serde(rename = "tool_choice.named_ignored")] ToolChoiceNamedIgnored,
+    #[serde(rename = "tool_choice.none_ignored")] ToolChoiceNoneIgnored,
+    #[serde(rename = "tool_choice.required_ignored")] ToolChoiceRequiredIgnored,
+    #[serde(rename = "tool_call.leaked_as_text")] ToolCallLeakedAsText,
+    #[serde(rename = "tool_call.args_invalid_json")] ToolCallArgsInvalidJson,
+    #[serde(rename = "tool_call.args_schema_mismatch")] ToolCallArgsSchemaMismatch,
+    #[serde(rename = "tool_call.unknown_tool")] ToolCallUnknownTool,
+    #[serde(rename = "tool_call.hallucinated_result")] ToolCallHallucinatedResult,
+    #[serde(rename = "stream.missing_index")] StreamMissingIndex,
+    #[serde(rename = "stream.missing_id")] StreamMissingId,
+    #[serde(rename = "stream.name_repeated")] StreamNameRepeated,
+    #[serde(rename = "finish.mismatch")] FinishMismatch,
+    #[serde(rename = "parser.chunking_divergence")] ParserChunkingDivergence,
+    #[serde(rename = "server.parse_error")] ServerParseError,
+    #[serde(rename = "session.damaged")] SessionDamaged,
+}
+
+impl Rule {
+    /// All rules, in documentation order.
+    pub const ALL: &'static [Rule] = &[
+        Rule::SchemaTypeLost, Rule::SchemaAlternativeDropped, Rule::SchemaRefUnresolved,
+        Rule::TemplateRenderError, Rule::TemplateEngineDivergence, Rule::TokenPseudoSpecial,
+        Rule::TokenSpecialSplit, Rule::BosDuplicate, Rule::StopInReasoning, Rule::StopReasonMismatch,
+        Rule::ToolChoiceNamedIgnored, Rule::ToolChoiceNoneIgnored, Rule::ToolChoiceRequiredIgnored,
+        Rule::ToolCallLeakedAsText, Rule::ToolCallArgsInvalidJson, Rule::ToolCallArgsSchemaMismatch,
+        Rule::ToolCallUnknownTool, Rule::ToolCallHallucinatedResult, Rule::StreamMissingIndex,
+        Rule::StreamMissingId, Rule::StreamNameRepeated, Rule::FinishMismatch,
+        Rule::ParserChunkingDivergence, Rule::ServerParseError, Rule::SessionDamaged,
+    ];
+
+    /// The stable id, e.g. `"schema.type_lost"`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::SchemaTypeLost => "schema.type_lost",
+            Rule::SchemaAlternativeDropped => "schema.alternative_dropped",
+            Rule::SchemaRefUnresolved => "schema.ref_unresolved",
+            Rule::TemplateRenderError => "template.render_error",
+            Rule::TemplateEngineDivergence => "template.engine_divergence",
+            Rule::TokenPseudoSpecial => "token.pseudo_special",
+            Rule::TokenSpecialSplit => "token.special_split",
+            Rule::BosDuplicate => "bos.duplicate",
+            Rule::StopInReasoning => "stop.in_reasoning",
+            Rule::StopReasonMismatch => "stop.reason_mismatch",
+            Rule::ToolChoiceNamedIgnored => "tool_choice.named_ignored",
+            Rule::ToolChoiceNoneIgnored => "tool_choice.none_ignored",
+            Rule::ToolChoiceRequiredIgnored => "tool_choice.required_ignored",
+            Rule::ToolCallLeakedAsText => "tool_call.leaked_as_text",
+            Rule::ToolCallArgsInvalidJson => "tool_call.args_invalid_json",
+            Rule::ToolCallArgsSchemaMismatch => "tool_call.args_schema_mismatch",
+            Rule::ToolCallUnknownTool => "tool_call.unknown_tool",
+            Rule::ToolCallHallucinatedResult => "tool_call.hallucinated_result",
+            Rule::StreamMissingIndex => "stream.missing_index",
+            Rule::StreamMissingId => "stream.missing_id",
+            Rule::StreamNameRepeated => "stream.name_repeated",
+            Rule::FinishMismatch => "finish.mismatch",
+            Rule::ParserChunkingDivergence => "parser.chunking_divergence",
+            Rule::ServerParseError => "server.parse_error",
+            Rule::SessionDamaged => "session.damaged",
+        }
+    }
+
+    /// Looks a rule up by id.
+    pub fn from_id(id: &str) -> Option<Rule> {
+        Rule::ALL.iter().copied().find(|r| r.id() == id)
+    }
+
+    /// Default severity.
+    pub fn severity(self) -> Severity {
+        match self {
+            Rule::TemplateEngineDivergence | Rule::TokenPseudoSpecial | Rule::ParserChunkingDivergence
+            | Rule::SchemaAlternativeDropped | Rule::StreamNameRepeated => Severity::Warning,
+            Rule::SessionDamaged => Severity::Warning,
+            _ => Severity::Error,
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// The inspector pane a piece of evidence lives in (Enter on a finding jumps there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pane {
+    Tools,
+    Schema,
+    Template,
+    Stream,
+    Replay,
+    Findings,
+}
+
+/// Where a finding's evidence is. All fields optional; set what applies.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Pane to jump to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane: Option<Pane>,
+    /// Tool name concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// JSON Pointer (RFC 6901) into the request body, a tool's parameters, or a response body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+    /// 0-based SSE event number in the response stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<usize>,
+    /// 0-based byte offset (into the rendered prompt, the raw text, or the body; see `message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<usize>,
+    /// 0-based token index in the prompt's tokenization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<usize>,
+    /// 0-based parser replay step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// Short excerpt of the text involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
+}
+
+/// One diagnosis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub rule: Rule,
+    pub severity: Severity,
+    /// Exchange id within the session (`null` for a bare request/template check).
+    #[serde(default)]
+    pub exchange: Option<u64>,
+    pub message: String,
+    #[serde(default)]
+    pub evidence: Evidence,
+    /// One line on how to fix or work around it.
+    pub hint: String,
+}
+
+impl Finding {
+    /// A finding with the rule's default severity and empty evidence.
+    pub fn new(rule: Rule, message: impl Into<String>, hint: impl Into<String>) -> Finding {
+        Finding { rule, severity: rule.severity(), exchange: None, message: message.into(), evidence: Evidence::default(), hint: hint.into() }
+    }
+
+    /// Sets the evidence.
+    pub fn with_evidence(mut self, evidence: Evidence) -> Finding {
+        self.evidence = evidence;
+        self
+    }
+
+    /// Sets the exchange id.
+    pub fn in_exchange(mut self, id: Option<u64>) -> Finding {
+        self.exchange = id;
+        self
+    }
+}

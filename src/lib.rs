@@ -1,0 +1,37 @@
+//! toolscope — a terminal inspector for LLM tool calling against local inference servers.
+//!
+//! The modules read as the pipeline an agent's tool call travels through:
+//!
+//! ```text
+//! record ──▶ session ──▶ schema ──▶ template ──▶ tokens ──▶ stream ──▶ parser ──▶ diagnose ──▶ diff
+//!  (I/O)      (data)     └──────────────── pure analysis: data in, data out ───────────────┘
+//!                                                   tui (I/O: terminal) shows all of it
+//! ```
+//!
+//! * [`record`] — the recording reverse proxy, direct sends, probes and the llama-server API
+//!   client. The only module (with [`tui`] and [`cli`]) that touches the network or the clock.
+//! * [`session`] — the session file format (JSON Lines), reading and writing; HAR import.
+//! * [`schema`] — JSON Schema flattening and schema-loss detection against a render.
+//! * [`template`] — chat template sources and rendering as transformers' `apply_chat_template`.
+//! * [`tokens`] — vocabularies, tokenization of a rendered prompt, special-token checks.
+//! * [`stream`] — SSE decoding and reassembly of OpenAI / Anthropic streams.
+//! * [`parser`] — tolerant incremental tool-call parsing with a replayable trace.
+//! * [`diagnose`] — findings over an exchange: every rule in [`finding::Rule`].
+//! * [`diff`] — template and engine comparison.
+//! * [`tui`] — the inspector.
+//! * [`cli`] — the `toolscope` subcommands (thin glue).
+
+pub mod cli;
+pub mod diagnose;
+pub mod diff;
+pub mod finding;
+pub mod parser;
+pub mod record;
+pub mod schema;
+pub mod session;
+pub mod stream;
+pub mod template;
+pub mod tokens;
+pub mod tui;
+
+pub use finding::{Evidence, Finding, Pane, Rule, Severity};

@@ -1,0 +1,61 @@
+//! The `toolscope` binary: argument parsing and dispatch to [`toolscope::cli`].
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use toolscope::cli;
+
+/// A terminal inspector for LLM tool calling against local inference servers.
+///
+/// Without a subcommand, opens the inspector on the sessions in ./sessions/.
+#[derive(Debug, Parser)]
+#[command(name = "toolscope", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Open session (.jsonl) or HAR files in the inspector.
+    Open(cli::browse::OpenArgs),
+    /// Run a recording reverse proxy in front of an inference server.
+    Proxy(cli::proxy::Args),
+    /// Send one request directly and record it.
+    Send(cli::send::Args),
+    /// Convert a HAR 1.2 file into a session.
+    Import(cli::import::Args),
+    /// Render a chat template for a request, as the engines do.
+    Render(cli::render::Args),
+    /// Flatten tool schemas into shapes templates can print.
+    Flatten(cli::flatten::Args),
+    /// Parse raw model text into tool calls, with a step-by-step trace.
+    Parse(cli::parse::Args),
+    /// Diagnose sessions, HAR files or a request/response pair; exit 1 on findings.
+    Check(cli::check::Args),
+    /// Probe a server for ignored controls (tool_choice, stop strings).
+    Probe(cli::probe::Args),
+    /// Diff two templates or two servers on the same requests.
+    Diff(cli::diff::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => cli::browse::run(Vec::new()),
+        Some(Command::Open(a)) => cli::browse::run(a.files),
+        Some(Command::Proxy(a)) => cli::proxy::run(a),
+        Some(Command::Send(a)) => cli::send::run(a),
+        Some(Command::Import(a)) => cli::import::run(a),
+        Some(Command::Render(a)) => cli::render::run(a),
+        Some(Command::Flatten(a)) => cli::flatten::run(a),
+        Some(Command::Parse(a)) => cli::parse::run(a),
+        Some(Command::Check(a)) => cli::check::run(a),
+        Some(Command::Probe(a)) => cli::probe::run(a),
+        Some(Command::Diff(a)) => cli::diff::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => cli::fail(&e),
+    }
+}

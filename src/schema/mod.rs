@@ -1,0 +1,1 @@
+//! Tool schema flattening and schema-loss detection. Pure.

@@ -1,0 +1,344 @@
+//! The data model of a session file (see [`crate::session`] for the line layout).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One line of a session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    /// First line of every session.
+    Header(Header),
+    /// One request/response pair.
+    Exchange(Box<Exchange>),
+    /// Later facts about an exchange.
+    Annotation(Annotation),
+}
+
+/// The first line of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Header {
+    /// Always [`crate::session::FORMAT`].
+    pub format: String,
+    /// Creation time, RFC 3339 UTC.
+    pub created: String,
+    /// `toolscope <version>` that wrote the file.
+    #[serde(default)]
+    pub tool: String,
+    /// Upstream base URL (`proxy --upstream`, `send --url`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Engine detected at the upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
+    /// llama-server `GET /props`, verbatim (chat_template, chat_template_caps, bos_token,
+    /// eos_token, model_path, build_info, …). Absent for other engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub props: Option<Value>,
+    /// Where the session came from when not recorded live (e.g. `import:file.har`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// Inference engine behind an upstream URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Engine {
+    /// `llama-server`, `vllm`, `ollama`, `sglang` or `unknown`.
+    pub kind: String,
+    /// Engine build or version string (llama-server `build_info`, e.g. `b11434-…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Model name or path the engine reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// How an exchange ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The response was delivered whole.
+    #[default]
+    Complete,
+    /// The client went away mid-response; the upstream request was cancelled. Partial.
+    ClientDisconnected,
+    /// The upstream connection failed or reset (before or during the response). Partial.
+    UpstreamError,
+}
+
+/// One HTTP request/response pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Exchange {
+    /// 1-based id, unique within the session, in order of request start.
+    pub id: u64,
+    /// Request start, RFC 3339 UTC with microseconds.
+    pub started: String,
+    /// Why this exchange exists when toolscope made it itself: `send`, `probe:<control>`,
+    /// `regenerate:<id>`. Absent for proxied traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub request: Request,
+    /// Absent when the upstream failed before sending a status line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Response>,
+    #[serde(default)]
+    pub timings: Timings,
+    #[serde(default)]
+    pub outcome: Outcome,
+    /// Error text for partial exchanges (upstream error, disconnect reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The request as the client sent it (secrets redacted unless `--keep-secrets`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Request {
+    /// `POST`, `GET`, …
+    pub method: String,
+    /// Path and query, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Header name/value pairs in wire order; names lower-cased.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    #[serde(default)]
+    pub body: Body,
+}
+
+/// The response as the client received it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Response {
+    pub status: u16,
+    /// Header name/value pairs in wire order; names lower-cased.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// Whole body, for responses that are not `text/event-stream`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Body>,
+    /// For `text/event-stream`: every chunk exactly as read from the upstream and written to
+    /// the client, with its receive offset. Concatenated they are the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<Vec<Chunk>>,
+}
+
+/// One read of a streamed body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Chunk {
+    /// Microseconds from the request start to when this chunk was received.
+    pub t_us: u64,
+    #[serde(flatten)]
+    pub data: Body,
+}
+
+/// Bytes stored as text when they are valid UTF-8, else base64 (standard alphabet, padded).
+/// Serialized as `{"text": "…"}` or `{"base64": "…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Body {
+    Text { text: String },
+    Base64 { base64: String },
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Body::Text { text: String::new() }
+    }
+}
+
+impl Body {
+    /// Wraps raw bytes: text when valid UTF-8, else base64.
+    pub fn from_bytes(bytes: &[u8]) -> Body {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Body::Text { text: s.to_owned() },
+            Err(_) => {
+                use base64::Engine as _;
+                Body::Base64 { base64: base64::engine::general_purpose::STANDARD.encode(bytes) }
+            }
+        }
+    }
+
+    /// The raw bytes. Invalid base64 yields an empty vector.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Body::Text { text } => text.as_bytes().to_vec(),
+            Body::Base64 { base64 } => {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD.decode(base64).unwrap_or_default()
+            }
+        }
+    }
+
+    /// Text view (lossy for non-UTF-8 bytes).
+    pub fn to_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Body::Text { text } => std::borrow::Cow::Borrowed(text),
+            Body::Base64 { .. } => std::borrow::Cow::Owned(String::from_utf8_lossy(&self.to_bytes()).into_owned()),
+        }
+    }
+
+    /// Parses the body as JSON.
+    pub fn json(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(&self.to_text())
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Body::Text { text } => text.len(),
+            Body::Base64 { .. } => self.to_bytes().len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Timings in microseconds from the request start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Timings {
+    /// Time to the response status line (first byte of the response head).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb_us: Option<u64>,
+    /// Time to the last body byte (or to the failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_us: Option<u64>,
+}
+
+/// A fact fetched after exchange `exchange`, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Annotation {
+    /// llama-server's own render of the exchange's request (`POST /apply-template`, same
+    /// body) and its tokenization (`POST /tokenize {"content": prompt, "with_pieces": true,
+    /// "parse_special": true}`), fetched after the exchange ended.
+    ServerRender {
+        exchange: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<Vec<TokenPiece>>,
+        /// Why the render or tokenization could not be fetched.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+impl Annotation {
+    /// Id of the exchange this annotation refers to.
+    pub fn exchange(&self) -> u64 {
+        match self {
+            Annotation::ServerRender { exchange, .. } => *exchange,
+        }
+    }
+}
+
+/// One token of a llama-server `/tokenize` answer with `with_pieces: true`.
+/// llama.cpp (tools/server/server-context.cpp, build 11434) writes `piece` as a string when it
+/// is valid UTF-8, else as an array of byte values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenPiece {
+    pub id: u32,
+    pub piece: Piece,
+}
+
+/// A token's text: a string, or raw bytes when not valid UTF-8 on its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Piece {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Piece {
+    /// The piece's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Piece::Text(s) => s.as_bytes(),
+            Piece::Bytes(b) => b,
+        }
+    }
+}
+
+/// Which API an exchange speaks, from its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `/v1/chat/completions` (OpenAI chat).
+    Openai,
+    /// `/v1/messages` (Anthropic messages).
+    Anthropic,
+    /// `/completion`, `/v1/completions` (raw text completion).
+    Completion,
+    /// Anything else (`/v1/models`, `/props`, …).
+    Other,
+}
+
+impl Api {
+    /// Classifies a request path (query ignored).
+    pub fn from_path(path: &str) -> Api {
+        let p = path.split('?').next().unwrap_or(path).trim_end_matches('/');
+        if p.ends_with("/chat/completions") || p == "/chat/completions" || p.ends_with("/api/chat") {
+            Api::Openai
+        } else if p.ends_with("/messages") {
+            Api::Anthropic
+        } else if p.ends_with("/completion") || p.ends_with("/completions") || p.ends_with("/api/generate") {
+            Api::Completion
+        } else {
+            Api::Other
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Openai => "openai",
+            Api::Anthropic => "anthropic",
+            Api::Completion => "completion",
+            Api::Other => "other",
+        }
+    }
+}
+
+impl Exchange {
+    /// The API this exchange speaks, from its request path.
+    pub fn api(&self) -> Api {
+        Api::from_path(&self.request.path)
+    }
+
+    /// The request body parsed as JSON, if it is JSON.
+    pub fn request_json(&self) -> Option<Value> {
+        self.request.body.json().ok()
+    }
+
+    /// Model named in the request body, else in the response body.
+    pub fn model(&self) -> Option<String> {
+        let from = |v: Option<Value>| v.and_then(|v| v.get("model").and_then(|m| m.as_str()).map(str::to_owned));
+        from(self.request_json()).or_else(|| from(self.response.as_ref().and_then(|r| r.body.as_ref()).and_then(|b| b.json().ok())))
+    }
+
+    /// True when the response was recorded as a stream of chunks.
+    pub fn is_stream(&self) -> bool {
+        self.response.as_ref().is_some_and(|r| r.chunks.is_some())
+    }
+
+    /// The whole response body bytes (chunks concatenated for streams).
+    pub fn response_bytes(&self) -> Vec<u8> {
+        match &self.response {
+            None => Vec::new(),
+            Some(r) => match (&r.chunks, &r.body) {
+                (Some(chunks), _) => chunks.iter().flat_map(|c| c.data.to_bytes()).collect(),
+                (None, Some(b)) => b.to_bytes(),
+                (None, None) => Vec::new(),
+            },
+        }
+    }
+
+    /// Response header value (first match, name case-insensitive).
+    pub fn response_header(&self, name: &str) -> Option<&str> {
+        self.response.as_ref()?.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the exchange is partial (not [`Outcome::Complete`]).
+    pub fn is_partial(&self) -> bool {
+        self.outcome != Outcome::Complete
+    }
+}

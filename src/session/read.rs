@@ -1,0 +1,129 @@
+//! Reading session files, tolerant of damage.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::model::*;
+
+/// A session as read from disk.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    /// Where it was read from (display only).
+    pub path: String,
+    pub header: Header,
+    /// Exchanges in file order (the order they ended); sort by `id` for start order.
+    pub exchanges: Vec<Exchange>,
+    /// Annotations by exchange id, in file order.
+    pub annotations: BTreeMap<u64, Vec<Annotation>>,
+    /// Lines that could not be read; every other line is kept.
+    pub warnings: Vec<ReadWarning>,
+}
+
+/// A line that was skipped while reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadWarning {
+    /// 1-based line number.
+    pub line: usize,
+    /// 1-based byte column of the JSON error within the line, when known.
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ReadWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.column {
+            Some(c) => write!(f, "line {} column {}: {}", self.line, c, self.message),
+            None => write!(f, "line {}: {}", self.line, self.message),
+        }
+    }
+}
+
+/// Why a file is not a readable session at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: line 1: not a toolscope session (expected a header line with \"format\": \"{}\"): {detail}", super::FORMAT)]
+    NotASession { path: String, detail: String },
+    #[error("{path}: line 1: unsupported session format {found:?} (this toolscope reads {})", super::FORMAT)]
+    UnsupportedFormat { path: String, found: String },
+}
+
+impl Session {
+    /// Exchange by id.
+    pub fn exchange(&self, id: u64) -> Option<&Exchange> {
+        self.exchanges.iter().find(|e| e.id == id)
+    }
+
+    /// llama-server's own render of exchange `id`, if fetched: `(prompt, tokens)`.
+    pub fn server_render(&self, id: u64) -> Option<(Option<&str>, Option<&[TokenPiece]>)> {
+        self.annotations.get(&id)?.iter().rev().find_map(|a| match a {
+            Annotation::ServerRender { prompt, tokens, .. } => Some((prompt.as_deref(), tokens.as_deref())),
+        })
+    }
+
+    /// The chat template the server reported in `/props`, if recorded.
+    pub fn server_chat_template(&self) -> Option<&str> {
+        self.header.props.as_ref()?.get("chat_template")?.as_str()
+    }
+}
+
+/// Reads a session file. Damaged lines become [`ReadWarning`]s; the rest is kept.
+///
+/// Errors: the file cannot be read, or its first non-empty line is not a header of
+/// format `toolscope-session/1`.
+pub fn read_session(path: &Path) -> Result<Session, ReadError> {
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.display().to_string(), source })?;
+    read_session_bytes(&path.display().to_string(), &bytes)
+}
+
+/// Reads a session from bytes; `path` is used in messages only.
+pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError> {
+    let mut session = Session { path: path.to_owned(), ..Default::default() };
+    let mut have_header = false;
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_no = i + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let parsed: Result<Line, serde_json::Error> = serde_json::from_slice(raw);
+        match parsed {
+            Ok(Line::Header(h)) => {
+                if !have_header {
+                    if !h.format.starts_with("toolscope-session/") {
+                        return Err(ReadError::NotASession { path: path.into(), detail: format!("format is {:?}", h.format) });
+                    }
+                    if h.format != super::FORMAT {
+                        return Err(ReadError::UnsupportedFormat { path: path.into(), found: h.format });
+                    }
+                    session.header = h;
+                    have_header = true;
+                } else {
+                    session.warnings.push(ReadWarning { line: line_no, column: None, message: "second header line ignored".into() });
+                }
+            }
+            Ok(_) if !have_header => {
+                return Err(ReadError::NotASession { path: path.into(), detail: format!("line {line_no} comes before any header") });
+            }
+            Ok(Line::Exchange(e)) => session.exchanges.push(*e),
+            Ok(Line::Annotation(a)) => session.annotations.entry(a.exchange()).or_default().push(a),
+            Err(e) if !have_header => {
+                return Err(ReadError::NotASession { path: path.into(), detail: format!("line {line_no} column {}: {e}", e.column()) });
+            }
+            Err(e) => {
+                let truncated = e.is_eof();
+                let message = if truncated {
+                    "truncated line (the writer stopped mid-line); skipped".to_owned()
+                } else {
+                    format!("unreadable line skipped: {e}")
+                };
+                session.warnings.push(ReadWarning { line: line_no, column: Some(e.column()), message });
+            }
+        }
+    }
+    if !have_header {
+        return Err(ReadError::NotASession { path: path.into(), detail: "the file is empty".into() });
+    }
+    Ok(session)
+}

@@ -1,0 +1,77 @@
+//! Writing session files: one JSON line per event, flushed as it is written.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::model::*;
+
+/// Appends lines to a session file. Each [`SessionWriter::append`] writes one whole line with a
+/// single `write_all` and flushes it, so concurrent exchanges never interleave inside a line
+/// (callers share the writer behind a mutex) and a crash loses only what was not yet appended.
+#[derive(Debug)]
+pub struct SessionWriter {
+    path: PathBuf,
+    file: File,
+    next_id: u64,
+}
+
+impl SessionWriter {
+    /// Creates `path` (and its parent folders) with `header` as line 1, or, when `path` already
+    /// holds a session, opens it for appending and continues its exchange ids (the given header
+    /// is then not written). A damaged last line is left in place and terminated, so the reader
+    /// reports it and later lines stay readable.
+    ///
+    /// Errors: I/O, or an existing file that is not a session.
+    pub fn open(path: &Path, header: &Header) -> anyhow::Result<SessionWriter> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        let existing = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        let mut next_id = 1;
+        if existing {
+            let bytes = std::fs::read(path)?;
+            let session = super::read_session_bytes(&path.display().to_string(), &bytes)?;
+            next_id = session.exchanges.iter().map(|e| e.id).max().unwrap_or(0) + 1;
+            let mut file = OpenOptions::new().append(true).open(path)?;
+            if !bytes.ends_with(b"\n") {
+                file.write_all(b"\n")?;
+            }
+            return Ok(SessionWriter { path: path.to_owned(), file, next_id });
+        }
+        let file = OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
+        let mut w = SessionWriter { path: path.to_owned(), file, next_id };
+        w.append(&Line::Header(header.clone()))?;
+        Ok(w)
+    }
+
+    /// Path of the file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reserves the next exchange id (1-based, increasing).
+    pub fn next_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Appends one line and flushes it to the OS.
+    pub fn append(&mut self, line: &Line) -> std::io::Result<()> {
+        let mut buf = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        buf.push(b'\n');
+        self.file.write_all(&buf)?;
+        self.file.flush()
+    }
+}
+
+/// A new header stamped with `created` (RFC 3339) and this toolscope's version.
+pub fn new_header(created: String) -> Header {
+    Header {
+        format: super::FORMAT.to_owned(),
+        created,
+        tool: format!("toolscope {}", env!("CARGO_PKG_VERSION")),
+        ..Default::default()
+    }
+}

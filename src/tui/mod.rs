@@ -1,0 +1,2 @@
+//! The inspector TUI: exchange list and panes (Tools, Schema, Template, Stream, Replay,
+//! Findings). A thin layer over the analysis modules.
