@@ -15,7 +15,7 @@
 
 use std::io;
 
-use minijinja::value::{Kwargs, Rest, Value as JValue, ValueKind};
+use minijinja::value::{Kwargs, Value as JValue, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
 use super::input::RenderInput;
@@ -311,29 +311,14 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
 
 /// transformers' `tojson`: `json.dumps(x, ensure_ascii=False, indent=None, separators=None,
 /// sort_keys=False)` with those keyword arguments (and `ensure_ascii` positionally).
-fn tojson(value: &JValue, args: Rest<JValue>) -> Result<JValue, Error> {
+fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Result<JValue, Error> {
     let mut opts = JsonOptions::default();
-    let mut positional = Vec::new();
-    let mut kwargs: Option<Kwargs> = None;
-    for a in args.0 {
-        if a.is_kwargs() {
-            kwargs = Some(Kwargs::try_from(a)?);
-        } else {
-            positional.push(a);
-        }
-    }
     let names = ["ensure_ascii", "indent", "separators", "sort_keys"];
-    if positional.len() > names.len() {
-        return Err(Error::new(ErrorKind::TooManyArguments, "tojson takes at most 4 arguments"));
-    }
     let get = |i: usize| -> Result<Option<JValue>, Error> {
-        if let Some(v) = positional.get(i) {
-            return Ok(Some(v.clone()));
+        if i == 0 && ensure_ascii.is_some() {
+            return Ok(ensure_ascii.clone());
         }
-        match &kwargs {
-            Some(k) => k.get::<Option<JValue>>(names[i]),
-            None => Ok(None),
-        }
+        kwargs.get::<Option<JValue>>(names[i])
     };
     if let Some(v) = get(0)? {
         opts.ensure_ascii = v.is_true();
@@ -361,9 +346,7 @@ fn tojson(value: &JValue, args: Rest<JValue>) -> Result<JValue, Error> {
     if let Some(v) = get(3)? {
         opts.sort_keys = v.is_true();
     }
-    if let Some(k) = &kwargs {
-        k.assert_all_used()?;
-    }
+    kwargs.assert_all_used()?;
     pyfmt::py_json_dumps(value, &opts).map(JValue::from).map_err(|m| Error::new(ErrorKind::InvalidOperation, format!("tojson: {m}")))
 }
 
@@ -439,6 +422,14 @@ mod tests {
         // Expected values: Python Jinja2 3.1 output for the same template and context.
         let out = r("{{ x }}|{{ n }}|{{ b }}|{{ f }}|{{ l | upper }}|{{ l | join(',') }}", json!({"x": {"a": [1, null]}, "n": null, "b": true, "f": 1e16, "l": ["a", true]})).unwrap();
         assert_eq!(out, "{'a': [1, None]}|None|True|1e+16|['A', TRUE]|a,True");
+    }
+
+    #[test]
+    fn tojson_keywords() {
+        // Python: json.dumps({"b": 1, "a": [1.5, "é"]}, ensure_ascii=True, indent=2, sort_keys=True)
+        let out = r("{{ x | tojson(ensure_ascii=true, indent=2, sort_keys=true) }}|{{ x | tojson(separators=(',', ':')) }}|{{ x | tojson }}", json!({"x": {"b": 1, "a": [1.5, "é"]}})).unwrap();
+        assert_eq!(out, "{\n  \"a\": [\n    1.5,\n    \"\\u00e9\"\n  ],\n  \"b\": 1\n}|{\"b\":1,\"a\":[1.5,\"é\"]}|{\"b\": 1, \"a\": [1.5, \"é\"]}");
+        assert!(r("{{ x | tojson(bogus=1) }}", json!({"x": 1})).is_err());
     }
 
     #[test]
