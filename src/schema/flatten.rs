@@ -492,6 +492,7 @@ impl<'a> Cx<'a> {
         }).collect();
         let listing = format!("{kw} [{}]", all_types.join(", "));
         let mut lost: Vec<String> = Vec::new();
+        let mut note: Option<String> = None;
         let mut merged: Map<String, Value>;
         let change: String;
 
@@ -525,7 +526,7 @@ impl<'a> Cx<'a> {
                     let names: Vec<String> = a.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
                     format!("{{{}}}", names.join(", "))
                 }).collect();
-                add_note(&mut merged, &format!("{}: {}", if kw == "oneOf" { "exactly one of" } else { "at least one of" }, sets.join(" | ")));
+                note = Some(format!("{}: {}", if kw == "oneOf" { "exactly one of" } else { "at least one of" }, sets.join(" | ")));
             }
         } else {
             let (m, l) = merge_mixed(&rest);
@@ -545,6 +546,9 @@ impl<'a> Cx<'a> {
         lost.extend(conflicts.into_iter().map(|c| format!("{c} of an alternative")));
         self.push(path, change, if lost.is_empty() { None } else { Some(lost.join("; ")) });
         let mut out = out;
+        if let Some(n) = note {
+            add_note(&mut out, &n);
+        }
         self.normalize_type(&mut out, path);
         out
     }
