@@ -59,7 +59,13 @@ const COLUMNS: &[&str] = &[
 ];
 
 fn row(name: &str, r: &LossReport) -> Vec<String> {
-    let shown = format!("{}/{}", r.tools.iter().filter(|t| t.span.is_some()).count(), r.tools.len());
+    let n_shown = r.tools.iter().filter(|t| t.span.is_some()).count();
+    let shown = format!("{n_shown}/{}", r.tools.len());
+    if n_shown == 0 {
+        let mut v = vec![shown];
+        v.extend(std::iter::repeat_n("✗".to_string(), COLUMNS.len() - 1));
+        return v;
+    }
     let s = "ship_order";
     vec![
         shown,
@@ -67,7 +73,7 @@ fn row(name: &str, r: &LossReport) -> Vec<String> {
         cell(r, s, |p, k| p.starts_with("/properties/note") && matches!(k, FactKind::Nullable)),
         cell(r, s, |p, k| p.starts_with("/properties/priority/enum") && k == FactKind::EnumValue),
         cell(r, s, |p, k| p.starts_with("/properties/address/properties/") && matches!(k, FactKind::Name | FactKind::Type)),
-        cell(r, s, |p, k| p.starts_with("/properties/parcels/items") && matches!(k, FactKind::Name | FactKind::Type)),
+        cell(r, s, |p, k| p.starts_with("/properties/parcels/items") && (k == FactKind::Type || (k == FactKind::Name && !p.ends_with("/items")))),
         {
             let a = cell(r, s, |_, k| k == FactKind::Required);
             let _ = name;

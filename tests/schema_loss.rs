@@ -146,3 +146,24 @@ fn tool_missing_from_prompt() {
     // No tools: nothing to report.
     assert!(schema_loss(&json!({"messages": []}), "x").is_empty());
 }
+
+#[test]
+fn items_not_printed_by_a_typescript_printer() {
+    // gpt-oss prints `parcels: any[]`: the item type and its properties are gone.
+    let req: Value = serde_json::from_str(&data("corpus-request.json")).unwrap();
+    let prompt = data("corpus/openai-gpt-oss-120b.txt");
+    assert!(prompt.contains("parcels: any[],"));
+    let f = schema_loss(&req, &prompt);
+    let lost: Vec<String> = f.iter().filter(|x| x.rule == Rule::SchemaTypeLost).map(|x| x.evidence.pointer.clone().unwrap()).collect();
+    assert_eq!(
+        lost,
+        vec![
+            "/properties/order_id",
+            "/properties/note",
+            "/properties/parcels/items",
+            "/properties/parcels/items/properties/sku",
+            "/properties/parcels/items/properties/weight_kg",
+        ],
+        "{f:#?}"
+    );
+}

@@ -360,7 +360,7 @@ pub fn loss_report(tools: &Value, rendered: &str) -> LossReport {
                     cx.object_props(schema, "", region, &mut tl.params, 0);
                     // The top-level `required` list.
                     if let Some(req) = schema.get("required").and_then(Value::as_array).filter(|a| !a.is_empty()) {
-                        let reached = masked.any_word(&["required", "optional", "mandatory"], region) || cx.optional_marker(region);
+                        let reached = masked.any_word(REQUIRED_WORDS, region) || cx.optional_marker(region);
                         let names: Vec<&str> = req.iter().filter_map(Value::as_str).collect();
                         tl.params.push(ParamLoss {
                             pointer: String::new(),
@@ -660,6 +660,10 @@ fn is_delim(c: u8) -> bool {
     matches!(c, b'"' | b'\'' | b'<' | b'>' | b'|' | b'`')
 }
 
+/// Words that mark a parameter as required or optional (llama.cpp corpus: English, and the
+/// Chinese 必填/选填 of ByteDance Seed-OSS).
+const REQUIRED_WORDS: &[&str] = &["required", "optional", "mandatory", "必填", "选填"];
+
 /// Type-name synonyms a template may print for each JSON Schema type.
 fn synonyms(t: &str) -> &'static [&'static str] {
     match t {
@@ -763,7 +767,7 @@ impl Check<'_, '_> {
         // required of an object
         if let Some(Value::Array(req)) = m.get("required") {
             if !req.is_empty() {
-                let reached = self.m.any_word(&["required", "optional", "mandatory"], r) || self.optional_marker(r);
+                let reached = self.m.any_word(REQUIRED_WORDS, r) || self.optional_marker(r);
                 let names: Vec<String> = req.iter().filter_map(Value::as_str).map(str::to_string).collect();
                 facts.push(FactCheck { kind: FactKind::Required, pointer: format!("{p}/required"), expected: names.join(", "), reached, detail: None });
             }
