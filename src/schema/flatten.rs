@@ -544,17 +544,29 @@ impl<'a> Cx<'a> {
         let mut conflicts = Vec::new();
         let out = merge_all(&base, &merged, &mut conflicts);
         lost.extend(conflicts.into_iter().map(|c| format!("{c} of an alternative")));
-        self.push(path, change, if lost.is_empty() { None } else { Some(lost.join("; ")) });
         let mut out = out;
         if let Some(n) = note {
             add_note(&mut out, &n);
         }
-        self.normalize_type(&mut out, path);
+        let still_list = matches!(out.get("type"), Some(Value::Array(_)));
+        if still_list && self.opts.strategy != Strategy::TypeList {
+            // One change for the union and the strategy applied to it.
+            self.normalize_type_as(&mut out, path, Some((listing, lost)));
+        } else {
+            self.push(path, change, if lost.is_empty() { None } else { Some(lost.join("; ")) });
+            self.normalize_type(&mut out, path);
+        }
         out
     }
 
     /// Normalizes `type` lists (null → nullable; one type → that type; several → strategy).
     fn normalize_type(&mut self, m: &mut Map<String, Value>, path: &str) {
+        self.normalize_type_as(m, path, None);
+    }
+
+    /// [`Self::normalize_type`], reporting the change as coming from `origin` (the union's
+    /// listing and what merging it already lost) when given.
+    fn normalize_type_as(&mut self, m: &mut Map<String, Value>, path: &str, origin: Option<(String, Vec<String>)>) {
         let Some(Value::Array(list)) = m.get("type") else { return };
         let list = list.clone();
         let mut names: Vec<String> = Vec::new();
@@ -568,8 +580,7 @@ impl<'a> Cx<'a> {
         }
         let nullable = names.iter().any(|n| n == "null");
         let rest: Vec<String> = names.iter().filter(|n| *n != "null").cloned().collect();
-        let listing = format!("type [{}]", names.join(", "));
-        let mut lost: Vec<String> = Vec::new();
+        let (listing, mut lost) = origin.unwrap_or_else(|| (format!("type [{}]", names.join(", ")), Vec::new()));
         if !junk.is_empty() {
             lost.push(format!("non-string type entries {}", junk.join(", ")));
         }
