@@ -535,7 +535,12 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
                 continue;
             }
         };
-        let ty = str_field(&v, "type").or(ev.event.as_deref()).unwrap_or("");
+        // llama.cpp sends `event: error` with data `{code, message, type: "server_error"}`.
+        let ty = if ev.event.as_deref() == Some("error") {
+            "error"
+        } else {
+            str_field(&v, "type").or(ev.event.as_deref()).unwrap_or("")
+        };
         match ty {
             "message_start" => {
                 let m = v.get("message").unwrap_or(&Value::Null);
