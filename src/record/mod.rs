@@ -20,3 +20,4 @@ pub mod send;
 pub mod summary;
 
 pub use recorder::RecordEvent;
+pub mod regenerate;
