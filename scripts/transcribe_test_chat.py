@@ -180,7 +180,7 @@ def expr(e):
         for it in items:
             a = split_args(it.strip()[1:-1])
             calls.append(call(lit(a[0]), lit(a[1])))
-        return msg(lit(args[0]), lit(args[1]), calls)
+        return msg(lit(args[1]), lit(args[0]), calls)  # (reasoning, content, calls)
     raise ValueError(f"unknown expect fn {f}")
 
 # blocks: each peg_tester(...) for a template we want, until the block's closing brace

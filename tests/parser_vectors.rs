@@ -64,7 +64,8 @@ fn check(out: &ParseOutput, exp: &Value) -> Result<(), String> {
             return Err(format!("call id {:?} != expected {id:?}", got.id));
         }
     }
-    if !out.malformed.is_empty() {
+    // gpt-oss messages to built-in tools are listed as malformed (llama.cpp drops them silently)
+    if out.malformed.iter().any(|m| !m.message.contains("built-in tool")) {
         return Err(format!("unexpected malformed: {:?}", out.malformed));
     }
     Ok(())

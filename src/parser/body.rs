@@ -681,28 +681,32 @@ pub(crate) struct HarmonyHeader {
     pub recipient: Option<String>,
 }
 
-/// Parses `assistant to=functions.N<|channel|>commentary <|constrain|>json` and its variants.
+/// Parses `assistant to=functions.N<|channel|>commentary <|constrain|>json` and its variants:
+/// the recipient may be in the role part or the channel part; the channel is the first word of
+/// the last `<|channel|>` part. `to=assistant` is no recipient. The recipient is returned as
+/// written (`functions.N`, or a built-in such as `python`).
 pub(crate) fn harmony_header(h: &str) -> HarmonyHeader {
     let mut out = HarmonyHeader::default();
     let mut s = h;
     if let Some(p) = s.find("<|constrain|>") {
         s = &s[..p];
     }
-    let (role_part, chan_part) = match s.split_once("<|channel|>") {
-        Some((a, b)) => (a, Some(b)),
-        None => (s, None),
-    };
-    // a header that came from a `<|channel|>` marker has the channel first
-    for part in [Some(role_part), chan_part].into_iter().flatten() {
-        for word in part.split_whitespace() {
-            if let Some(r) = word.strip_prefix("to=") {
-                out.recipient = Some(r.strip_prefix("functions.").unwrap_or(r).to_string());
+    for word in s.split(|c: char| c.is_whitespace() || c == '<' || c == '>') {
+        if let Some(r) = word.strip_prefix("to=") {
+            let r = r.trim_end_matches(|c: char| c == '|');
+            if !r.is_empty() && r != "assistant" {
+                out.recipient = Some(r.to_string());
             }
         }
     }
-    let chan_src = chan_part.unwrap_or(role_part);
-    if let Some(first) = chan_src.split_whitespace().find(|w| !w.starts_with("to=")) {
-        if chan_part.is_some() || matches!(first, "analysis" | "commentary" | "final") {
+    let chan_src = match s.rsplit_once("<|channel|>") {
+        Some((_, c)) => Some(c),
+        None => None,
+    };
+    if let Some(c) = chan_src {
+        out.channel = c.split_whitespace().find(|w| !w.starts_with("to=")).map(str::to_string);
+    } else if let Some(first) = s.split_whitespace().find(|w| !w.starts_with("to=")) {
+        if matches!(first, "analysis" | "commentary" | "final") {
             out.channel = Some(first.to_string());
         }
     }

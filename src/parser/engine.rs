@@ -124,6 +124,8 @@ pub struct Parser {
     done: bool,
     /// Events before this index in the caller's vector belong to earlier calls (never merged into).
     floor: usize,
+    /// Kimi K2 markers active (calls may open inside `<think>`).
+    kimi: bool,
 }
 
 const HARMONY_CALL: Marker =
@@ -155,6 +157,7 @@ impl Parser {
                 markers.push(m);
             }
         }
+        let kimi = markers.iter().any(|m| m.syntax == Some(Syntax::KimiK2));
         let mut first = [false; 256];
         let mut needles = Vec::new();
         for m in &markers {
@@ -172,7 +175,11 @@ impl Parser {
             tools,
             buf: String::new(),
             base: 0,
-            mode: if opts.reasoning_open { Mode::Reasoning { ends: super::syntax::THINK_ENDS } } else { Mode::Start },
+            mode: if opts.reasoning_open {
+                Mode::Reasoning { ends: if kimi { super::syntax::THINK_ENDS_KIMI } else { super::syntax::THINK_ENDS } }
+            } else {
+                Mode::Start
+            },
             started: false,
             content_len: 0,
             calls: 0,
@@ -180,6 +187,7 @@ impl Parser {
             bare_json_failed: false,
             done: false,
             floor: 0,
+            kimi,
         }
     }
 
@@ -444,6 +452,12 @@ impl Parser {
                         let h = body::harmony_header(&s[..at]);
                         *pos = body + at + end.len();
                         if let Some(name) = h.recipient {
+                            // `functions.N` is a call of tool N; any other recipient is a built-in
+                            // tool (python, browser.*, container.*), marked with a leading `!`
+                            let name = match name.strip_prefix("functions.") {
+                                Some(n) => n.to_string(),
+                                None => format!("!{name}"),
+                            };
                             self.mode = Mode::Block { marker: &HARMONY_CALL, start, body: *pos, scan: *pos, name: Some(name) };
                         } else if h.channel.as_deref() == Some("analysis") {
                             self.saw_reasoning = true;
@@ -556,6 +570,7 @@ impl Parser {
             }
             MarkerKind::Reasoning { ends } => {
                 self.saw_reasoning = true;
+                let ends = if m.text == "<think>" && self.kimi { super::syntax::THINK_ENDS_KIMI } else { ends };
                 self.mode = Mode::Reasoning { ends };
             }
             MarkerKind::OrphanThinkClose => {
@@ -598,6 +613,18 @@ impl Parser {
         unclosed: bool,
         out: &mut Vec<Event>,
     ) {
+        if let Some(builtin) = name.and_then(|n| n.strip_prefix('!')) {
+            // llama.cpp drops unsolicited built-in tool messages (test-chat.cpp, gpt-oss); we
+            // drop them from content too, but list them
+            out.push(Event::Malformed(Malformed {
+                syntax: Syntax::GptOss.name().to_string(),
+                message: format!("message to the built-in tool `{builtin}` (not a declared function); left out of content"),
+                offset: abs,
+                text: whole.to_string(),
+            }));
+            self.mode = Mode::AfterBlock;
+            return;
+        }
         let res = self.parse_body(marker, body_text, name);
         match res {
             Ok((calls, notes)) if !calls.is_empty() => {

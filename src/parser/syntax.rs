@@ -178,7 +178,8 @@ pub(crate) enum End {
 }
 
 /// End markers that close a block without being consumed (harmony: a new message header).
-pub(crate) const NON_CONSUMED: &[&str] = &["<|start|>", "<|channel|>"];
+pub(crate) const NON_CONSUMED: &[&str] =
+    &["<|start|>", "<|channel|>", "<|tool_call_begin|>", "<|tool_calls_section_begin|>"];
 
 /// What a marker does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +213,8 @@ const fn drop(text: &'static str, s: Syntax) -> Marker {
 }
 
 pub(crate) const THINK_ENDS: &[&str] = &["</think>"];
+/// Kimi K2 may open its calls inside the thinking block (llama.cpp test-chat.cpp, Kimi-K2-Thinking).
+pub(crate) const THINK_ENDS_KIMI: &[&str] = &["</think>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>"];
 pub(crate) const GEMMA_THOUGHT_ENDS: &[&str] = &["<channel|>"];
 pub(crate) const HARMONY_REASONING_ENDS: &[&str] = &["<|end|>", "<|return|>", "<|start|>", "<|channel|>"];
 pub(crate) const HARMONY_CALL_ENDS: &[&str] = &["<|call|>", "<|end|>", "<|return|>", "<|start|>", "<|channel|>"];
@@ -241,7 +244,7 @@ pub(crate) const MARKERS: &[Marker] = &[
     drop("<｜end▁of▁sentence｜>", Syntax::DeepSeekV3),
     // kimi
     block("<|tool_calls_section_begin|>", Syntax::KimiK2, &["<|tool_calls_section_end|>"], false),
-    block("<|tool_call_begin|>", Syntax::KimiK2, &["<|tool_call_end|>"], false),
+    block("<|tool_call_begin|>", Syntax::KimiK2, &["<|tool_call_end|>", "<|tool_call_begin|>"], true),
     drop("<|tool_calls_section_end|>", Syntax::KimiK2),
     // gpt-oss harmony
     Marker { text: "<|channel|>", syntax: Some(Syntax::GptOss), kind: MarkerKind::HarmonyHeader },
