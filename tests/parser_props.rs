@@ -145,7 +145,7 @@ fn cut_at<'a>(text: &'a str, cuts: &[usize]) -> Vec<&'a str> {
 const TEXT: &str = "[a-zA-Z0-9 ,.!?<>\n]{0,20}";
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn streamed_equals_one_shot_for_valid_calls(
@@ -182,7 +182,9 @@ proptest! {
         prop_assert_eq!(one.tool_calls.len(), 1, "text {:?} → {:?}", text, one);
         prop_assert_eq!(&one.tool_calls[0].name, &call.name);
         prop_assert_eq!(&one.tool_calls[0].arguments, &call.args_json(), "text {:?}", text);
-        prop_assert_eq!(one.content.as_str(), format!("{pre}{post}").trim());
+        // wrappers between blocks (`\n</tool_call>`, `<function_calls>\n`) leave whitespace only
+        let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+        prop_assert_eq!(squash(&one.content), squash(&format!("{pre}{post}")), "text {:?}", text);
         prop_assert!(one.malformed.is_empty());
         let chunks = cut_at(&text, &cuts);
         let st = streamed(&chunks, syntax, Some(&tools));
