@@ -2,3 +2,4 @@
 //! lives here (and in the TUI), never in the analysis modules.
 
 pub mod client;
+pub mod probe;
