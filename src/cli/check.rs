@@ -183,7 +183,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     if have_response || (request.is_some() && args.template.is_none()) {
         let mut cx = ExchangeContext::from_pair(api, request.clone(), response.clone());
         cx.id = Some(1);
-        cx.status = have_response.then_some(200);
+        
         if let (Some(r), None) = (&response, &cx.message) {
             let err = r.get("error").is_some();
             if !err {

@@ -48,7 +48,7 @@ pub fn in_reasoning(cx: &ExchangeContext) -> Vec<Finding> {
         None => return Vec::new(),
     };
     let stop_shown = if named.is_some() { format!("{stop:?}") } else { stop.clone() };
-    let offset = reasoning.trim_end().len();
+    let offset = reasoning.len();
     let tail_start = tail.char_indices().rev().nth(39).map(|(i, _)| i).unwrap_or(0);
     let excerpt = format!("…{}⟨{}⟩", &tail[tail_start..], named.unwrap_or("stop"));
     let where_ = if in_content { "the unclosed reasoning block in content" } else { "the reasoning" };
@@ -107,7 +107,7 @@ mod tests {
         let f = in_reasoning(&case05());
         assert_eq!(ids(&f), ["stop.in_reasoning"]);
         assert_eq!(f[0].evidence.pointer.as_deref(), Some("/content/0/thinking"));
-        assert_eq!(f[0].evidence.offset, Some("Okay, so the question is whether 7 is a".len()));
+        assert_eq!(f[0].evidence.offset, Some("Okay, so the question is whether 7 is a ".len()));
         assert!(f[0].message.contains("\"prime\""));
     }
 
