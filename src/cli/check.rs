@@ -129,9 +129,9 @@ fn load_file(path: &Path) -> anyhow::Result<(Vec<ExchangeContext>, Vec<Finding>)
     Ok(load::session_contexts(&session))
 }
 
-/// HAR → session (the record module's importer).
-fn har_to_session(name: &str, _v: &Value) -> anyhow::Result<crate::session::read::Session> {
-    bail!("{name}: HAR import is not available in this build yet; convert with `toolscope import {name} -o FILE.jsonl` and check the session")
+/// HAR → session (the record module's importer, secrets redacted).
+fn har_to_session(name: &str, v: &Value) -> anyhow::Result<crate::session::read::Session> {
+    crate::session::har::har_to_session(name, v)
 }
 
 /// Builds the report for `args` (everything but printing).
