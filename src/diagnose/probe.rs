@@ -152,7 +152,7 @@ pub fn request(control: Control, api: Api, model: Option<&str>) -> Value {
     let mut body = match control {
         Control::Baseline | Control::NamedTool | Control::None | Control::Required => {
             let q = if control == Control::Required { "Hello! How are you today?" } else { "What is the weather in Lisbon?" };
-            let mut b = json!({"messages": weather_messages(api, q), "tools": weather_tool_defs(api), "max_tokens": 96});
+            let mut b = json!({"messages": weather_messages(api, q), "tools": weather_tool_defs(api), "max_tokens": 64});
             let tc = match (control, anthropic) {
                 (Control::Baseline, true) => json!({"type": "auto"}),
                 (Control::Baseline, false) => json!("auto"),
@@ -171,10 +171,10 @@ pub fn request(control: Control, api: Api, model: Option<&str>) -> Value {
                 {"role": "user", "content": "Is 7 a prime number? Think step by step, then answer yes or no."},
                 {"role": "assistant", "content": "<think>\n"}
             ]);
-            let mut b = json!({"messages": msgs, "max_tokens": 160});
+            let mut b = json!({"messages": msgs, "max_tokens": 96});
             if anthropic {
                 b["stop_sequences"] = json!([REASONING_STOP]);
-                b["thinking"] = json!({"type": "enabled", "budget_tokens": 128});
+                b["thinking"] = json!({"type": "enabled", "budget_tokens": 80});
             } else {
                 b["stop"] = json!([REASONING_STOP]);
             }
@@ -182,7 +182,7 @@ pub fn request(control: Control, api: Api, model: Option<&str>) -> Value {
         }
         Control::StopInAnswer => {
             let msgs = json!([{"role": "user", "content": "Repeat exactly this sentence: The capital of Austria is Vienna and it is beautiful."}]);
-            let mut b = json!({"messages": msgs, "max_tokens": 48});
+            let mut b = json!({"messages": msgs, "max_tokens": 32});
             if anthropic {
                 b["stop_sequences"] = json!([ANSWER_STOP]);
             } else {
