@@ -231,8 +231,10 @@ pub fn judge(control: Control, cx: &ExchangeContext, baseline_called: Option<boo
     match control {
         Control::Baseline => (Verdict::Info, format!("tool_choice auto: {seen}")),
         Control::NamedTool => {
-            if m.tool_calls.is_empty() {
-                (Verdict::Inconclusive, format!("forced get_time; the model did not call a tool: {seen}"))
+            if m.tool_calls.is_empty() && baseline_called == Some(true) {
+                (Verdict::Ignored, format!("forced get_time; {seen}, although the model calls tools under auto"))
+            } else if m.tool_calls.is_empty() {
+                (Verdict::Inconclusive, format!("forced get_time; the model did not call a tool (nor under auto): {seen}"))
             } else if has(Rule::ToolChoiceNamedIgnored) {
                 (Verdict::Ignored, format!("forced get_time; {seen}"))
             } else {
@@ -308,7 +310,8 @@ mod tests {
         let honored = openai(req.clone(), oa_resp(None, &[("get_time", "{\"city\":\"Lisbon\"}")], "tool_calls"));
         assert_eq!(judge(Control::NamedTool, &honored, None).0, Verdict::Honored);
         let none = openai(req, oa_resp(Some("Sunny"), &[], "stop"));
-        assert_eq!(judge(Control::NamedTool, &none, None).0, Verdict::Inconclusive);
+        assert_eq!(judge(Control::NamedTool, &none, Some(false)).0, Verdict::Inconclusive);
+        assert_eq!(judge(Control::NamedTool, &none, Some(true)).0, Verdict::Ignored);
     }
 
     #[test]
