@@ -38,7 +38,7 @@ fn probe_reports_llama_server_control_faults() {
     // The human-readable report (printed for the closing note), then the JSON one is judged
     // from the same session re-read by `check`.
     let out = Command::new(support::bin())
-        .args(["probe", &url, "--api", "both", "--format", "json", "--session", session.to_str().unwrap()])
+        .args(["probe", &url, "--api", "both", "--format", "json", "--timeout", "900", "--session", session.to_str().unwrap()])
         .output()
         .expect("run toolscope probe");
     let stdout = String::from_utf8_lossy(&out.stdout);

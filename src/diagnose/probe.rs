@@ -13,8 +13,8 @@
 //! * `stop_in_answer` — the answer must contain the stop string; checks that the reply stops
 //!   before it and (Anthropic) that `stop_reason` is `stop_sequence`.
 //!
-//! To make a small model call a tool at all the weather requests carry a few-shot history: a
-//! previous question, the assistant's `get_weather` call, its result and the answer.
+//! To make a small model call a tool at all the weather requests carry a few-shot history: three
+//! rounds of a question, the assistant's `get_weather` call, its result and the answer.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -125,24 +125,36 @@ fn weather_tool_defs(api: Api) -> Value {
     }
 }
 
+/// The few-shot examples: (city, temperature °C).
+const SHOTS: [(&str, i64); 3] = [("Paris", 18), ("Berlin", 12), ("Rome", 24)];
+
+/// System prompt of the weather requests.
+const SYSTEM: &str = "You are a helpful assistant. Always answer weather questions by calling get_weather.";
+
+/// Three rounds of question → `get_weather` call → result → answer, then `question`. (With one
+/// round SmolLM2-135M answers with an invented `<tool_response>`; with three it calls the tool.)
 fn weather_messages(api: Api, question: &str) -> Value {
-    match api {
-        Api::Anthropic => json!([
-            {"role": "user", "content": "What is the weather in Paris?"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "{\"temp_c\": 18, \"sky\": \"clear\"}"}]},
-            {"role": "assistant", "content": "It is 18 °C and clear in Paris."},
-            {"role": "user", "content": question}
-        ]),
-        _ => json!([
-            {"role": "system", "content": "You are a helpful assistant. Use the tools to answer."},
-            {"role": "user", "content": "What is the weather in Paris?"},
-            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_01", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
-            {"role": "tool", "tool_call_id": "call_01", "content": "{\"temp_c\": 18, \"sky\": \"clear\"}"},
-            {"role": "assistant", "content": "It is 18 °C and clear in Paris."},
-            {"role": "user", "content": question}
-        ]),
+    let mut msgs = Vec::new();
+    if api != Api::Anthropic {
+        msgs.push(json!({"role": "system", "content": SYSTEM}));
     }
+    for (i, (city, t)) in SHOTS.iter().enumerate() {
+        msgs.push(json!({"role": "user", "content": format!("What is the weather in {city}?")}));
+        let result = json!({"temp_c": t}).to_string();
+        if api == Api::Anthropic {
+            let id = format!("toolu_0{i}");
+            msgs.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "get_weather", "input": {"city": city}}]}));
+            msgs.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": result}]}));
+        } else {
+            let id = format!("call_0{i}");
+            let args = json!({"city": city}).to_string();
+            msgs.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "get_weather", "arguments": args}}]}));
+            msgs.push(json!({"role": "tool", "tool_call_id": id, "content": result}));
+        }
+        msgs.push(json!({"role": "assistant", "content": format!("It is {t} C in {city}.")}));
+    }
+    msgs.push(json!({"role": "user", "content": question}));
+    Value::Array(msgs)
 }
 
 /// The request body of `control` for `api` (`model` included when given). Deterministic:
@@ -164,6 +176,9 @@ pub fn request(control: Control, api: Api, model: Option<&str>) -> Value {
                 (_, false) => json!("required"),
             };
             b["tool_choice"] = tc;
+            if anthropic {
+                b["system"] = json!(SYSTEM);
+            }
             b
         }
         Control::StopInReasoning => {
