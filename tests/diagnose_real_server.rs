@@ -7,7 +7,10 @@ use toolscope::diagnose::{ExchangeContext, check_exchange};
 use toolscope::session::Api;
 
 fn data(key: &str) -> (Value, Value) {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/diagnose/real-server-replies.json");
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/diagnose/real-server-replies.json"
+    );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
     (v[key]["request"].clone(), v[key]["response"].clone())
 }
@@ -27,7 +30,10 @@ fn openai_stop_matched_inside_open_think_block() {
     assert_eq!(cx.stopping_word.as_deref(), Some("prime"));
     assert_eq!(rules(&cx), ["stop.in_reasoning"]);
     let f = check_exchange(&cx).remove(0);
-    assert_eq!(f.evidence.pointer.as_deref(), Some("/choices/0/message/content"));
+    assert_eq!(
+        f.evidence.pointer.as_deref(),
+        Some("/choices/0/message/content")
+    );
     assert!(f.message.contains("\"prime\""), "{}", f.message);
 }
 
@@ -47,5 +53,8 @@ fn anthropic_stop_matched_inside_open_think_block() {
 fn openai_invented_tool_response() {
     let (req, resp) = data("openai_invented_tool_response");
     let cx = ExchangeContext::from_pair(Api::Openai, Some(req), Some(resp));
-    assert_eq!(rules(&cx), ["tool_call.hallucinated_result", "tool_call.leaked_as_text"]);
+    assert_eq!(
+        rules(&cx),
+        ["tool_call.hallucinated_result", "tool_call.leaked_as_text"]
+    );
 }

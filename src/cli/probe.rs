@@ -47,7 +47,13 @@ pub struct Args {
 
 /// The report: one line per control, `API  CONTROL  VERDICT  evidence`.
 pub fn format_report(run: &ProbeRun, url: &str) -> String {
-    let mut s = format!("probe {url}{}\n", run.build_info.as_deref().map(|b| format!(" (build {b})")).unwrap_or_default());
+    let mut s = format!(
+        "probe {url}{}\n",
+        run.build_info
+            .as_deref()
+            .map(|b| format!(" (build {b})"))
+            .unwrap_or_default()
+    );
     for r in &run.results {
         s.push_str(&format_line(r));
         s.push('\n');
@@ -58,7 +64,13 @@ pub fn format_report(run: &ProbeRun, url: &str) -> String {
 
 /// One report line.
 pub fn format_line(r: &ProbeResult) -> String {
-    format!("{:<9} {:<17} {:<20} {}", r.api, r.control.name(), r.verdict.label(), r.evidence)
+    format!(
+        "{:<9} {:<17} {:<20} {}",
+        r.api,
+        r.control.name(),
+        r.verdict.label(),
+        r.evidence
+    )
 }
 
 /// Runs `toolscope probe`.
@@ -83,13 +95,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             stamp.second()
         ))
     });
-    let opts = ProbeOptions { base_url: args.url.clone(), apis, model: args.model.clone(), session, timeout: Duration::from_secs(args.timeout) };
+    let opts = ProbeOptions {
+        base_url: args.url.clone(),
+        apis,
+        model: args.model.clone(),
+        session,
+        timeout: Duration::from_secs(args.timeout),
+    };
     let run = super::runtime().block_on(run_probe(&opts))?;
     match args.format {
         Format::Text => print!("{}", format_report(&run, &args.url)),
         Format::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"url": args.url, "build_info": run.build_info, "session": run.session, "results": run.results}))?
+            serde_json::to_string_pretty(
+                &serde_json::json!({"url": args.url, "build_info": run.build_info, "session": run.session, "results": run.results})
+            )?
         ),
     }
     Ok(ExitCode::from(exit_code(&run.results)))

@@ -17,12 +17,25 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
         .warnings
         .iter()
         .map(|w| {
-            Finding::new(Rule::SessionDamaged, format!("{}: {w}", session.path), "the rest of the session was checked; the writer was probably interrupted mid-line")
-                .with_evidence(Evidence { pane: Some(Pane::Findings), offset: None, excerpt: Some(format!("line {}", w.line)), ..Default::default() })
+            Finding::new(
+                Rule::SessionDamaged,
+                format!("{}: {w}", session.path),
+                "the rest of the session was checked; the writer was probably interrupted mid-line",
+            )
+            .with_evidence(Evidence {
+                pane: Some(Pane::Findings),
+                offset: None,
+                excerpt: Some(format!("line {}", w.line)),
+                ..Default::default()
+            })
         })
         .collect();
     let props = session.header.props.as_ref();
-    let mut exchanges: Vec<&Exchange> = session.exchanges.iter().filter(|e| matches!(e.api(), Api::Openai | Api::Anthropic)).collect();
+    let mut exchanges: Vec<&Exchange> = session
+        .exchanges
+        .iter()
+        .filter(|e| matches!(e.api(), Api::Openai | Api::Anthropic))
+        .collect();
     exchanges.sort_by_key(|e| e.id);
     let contexts = exchanges
         .into_iter()
@@ -33,8 +46,14 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
                 cx.server_tokens = tokens.map(<[_]>::to_vec);
             }
             if let Some(p) = props {
-                cx.template = p.get("chat_template").and_then(Value::as_str).map(str::to_owned);
-                cx.bos_token = p.get("bos_token").and_then(Value::as_str).map(str::to_owned);
+                cx.template = p
+                    .get("chat_template")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                cx.bos_token = p
+                    .get("bos_token")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
             }
             cx
         })
@@ -108,17 +127,28 @@ fn reassemble_fallback(api: Api, body: &str) -> (AssistantMessage, Option<usize>
     let mut m = AssistantMessage::default();
     let mut finish_event = None;
     for (i, (_, data)) in sse_events(body).iter().enumerate() {
-        let Ok(v) = serde_json::from_str::<Value>(data) else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
         if api == Api::Anthropic {
             match v.get("type").and_then(Value::as_str) {
-                Some("message_start") => m.model = v.pointer("/message/model").and_then(Value::as_str).map(str::to_owned),
+                Some("message_start") => {
+                    m.model = v
+                        .pointer("/message/model")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                }
                 Some("content_block_start") => {
                     let b = v.get("content_block").cloned().unwrap_or_default();
                     if b.get("type").and_then(Value::as_str) == Some("tool_use") {
                         m.tool_calls.push(CallRecord {
                             index: v.get("index").and_then(Value::as_u64),
                             id: b.get("id").and_then(Value::as_str).map(str::to_owned),
-                            name: b.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                            name: b
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
                             arguments: String::new(),
                         });
                     }
@@ -142,7 +172,10 @@ fn reassemble_fallback(api: Api, body: &str) -> (AssistantMessage, Option<usize>
                         m.finish_reason = Some(r.to_owned());
                         finish_event = Some(i);
                     }
-                    m.stop_sequence = v.pointer("/delta/stop_sequence").and_then(Value::as_str).map(str::to_owned);
+                    m.stop_sequence = v
+                        .pointer("/delta/stop_sequence")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
                     if let Some(u) = v.get("usage") {
                         m.usage = Some(u.clone());
                     }
@@ -156,15 +189,26 @@ fn reassemble_fallback(api: Api, body: &str) -> (AssistantMessage, Option<usize>
             if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
                 m.usage = Some(u.clone());
             }
-            let Some(ch) = v.pointer("/choices/0") else { continue };
+            let Some(ch) = v.pointer("/choices/0") else {
+                continue;
+            };
             let d = ch.get("delta").cloned().unwrap_or_default();
             if let Some(c) = d.get("content").and_then(Value::as_str) {
                 m.content.push_str(c);
             }
-            if let Some(r) = d.get("reasoning_content").or_else(|| d.get("reasoning")).and_then(Value::as_str) {
+            if let Some(r) = d
+                .get("reasoning_content")
+                .or_else(|| d.get("reasoning"))
+                .and_then(Value::as_str)
+            {
                 m.reasoning.push_str(r);
             }
-            for tc in d.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            for tc in d
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let index = tc.get("index").and_then(Value::as_u64);
                 let existing = match index {
                     Some(ix) => m.tool_calls.iter().position(|c| c.index == Some(ix)),
@@ -173,7 +217,10 @@ fn reassemble_fallback(api: Api, body: &str) -> (AssistantMessage, Option<usize>
                 let pos = match existing {
                     Some(p) => p,
                     None => {
-                        m.tool_calls.push(CallRecord { index, ..Default::default() });
+                        m.tool_calls.push(CallRecord {
+                            index,
+                            ..Default::default()
+                        });
                         m.tool_calls.len() - 1
                     }
                 };
@@ -181,10 +228,12 @@ fn reassemble_fallback(api: Api, body: &str) -> (AssistantMessage, Option<usize>
                 if let Some(id) = tc.get("id").and_then(Value::as_str) {
                     c.id.get_or_insert_with(|| id.to_owned());
                 }
-                if let Some(n) = tc.pointer("/function/name").and_then(Value::as_str) {
-                    if c.name.is_empty() {
-                        c.name = n.to_owned();
-                    }
+                if let Some(n) = tc
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .filter(|_| c.name.is_empty())
+                {
+                    c.name = n.to_owned();
                 }
                 if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str) {
                     c.arguments.push_str(a);
@@ -222,6 +271,9 @@ mod tests {
                     event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"7 is a \"}}\n\n\
                     event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":\"prime\"}}\n\n";
         let (m, ev) = reassemble_fallback(Api::Anthropic, body);
-        assert_eq!((m.reasoning.as_str(), m.stop_sequence.as_deref(), ev), ("7 is a ", Some("prime"), Some(3)));
+        assert_eq!(
+            (m.reasoning.as_str(), m.stop_sequence.as_deref(), ev),
+            ("7 is a ", Some("prime"), Some(3))
+        );
     }
 }

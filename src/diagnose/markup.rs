@@ -74,10 +74,18 @@ pub fn find_call_markup(text: &str, tool_names: &[String]) -> Vec<CallMarkup> {
         while let Some(pos) = text[from..].find(marker) {
             let at = from + pos;
             from = at + marker.len();
-            if out.iter().any(|m| m.offset <= at && at < m.offset + m.marker.len()) {
+            if out
+                .iter()
+                .any(|m| m.offset <= at && at < m.offset + m.marker.len())
+            {
                 continue;
             }
-            out.push(CallMarkup { offset: at, syntax, marker: marker.to_owned(), name: name_after(&text[at + marker.len()..]) });
+            out.push(CallMarkup {
+                offset: at,
+                syntax,
+                marker: marker.to_owned(),
+                name: name_after(&text[at + marker.len()..]),
+            });
         }
     }
     // Bare JSON objects naming an offered tool.
@@ -87,10 +95,20 @@ pub fn find_call_markup(text: &str, tool_names: &[String]) -> Vec<CallMarkup> {
         }
         let mut de = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
         if let Some(Ok(v)) = de.next() {
-            let name = v.get("name").and_then(Value::as_str).or_else(|| v.pointer("/function/name").and_then(Value::as_str));
-            let has_args = ["arguments", "parameters", "input"].iter().any(|k| v.get(k).is_some() || v.get("function").and_then(|f| f.get(k)).is_some());
+            let name = v
+                .get("name")
+                .and_then(Value::as_str)
+                .or_else(|| v.pointer("/function/name").and_then(Value::as_str));
+            let has_args = ["arguments", "parameters", "input"]
+                .iter()
+                .any(|k| v.get(k).is_some() || v.get("function").and_then(|f| f.get(k)).is_some());
             if let Some(n) = name.filter(|n| has_args && tool_names.iter().any(|t| t == n)) {
-                out.push(CallMarkup { offset: at, syntax: "bare_json", marker: "{".into(), name: Some(n.to_owned()) });
+                out.push(CallMarkup {
+                    offset: at,
+                    syntax: "bare_json",
+                    marker: "{".into(),
+                    name: Some(n.to_owned()),
+                });
             }
         }
     }
@@ -103,13 +121,27 @@ pub fn find_call_markup(text: &str, tool_names: &[String]) -> Vec<CallMarkup> {
 fn name_after(rest: &str) -> Option<String> {
     let head: String = rest.chars().take(300).collect();
     if let Some(i) = head.find("\"name\"") {
-        let after = head[i + 6..].trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
-        return after.split('"').next().map(str::to_owned).filter(|s| !s.is_empty());
+        let after = head[i + 6..]
+            .trim_start()
+            .strip_prefix(':')?
+            .trim_start()
+            .strip_prefix('"')?;
+        return after
+            .split('"')
+            .next()
+            .map(str::to_owned)
+            .filter(|s| !s.is_empty());
     }
     let h = head.trim_start();
-    let h = h.strip_prefix("call:").or_else(|| h.strip_prefix("functions.")).unwrap_or(h);
+    let h = h
+        .strip_prefix("call:")
+        .or_else(|| h.strip_prefix("functions."))
+        .unwrap_or(h);
     let h = h.trim_start_matches(['"', '\'']);
-    let name: String = h.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-' || *c == '.').collect();
+    let name: String = h
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-' || *c == '.')
+        .collect();
     (!name.is_empty()).then_some(name)
 }
 
@@ -142,27 +174,49 @@ mod tests {
         let t = "ok\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>";
         let m = find_call_markup(t, &[]);
         assert_eq!(m.len(), 1);
-        assert_eq!((m[0].offset, m[0].syntax, m[0].name.as_deref()), (3, "hermes", Some("get_weather")));
+        assert_eq!(
+            (m[0].offset, m[0].syntax, m[0].name.as_deref()),
+            (3, "hermes", Some("get_weather"))
+        );
     }
 
     #[test]
     fn other_syntaxes() {
-        assert_eq!(find_call_markup("<|tool_call>call:get_time{tz:1}<tool_call|>", &[])[0].name.as_deref(), Some("get_time"));
-        assert_eq!(find_call_markup("<function=set_limit>\n", &[])[0].syntax, "qwen3-coder");
-        assert_eq!(find_call_markup("<invoke name=\"f\">", &[])[0].name.as_deref(), Some("f"));
+        assert_eq!(
+            find_call_markup("<|tool_call>call:get_time{tz:1}<tool_call|>", &[])[0]
+                .name
+                .as_deref(),
+            Some("get_time")
+        );
+        assert_eq!(
+            find_call_markup("<function=set_limit>\n", &[])[0].syntax,
+            "qwen3-coder"
+        );
+        assert_eq!(
+            find_call_markup("<invoke name=\"f\">", &[])[0]
+                .name
+                .as_deref(),
+            Some("f")
+        );
         assert!(find_call_markup("plain answer {not json}", &["f".into()]).is_empty());
     }
 
     #[test]
     fn bare_json_needs_known_tool() {
         let t = r#"{"name": "get_time", "arguments": {"city": "Lisbon"}}"#;
-        assert_eq!(find_call_markup(t, &["get_time".into()])[0].syntax, "bare_json");
+        assert_eq!(
+            find_call_markup(t, &["get_time".into()])[0].syntax,
+            "bare_json"
+        );
         assert!(find_call_markup(t, &["other".into()]).is_empty());
     }
 
     #[test]
     fn results() {
-        assert_eq!(find_result_markup("x<tool_response>\n{}\n</tool_response>"), vec![(1, "<tool_response>")]);
+        assert_eq!(
+            find_result_markup("x<tool_response>\n{}\n</tool_response>"),
+            vec![(1, "<tool_response>")]
+        );
         assert!(find_result_markup("<tool_call>").is_empty());
     }
 }

@@ -102,7 +102,11 @@ impl ExchangeContext {
         if let Some(m) = &self.message {
             self.raw_text = m.raw_text.clone();
         }
-        self.stopping_word = body.pointer("/__verbose/stopping_word").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+        self.stopping_word = body
+            .pointer("/__verbose/stopping_word")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
         if self.response_text.is_none() {
             self.response_text = Some(body.to_string());
         }
@@ -119,23 +123,50 @@ impl ExchangeContext {
     pub fn content_evidence(&self, offset: Option<usize>, excerpt: Option<String>) -> Evidence {
         let pointer = match (self.streamed, self.api) {
             (true, _) => None,
-            (false, Api::Anthropic) => Some(self.block_pointer("text").unwrap_or_else(|| "/content".into())),
+            (false, Api::Anthropic) => Some(
+                self.block_pointer("text")
+                    .unwrap_or_else(|| "/content".into()),
+            ),
             (false, _) => Some("/choices/0/message/content".into()),
         };
-        Evidence { pane: Some(Pane::Stream), pointer, offset, excerpt, ..Default::default() }
+        Evidence {
+            pane: Some(Pane::Stream),
+            pointer,
+            offset,
+            excerpt,
+            ..Default::default()
+        }
     }
 
     /// Evidence pointing at the response's reasoning text.
     pub fn reasoning_evidence(&self, offset: Option<usize>, excerpt: Option<String>) -> Evidence {
         let pointer = match (self.streamed, self.api) {
             (true, _) => None,
-            (false, Api::Anthropic) => Some(self.block_pointer("thinking").map(|p| format!("{p}/thinking")).unwrap_or_else(|| "/content".into())),
+            (false, Api::Anthropic) => Some(
+                self.block_pointer("thinking")
+                    .map(|p| format!("{p}/thinking"))
+                    .unwrap_or_else(|| "/content".into()),
+            ),
             (false, _) => {
-                let has_rc = self.response_json.as_ref().and_then(|b| b.pointer("/choices/0/message/reasoning_content")).is_some();
-                Some(if has_rc { "/choices/0/message/reasoning_content".into() } else { "/choices/0/message/reasoning".into() })
+                let has_rc = self
+                    .response_json
+                    .as_ref()
+                    .and_then(|b| b.pointer("/choices/0/message/reasoning_content"))
+                    .is_some();
+                Some(if has_rc {
+                    "/choices/0/message/reasoning_content".into()
+                } else {
+                    "/choices/0/message/reasoning".into()
+                })
             }
         };
-        Evidence { pane: Some(Pane::Stream), pointer, offset, excerpt, ..Default::default() }
+        Evidence {
+            pane: Some(Pane::Stream),
+            pointer,
+            offset,
+            excerpt,
+            ..Default::default()
+        }
     }
 
     /// Evidence pointing at the finish / stop reason.
@@ -145,7 +176,12 @@ impl ExchangeContext {
             (false, Api::Anthropic) => Some("/stop_reason".into()),
             (false, _) => Some("/choices/0/finish_reason".into()),
         };
-        Evidence { pane: Some(Pane::Stream), pointer, event: self.finish_event, ..Default::default() }
+        Evidence {
+            pane: Some(Pane::Stream),
+            pointer,
+            event: self.finish_event,
+            ..Default::default()
+        }
     }
 
     /// Evidence pointing at tool call `i` (position in `message.tool_calls`).
@@ -156,7 +192,11 @@ impl ExchangeContext {
             (true, _) => None,
             (false, Api::Anthropic) => {
                 let block = call.and_then(|c| c.index).unwrap_or(i as u64);
-                Some(if arguments { format!("/content/{block}/input") } else { format!("/content/{block}/name") })
+                Some(if arguments {
+                    format!("/content/{block}/input")
+                } else {
+                    format!("/content/{block}/name")
+                })
             }
             (false, _) => Some(if arguments {
                 format!("/choices/0/message/tool_calls/{i}/function/arguments")
@@ -164,19 +204,29 @@ impl ExchangeContext {
                 format!("/choices/0/message/tool_calls/{i}/function/name")
             }),
         };
-        Evidence { pane: Some(Pane::Stream), pointer, tool: call.map(|c| c.name.clone()), ..Default::default() }
+        Evidence {
+            pane: Some(Pane::Stream),
+            pointer,
+            tool: call.map(|c| c.name.clone()),
+            ..Default::default()
+        }
     }
 
     /// Pointer of the first Anthropic content block of type `ty`.
     fn block_pointer(&self, ty: &str) -> Option<String> {
         let blocks = self.response_json.as_ref()?.get("content")?.as_array()?;
-        let i = blocks.iter().position(|b| b.get("type").and_then(Value::as_str) == Some(ty))?;
+        let i = blocks
+            .iter()
+            .position(|b| b.get("type").and_then(Value::as_str) == Some(ty))?;
         Some(format!("/content/{i}"))
     }
 
     /// Names of the tools the request offers.
     pub fn tool_names(&self) -> Vec<String> {
-        request::tools(self.request_or_null()).into_iter().map(|t| t.name).collect()
+        request::tools(self.request_or_null())
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
     }
 
     /// True when the response is a failed HTTP status.

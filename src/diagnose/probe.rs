@@ -38,7 +38,14 @@ pub enum Control {
 
 impl Control {
     /// All controls, in the order the probe sends them (baseline first).
-    pub const ALL: [Control; 6] = [Control::Baseline, Control::NamedTool, Control::None, Control::Required, Control::StopInReasoning, Control::StopInAnswer];
+    pub const ALL: [Control; 6] = [
+        Control::Baseline,
+        Control::NamedTool,
+        Control::None,
+        Control::Required,
+        Control::StopInReasoning,
+        Control::StopInAnswer,
+    ];
 
     /// Name used in labels (`probe:<name>`) and the report.
     pub fn name(self) -> &'static str {
@@ -107,8 +114,15 @@ pub fn exit_code(results: &[ProbeResult]) -> u8 {
     if results.iter().any(|r| r.verdict.is_fault()) {
         return 1;
     }
-    let judged: Vec<&ProbeResult> = results.iter().filter(|r| r.verdict != Verdict::Info).collect();
-    if !judged.is_empty() && judged.iter().all(|r| r.verdict == Verdict::Inconclusive) { 2 } else { 0 }
+    let judged: Vec<&ProbeResult> = results
+        .iter()
+        .filter(|r| r.verdict != Verdict::Info)
+        .collect();
+    if !judged.is_empty() && judged.iter().all(|r| r.verdict == Verdict::Inconclusive) {
+        2
+    } else {
+        0
+    }
 }
 
 /// Stop string of the `stop_in_reasoning` control.
@@ -118,7 +132,10 @@ pub const ANSWER_STOP: &str = "Vienna";
 
 fn weather_tool_defs(api: Api) -> Value {
     let city = json!({"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]});
-    let tools = [("get_weather", "Get the current weather for a city"), ("get_time", "Get the current local time for a city")];
+    let tools = [
+        ("get_weather", "Get the current weather for a city"),
+        ("get_time", "Get the current local time for a city"),
+    ];
     match api {
         Api::Anthropic => Value::Array(tools.iter().map(|(n, d)| json!({"name": n, "description": d, "input_schema": city})).collect()),
         _ => Value::Array(tools.iter().map(|(n, d)| json!({"type": "function", "function": {"name": n, "description": d, "parameters": city}})).collect()),
@@ -129,7 +146,8 @@ fn weather_tool_defs(api: Api) -> Value {
 const SHOTS: [(&str, i64); 3] = [("Paris", 18), ("Berlin", 12), ("Rome", 24)];
 
 /// System prompt of the weather requests.
-const SYSTEM: &str = "You are a helpful assistant. Always answer weather questions by calling get_weather.";
+const SYSTEM: &str =
+    "You are a helpful assistant. Always answer weather questions by calling get_weather.";
 
 /// Three rounds of question → `get_weather` call → result → answer, then `question`. (With one
 /// round SmolLM2-135M answers with an invented `<tool_response>`; with three it calls the tool.)
@@ -163,13 +181,19 @@ pub fn request(control: Control, api: Api, model: Option<&str>) -> Value {
     let anthropic = api == Api::Anthropic;
     let mut body = match control {
         Control::Baseline | Control::NamedTool | Control::None | Control::Required => {
-            let q = if control == Control::Required { "Hello! How are you today?" } else { "What is the weather in Lisbon?" };
+            let q = if control == Control::Required {
+                "Hello! How are you today?"
+            } else {
+                "What is the weather in Lisbon?"
+            };
             let mut b = json!({"messages": weather_messages(api, q), "tools": weather_tool_defs(api), "max_tokens": 64});
             let tc = match (control, anthropic) {
                 (Control::Baseline, true) => json!({"type": "auto"}),
                 (Control::Baseline, false) => json!("auto"),
                 (Control::NamedTool, true) => json!({"type": "tool", "name": "get_time"}),
-                (Control::NamedTool, false) => json!({"type": "function", "function": {"name": "get_time"}}),
+                (Control::NamedTool, false) => {
+                    json!({"type": "function", "function": {"name": "get_time"}})
+                }
                 (Control::None, true) => json!({"type": "none"}),
                 (Control::None, false) => json!("none"),
                 (_, true) => json!({"type": "any"}),
@@ -219,8 +243,14 @@ pub fn request(control: Control, api: Api, model: Option<&str>) -> Value {
 }
 
 fn calls_text(cx: &ExchangeContext) -> String {
-    let Some(m) = &cx.message else { return "no reply".into() };
-    let calls: Vec<String> = m.tool_calls.iter().map(|c| format!("{}({})", c.name, super::report::one_line(&c.arguments, 60))).collect();
+    let Some(m) = &cx.message else {
+        return "no reply".into();
+    };
+    let calls: Vec<String> = m
+        .tool_calls
+        .iter()
+        .map(|c| format!("{}({})", c.name, super::report::one_line(&c.arguments, 60)))
+        .collect();
     let finish = m.finish_reason.as_deref().unwrap_or("-");
     if calls.is_empty() {
         let content = super::report::one_line(m.content.trim(), 60);
@@ -233,11 +263,25 @@ fn calls_text(cx: &ExchangeContext) -> String {
 /// Judges one control's reply. `baseline_called` says whether the baseline (same question,
 /// `tool_choice` auto) produced a call: without one, a `none` control with no call proves
 /// nothing.
-pub fn judge(control: Control, cx: &ExchangeContext, baseline_called: Option<bool>) -> (Verdict, String) {
+pub fn judge(
+    control: Control,
+    cx: &ExchangeContext,
+    baseline_called: Option<bool>,
+) -> (Verdict, String) {
     if cx.failed() || cx.message.is_none() {
-        let status = cx.status.map(|s| format!("HTTP {s}")).unwrap_or_else(|| "no response".into());
-        let body = cx.response_text.as_deref().map(|t| super::report::one_line(t, 120)).unwrap_or_default();
-        return (Verdict::Inconclusive, format!("{status} {body}").trim().to_owned());
+        let status = cx
+            .status
+            .map(|s| format!("HTTP {s}"))
+            .unwrap_or_else(|| "no response".into());
+        let body = cx
+            .response_text
+            .as_deref()
+            .map(|t| super::report::one_line(t, 120))
+            .unwrap_or_default();
+        return (
+            Verdict::Inconclusive,
+            format!("{status} {body}").trim().to_owned(),
+        );
     }
     let m = cx.message.as_ref().expect("checked");
     let seen = calls_text(cx);
@@ -247,9 +291,17 @@ pub fn judge(control: Control, cx: &ExchangeContext, baseline_called: Option<boo
         Control::Baseline => (Verdict::Info, format!("tool_choice auto: {seen}")),
         Control::NamedTool => {
             if m.tool_calls.is_empty() && baseline_called == Some(true) {
-                (Verdict::Ignored, format!("forced get_time; {seen}, although the model calls tools under auto"))
+                (
+                    Verdict::Ignored,
+                    format!("forced get_time; {seen}, although the model calls tools under auto"),
+                )
             } else if m.tool_calls.is_empty() {
-                (Verdict::Inconclusive, format!("forced get_time; the model did not call a tool (nor under auto): {seen}"))
+                (
+                    Verdict::Inconclusive,
+                    format!(
+                        "forced get_time; the model did not call a tool (nor under auto): {seen}"
+                    ),
+                )
             } else if has(Rule::ToolChoiceNamedIgnored) {
                 (Verdict::Ignored, format!("forced get_time; {seen}"))
             } else {
@@ -258,55 +310,135 @@ pub fn judge(control: Control, cx: &ExchangeContext, baseline_called: Option<boo
         }
         Control::None => {
             if has(Rule::ToolChoiceNoneIgnored) {
-                let how = if m.tool_calls.is_empty() { " (call written into content)" } else { "" };
+                let how = if m.tool_calls.is_empty() {
+                    " (call written into content)"
+                } else {
+                    ""
+                };
                 (Verdict::Ignored, format!("tool_choice none; {seen}{how}"))
             } else if baseline_called == Some(true) {
-                (Verdict::Honored, format!("tool_choice none; {seen}; the baseline called a tool"))
+                (
+                    Verdict::Honored,
+                    format!("tool_choice none; {seen}; the baseline called a tool"),
+                )
             } else {
-                (Verdict::Inconclusive, format!("tool_choice none; {seen}; the model did not call a tool under auto either"))
+                (
+                    Verdict::Inconclusive,
+                    format!(
+                        "tool_choice none; {seen}; the model did not call a tool under auto either"
+                    ),
+                )
             }
         }
         Control::Required => {
             if !m.tool_calls.is_empty() {
-                (Verdict::Honored, format!("tool_choice required on a greeting; {seen}"))
-            } else if matches!(m.finish_reason.as_deref(), Some("length" | "max_tokens")) && markup::find_call_markup(&m.content, &[]).is_empty() {
-                (Verdict::Inconclusive, format!("tool_choice required; {seen}: ran to the token limit before any call (the grammar may allow leading text)"))
+                (
+                    Verdict::Honored,
+                    format!("tool_choice required on a greeting; {seen}"),
+                )
+            } else if matches!(m.finish_reason.as_deref(), Some("length" | "max_tokens"))
+                && markup::find_call_markup(&m.content, &[]).is_empty()
+            {
+                (
+                    Verdict::Inconclusive,
+                    format!(
+                        "tool_choice required; {seen}: ran to the token limit before any call (the grammar may allow leading text)"
+                    ),
+                )
             } else {
                 (Verdict::Ignored, format!("tool_choice required; {seen}"))
             }
         }
         Control::StopInReasoning => {
-            let stops: Vec<String> = stop_strings(cx.request_or_null()).into_iter().map(|(s, _)| s).collect();
-            let reasoning = if m.reasoning.is_empty() { m.content.trim_start().strip_prefix("<think>").filter(|_| !m.content.contains("</think>")).unwrap_or("") } else { &m.reasoning };
-            let tail = super::report::one_line(&reasoning[reasoning.len().saturating_sub(60)..].chars().collect::<String>(), 60);
-            if has(Rule::StopInReasoning) {
-                (Verdict::MatchedInReasoning, format!("stop {stops:?}; reasoning ends \"…{tail}\" with no answer, finish {}", m.finish_reason.as_deref().unwrap_or("-")))
-            } else if reasoning.trim().is_empty() {
-                (Verdict::Inconclusive, format!("stop {stops:?}; the model did not reason: {seen}"))
-            } else if stops.iter().any(|s| reasoning.contains(s.as_str())) && !m.content.trim().is_empty() {
-                (Verdict::Honored, format!("stop {stops:?} appears in the reasoning and an answer follows"))
+            let stops: Vec<String> = stop_strings(cx.request_or_null())
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect();
+            let reasoning = if m.reasoning.is_empty() {
+                m.content
+                    .trim_start()
+                    .strip_prefix("<think>")
+                    .filter(|_| !m.content.contains("</think>"))
+                    .unwrap_or("")
             } else {
-                (Verdict::Inconclusive, format!("stop {stops:?} never appeared in the reasoning; {seen}"))
+                &m.reasoning
+            };
+            let tail = super::report::one_line(
+                &reasoning[reasoning.len().saturating_sub(60)..]
+                    .chars()
+                    .collect::<String>(),
+                60,
+            );
+            if has(Rule::StopInReasoning) {
+                (
+                    Verdict::MatchedInReasoning,
+                    format!(
+                        "stop {stops:?}; reasoning ends \"…{tail}\" with no answer, finish {}",
+                        m.finish_reason.as_deref().unwrap_or("-")
+                    ),
+                )
+            } else if reasoning.trim().is_empty() {
+                (
+                    Verdict::Inconclusive,
+                    format!("stop {stops:?}; the model did not reason: {seen}"),
+                )
+            } else if stops.iter().any(|s| reasoning.contains(s.as_str()))
+                && !m.content.trim().is_empty()
+            {
+                (
+                    Verdict::Honored,
+                    format!("stop {stops:?} appears in the reasoning and an answer follows"),
+                )
+            } else {
+                (
+                    Verdict::Inconclusive,
+                    format!("stop {stops:?} never appeared in the reasoning; {seen}"),
+                )
             }
         }
         Control::StopInAnswer => {
-            let stop = stop_strings(cx.request_or_null()).into_iter().map(|(s, _)| s).next().unwrap_or_default();
+            let stop = stop_strings(cx.request_or_null())
+                .into_iter()
+                .map(|(s, _)| s)
+                .next()
+                .unwrap_or_default();
             let fields = if cx.api == Api::Anthropic {
-                format!("stop_reason {:?}, stop_sequence {:?}", m.finish_reason.as_deref().unwrap_or("null"), m.stop_sequence.as_deref().unwrap_or("null"))
+                format!(
+                    "stop_reason {:?}, stop_sequence {:?}",
+                    m.finish_reason.as_deref().unwrap_or("null"),
+                    m.stop_sequence.as_deref().unwrap_or("null")
+                )
             } else {
                 format!("finish {:?}", m.finish_reason.as_deref().unwrap_or("null"))
             };
             let content = super::report::one_line(m.content.trim(), 60);
             if !stop.is_empty() && m.content.contains(stop.as_str()) {
-                (Verdict::Ignored, format!("stop {stop:?} appears in the answer {content:?}; {fields}"))
+                (
+                    Verdict::Ignored,
+                    format!("stop {stop:?} appears in the answer {content:?}; {fields}"),
+                )
             } else if has(Rule::StopReasonMismatch) {
-                (Verdict::Ignored, format!("stopped before {stop:?} but {fields}"))
-            } else if cx.api == Api::Anthropic && m.stop_sequence.as_deref() == Some(stop.as_str()) {
+                (
+                    Verdict::Ignored,
+                    format!("stopped before {stop:?} but {fields}"),
+                )
+            } else if cx.api == Api::Anthropic && m.stop_sequence.as_deref() == Some(stop.as_str())
+            {
                 (Verdict::Honored, format!("answer {content:?}; {fields}"))
-            } else if cx.api != Api::Anthropic && m.finish_reason.as_deref() == Some("stop") && !m.content.trim().is_empty() && cx.stopping_word.as_deref().is_none_or(|w| w == stop) {
-                (Verdict::Honored, format!("answer {content:?} ends before {stop:?}; {fields}"))
+            } else if cx.api != Api::Anthropic
+                && m.finish_reason.as_deref() == Some("stop")
+                && !m.content.trim().is_empty()
+                && cx.stopping_word.as_deref().is_none_or(|w| w == stop)
+            {
+                (
+                    Verdict::Honored,
+                    format!("answer {content:?} ends before {stop:?}; {fields}"),
+                )
             } else {
-                (Verdict::Inconclusive, format!("the model never wrote {stop:?}: {content:?}; {fields}"))
+                (
+                    Verdict::Inconclusive,
+                    format!("the model never wrote {stop:?}: {content:?}; {fields}"),
+                )
             }
         }
     }
@@ -320,44 +452,108 @@ mod tests {
     #[test]
     fn named_tool_verdicts() {
         let req = request(Control::NamedTool, Api::Openai, None);
-        let ignored = openai(req.clone(), oa_resp(None, &[("get_weather", "{\"city\":\"Lisbon\"}")], "tool_calls"));
-        assert_eq!(judge(Control::NamedTool, &ignored, None).0, Verdict::Ignored);
-        let honored = openai(req.clone(), oa_resp(None, &[("get_time", "{\"city\":\"Lisbon\"}")], "tool_calls"));
-        assert_eq!(judge(Control::NamedTool, &honored, None).0, Verdict::Honored);
+        let ignored = openai(
+            req.clone(),
+            oa_resp(
+                None,
+                &[("get_weather", "{\"city\":\"Lisbon\"}")],
+                "tool_calls",
+            ),
+        );
+        assert_eq!(
+            judge(Control::NamedTool, &ignored, None).0,
+            Verdict::Ignored
+        );
+        let honored = openai(
+            req.clone(),
+            oa_resp(None, &[("get_time", "{\"city\":\"Lisbon\"}")], "tool_calls"),
+        );
+        assert_eq!(
+            judge(Control::NamedTool, &honored, None).0,
+            Verdict::Honored
+        );
         let none = openai(req, oa_resp(Some("Sunny"), &[], "stop"));
-        assert_eq!(judge(Control::NamedTool, &none, Some(false)).0, Verdict::Inconclusive);
-        assert_eq!(judge(Control::NamedTool, &none, Some(true)).0, Verdict::Ignored);
+        assert_eq!(
+            judge(Control::NamedTool, &none, Some(false)).0,
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            judge(Control::NamedTool, &none, Some(true)).0,
+            Verdict::Ignored
+        );
     }
 
     #[test]
     fn none_needs_a_baseline_call() {
         let req = request(Control::None, Api::Anthropic, None);
-        let called = anthropic(req.clone(), json!({"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "get_weather", "input": {"city": "Lisbon"}}], "stop_reason": "tool_use"}));
-        assert_eq!(judge(Control::None, &called, Some(true)).0, Verdict::Ignored);
-        let text = anthropic(req, json!({"type": "message", "content": [{"type": "text", "text": "Sunny"}], "stop_reason": "end_turn"}));
+        let called = anthropic(
+            req.clone(),
+            json!({"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "get_weather", "input": {"city": "Lisbon"}}], "stop_reason": "tool_use"}),
+        );
+        assert_eq!(
+            judge(Control::None, &called, Some(true)).0,
+            Verdict::Ignored
+        );
+        let text = anthropic(
+            req,
+            json!({"type": "message", "content": [{"type": "text", "text": "Sunny"}], "stop_reason": "end_turn"}),
+        );
         assert_eq!(judge(Control::None, &text, Some(true)).0, Verdict::Honored);
-        assert_eq!(judge(Control::None, &text, Some(false)).0, Verdict::Inconclusive);
+        assert_eq!(
+            judge(Control::None, &text, Some(false)).0,
+            Verdict::Inconclusive
+        );
     }
 
     #[test]
     fn stop_verdicts() {
         let req = request(Control::StopInReasoning, Api::Anthropic, None);
-        let cut = anthropic(req.clone(), json!({"type": "message", "content": [{"type": "thinking", "thinking": "Is 7 a "}], "stop_reason": "end_turn", "stop_sequence": "prime"}));
-        assert_eq!(judge(Control::StopInReasoning, &cut, None).0, Verdict::MatchedInReasoning);
-        let fine = anthropic(req, json!({"type": "message", "content": [{"type": "thinking", "thinking": "7 is prime."}, {"type": "text", "text": "yes"}], "stop_reason": "end_turn"}));
-        assert_eq!(judge(Control::StopInReasoning, &fine, None).0, Verdict::Honored);
+        let cut = anthropic(
+            req.clone(),
+            json!({"type": "message", "content": [{"type": "thinking", "thinking": "Is 7 a "}], "stop_reason": "end_turn", "stop_sequence": "prime"}),
+        );
+        assert_eq!(
+            judge(Control::StopInReasoning, &cut, None).0,
+            Verdict::MatchedInReasoning
+        );
+        let fine = anthropic(
+            req,
+            json!({"type": "message", "content": [{"type": "thinking", "thinking": "7 is prime."}, {"type": "text", "text": "yes"}], "stop_reason": "end_turn"}),
+        );
+        assert_eq!(
+            judge(Control::StopInReasoning, &fine, None).0,
+            Verdict::Honored
+        );
         let req = request(Control::StopInAnswer, Api::Anthropic, None);
-        let mism = anthropic(req.clone(), json!({"type": "message", "content": [{"type": "text", "text": "The capital of Austria is "}], "stop_reason": "end_turn", "stop_sequence": "Vienna"}));
-        assert_eq!(judge(Control::StopInAnswer, &mism, None).0, Verdict::Ignored);
-        let ok = anthropic(req, json!({"type": "message", "content": [{"type": "text", "text": "The capital of Austria is "}], "stop_reason": "stop_sequence", "stop_sequence": "Vienna"}));
+        let mism = anthropic(
+            req.clone(),
+            json!({"type": "message", "content": [{"type": "text", "text": "The capital of Austria is "}], "stop_reason": "end_turn", "stop_sequence": "Vienna"}),
+        );
+        assert_eq!(
+            judge(Control::StopInAnswer, &mism, None).0,
+            Verdict::Ignored
+        );
+        let ok = anthropic(
+            req,
+            json!({"type": "message", "content": [{"type": "text", "text": "The capital of Austria is "}], "stop_reason": "stop_sequence", "stop_sequence": "Vienna"}),
+        );
         assert_eq!(judge(Control::StopInAnswer, &ok, None).0, Verdict::Honored);
     }
 
     #[test]
     fn exit_codes() {
-        let r = |v| ProbeResult { control: Control::None, api: "openai".into(), verdict: v, evidence: String::new(), exchange: None };
+        let r = |v| ProbeResult {
+            control: Control::None,
+            api: "openai".into(),
+            verdict: v,
+            evidence: String::new(),
+            exchange: None,
+        };
         assert_eq!(exit_code(&[r(Verdict::Info), r(Verdict::Honored)]), 0);
-        assert_eq!(exit_code(&[r(Verdict::Inconclusive), r(Verdict::Ignored)]), 1);
+        assert_eq!(
+            exit_code(&[r(Verdict::Inconclusive), r(Verdict::Ignored)]),
+            1
+        );
         assert_eq!(exit_code(&[r(Verdict::Info), r(Verdict::Inconclusive)]), 2);
     }
 }

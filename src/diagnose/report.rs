@@ -52,16 +52,33 @@ pub struct CheckReport {
 
 impl ExchangeSummary {
     /// Summarises a context; `fallback_index` is used when the context has no id.
-    pub fn from_context(cx: &ExchangeContext, fallback_index: u64, source: &str) -> ExchangeSummary {
+    pub fn from_context(
+        cx: &ExchangeContext,
+        fallback_index: u64,
+        source: &str,
+    ) -> ExchangeSummary {
         let m = cx.message.clone().unwrap_or_default();
-        let model = cx.request.as_ref().and_then(|r| r.get("model")).and_then(Value::as_str).map(str::to_owned).or(m.model.clone());
+        let model = cx
+            .request
+            .as_ref()
+            .and_then(|r| r.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or(m.model.clone());
         ExchangeSummary {
             index: cx.id.unwrap_or(fallback_index),
             api: cx.api.as_str().to_owned(),
             model,
             content: m.content,
             reasoning: m.reasoning,
-            tool_calls: m.tool_calls.iter().map(|c| CallSummary { name: c.name.clone(), arguments: arguments_value(&c.arguments) }).collect(),
+            tool_calls: m
+                .tool_calls
+                .iter()
+                .map(|c| CallSummary {
+                    name: c.name.clone(),
+                    arguments: arguments_value(&c.arguments),
+                })
+                .collect(),
             finish_reason: m.finish_reason,
             source: source.to_owned(),
             status: cx.status,
@@ -91,7 +108,15 @@ impl CheckReport {
                 last_source = Some(&e.source);
             }
             let status = e.status.map(|st| format!(" HTTP {st}")).unwrap_or_default();
-            let _ = writeln!(s, "#{} {} {}{} finish={}", e.index, e.api, e.model.as_deref().unwrap_or("-"), status, e.finish_reason.as_deref().unwrap_or("-"));
+            let _ = writeln!(
+                s,
+                "#{} {} {}{} finish={}",
+                e.index,
+                e.api,
+                e.model.as_deref().unwrap_or("-"),
+                status,
+                e.finish_reason.as_deref().unwrap_or("-")
+            );
             if !e.reasoning.is_empty() {
                 let _ = writeln!(s, "  reasoning: {}", one_line(&e.reasoning, 100));
             }
@@ -99,9 +124,18 @@ impl CheckReport {
                 let _ = writeln!(s, "  content:   {}", one_line(&e.content, 100));
             }
             for c in &e.tool_calls {
-                let _ = writeln!(s, "  call:      {}({})", c.name, one_line(&c.arguments.to_string(), 90));
+                let _ = writeln!(
+                    s,
+                    "  call:      {}({})",
+                    c.name,
+                    one_line(&c.arguments.to_string(), 90)
+                );
             }
-            let mine: Vec<&Finding> = self.findings.iter().filter(|f| f.exchange == Some(e.index)).collect();
+            let mine: Vec<&Finding> = self
+                .findings
+                .iter()
+                .filter(|f| f.exchange == Some(e.index))
+                .collect();
             if mine.is_empty() {
                 let _ = writeln!(s, "  ok: no findings");
             }
@@ -111,7 +145,11 @@ impl CheckReport {
             s.push('\n');
         }
         let known: Vec<u64> = self.exchanges.iter().map(|e| e.index).collect();
-        let loose: Vec<&Finding> = self.findings.iter().filter(|f| f.exchange.is_none_or(|x| !known.contains(&x))).collect();
+        let loose: Vec<&Finding> = self
+            .findings
+            .iter()
+            .filter(|f| f.exchange.is_none_or(|x| !known.contains(&x)))
+            .collect();
         if !loose.is_empty() {
             let _ = writeln!(s, "(not tied to an exchange)");
             for f in loose {
@@ -167,8 +205,15 @@ fn write_finding(s: &mut String, f: &Finding) {
 
 /// `text` on one line (newlines shown as `⏎`), cut to `n` characters with `…`.
 pub fn one_line(text: &str, n: usize) -> String {
-    let flat: String = text.chars().map(|c| if c == '\n' { '⏎' } else { c }).collect();
-    if flat.chars().count() > n { format!("{}…", flat.chars().take(n).collect::<String>()) } else { flat }
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { '⏎' } else { c })
+        .collect();
+    if flat.chars().count() > n {
+        format!("{}…", flat.chars().take(n).collect::<String>())
+    } else {
+        flat
+    }
 }
 
 #[cfg(test)]
@@ -180,9 +225,13 @@ mod tests {
     fn exit_codes() {
         let mut r = CheckReport::default();
         assert_eq!(r.exit_code(), 0);
-        r.findings.push(Finding { severity: Severity::Info, ..Finding::new(Rule::BosDuplicate, "m", "h") });
+        r.findings.push(Finding {
+            severity: Severity::Info,
+            ..Finding::new(Rule::BosDuplicate, "m", "h")
+        });
         assert_eq!(r.exit_code(), 0);
-        r.findings.push(Finding::new(Rule::TokenPseudoSpecial, "m", "h"));
+        r.findings
+            .push(Finding::new(Rule::TokenPseudoSpecial, "m", "h"));
         assert_eq!(r.exit_code(), 1);
     }
 

@@ -28,7 +28,9 @@ pub enum ToolChoice {
 impl ToolChoice {
     /// Reads `tool_choice` from a request body of `api`.
     pub fn from_request(api: Api, request: &Value) -> ToolChoice {
-        let Some(tc) = request.get("tool_choice") else { return ToolChoice::Auto };
+        let Some(tc) = request.get("tool_choice") else {
+            return ToolChoice::Auto;
+        };
         match tc {
             Value::Null => ToolChoice::Auto,
             Value::String(s) => match s.as_str() {
@@ -62,7 +64,10 @@ impl ToolChoice {
 
     /// Short description as the user wrote it, for messages (`"none"`, `{"type":"tool","name":"get_time"}`).
     pub fn describe(request: &Value) -> String {
-        request.get("tool_choice").map(|v| v.to_string()).unwrap_or_else(|| "auto".into())
+        request
+            .get("tool_choice")
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "auto".into())
     }
 }
 
@@ -78,16 +83,26 @@ pub struct ToolDef {
 
 /// The tools a request offers (`tools[]`, both APIs). Empty when there are none.
 pub fn tools(request: &Value) -> Vec<ToolDef> {
-    let Some(arr) = request.get("tools").and_then(Value::as_array) else { return Vec::new() };
+    let Some(arr) = request.get("tools").and_then(Value::as_array) else {
+        return Vec::new();
+    };
     arr.iter()
         .enumerate()
         .filter_map(|(i, t)| {
             if let Some(f) = t.get("function") {
                 let name = f.get("name")?.as_str()?.to_owned();
-                Some(ToolDef { name, schema: f.get("parameters").cloned(), pointer: format!("/tools/{i}/function/parameters") })
+                Some(ToolDef {
+                    name,
+                    schema: f.get("parameters").cloned(),
+                    pointer: format!("/tools/{i}/function/parameters"),
+                })
             } else {
                 let name = t.get("name")?.as_str()?.to_owned();
-                Some(ToolDef { name, schema: t.get("input_schema").cloned(), pointer: format!("/tools/{i}/input_schema") })
+                Some(ToolDef {
+                    name,
+                    schema: t.get("input_schema").cloned(),
+                    pointer: format!("/tools/{i}/input_schema"),
+                })
             }
         })
         .collect()
@@ -115,7 +130,9 @@ pub fn stop_strings(request: &Value) -> Vec<(String, String)> {
 
 /// The request's output token limit (`max_completion_tokens`, `max_tokens`, `n_predict`).
 pub fn max_tokens(request: &Value) -> Option<u64> {
-    ["max_completion_tokens", "max_tokens", "n_predict"].iter().find_map(|k| request.get(*k).and_then(Value::as_u64))
+    ["max_completion_tokens", "max_tokens", "n_predict"]
+        .iter()
+        .find_map(|k| request.get(*k).and_then(Value::as_u64))
 }
 
 /// Guesses the API of a bare request/response pair: Anthropic when the request has
@@ -129,9 +146,15 @@ pub fn guess_api(request: Option<&Value>, response: Option<&Value>, sse: Option<
             || r.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some()))
             || matches!(r.get("tool_choice"), Some(Value::Object(o)) if matches!(o.get("type").and_then(Value::as_str), Some("tool" | "any")))
     });
-    let anthropic_resp = response.is_some_and(|r| r.get("type").and_then(Value::as_str) == Some("message"));
-    let anthropic_sse = sse.is_some_and(|s| s.contains("message_start") || s.contains("content_block_delta"));
-    if anthropic_req || anthropic_resp || anthropic_sse { Api::Anthropic } else { Api::Openai }
+    let anthropic_resp =
+        response.is_some_and(|r| r.get("type").and_then(Value::as_str) == Some("message"));
+    let anthropic_sse =
+        sse.is_some_and(|s| s.contains("message_start") || s.contains("content_block_delta"));
+    if anthropic_req || anthropic_resp || anthropic_sse {
+        Api::Anthropic
+    } else {
+        Api::Openai
+    }
 }
 
 #[cfg(test)]
@@ -144,17 +167,32 @@ mod tests {
         let oa = |v: Value| ToolChoice::from_request(Api::Openai, &json!({ "tool_choice": v }));
         assert_eq!(oa(json!("none")), ToolChoice::None);
         assert_eq!(oa(json!("required")), ToolChoice::Required);
-        assert_eq!(oa(json!({"type":"function","function":{"name":"get_time"}})), ToolChoice::Named("get_time".into()));
-        assert_eq!(oa(json!({"type":"tool","name":"get_time"})), ToolChoice::Named("get_time".into()));
+        assert_eq!(
+            oa(json!({"type":"function","function":{"name":"get_time"}})),
+            ToolChoice::Named("get_time".into())
+        );
+        assert_eq!(
+            oa(json!({"type":"tool","name":"get_time"})),
+            ToolChoice::Named("get_time".into())
+        );
         assert_eq!(oa(json!({"type":"any"})), ToolChoice::Required);
         assert_eq!(oa(json!({"type":"none"})), ToolChoice::None);
-        assert_eq!(ToolChoice::from_request(Api::Openai, &json!({})), ToolChoice::Auto);
+        assert_eq!(
+            ToolChoice::from_request(Api::Openai, &json!({})),
+            ToolChoice::Auto
+        );
     }
 
     #[test]
     fn stops_and_tools() {
         let r = json!({"stop": ["a", ""], "stop_sequences": ["prime"], "tools": [{"name": "t", "input_schema": {"type": "object"}}]});
-        assert_eq!(stop_strings(&r), vec![("a".into(), "/stop/0".into()), ("prime".into(), "/stop_sequences/0".into())]);
+        assert_eq!(
+            stop_strings(&r),
+            vec![
+                ("a".into(), "/stop/0".into()),
+                ("prime".into(), "/stop_sequences/0".into())
+            ]
+        );
         assert_eq!(tools(&r)[0].pointer, "/tools/0/input_schema");
     }
 }

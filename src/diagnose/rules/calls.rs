@@ -10,8 +10,13 @@ use crate::finding::{Evidence, Finding, Pane, Rule};
 /// into `tool_calls` (vllm#51701; llama-server with `tool_choice: none` or a template without
 /// tool support). One finding per markup block. Evidence: content pointer and byte offset.
 pub fn leaked_as_text(cx: &ExchangeContext) -> Vec<Finding> {
-    let Some(m) = &cx.message else { return Vec::new() };
-    let names: Vec<String> = tools(cx.request_or_null()).into_iter().map(|t| t.name).collect();
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let names: Vec<String> = tools(cx.request_or_null())
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     markup::find_call_markup(&m.content, &names)
         .into_iter()
         .map(|mk| {
@@ -46,7 +51,9 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
 /// tool's JSON Schema, validated with the `jsonschema` crate). Evidence: the call's arguments
 /// pointer; the byte offset of the JSON error, or the failing instance path.
 pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
-    let Some(m) = &cx.message else { return Vec::new() };
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
     let defs = tools(cx.request_or_null());
     let mut out = Vec::new();
     for (i, c) in m.tool_calls.iter().enumerate() {
@@ -56,7 +63,11 @@ pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
                 let mut ev = cx.call_evidence(i, true);
                 ev.offset = Some(off);
                 ev.excerpt = Some(markup::excerpt(&c.arguments, off.saturating_sub(20), 60));
-                let why = if e.is_eof() { "they end early (truncated?)".to_owned() } else { format!("{e}") };
+                let why = if e.is_eof() {
+                    "they end early (truncated?)".to_owned()
+                } else {
+                    format!("{e}")
+                };
                 out.push(
                     Finding::new(
                         Rule::ToolCallArgsInvalidJson,
@@ -67,19 +78,42 @@ pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
                 );
             }
             Ok(args) => {
-                let Some(schema) = defs.iter().find(|d| d.name == c.name).and_then(|d| d.schema.as_ref()) else { continue };
+                let Some(schema) = defs
+                    .iter()
+                    .find(|d| d.name == c.name)
+                    .and_then(|d| d.schema.as_ref())
+                else {
+                    continue;
+                };
                 let validator = match jsonschema::validator_for(schema) {
                     Ok(v) => v,
                     Err(_) => continue, // an invalid schema is the schema rules' business
                 };
-                let errors: Vec<(String, String)> = validator.iter_errors(&args).map(|e| (e.instance_path().to_string(), e.to_string())).collect();
+                let errors: Vec<(String, String)> = validator
+                    .iter_errors(&args)
+                    .map(|e| (e.instance_path().to_string(), e.to_string()))
+                    .collect();
                 if errors.is_empty() {
                     continue;
                 }
                 let mut ev = cx.call_evidence(i, true);
                 ev.excerpt = Some(markup::excerpt(&c.arguments, 0, 80));
-                let list: Vec<String> = errors.iter().take(3).map(|(p, msg)| if p.is_empty() { msg.clone() } else { format!("{p}: {msg}") }).collect();
-                let more = if errors.len() > 3 { format!(" (+{} more)", errors.len() - 3) } else { String::new() };
+                let list: Vec<String> = errors
+                    .iter()
+                    .take(3)
+                    .map(|(p, msg)| {
+                        if p.is_empty() {
+                            msg.clone()
+                        } else {
+                            format!("{p}: {msg}")
+                        }
+                    })
+                    .collect();
+                let more = if errors.len() > 3 {
+                    format!(" (+{} more)", errors.len() - 3)
+                } else {
+                    String::new()
+                };
                 out.push(
                     Finding::new(
                         Rule::ToolCallArgsSchemaMismatch,
@@ -96,12 +130,17 @@ pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
 
 /// `tool_call.unknown_tool`: a call names a tool the request did not offer.
 pub fn unknown_tool(cx: &ExchangeContext) -> Vec<Finding> {
-    let Some(m) = &cx.message else { return Vec::new() };
-    let names: Vec<String> = tools(cx.request_or_null()).into_iter().map(|t| t.name).collect();
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let names: Vec<String> = tools(cx.request_or_null())
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     m.tool_calls
         .iter()
         .enumerate()
-        .filter(|(_, c)| !names.iter().any(|n| *n == c.name))
+        .filter(|(_, c)| !names.contains(&c.name))
         .map(|(i, c)| {
             let offered = if names.is_empty() { "no tools were offered".to_owned() } else { format!("offered: {}", names.join(", ")) };
             Finding::new(Rule::ToolCallUnknownTool, format!("call {i} names {:?}, which the request did not offer ({offered})", c.name), "the model invented or misspelt a tool name: constrain calls with a grammar, or map the name client-side")
@@ -114,8 +153,14 @@ pub fn unknown_tool(cx: &ExchangeContext) -> Vec<Finding> {
 /// see [`markup::find_result_markup`]) itself instead of stopping for the real result. Looks at
 /// content, then reasoning, then the raw text. Evidence: byte offset of the marker.
 pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
-    let Some(m) = &cx.message else { return Vec::new() };
-    let places: [(&str, Option<&str>); 3] = [("content", Some(&m.content)), ("reasoning", Some(&m.reasoning)), ("raw text", cx.raw_text.as_deref())];
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let places: [(&str, Option<&str>); 3] = [
+        ("content", Some(&m.content)),
+        ("reasoning", Some(&m.reasoning)),
+        ("raw text", cx.raw_text.as_deref()),
+    ];
     for (place, text) in places {
         let Some(text) = text else { continue };
         if let Some(&(at, marker)) = markup::find_result_markup(text).first() {
@@ -123,7 +168,12 @@ pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
             let ev = match place {
                 "content" => cx.content_evidence(Some(at), ex),
                 "reasoning" => cx.reasoning_evidence(Some(at), ex),
-                _ => Evidence { pane: Some(Pane::Replay), offset: Some(at), excerpt: ex, ..Default::default() },
+                _ => Evidence {
+                    pane: Some(Pane::Replay),
+                    offset: Some(at),
+                    excerpt: ex,
+                    ..Default::default()
+                },
             };
             return vec![Finding::new(
                 Rule::ToolCallHallucinatedResult,
@@ -153,21 +203,49 @@ mod tests {
     #[test]
     fn leaked_hermes_block_case10() {
         let req = json!({"tools": two_tools(), "tool_choice": "none"});
-        let cx = openai(req, oa_resp(Some("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisbon\"}}\n</tool_call>"), &[], "stop"));
+        let cx = openai(
+            req,
+            oa_resp(
+                Some(
+                    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisbon\"}}\n</tool_call>",
+                ),
+                &[],
+                "stop",
+            ),
+        );
         let f = leaked_as_text(&cx);
         assert_eq!(ids(&f), ["tool_call.leaked_as_text"]);
         assert_eq!(f[0].evidence.offset, Some(0));
         assert_eq!(f[0].evidence.tool.as_deref(), Some("get_weather"));
-        assert!(leaked_as_text(&openai(json!({}), oa_resp(Some("Sunny, 20 °C."), &[], "stop"))).is_empty());
+        assert!(
+            leaked_as_text(&openai(
+                json!({}),
+                oa_resp(Some("Sunny, 20 °C."), &[], "stop")
+            ))
+            .is_empty()
+        );
     }
 
     #[test]
     fn invalid_json_arguments() {
-        let cx = openai(json!({"tools": two_tools()}), oa_resp(None, &[("get_time", "{\"city\": \"Lis")], "tool_calls"));
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(None, &[("get_time", "{\"city\": \"Lis")], "tool_calls"),
+        );
         let f = args(&cx);
         assert_eq!(ids(&f), ["tool_call.args_invalid_json"]);
-        assert_eq!(f[0].evidence.pointer.as_deref(), Some("/choices/0/message/tool_calls/0/function/arguments"));
-        let cx = openai(json!({"tools": two_tools()}), oa_resp(None, &[("get_time", "{\"city\": \"Lisbon\"}}")], "tool_calls"));
+        assert_eq!(
+            f[0].evidence.pointer.as_deref(),
+            Some("/choices/0/message/tool_calls/0/function/arguments")
+        );
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                None,
+                &[("get_time", "{\"city\": \"Lisbon\"}}")],
+                "tool_calls",
+            ),
+        );
         let f = args(&cx);
         assert_eq!(ids(&f), ["tool_call.args_invalid_json"]);
         assert_eq!(f[0].evidence.offset, Some(18));
@@ -175,30 +253,72 @@ mod tests {
 
     #[test]
     fn schema_mismatch_arguments() {
-        let cx = openai(json!({"tools": two_tools()}), oa_resp(None, &[("get_time", "{\"city\": 5}"), ("get_weather", "{}")], "tool_calls"));
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                None,
+                &[("get_time", "{\"city\": 5}"), ("get_weather", "{}")],
+                "tool_calls",
+            ),
+        );
         let f = args(&cx);
-        assert_eq!(ids(&f), ["tool_call.args_schema_mismatch", "tool_call.args_schema_mismatch"]);
+        assert_eq!(
+            ids(&f),
+            [
+                "tool_call.args_schema_mismatch",
+                "tool_call.args_schema_mismatch"
+            ]
+        );
         assert!(f[0].message.contains("/city"), "{}", f[0].message);
         assert!(f[1].message.contains("city"), "{}", f[1].message);
-        let ok = openai(json!({"tools": two_tools()}), oa_resp(None, &[("get_time", "{\"city\": \"Lisbon\"}")], "tool_calls"));
+        let ok = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                None,
+                &[("get_time", "{\"city\": \"Lisbon\"}")],
+                "tool_calls",
+            ),
+        );
         assert!(args(&ok).is_empty());
     }
 
     #[test]
     fn unknown_tool_named() {
-        let cx = openai(json!({"tools": two_tools()}), oa_resp(None, &[("get_stock", "{}")], "tool_calls"));
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(None, &[("get_stock", "{}")], "tool_calls"),
+        );
         let f = unknown_tool(&cx);
         assert_eq!(ids(&f), ["tool_call.unknown_tool"]);
         assert!(f[0].message.contains("get_weather, get_time"));
-        assert!(unknown_tool(&openai(json!({"tools": two_tools()}), oa_resp(None, &[("get_time", "{}")], "tool_calls"))).is_empty());
+        assert!(
+            unknown_tool(&openai(
+                json!({"tools": two_tools()}),
+                oa_resp(None, &[("get_time", "{}")], "tool_calls")
+            ))
+            .is_empty()
+        );
     }
 
     #[test]
     fn hallucinated_tool_response() {
-        let cx = openai(json!({"tools": two_tools()}), oa_resp(Some("Let me check.\n<tool_response>\n{\"temp\": 20}\n</tool_response>"), &[], "stop"));
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                Some("Let me check.\n<tool_response>\n{\"temp\": 20}\n</tool_response>"),
+                &[],
+                "stop",
+            ),
+        );
         let f = hallucinated_result(&cx);
         assert_eq!(ids(&f), ["tool_call.hallucinated_result"]);
         assert_eq!(f[0].evidence.offset, Some(14));
-        assert!(hallucinated_result(&openai(json!({}), oa_resp(Some("<tool_call>x</tool_call>"), &[], "stop"))).is_empty());
+        assert!(
+            hallucinated_result(&openai(
+                json!({}),
+                oa_resp(Some("<tool_call>x</tool_call>"), &[], "stop")
+            ))
+            .is_empty()
+        );
     }
 }

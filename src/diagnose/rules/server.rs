@@ -12,31 +12,59 @@ use crate::finding::{Evidence, Finding, Pane, Rule};
 pub const LLAMA_PARSE_ERROR: &str = "does not match the expected";
 
 /// Other engines' wording for the same failure (vLLM / SGLang tool parsers, Ollama).
-const OTHER_PARSE_ERRORS: &[&str] = &["Failed to parse tool call", "error parsing tool call", "Failed to parse input at pos"];
+const OTHER_PARSE_ERRORS: &[&str] = &[
+    "Failed to parse tool call",
+    "error parsing tool call",
+    "Failed to parse input at pos",
+];
 
 /// `server.parse_error`: the server answered an error (HTTP ≥ 400, or an `error` object in the
 /// body or stream) produced by its own tool-call/output parser, e.g. llama-server's HTTP 500
 /// `The model produced output that does not match the expected peg-native format`.
 /// Evidence: `/error/message` of the body, or the byte offset of the message in a stream.
 pub fn parse_error(cx: &ExchangeContext) -> Vec<Finding> {
-    let Some(text) = cx.response_text.as_deref() else { return Vec::new() };
+    let Some(text) = cx.response_text.as_deref() else {
+        return Vec::new();
+    };
     let errorish = cx.failed() || text.contains("\"error\"");
     if !errorish {
         return Vec::new();
     }
-    let hit = std::iter::once(LLAMA_PARSE_ERROR).chain(OTHER_PARSE_ERRORS.iter().copied()).find_map(|m| text.find(m).map(|at| (at, m)));
-    let Some((at, _)) = hit else { return Vec::new() };
+    let hit = std::iter::once(LLAMA_PARSE_ERROR)
+        .chain(OTHER_PARSE_ERRORS.iter().copied())
+        .find_map(|m| text.find(m).map(|at| (at, m)));
+    let Some((at, _)) = hit else {
+        return Vec::new();
+    };
     let message = cx
         .response_json
         .as_ref()
-        .and_then(|b| b.pointer("/error/message").and_then(Value::as_str).map(str::to_owned))
+        .and_then(|b| {
+            b.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| {
             let start = text[..at].rfind('"').map(|i| i + 1).unwrap_or(at);
-            excerpt(text, start, 160).split('"').next().unwrap_or("").to_owned()
+            excerpt(text, start, 160)
+                .split('"')
+                .next()
+                .unwrap_or("")
+                .to_owned()
         });
-    let format = message.split("expected ").nth(1).map(|s| s.trim_end_matches(" format").trim().to_owned());
-    let status = cx.status.map(|s| format!("HTTP {s}")).unwrap_or_else(|| "an error".into());
-    let pointer = cx.response_json.as_ref().and_then(|b| b.pointer("/error/message")).map(|_| "/error/message".to_owned());
+    let format = message
+        .split("expected ")
+        .nth(1)
+        .map(|s| s.trim_end_matches(" format").trim().to_owned());
+    let status = cx
+        .status
+        .map(|s| format!("HTTP {s}"))
+        .unwrap_or_else(|| "an error".into());
+    let pointer = cx
+        .response_json
+        .as_ref()
+        .and_then(|b| b.pointer("/error/message"))
+        .map(|_| "/error/message".to_owned());
     vec![Finding::new(
         Rule::ServerParseError,
         format!("the server's own output parser failed ({status}): {message}"),
