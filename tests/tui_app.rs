@@ -151,3 +151,31 @@ async fn quit_keys() {
     drive(&mut tui, typed("q")).await;
     assert!(tui.state.quit, "q on the list of a single file quits");
 }
+
+#[tokio::test]
+async fn live_proxy_events_grow_a_stream_in_place() {
+    use toolscope::record::recorder::RecordEvent;
+    use toolscope::session::{Body, Request};
+    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
+    let mut state = State::new(Keymap::default(), theme, (110, 34));
+    let session = toolscope::session::read::Session { path: "live.jsonl".into(), ..Default::default() };
+    let fx = state.show_source(std::sync::Arc::new(toolscope::tui::source::SessionSource::from_session(session)), true);
+    let mut tui = Tui::new(Terminal::new(TestBackend::new(110, 34)).unwrap(), state, true);
+    tui.run_effects(fx);
+    let tx = tui.sender();
+    let send = |ev| tx.send(toolscope::tui::Message::Record(ev)).unwrap();
+    let body = r#"{"model":"smollm2","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    send(RecordEvent::Started { id: 1, started: "2026-11-29T18:00:00Z".into(), request: Request { method: "POST".into(), path: "/v1/chat/completions".into(), headers: vec![], body: Body::Text { text: body.into() } } });
+    send(RecordEvent::Head { id: 1, status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], ttfb_us: 1000 });
+    for (i, word) in ["Hel", "lo", " there"].iter().enumerate() {
+        let data = format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{word}\"}}}}]}}\n\n");
+        send(RecordEvent::Chunk { id: 1, t_us: 2000 + i as u64 * 1000, bytes: bytes::Bytes::from(data) });
+    }
+    let s = drive(&mut tui, typed("4")).await;
+    assert!(s.contains("● live") && s.contains("1 exchanges"), "{s}");
+    assert!(s.contains("Stream · 3 events"), "{s}");
+    // Two more chunks arrive: the same row grows.
+    send(RecordEvent::Chunk { id: 1, t_us: 9000, bytes: bytes::Bytes::from("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n") });
+    let s = drive(&mut tui, vec![]).await;
+    assert!(s.contains("Stream · 5 events") && s.contains("1 exchanges"), "{s}");
+}

@@ -24,6 +24,9 @@ pub enum Message {
     /// The live proxy recorded or updated an exchange (an in-flight stream arrives repeatedly,
     /// growing, and replaces the earlier copy by id).
     Live(Box<Exchange>),
+    /// A live recorder event from `toolscope proxy` (applied in place; bursts of chunks share
+    /// one frame).
+    Record(crate::record::recorder::RecordEvent),
     /// A background failure to show in the status line.
     Error(String),
 }

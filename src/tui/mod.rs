@@ -110,6 +110,39 @@ pub fn run(files: Vec<PathBuf>, opts: &Options) -> anyhow::Result<()> {
     result.map_err(Into::into)
 }
 
+/// Runs the inspector over a live `toolscope proxy`: `events` is the recorder's event channel
+/// (`record::proxy::Proxy::spawn(cfg, Some(tx))`). Exchanges appear when their request
+/// arrives; status, chunks (streams growing in place) and the final exchange update the same
+/// row. `header` is the proxy's session header (`ProxyHandle::header()`), `name` the session
+/// path. Returns when the user quits; the caller then shuts the proxy down.
+///
+/// Must be called from within a multi-threaded tokio runtime.
+pub async fn run_live_records(
+    name: String,
+    header: crate::session::Header,
+    mut events: tokio::sync::mpsc::Receiver<crate::record::recorder::RecordEvent>,
+    opts: &Options,
+) -> anyhow::Result<()> {
+    let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
+    let session = crate::session::read::Session { path: name, header, ..Default::default() };
+    let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
+    let terminal = setup_terminal()?;
+    let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
+    let tx = tui.sender();
+    let forward = tokio::spawn(async move {
+        while let Some(ev) = events.recv().await {
+            if tx.send(Message::Record(ev)).is_err() {
+                break;
+            }
+        }
+    });
+    tui.run_effects(fx);
+    let r = tui.run(EventStream::new()).await;
+    forward.abort();
+    restore_terminal();
+    r.map_err(Into::into)
+}
+
 /// Runs the inspector over a live proxy: every [`crate::session::Exchange`] received on `rx`
 /// (a new one, or a newer copy of an in-flight one with more chunks, matched by id) appears or
 /// updates in place. `name` titles the session (e.g. the session file path). Returns when the

@@ -76,7 +76,7 @@ impl SessionSource {
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             anyhow::anyhow!("{}: line {} column {}: not JSON: {e}", path.display(), e.line(), e.column())
         })?;
-        let session = har_to_session(&path.display().to_string(), &value)?;
+        let session = crate::session::har::har_to_session(&path.display().to_string(), &value)?;
         Ok(Self::from_session(session))
     }
 
@@ -236,6 +236,60 @@ impl SessionSource {
         self.rows.len() - 1
     }
 
+    /// Applies one live recorder event (the proxy view): a started exchange appears, its
+    /// status and chunks grow in place, the ended exchange replaces it. Returns the affected
+    /// row, if any.
+    pub fn apply_record(&mut self, ev: &crate::record::recorder::RecordEvent) -> Option<usize> {
+        use crate::record::recorder::RecordEvent as R;
+        use crate::session::{Body, Chunk, Response};
+        let find = |src: &SessionSource, id: u64| src.rows.iter().position(|r| r.id == Some(id));
+        let with = |src: &mut SessionSource, row: usize, f: &mut dyn FnMut(&mut Exchange)| {
+            if let Backing::Memory(v) = &mut src.backing {
+                let idx = src.rows[row].offset as usize;
+                if let Some(e) = Arc::make_mut(v).get_mut(idx) {
+                    f(e);
+                }
+            }
+        };
+        match ev {
+            R::Started { id, started, request } => {
+                let ex = Exchange { id: *id, started: started.clone(), request: request.clone(), outcome: crate::session::Outcome::Complete, ..Default::default() };
+                Some(self.push_live(ex))
+            }
+            R::Head { id, status, headers, ttfb_us } => {
+                let row = find(self, *id)?;
+                let sse = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with("text/event-stream"));
+                with(self, row, &mut |e| {
+                    e.response = Some(Response { status: *status, headers: headers.clone(), body: None, chunks: sse.then(Vec::new) });
+                    e.timings.ttfb_us = Some(*ttfb_us);
+                });
+                Some(row)
+            }
+            R::Chunk { id, t_us, bytes } => {
+                let row = find(self, *id)?;
+                with(self, row, &mut |e| {
+                    let r = e.response.get_or_insert_with(Response::default);
+                    match &mut r.chunks {
+                        Some(c) => c.push(Chunk { t_us: *t_us, data: Body::from_bytes(bytes) }),
+                        None => {
+                            let mut b = r.body.take().map(|b| b.to_bytes()).unwrap_or_default();
+                            b.extend_from_slice(bytes);
+                            r.body = Some(Body::from_bytes(&b));
+                        }
+                    }
+                    e.timings.total_us = Some(*t_us);
+                });
+                Some(row)
+            }
+            R::Ended(ex) => Some(self.push_live((**ex).clone())),
+            R::Annotated(a) => {
+                self.annotations.entry(a.exchange()).or_default().push(a.clone());
+                find(self, a.exchange())
+            }
+            R::Warning(_) => None,
+        }
+    }
+
     /// llama-server's own render of exchange `id`, if fetched: `(prompt, tokens)`.
     pub fn server_render(&self, id: u64) -> Option<(Option<&str>, Option<&[crate::session::TokenPiece]>)> {
         self.annotations.get(&id)?.iter().rev().find_map(|a| match a {
@@ -270,62 +324,6 @@ fn peek_exchange(raw: &[u8]) -> Option<Option<u64>> {
     let Some(rest) = rest.strip_prefix(br#""id":"#) else { return Some(None) };
     let digits: Vec<u8> = rest.iter().take_while(|b| b.is_ascii_digit()).copied().collect();
     Some(std::str::from_utf8(&digits).ok().and_then(|s| s.parse().ok()))
-}
-
-/// Converts a HAR 1.2 document into a session. Uses the recorder's importer
-/// (`session::har`) once it exists; until then, a minimal reading of `log.entries`.
-fn har_to_session(name: &str, har: &serde_json::Value) -> anyhow::Result<Session> {
-    use crate::session::{Body, Request, Response, Timings};
-    let entries = har
-        .pointer("/log/entries")
-        .and_then(|v| v.as_array())
-        .ok_or_else(|| anyhow::anyhow!("{name}: not a HAR file (no log.entries)"))?;
-    let mut session = Session { path: name.to_owned(), ..Default::default() };
-    session.header = crate::session::write::new_header(String::new());
-    session.header.source = Some(format!("import:{name}"));
-    let headers = |v: Option<&serde_json::Value>| -> Vec<(String, String)> {
-        v.and_then(|h| h.as_array())
-            .map(|a| {
-                a.iter()
-                    .map(|h| {
-                        let s = |k: &str| h.get(k).and_then(|x| x.as_str()).unwrap_or("").to_owned();
-                        (s("name").to_ascii_lowercase(), s("value"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    for (i, e) in entries.iter().enumerate() {
-        let req = e.get("request").cloned().unwrap_or_default();
-        let url = req.get("url").and_then(|u| u.as_str()).unwrap_or("");
-        let path = url.find("://").and_then(|p| url[p + 3..].find('/').map(|q| &url[p + 3 + q..])).unwrap_or(url);
-        let res = e.get("response");
-        let text = res.and_then(|r| r.pointer("/content/text")).and_then(|t| t.as_str()).unwrap_or("");
-        let is_sse = res
-            .and_then(|r| r.pointer("/content/mimeType"))
-            .and_then(|t| t.as_str())
-            .is_some_and(|m| m.starts_with("text/event-stream"));
-        let total = e.get("time").and_then(|t| t.as_f64()).map(|ms| (ms * 1000.0) as u64);
-        session.exchanges.push(Exchange {
-            id: i as u64 + 1,
-            started: e.get("startedDateTime").and_then(|t| t.as_str()).unwrap_or("").to_owned(),
-            request: Request {
-                method: req.get("method").and_then(|m| m.as_str()).unwrap_or("GET").to_owned(),
-                path: path.to_owned(),
-                headers: headers(req.get("headers")),
-                body: Body::Text { text: req.pointer("/postData/text").and_then(|t| t.as_str()).unwrap_or("").to_owned() },
-            },
-            response: res.map(|r| Response {
-                status: r.get("status").and_then(|s| s.as_u64()).unwrap_or(0) as u16,
-                headers: headers(r.get("headers")),
-                body: (!is_sse).then(|| Body::Text { text: text.to_owned() }),
-                chunks: is_sse.then(|| vec![crate::session::Chunk { t_us: total.unwrap_or(0), data: Body::Text { text: text.to_owned() } }]),
-            }),
-            timings: Timings { ttfb_us: None, total_us: total },
-            ..Default::default()
-        });
-    }
-    Ok(session)
 }
 
 /// Session files (`*.jsonl`, `*.har`) directly inside `dir`, sorted by name. A missing folder

@@ -135,6 +135,11 @@ pub struct SessionView {
     pub session_findings: Vec<Finding>,
     /// Live proxy session (rows arrive while open).
     pub live: bool,
+    /// Live rows with a summary request in flight / changed again since.
+    pub live_pending: std::collections::HashSet<usize>,
+    pub live_dirty: std::collections::HashSet<usize>,
+    /// The selected exchange changed while its analysis was running.
+    pub analysis_stale: bool,
 }
 
 /// Indexing progress.
@@ -241,6 +246,9 @@ impl State {
             search: None,
             session_findings,
             live,
+            live_pending: Default::default(),
+            live_dirty: Default::default(),
+            analysis_stale: false,
             source,
         });
         self.screen = Screen::Session;
@@ -309,8 +317,13 @@ impl State {
                 }
             },
             Message::Summaries { epoch, items } if epoch == self.epoch => {
+                let mut fx = Vec::new();
                 if let Some(s) = &mut self.session {
                     for (row, sum) in items {
+                        if s.live_pending.remove(&row) && s.live_dirty.remove(&row) {
+                            s.live_pending.insert(row);
+                            fx.push(Effect::Summarize { epoch, rows: row..row + 1 });
+                        }
                         if let Some(slot) = s.summaries.get_mut(row) {
                             if slot.is_none() {
                                 s.summarized += 1;
@@ -322,7 +335,7 @@ impl State {
                 if self.session.as_ref().is_some_and(|s| !s.filter.is_empty()) {
                     self.apply_filter();
                 }
-                Vec::new()
+                fx
             }
             Message::Analyzed { epoch, row, analysis } if epoch == self.epoch => {
                 let h = self.pane_height();
@@ -352,16 +365,63 @@ impl State {
                             p.follow(h);
                         }
                     }
+                    if std::mem::take(&mut s.analysis_stale) {
+                        if let Some(&sel) = s.visible.get(s.list.cursor) {
+                            s.analyzing = Some(sel);
+                            return vec![Effect::Analyze { epoch, row: sel }];
+                        }
+                    }
                 }
                 Vec::new()
             }
             Message::Live(ex) => self.on_live(*ex),
+            Message::Record(ev) => self.on_record(ev),
             Message::Error(e) => {
                 self.status = Some(e);
                 Vec::new()
             }
             _ => Vec::new(),
         }
+    }
+
+    fn on_record(&mut self, ev: crate::record::recorder::RecordEvent) -> Vec<Effect> {
+        if let crate::record::recorder::RecordEvent::Warning(w) = &ev {
+            self.status = Some(format!("recorder: {w}"));
+            return Vec::new();
+        }
+        let epoch = self.epoch;
+        let Some(s) = &mut self.session else { return Vec::new() };
+        let Some(row) = Arc::make_mut(&mut s.source).apply_record(&ev) else { return Vec::new() };
+        self.live_changed(row, epoch)
+    }
+
+    /// A live row changed: re-summarize it and re-analyse it when selected, at most one
+    /// request in flight per row (later changes are picked up when it returns).
+    fn live_changed(&mut self, row: usize, epoch: u64) -> Vec<Effect> {
+        let Some(s) = &mut self.session else { return Vec::new() };
+        if row >= s.summaries.len() {
+            s.summaries.resize(row + 1, None);
+            if s.filter.is_empty() {
+                s.visible.push(row);
+            }
+        }
+        s.cache.remove(&row);
+        let mut fx = Vec::new();
+        if s.live_pending.insert(row) {
+            fx.push(Effect::Summarize { epoch, rows: row..row + 1 });
+        } else {
+            s.live_dirty.insert(row);
+        }
+        let selected = s.visible.get(s.list.cursor).copied();
+        if selected == Some(row) || s.analysis.is_none() {
+            if s.analyzing.is_none() {
+                s.analyzing = Some(row);
+                fx.push(Effect::Analyze { epoch, row });
+            } else {
+                s.analysis_stale = true;
+            }
+        }
+        fx
     }
 
     fn on_live(&mut self, ex: crate::session::Exchange) -> Vec<Effect> {
