@@ -22,6 +22,9 @@ pub struct Worker {
     tx: mpsc::UnboundedSender<Message>,
     inline: bool,
     pending: Arc<AtomicUsize>,
+    /// Row of the latest analysis request + 1 (older requests still queued are skipped, so
+    /// holding `j` does not queue one decode per row passed).
+    wanted: Arc<AtomicUsize>,
 }
 
 impl Worker {
@@ -61,7 +64,7 @@ impl<B: Backend> Tui<B> {
     /// A controller over `terminal`. `inline` runs background work synchronously (tests).
     pub fn new(terminal: Terminal<B>, state: State, inline: bool) -> Tui<B> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let worker = Worker { tx: tx.clone(), inline, pending: Arc::new(AtomicUsize::new(0)) };
+        let worker = Worker { tx: tx.clone(), inline, pending: Arc::new(AtomicUsize::new(0)), wanted: Arc::new(AtomicUsize::new(0)) };
         Tui { terminal, state, tx, rx, worker, clipboard: Box::new(|_| {}), frames: 0 }
     }
 
@@ -126,7 +129,12 @@ impl<B: Backend> Tui<B> {
             }
             Effect::Analyze { epoch, row } => {
                 let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else { return };
+                self.worker.wanted.store(row + 1, Ordering::SeqCst);
+                let wanted = self.worker.wanted.clone();
                 self.worker.spawn(move |tx| {
+                    if wanted.load(Ordering::SeqCst) != row + 1 {
+                        return;
+                    }
                     let a = match src.load(row) {
                         Ok(ex) => {
                             let id = ex.id;
@@ -143,6 +151,34 @@ impl<B: Backend> Tui<B> {
                 });
             }
         }
+    }
+
+    /// Applies every queued message (non-blocking) and draws when something changed. Returns
+    /// whether a frame was drawn. For benchmarks and embedding; [`Tui::run`] does the same in
+    /// its loop.
+    pub fn pump(&mut self) -> std::io::Result<bool> {
+        let mut dirty = false;
+        while let Ok(m) = self.rx.try_recv() {
+            let fx = self.state.on_message(m);
+            self.run_effects(fx);
+            dirty = true;
+        }
+        if dirty {
+            self.draw()?;
+        }
+        Ok(dirty)
+    }
+
+    /// Handles one input event and draws the resulting frame.
+    pub fn input(&mut self, ev: &Event) -> std::io::Result<()> {
+        let fx = self.state.on_event(ev);
+        self.run_effects(fx);
+        self.draw()
+    }
+
+    /// Background tasks still running.
+    pub fn pending(&self) -> usize {
+        self.worker.pending()
     }
 
     /// Draws one frame now.
