@@ -146,7 +146,8 @@ pub fn schema(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
     for (i, r) in a.schema.iter().enumerate() {
         if r.tool != tool {
             tool = &r.tool;
-            d.text(format!("{tool}"), st.title, None);
+            d.anchors.push((Anchor::Tool(tool.to_owned()), d.lines.len()));
+            d.text(tool.to_owned(), st.title, None);
         }
         d.copy.push(r.original.clone());
         d.anchors.push((Anchor::Pointer(r.pointer.clone()), d.lines.len()));
