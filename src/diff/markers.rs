@@ -363,7 +363,7 @@ pub fn opens_turn_with_role(marker: &str) -> bool {
     matches!(
         bare(marker).as_str(),
         "im_start" | "turn" | "start_header_id" | "start_of_turn" | "start"
-    ) && !(marker.ends_with("|>") && !marker.starts_with("<|"))
+    ) && (!marker.ends_with("|>") || marker.starts_with("<|"))
 }
 
 /// Markers of one text, grouped by role, with occurrence counts.

@@ -153,19 +153,8 @@ pub struct Rendered {
     pub eos: Option<String>,
 }
 
-impl Default for RenderStatus {
-    fn default() -> Self {
-        RenderStatus {
-            ok: false,
-            error: None,
-            bytes: 0,
-            tokens: 0,
-        }
-    }
-}
-
 /// Summary of one side's render.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RenderStatus {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -511,6 +500,7 @@ pub struct DiffReport {
 
 impl DiffReport {
     /// Assembles a report and computes the summary.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         mode: &str,
         a: SideInfo,
@@ -583,8 +573,8 @@ fn show(s: &str, max: usize) -> String {
             break;
         }
         match c {
-            '\n' => out.push_str("⏎"),
-            '\t' => out.push_str("⇥"),
+            '\n' => out.push('⏎'),
+            '\t' => out.push('⇥'),
             c => out.push(c),
         }
     }
@@ -704,13 +694,11 @@ pub fn render_text(r: &DiffReport) -> String {
                 "  tokens ({}): {} equal, {} only in A, {} only in B",
                 t.tokenizer, t.equal, t.deleted, t.inserted
             );
-            let mut shown = 0;
-            for op in t.ops.iter().filter(|op| op.tag != OpTag::Equal) {
+            for (shown, op) in t.ops.iter().filter(|op| op.tag != OpTag::Equal).enumerate() {
                 if shown == 40 {
                     let _ = writeln!(o, "    … more changes in the JSON output");
                     break;
                 }
-                shown += 1;
                 let _ = writeln!(o, "    @ A+{} B+{}", op.a_offset, op.b_offset);
                 if let Some(x) = &op.a_text {
                     let _ = writeln!(o, "    - {}", show(x, 160));
