@@ -1,16 +1,90 @@
-//! `toolscope proxy`.
+//! `toolscope proxy`: the recording reverse proxy.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::record::proxy::{Proxy, ProxyConfig};
+use crate::record::recorder::RecordEvent;
+use crate::record::summary::one_line;
 
 /// Arguments of `toolscope proxy`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remaining arguments (not implemented yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// Upstream inference server base URL, e.g. http://127.0.0.1:8080 (plain HTTP).
+    #[arg(long)]
+    pub upstream: String,
+    /// Address to listen on. Loopback by default; a non-loopback address exposes the proxy
+    /// (and your upstream) to the network.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub listen: SocketAddr,
+    /// Session file to write (appended to when it exists). Default: sessions/<UTC time>.jsonl.
+    #[arg(long)]
+    pub session: Option<PathBuf>,
+    /// Print one line per exchange instead of the live inspector.
+    #[arg(long)]
+    pub headless: bool,
+    /// Record authorization, x-api-key, api-key and cookie headers verbatim (default: redacted).
+    #[arg(long)]
+    pub keep_secrets: bool,
 }
 
-/// Runs `toolscope proxy`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`toolscope proxy` is not implemented yet")
+/// `sessions/<UTC timestamp>.jsonl`, e.g. `sessions/2026-11-29T18-32-18Z.jsonl`.
+pub fn default_session_path() -> PathBuf {
+    let fmt = time::macros::format_description!("[year]-[month]-[day]T[hour]-[minute]-[second]Z");
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(&fmt)
+        .unwrap_or_else(|_| "session".into());
+    PathBuf::from("sessions").join(format!("{stamp}.jsonl"))
+}
+
+/// Runs `toolscope proxy` until Ctrl-C. Exit 0 on a clean stop.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let session = args.session.clone().unwrap_or_else(default_session_path);
+    if !args.listen.ip().is_loopback() {
+        eprintln!(
+            "toolscope proxy: warning: listening on non-loopback {} — anyone on the network can use the upstream through it",
+            args.listen
+        );
+    }
+    let rt = super::runtime();
+    rt.block_on(async move {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordEvent>(1024);
+        let mut cfg = ProxyConfig::new(&args.upstream, session.clone());
+        cfg.listen = args.listen;
+        cfg.keep_secrets = args.keep_secrets;
+        let proxy = Proxy::spawn(cfg, Some(tx))
+            .await
+            .context("starting the proxy")?;
+        let engine = proxy.header().engine.clone().unwrap_or_default();
+        eprintln!(
+            "toolscope proxy: http://{} → {} (engine: {}{}), recording to {}",
+            proxy.local_addr(),
+            args.upstream,
+            engine.kind,
+            engine.version.map(|v| format!(" {v}")).unwrap_or_default(),
+            session.display()
+        );
+        // Until the live TUI hooks in, both modes print one line per exchange.
+        loop {
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(RecordEvent::Ended(ex)) => println!("{}", one_line(&ex)),
+                    Some(RecordEvent::Warning(w)) => eprintln!("toolscope proxy: {w}"),
+                    Some(_) => {}
+                    None => break,
+                },
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        eprintln!(
+            "toolscope proxy: stopping; writing exchanges in flight to {}",
+            session.display()
+        );
+        proxy.shutdown(Duration::from_secs(10)).await;
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -1,4 +1,22 @@
 //! The recorder: reverse proxy, direct sends, and the llama-server API client. Network I/O
 //! lives here (and in the TUI), never in the analysis modules.
+//!
+//! * [`proxy`] — the recording reverse proxy (`toolscope proxy`).
+//! * [`send`] — one direct request, recorded the same way (`toolscope send`).
+//! * [`recorder`] — exchange bookkeeping, the session writer thread, live [`RecordEvent`]s.
+//! * [`llama`] — start/stop a real llama-server (end-to-end tests, recordings).
+//! * [`client`] — llama-server's inspection endpoints (`/props`, `/apply-template`, `/tokenize`).
+//! * [`anthropic`] — llama-server's Anthropic → OpenAI body conversion, for `/apply-template`.
+//! * [`redact`] — secret headers.
+//! * [`summary`] — one-line exchange summaries (`--headless`).
 
+pub mod anthropic;
 pub mod client;
+pub mod llama;
+pub mod proxy;
+pub mod recorder;
+pub mod redact;
+pub mod send;
+pub mod summary;
+
+pub use recorder::RecordEvent;

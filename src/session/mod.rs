@@ -19,6 +19,7 @@
 pub mod model;
 pub mod read;
 pub mod write;
+pub mod har;
 
 pub use model::*;
 pub use read::{read_session, read_session_bytes, ReadWarning};

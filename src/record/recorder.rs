@@ -1,0 +1,582 @@
+//! The recording core shared by the proxy and `send`: exchange ids, in-flight exchanges, the
+//! session writer thread, live events, and the llama-server render annotations.
+//!
+//! Every exchange is built in memory while it runs ([`ActiveExchange`]) and written as one
+//! JSON line when it ends — complete, cut by the client (its drop), or failed upstream. Lines
+//! go through one writer thread that owns the [`SessionWriter`], so concurrent exchanges never
+//! mix and file I/O stays off the client's path; each line is flushed when written.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+
+use crate::record::client::ServerClient;
+use crate::record::redact::redact_value;
+use crate::session::{
+    Annotation, Api, Body, Chunk, Engine, Exchange, Header, Line, Outcome, Request, Response,
+    SessionWriter,
+};
+
+/// What the recorder reports live (for the TUI's live view and `--headless` printing).
+#[derive(Debug, Clone)]
+pub enum RecordEvent {
+    /// A request arrived; its exchange id is reserved. `request` is already redacted.
+    Started {
+        id: u64,
+        started: String,
+        request: Request,
+    },
+    /// Response status and headers arrived after `ttfb_us` microseconds.
+    Head {
+        id: u64,
+        status: u16,
+        headers: Vec<(String, String)>,
+        ttfb_us: u64,
+    },
+    /// One body chunk, exactly as forwarded to the client, `t_us` after the request start.
+    /// Dropped (never blocks the client) when the event channel is full.
+    Chunk { id: u64, t_us: u64, bytes: Bytes },
+    /// The exchange ended and was queued for writing (complete or partial).
+    Ended(Box<Exchange>),
+    /// A later fact about an exchange (llama-server render), queued for writing.
+    Annotated(Annotation),
+    /// Something went wrong in the recorder itself (e.g. the session file is not writable).
+    Warning(String),
+}
+
+/// Recorder settings.
+#[derive(Debug, Clone)]
+pub struct RecorderConfig {
+    /// Session file (created with `header`, or appended to when it exists).
+    pub session: PathBuf,
+    /// Store secret headers verbatim (default: redacted, see [`crate::record::redact`]).
+    pub keep_secrets: bool,
+    /// `label` for every exchange (`send`), or `None` for proxied traffic.
+    pub label: Option<String>,
+    /// Upstream base URL for the `/apply-template` + `/tokenize` annotations; set only when the
+    /// upstream is llama-server.
+    pub render_from: Option<String>,
+}
+
+enum WriterMsg {
+    Line(Box<Line>),
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+struct Inner {
+    cfg: RecorderConfig,
+    next_id: AtomicU64,
+    writer: Mutex<Option<std::sync::mpsc::Sender<WriterMsg>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    events: Option<mpsc::Sender<RecordEvent>>,
+    /// Exchanges started and not yet queued, plus annotation fetches pending.
+    busy: AtomicUsize,
+    idle: Notify,
+    render_client: Option<ServerClient>,
+    /// Lines written (exchanges + annotations), for tests and benches.
+    written: Arc<AtomicU64>,
+}
+
+/// A cheap-to-clone handle on one session being recorded.
+#[derive(Clone)]
+pub struct Recorder {
+    inner: Arc<Inner>,
+}
+
+/// The current UTC time as RFC 3339 with microseconds (`2026-11-29T18:32:18.123456Z`).
+pub fn now_rfc3339() -> String {
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+    );
+    time::OffsetDateTime::now_utc()
+        .format(&fmt)
+        .unwrap_or_default()
+}
+
+impl Recorder {
+    /// Opens (or appends to) the session file and starts the writer thread.
+    ///
+    /// Errors: the file cannot be created, or it exists and is not a readable session.
+    pub fn open(
+        cfg: RecorderConfig,
+        header: &Header,
+        events: Option<mpsc::Sender<RecordEvent>>,
+    ) -> anyhow::Result<Recorder> {
+        let mut writer = SessionWriter::open(&cfg.session, header).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot open session for writing: {e:#}",
+                cfg.session.display()
+            )
+        })?;
+        let first_id = writer.next_id();
+        let (tx, rx) = std::sync::mpsc::channel::<WriterMsg>();
+        let written = Arc::new(AtomicU64::new(0));
+        let written2 = written.clone();
+        let events2 = events.clone();
+        let path = cfg.session.clone();
+        let thread = std::thread::Builder::new()
+            .name("toolscope-session-writer".into())
+            .spawn(move || {
+                let mut failed = false;
+                for msg in rx {
+                    match msg {
+                        WriterMsg::Line(line) => match writer.append(&line) {
+                            Ok(()) => {
+                                written2.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Err(e) if !failed => {
+                                failed = true;
+                                let msg =
+                                    format!("{}: writing the session failed: {e}", path.display());
+                                eprintln!("toolscope: {msg}");
+                                if let Some(ev) = &events2 {
+                                    let _ = ev.try_send(RecordEvent::Warning(msg));
+                                }
+                            }
+                            Err(_) => {}
+                        },
+                        WriterMsg::Flush(done) => {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            })?;
+        let render_client = cfg.render_from.as_deref().map(ServerClient::new);
+        Ok(Recorder {
+            inner: Arc::new(Inner {
+                cfg,
+                next_id: AtomicU64::new(first_id),
+                writer: Mutex::new(Some(tx)),
+                thread: Mutex::new(Some(thread)),
+                events,
+                busy: AtomicUsize::new(0),
+                idle: Notify::new(),
+                render_client,
+                written,
+            }),
+        })
+    }
+
+    /// The session file.
+    pub fn session_path(&self) -> &Path {
+        &self.inner.cfg.session
+    }
+
+    /// Number of lines (exchanges and annotations) written so far.
+    pub fn lines_written(&self) -> u64 {
+        self.inner.written.load(Ordering::SeqCst)
+    }
+
+    fn queue(&self, line: Line) {
+        if let Ok(guard) = self.inner.writer.lock()
+            && let Some(tx) = guard.as_ref()
+        {
+            let _ = tx.send(WriterMsg::Line(Box::new(line)));
+        }
+    }
+
+    fn emit(&self, ev: RecordEvent) {
+        if let Some(tx) = &self.inner.events {
+            match tx.try_send(ev) {
+                Ok(()) => {}
+                // Chunks are best-effort; start/end/annotations must arrive.
+                Err(mpsc::error::TrySendError::Full(ev))
+                    if !matches!(ev, RecordEvent::Chunk { .. }) =>
+                {
+                    let tx = tx.clone();
+                    if let Ok(h) = tokio::runtime::Handle::try_current() {
+                        h.spawn(async move {
+                            let _ = tx.send(ev).await;
+                        });
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn busy_inc(&self) {
+        self.inner.busy.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn busy_dec(&self) {
+        if self.inner.busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.inner.idle.notify_waiters();
+        }
+    }
+
+    /// Starts an exchange for a request (method, path with query, headers as received, whole
+    /// body). Headers are redacted here unless `keep_secrets`. The returned guard records the
+    /// exchange when finished, or as [`Outcome::ClientDisconnected`] when dropped unfinished.
+    pub fn begin(
+        &self,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: &[u8],
+    ) -> ActiveExchange {
+        let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let headers = if self.inner.cfg.keep_secrets {
+            headers
+        } else {
+            headers
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = redact_value(&k, &v);
+                    (k, v)
+                })
+                .collect()
+        };
+        let request = Request {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            headers,
+            body: Body::from_bytes(body),
+        };
+        let started = now_rfc3339();
+        self.busy_inc();
+        self.emit(RecordEvent::Started {
+            id,
+            started: started.clone(),
+            request: request.clone(),
+        });
+        ActiveExchange {
+            rec: self.clone(),
+            start: Instant::now(),
+            ex: Some(Exchange {
+                id,
+                started,
+                label: self.inner.cfg.label.clone(),
+                request,
+                ..Default::default()
+            }),
+            sse: false,
+            body: Vec::new(),
+            chunks: Vec::new(),
+        }
+    }
+
+    fn ended(&self, ex: Exchange) {
+        let render = self.inner.render_client.clone().filter(|_| {
+            matches!(ex.api(), Api::Openai | Api::Anthropic) && ex.request.method == "POST"
+        });
+        let render_req = render
+            .as_ref()
+            .map(|_| (ex.id, ex.api(), ex.request_json()));
+        self.emit(RecordEvent::Ended(Box::new(ex.clone())));
+        self.queue(Line::Exchange(Box::new(ex)));
+        if let (Some(client), Some((id, api, body))) = (render, render_req)
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            self.busy_inc();
+            let rec = self.clone();
+            rt.spawn(async move {
+                let ann = server_render(&client, id, api, body).await;
+                rec.emit(RecordEvent::Annotated(ann.clone()));
+                rec.queue(Line::Annotation(ann));
+                rec.busy_dec();
+            });
+        }
+        self.busy_dec();
+    }
+
+    /// Waits until no exchange is in flight and no annotation is pending (at most `timeout`),
+    /// then until everything queued so far is on disk. Returns false on timeout.
+    pub async fn settle(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.inner.idle.notified();
+            if self.inner.busy.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return false;
+            }
+        }
+        self.flush().await;
+        true
+    }
+
+    /// Waits until every line queued so far is written.
+    pub async fn flush(&self) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sent = match self.inner.writer.lock() {
+            Ok(g) => g
+                .as_ref()
+                .is_some_and(|w| w.send(WriterMsg::Flush(tx)).is_ok()),
+            Err(_) => false,
+        };
+        if sent {
+            let _ =
+                tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(30))).await;
+        }
+    }
+
+    /// Stops the writer thread after writing everything queued. Later lines are dropped.
+    pub fn close(&self) {
+        if let Ok(mut g) = self.inner.writer.lock() {
+            g.take();
+        }
+        if let Ok(mut t) = self.inner.thread.lock()
+            && let Some(t) = t.take()
+        {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Fetches llama-server's render of one exchange's request: `POST /apply-template` with the
+/// same body (Anthropic bodies converted as the server does, see
+/// [`crate::record::anthropic`]), then `POST /tokenize` of the prompt with pieces.
+pub async fn server_render(
+    client: &ServerClient,
+    exchange: u64,
+    api: Api,
+    body: Option<Value>,
+) -> Annotation {
+    let result: anyhow::Result<(
+        String,
+        Option<Vec<crate::session::TokenPiece>>,
+        Option<String>,
+    )> = async {
+        let body = body.ok_or_else(|| anyhow::anyhow!("request body is not JSON"))?;
+        let chat = match api {
+            Api::Anthropic => {
+                crate::record::anthropic::anthropic_to_openai(&body).map_err(|e| {
+                    anyhow::anyhow!("converting the /v1/messages body as llama-server does: {e}")
+                })?
+            }
+            _ => body,
+        };
+        let prompt = client.apply_template(&chat).await?;
+        match client.tokenize(&prompt).await {
+            Ok(t) => Ok((prompt, Some(t), None)),
+            Err(e) => Ok((prompt, None, Some(format!("{e:#}")))),
+        }
+    }
+    .await;
+    match result {
+        Ok((prompt, tokens, error)) => Annotation::ServerRender {
+            exchange,
+            prompt: Some(prompt),
+            tokens,
+            error,
+        },
+        Err(e) => Annotation::ServerRender {
+            exchange,
+            prompt: None,
+            tokens: None,
+            error: Some(format!("{e:#}")),
+        },
+    }
+}
+
+/// One exchange being recorded. Finish it with [`ActiveExchange::finish`]; dropping it
+/// unfinished records it as [`Outcome::ClientDisconnected`].
+pub struct ActiveExchange {
+    rec: Recorder,
+    start: Instant,
+    ex: Option<Exchange>,
+    sse: bool,
+    body: Vec<u8>,
+    chunks: Vec<Chunk>,
+}
+
+impl ActiveExchange {
+    /// The exchange id.
+    pub fn id(&self) -> u64 {
+        self.ex.as_ref().map(|e| e.id).unwrap_or(0)
+    }
+
+    /// Microseconds since the request started.
+    pub fn elapsed_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    /// Records the response status line and headers (redacted unless `keep_secrets`).
+    /// `text/event-stream` responses are then recorded chunk by chunk.
+    pub fn head(&mut self, status: u16, headers: Vec<(String, String)>) {
+        let t = self.elapsed_us();
+        let keep = self.rec.inner.cfg.keep_secrets;
+        let headers: Vec<(String, String)> = if keep {
+            headers
+        } else {
+            headers
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = redact_value(&k, &v);
+                    (k, v)
+                })
+                .collect()
+        };
+        self.sse = headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("content-type")
+                && v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/event-stream")
+        });
+        let id = self.id();
+        if let Some(ex) = self.ex.as_mut() {
+            ex.timings.ttfb_us = Some(t);
+            ex.response = Some(Response {
+                status,
+                headers: headers.clone(),
+                body: None,
+                chunks: None,
+            });
+        }
+        self.rec.emit(RecordEvent::Head {
+            id,
+            status,
+            headers,
+            ttfb_us: t,
+        });
+    }
+
+    /// Records one body chunk exactly as forwarded to the client.
+    pub fn chunk(&mut self, data: &Bytes) {
+        let t = self.elapsed_us();
+        if self.sse {
+            self.chunks.push(Chunk {
+                t_us: t,
+                data: Body::from_bytes(data),
+            });
+        } else {
+            self.body.extend_from_slice(data);
+        }
+        if self.rec.inner.events.is_some() {
+            let id = self.id();
+            self.rec.emit(RecordEvent::Chunk {
+                id,
+                t_us: t,
+                bytes: data.clone(),
+            });
+        }
+    }
+
+    /// Ends the exchange with `outcome` (and an error text for partial ones) and queues it.
+    pub fn finish(mut self, outcome: Outcome, error: Option<String>) {
+        self.end(outcome, error);
+    }
+
+    fn end(&mut self, outcome: Outcome, error: Option<String>) {
+        let Some(mut ex) = self.ex.take() else { return };
+        ex.timings.total_us = Some(self.elapsed_us());
+        if let Some(r) = ex.response.as_mut() {
+            if self.sse {
+                r.chunks = Some(std::mem::take(&mut self.chunks));
+            } else {
+                r.body = Some(Body::from_bytes(&self.body));
+            }
+        }
+        ex.outcome = outcome;
+        ex.error = error;
+        self.rec.ended(ex);
+    }
+}
+
+impl Drop for ActiveExchange {
+    fn drop(&mut self) {
+        if self.ex.is_some() {
+            self.end(Outcome::ClientDisconnected, Some("the client closed the connection before the response ended; upstream request cancelled".into()));
+        }
+    }
+}
+
+/// Detects the engine behind `base` (`http://host:port`): `GET /props` (llama-server: the
+/// props snapshot, `build_info`, `model_path`), else `GET /v1/models` (`owned_by` `vllm` or
+/// `sglang`), else `GET /api/version` (Ollama). Returns the engine (kind `unknown` when none
+/// answered) and the llama-server props.
+pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
+    let http = match reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+    {
+        Ok(c) => c,
+        Err(_) => {
+            return (
+                Engine {
+                    kind: "unknown".into(),
+                    ..Default::default()
+                },
+                None,
+            );
+        }
+    };
+    let base = base.trim_end_matches('/');
+    let get = |path: &str| {
+        let http = http.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let r = http.get(&url).send().await.ok()?;
+            if !r.status().is_success() {
+                return None;
+            }
+            r.json::<Value>().await.ok()
+        }
+    };
+    if let Some(props) = get("/props").await
+        && (props.get("build_info").is_some() || props.get("chat_template").is_some())
+    {
+        let s = |k: &str| props.get(k).and_then(Value::as_str).map(str::to_owned);
+        return (
+            Engine {
+                kind: "llama-server".into(),
+                version: s("build_info"),
+                model: s("model_path"),
+            },
+            Some(props),
+        );
+    }
+    if let Some(models) = get("/v1/models").await {
+        let first = models.get("data").and_then(|d| d.get(0));
+        let owned = first
+            .and_then(|m| m.get("owned_by"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let id = first
+            .and_then(|m| m.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let kind = match owned {
+            "vllm" => "vllm",
+            "sglang" => "sglang",
+            "llamacpp" => "llama-server",
+            _ => "unknown",
+        };
+        if kind != "unknown" {
+            return (
+                Engine {
+                    kind: kind.into(),
+                    version: None,
+                    model: id,
+                },
+                None,
+            );
+        }
+    }
+    if let Some(v) = get("/api/version").await
+        && let Some(version) = v.get("version").and_then(Value::as_str)
+    {
+        return (
+            Engine {
+                kind: "ollama".into(),
+                version: Some(version.to_owned()),
+                model: None,
+            },
+            None,
+        );
+    }
+    (
+        Engine {
+            kind: "unknown".into(),
+            ..Default::default()
+        },
+        None,
+    )
+}

@@ -1,0 +1,314 @@
+//! HAR 1.2 → session conversion (browsers' devtools, mitmproxy, HTTP Toolkit exports).
+//!
+//! Spec: <http://www.softwareishard.com/blog/har-12-spec/>. Each `log.entries[]` becomes one
+//! exchange in file order: `request.method`, the URL's path and query, `request.headers`
+//! (lower-cased names), `request.postData.text`; `response.status`, `response.headers`,
+//! `response.content.text` (decoded when `content.encoding` is `base64`). HAR keeps no
+//! per-chunk receive times: a `text/event-stream` body is split into one chunk per SSE event
+//! (blank-line separated), every chunk stamped with the time to first byte
+//! (`blocked + dns + connect + send + wait`, negative parts ignored). `time` becomes the
+//! total. An entry whose `response.status` is 0 or missing (the request failed) keeps its
+//! request and is marked `upstream_error`; an entry missing its `_error`-free response text
+//! keeps an empty body.
+//!
+//! Pure: takes the parsed JSON; the CLI reads the file and reports JSON syntax errors with
+//! their line and column.
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::model::*;
+use super::read::Session;
+
+/// Converts a parsed HAR document into a session named `name` (used as `Session::path`),
+/// secret headers redacted (see [`har_to_session_with`]).
+///
+/// Errors: no `log.entries` array; an entry without `request.method` or `request.url`
+/// (message names the entry index, e.g. `log.entries[3].request.url`).
+pub fn har_to_session(name: &str, har: &Value) -> anyhow::Result<Session> {
+    har_to_session_with(name, har, false)
+}
+
+/// [`har_to_session`], keeping secret headers verbatim when `keep_secrets`.
+pub fn har_to_session_with(name: &str, har: &Value, keep_secrets: bool) -> anyhow::Result<Session> {
+    let log = har
+        .get("log")
+        .with_context(|| format!("{name}: not a HAR file: no top-level \"log\" object"))?;
+    let entries = log
+        .get("entries")
+        .and_then(Value::as_array)
+        .with_context(|| format!("{name}: not a HAR file: no \"log.entries\" array"))?;
+    let creator = log.get("creator").and_then(|c| {
+        let n = c.get("name")?.as_str()?;
+        Some(match c.get("version").and_then(Value::as_str) {
+            Some(v) => format!("{n} {v}"),
+            None => n.to_owned(),
+        })
+    });
+    let mut session = Session {
+        path: name.to_owned(),
+        ..Default::default()
+    };
+    let mut header = super::write::new_header(String::new());
+    header.source = Some(match &creator {
+        Some(c) => format!("import:{name} (HAR {})", c),
+        None => format!("import:{name}"),
+    });
+    header.engine = Some(Engine {
+        kind: "unknown".into(),
+        ..Default::default()
+    });
+    for (i, entry) in entries.iter().enumerate() {
+        let at = |field: &str| format!("{name}: log.entries[{i}].{field}");
+        let req = entry
+            .get("request")
+            .with_context(|| format!("{} is missing", at("request")))?;
+        let method = req
+            .get("method")
+            .and_then(Value::as_str)
+            .with_context(|| format!("{} is missing or not a string", at("request.method")))?;
+        let url = req
+            .get("url")
+            .and_then(Value::as_str)
+            .with_context(|| format!("{} is missing or not a string", at("request.url")))?;
+        let (origin, path) = split_url(url);
+        if header.upstream.is_none() && !origin.is_empty() {
+            header.upstream = Some(origin.clone());
+        }
+        let started = entry
+            .get("startedDateTime")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if header.created.is_empty() {
+            header.created = started.clone();
+        }
+        let mut req_headers = har_headers(req.get("headers"));
+        let post = req.get("postData");
+        let req_body = match post.and_then(|p| p.get("text")).and_then(Value::as_str) {
+            Some(t)
+                if post.and_then(|p| p.get("encoding")).and_then(Value::as_str)
+                    == Some("base64") =>
+            {
+                decode_b64(t)
+                    .map(|b| Body::from_bytes(&b))
+                    .with_context(|| {
+                        format!("{} is not valid base64", at("request.postData.text"))
+                    })?
+            }
+            Some(t) => Body::Text { text: t.to_owned() },
+            None => Body::default(),
+        };
+        let timings = entry.get("timings");
+        let part = |k: &str| {
+            timings
+                .and_then(|t| t.get(k))
+                .and_then(Value::as_f64)
+                .filter(|v| *v > 0.0)
+                .unwrap_or(0.0)
+        };
+        let ttfb_ms = part("blocked") + part("dns") + part("connect") + part("send") + part("wait");
+        let total_ms = entry
+            .get("time")
+            .and_then(Value::as_f64)
+            .filter(|v| *v >= 0.0);
+        let ttfb_us = (timings.is_some()).then_some((ttfb_ms * 1000.0).round() as u64);
+        let resp = entry.get("response");
+        let status = resp
+            .and_then(|r| r.get("status"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let mut ex = Exchange {
+            id: i as u64 + 1,
+            started,
+            label: None,
+            request: Request {
+                method: method.to_owned(),
+                path,
+                headers: Vec::new(),
+                body: req_body,
+            },
+            response: None,
+            timings: Timings {
+                ttfb_us,
+                total_us: total_ms.map(|t| (t * 1000.0).round() as u64),
+            },
+            outcome: Outcome::Complete,
+            error: None,
+        };
+        if !keep_secrets {
+            crate::record::redact::redact_headers(&mut req_headers);
+        }
+        ex.request.headers = req_headers;
+        if status == 0 {
+            ex.outcome = Outcome::UpstreamError;
+            ex.error = Some(
+                entry
+                    .get("_error")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| "no response in the HAR entry (status 0)".into()),
+            );
+        } else if let Some(resp) = resp {
+            let mut headers = har_headers(resp.get("headers"));
+            if !keep_secrets {
+                crate::record::redact::redact_headers(&mut headers);
+            }
+            let content = resp.get("content");
+            let mime = content
+                .and_then(|c| c.get("mimeType"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let text = content
+                .and_then(|c| c.get("text"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let bytes = if content
+                .and_then(|c| c.get("encoding"))
+                .and_then(Value::as_str)
+                == Some("base64")
+            {
+                decode_b64(text).with_context(|| {
+                    format!("{} is not valid base64", at("response.content.text"))
+                })?
+            } else {
+                text.as_bytes().to_vec()
+            };
+            let sse = mime.to_ascii_lowercase().starts_with("text/event-stream")
+                || headers.iter().any(|(k, v)| {
+                    k == "content-type" && v.to_ascii_lowercase().starts_with("text/event-stream")
+                });
+            let mut r = Response {
+                status: status as u16,
+                headers,
+                body: None,
+                chunks: None,
+            };
+            if sse {
+                let t = ttfb_us.unwrap_or(0);
+                r.chunks = Some(
+                    split_sse(&bytes)
+                        .into_iter()
+                        .map(|c| Chunk {
+                            t_us: t,
+                            data: Body::from_bytes(c),
+                        })
+                        .collect(),
+                );
+            } else {
+                r.body = Some(Body::from_bytes(&bytes));
+            }
+            ex.response = Some(r);
+        }
+        session.exchanges.push(ex);
+    }
+    if header.created.is_empty() {
+        bail!("{name}: HAR has no entries with startedDateTime and cannot be dated");
+    }
+    session.header = header;
+    Ok(session)
+}
+
+/// The lines to write for `session` (header, exchanges) — what `toolscope import` writes.
+pub fn session_lines(session: &Session) -> Vec<Line> {
+    let mut lines = vec![Line::Header(session.header.clone())];
+    lines.extend(
+        session
+            .exchanges
+            .iter()
+            .map(|e| Line::Exchange(Box::new(e.clone()))),
+    );
+    lines
+}
+
+fn har_headers(v: Option<&Value>) -> Vec<(String, String)> {
+    v.and_then(Value::as_array)
+        .map(|hs| {
+            hs.iter()
+                .filter_map(|h| {
+                    Some((
+                        h.get("name")?.as_str()?.to_ascii_lowercase(),
+                        h.get("value")?.as_str()?.to_owned(),
+                    ))
+                })
+                // HTTP/2 pseudo-headers (":authority") are not request headers.
+                .filter(|(k, _)| !k.starts_with(':'))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `(scheme://authority, /path?query)`; for a URL without scheme, `("", url)`.
+fn split_url(url: &str) -> (String, String) {
+    if let Some(rest_at) = url.find("://") {
+        let after = &url[rest_at + 3..];
+        let cut = after.find(['/', '?', '#']).unwrap_or(after.len());
+        let origin = url[..rest_at + 3 + cut].to_owned();
+        let mut path = after[cut..].split('#').next().unwrap_or("").to_owned();
+        if path.is_empty() || path.starts_with('?') {
+            path.insert(0, '/');
+        }
+        (origin, path)
+    } else {
+        (String::new(), url.to_owned())
+    }
+}
+
+fn decode_b64(s: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let clean: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD.decode(clean).ok()
+}
+
+/// Splits an SSE body after each event terminator (`\n\n`, `\r\n\r\n`, `\r\r`); the pieces
+/// concatenate to the input.
+fn split_sse(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let term = if bytes[i..].starts_with(b"\r\n\r\n") {
+            4
+        } else if bytes[i..].starts_with(b"\n\n") || bytes[i..].starts_with(b"\r\r") {
+            2
+        } else {
+            0
+        };
+        if term > 0 {
+            out.push(&bytes[start..i + term]);
+            i += term;
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    if start < bytes.len() {
+        out.push(&bytes[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_sse_keeps_bytes() {
+        let s = b"data: a\n\ndata: b\r\n\r\ndata: c";
+        let parts = split_sse(s);
+        assert_eq!(
+            parts,
+            vec![
+                &b"data: a\n\n"[..],
+                &b"data: b\r\n\r\n"[..],
+                &b"data: c"[..]
+            ]
+        );
+        assert_eq!(
+            split_url("http://h:1/v1/x?y=1#f"),
+            ("http://h:1".into(), "/v1/x?y=1".into())
+        );
+        assert_eq!(split_url("http://h:1"), ("http://h:1".into(), "/".into()));
+    }
+}
