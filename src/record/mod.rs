@@ -13,6 +13,7 @@
 pub mod anthropic;
 pub mod client;
 pub mod llama;
+pub mod probe;
 pub mod proxy;
 pub mod recorder;
 pub mod redact;
