@@ -883,3 +883,41 @@ fn compare_agree_merge_mangle_miss_extra() {
     assert_eq!(c.discrepancies, vec![Discrepancy::Extra { server: 2 }]);
     assert!(c.findings.is_empty());
 }
+
+#[test]
+fn case_10_with_the_real_parser_reports_leak() {
+    // The same comparison, with toolscope's own parser on the server's content.
+    let body =
+        std::fs::read(support::cases_dir().join("10-call-leaked-with-choice-none/response.json"))
+            .unwrap();
+    let r =
+        decode_exchange(&exchange("/v1/chat/completions", Some(&body), None)).expect("10 decodes");
+    let req = support::case_json("10-call-leaked-with-choice-none", "request.json");
+    let raw = r.message.content.clone();
+    let parsed = toolscope::parser::parse(&raw, None, Some(&req));
+    assert_eq!(parsed.tool_calls.len(), 1, "{parsed:?}");
+    let cmp = compare_calls(&r.message, &raw, &parsed);
+    assert_eq!(
+        cmp.discrepancies,
+        vec![Discrepancy::Missed {
+            parsed: 0,
+            in_text: "content".into()
+        }]
+    );
+    assert_eq!(
+        cmp.findings.iter().map(|f| f.rule.id()).collect::<Vec<_>>(),
+        vec!["tool_call.leaked_as_text"]
+    );
+    // Case 07's reassembled call agrees with a parse of the same call written as Hermes text.
+    let bytes =
+        std::fs::read(support::cases_dir().join("07-delta-missing-index/response.sse")).unwrap();
+    let r7 = reassemble_openai(&decode_bytes(&bytes));
+    let raw7 = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.md\"}}\n</tool_call>";
+    let cmp = compare_calls(
+        &r7.message,
+        raw7,
+        &toolscope::parser::parse(raw7, None, None),
+    );
+    assert!(cmp.is_clean(), "{cmp:?}");
+    assert_eq!(cmp.agreed, vec![(0, 0)]);
+}

@@ -132,6 +132,14 @@ fn parse_error_is_regenerated_as_raw_completion() {
     // Greedy sampling: the same text every time.
     assert_eq!(again.generated, regen.generated);
 
+    eprintln!("regenerated raw text: {:?}", regen.raw_text);
+    // toolscope's parser on the raw text: the Hermes block is not a call of a declared tool
+    // (it stays text and is reported malformed, or parses to an undeclared name).
+    let parsed = toolscope::parser::parse(&regen.raw_text, None, Some(&body));
+    assert!(
+        !parsed.malformed.is_empty() || parsed.tool_calls.iter().all(|c| c.name != "get_weather"),
+        "{parsed:?}"
+    );
     // Why the server's parser failed: the continuation is not a well-formed call of the one
     // declared tool (the model writes another name, or no closing JSON / </tool_call>).
     let name: String = regen.generated.chars().take_while(|&c| c != '"').collect();

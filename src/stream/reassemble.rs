@@ -24,7 +24,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::message::{AssistantMessage, CallRecord, from_response_json};
+pub use super::message::from_response_json;
+use super::message::{AssistantMessage, CallRecord};
 use super::sse::{SseEvent, decode_bytes, decode_chunks};
 use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::session::{Api, Exchange};
@@ -237,8 +238,10 @@ pub fn finish_findings(
             format!("the message has {n} tool call(s) but the finish reason is \"{fr}\", not \"{calls_word}\""),
             hint,
         ));
-    } else if fr == calls_word {
-        if let Some(c) = m.tool_calls.iter().find(|c| c.arguments_json().is_err()) {
+    } else if fr == calls_word
+        && let Some(c) = m.tool_calls.iter().find(|c| c.arguments_json().is_err())
+    {
+        {
             out.push(Finding::new(
                 Rule::FinishMismatch,
                 format!(
@@ -460,11 +463,9 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
                             k
                         }
                     };
-                    if let Some(a) = args {
-                        if !a.is_empty() {
-                            b.r.message.tool_calls[k].arguments.push_str(&a);
-                            b.last_args_event[k] = Some(n);
-                        }
+                    if let Some(a) = args.filter(|a| !a.is_empty()) {
+                        b.r.message.tool_calls[k].arguments.push_str(&a);
+                        b.last_args_event[k] = Some(n);
                     }
                     last_call = Some(k);
                 }
@@ -730,10 +731,10 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
     }
     // A tool block whose input came whole in content_block_start and never got a stop.
     for (_, kind, input) in &blocks {
-        if let (Kind::Tool(k), Some(input)) = (kind, input) {
-            if b.r.message.tool_calls[*k].arguments.is_empty() {
-                b.r.message.tool_calls[*k].arguments = input.clone();
-            }
+        if let (Kind::Tool(k), Some(input)) = (kind, input)
+            && b.r.message.tool_calls[*k].arguments.is_empty()
+        {
+            b.r.message.tool_calls[*k].arguments = input.clone();
         }
     }
     end_checks(&mut b, done.is_some(), "message_stop");

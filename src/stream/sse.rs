@@ -105,7 +105,7 @@ pub struct SseDecoder {
     has_data: bool,
     event: Option<String>,
     id: Option<String>,
-    retry: Option<u64>,
+    block_retry: Option<u64>,
     block_start: Option<usize>,
     // stream state
     next_index: usize,
@@ -264,7 +264,7 @@ impl SseDecoder {
         self.has_data = false;
         self.event = None;
         self.id = None;
-        self.retry = None;
+        self.block_retry = None;
         self.block_start = None;
     }
 
@@ -281,7 +281,7 @@ impl SseDecoder {
             event: self.event.take().filter(|e| !e.is_empty()),
             data,
             id: self.id.take(),
-            retry: self.retry.take(),
+            retry: self.block_retry.take(),
             chunk: self.chunk,
             offset: self.block_start.unwrap_or(end),
             end,
@@ -334,18 +334,14 @@ impl SseDecoder {
                 self.has_data = true;
             }
             "event" => self.event = Some(value.to_owned()),
-            "id" => {
-                if !value.contains('\0') {
-                    self.id = Some(value.to_owned());
-                    self.last_event_id = value.to_owned();
-                }
+            "id" if !value.contains('\0') => {
+                self.id = Some(value.to_owned());
+                self.last_event_id = value.to_owned();
             }
-            "retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    if let Ok(ms) = value.parse::<u64>() {
-                        self.retry = Some(ms);
-                        self.reconnection_ms = Some(ms);
-                    }
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                if let Ok(ms) = value.parse::<u64>() {
+                    self.block_retry = Some(ms);
+                    self.reconnection_ms = Some(ms);
                 }
             }
             _ => {}
