@@ -213,9 +213,21 @@ fn text_output_shows_changes() {
         out.contains("tool-call syntax  A: hermes   B: qwen3_coder  (changed)"),
         "{out}"
     );
-    assert!(out.lines().any(|l| l.trim_start().starts_with("+ ") && l.contains("<function=stock_shelf>⏎<parameter=quantity>")), "{out}");
-    assert!(out.lines().any(|l| l.trim_start() == "- {\"name\": \"stock_shelf\", \"arguments\": {\"quantity\": "), "{out}");
-    assert!(out.contains("markers reasoning: A -   B <think>×1"), "{out}");
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("+ ")
+            && l.contains("<function=stock_shelf>⏎<parameter=quantity>")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start()
+                == "- {\"name\": \"stock_shelf\", \"arguments\": {\"quantity\": "),
+        "{out}"
+    );
+    assert!(
+        out.contains("markers reasoning: A -   B <think>×1"),
+        "{out}"
+    );
 }
 
 #[test]

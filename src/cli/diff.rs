@@ -178,9 +178,15 @@ fn detect_api(body: &Value) -> Api {
     }
 }
 
+/// What the template sees. Anthropic bodies are converted as llama-server converts them
+/// (`record::anthropic::anthropic_to_openai`, a port of server-chat.cpp, build 11434), falling
+/// back to the generic mapping when the body has no `messages`.
 fn template_input(item: &Item) -> TemplateInput {
     match item.api {
-        Api::Anthropic => TemplateInput::from_anthropic(&item.body),
+        Api::Anthropic => match crate::record::anthropic::anthropic_to_openai(&item.body) {
+            Ok(oai) => TemplateInput::from_openai(&oai),
+            Err(_) => TemplateInput::from_anthropic(&item.body),
+        },
         _ => TemplateInput::from_openai(&item.body),
     }
 }
@@ -417,14 +423,17 @@ fn run_templates(
 /// `stream`.
 fn apply_body(item: &Item) -> Value {
     match item.api {
-        Api::Anthropic => {
-            let i = TemplateInput::from_anthropic(&item.body);
-            let mut b = json!({"messages": i.messages});
-            if let Some(t) = i.tools {
-                b["tools"] = t;
+        Api::Anthropic => match crate::record::anthropic::anthropic_to_openai(&item.body) {
+            Ok(oai) => oai,
+            Err(_) => {
+                let i = TemplateInput::from_anthropic(&item.body);
+                let mut b = json!({"messages": i.messages});
+                if let Some(t) = i.tools {
+                    b["tools"] = t;
+                }
+                b
             }
-            b
-        }
+        },
         _ => {
             let mut b = item.body.clone();
             if let Some(o) = b.as_object_mut() {
