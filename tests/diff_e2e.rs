@@ -93,8 +93,23 @@ fn two_servers_different_templates() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
     let r: Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+
+    // the same session with the servers' templates (from /props) rendered by toolscope and
+    // tokenized by server A's vocabulary: the prompts must be the ones the servers rendered
+    let out2 = Command::new(support::bin())
+        .args(["diff", "--template", &ua, "--template", &ub, "--vocab", &ua, session.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out2.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out2.stderr));
+    let r2: Value = serde_json::from_str(&String::from_utf8_lossy(&out2.stdout)).unwrap();
     drop(a);
     drop(b);
+    for (e, e2) in r["exchanges"].as_array().unwrap().iter().zip(r2["exchanges"].as_array().unwrap()) {
+        assert_eq!(e2["tokens"]["tokenizer"], "vocab");
+        assert_eq!(e["a"]["bytes"], e2["a"]["bytes"], "A: local render vs llama-server /apply-template");
+        assert_eq!(e["b"]["bytes"], e2["b"]["bytes"], "B: local render vs llama-server /apply-template");
+    }
+    assert_eq!(r2["structure"], r["structure"]);
 
     assert_eq!(r["mode"], "servers");
     // same binary: same build_info, different chat_template
