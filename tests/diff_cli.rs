@@ -210,7 +210,7 @@ fn text_output_shows_changes() {
     ]);
     assert_eq!(code, 1, "stderr: {err}");
     assert!(
-        out.contains("tool-call syntax  A: hermes   B: qwen3_coder  (changed)"),
+        out.contains("tool-call syntax  A: hermes   B: qwen3-coder  (changed)"),
         "{out}"
     );
     assert!(

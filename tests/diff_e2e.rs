@@ -97,17 +97,44 @@ fn two_servers_different_templates() {
     // the same session with the servers' templates (from /props) rendered by toolscope and
     // tokenized by server A's vocabulary: the prompts must be the ones the servers rendered
     let out2 = Command::new(support::bin())
-        .args(["diff", "--template", &ua, "--template", &ub, "--vocab", &ua, session.to_str().unwrap(), "--format", "json"])
+        .args([
+            "diff",
+            "--template",
+            &ua,
+            "--template",
+            &ub,
+            "--vocab",
+            &ua,
+            session.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out2.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out2.stderr));
+    assert_eq!(
+        out2.status.code(),
+        Some(1),
+        "stderr: {}",
+        String::from_utf8_lossy(&out2.stderr)
+    );
     let r2: Value = serde_json::from_str(&String::from_utf8_lossy(&out2.stdout)).unwrap();
     drop(a);
     drop(b);
-    for (e, e2) in r["exchanges"].as_array().unwrap().iter().zip(r2["exchanges"].as_array().unwrap()) {
+    for (e, e2) in r["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(r2["exchanges"].as_array().unwrap())
+    {
         assert_eq!(e2["tokens"]["tokenizer"], "vocab");
-        assert_eq!(e["a"]["bytes"], e2["a"]["bytes"], "A: local render vs llama-server /apply-template");
-        assert_eq!(e["b"]["bytes"], e2["b"]["bytes"], "B: local render vs llama-server /apply-template");
+        assert_eq!(
+            e["a"]["bytes"], e2["a"]["bytes"],
+            "A: local render vs llama-server /apply-template"
+        );
+        assert_eq!(
+            e["b"]["bytes"], e2["b"]["bytes"],
+            "B: local render vs llama-server /apply-template"
+        );
     }
     assert_eq!(r2["structure"], r["structure"]);
 
@@ -117,7 +144,7 @@ fn two_servers_different_templates() {
     assert_eq!(r["props"]["build_info"]["changed"], false);
     assert_eq!(r["props"]["chat_template_changed"], true);
     assert_eq!(r["structure"]["syntax"]["a"], "hermes");
-    assert_eq!(r["structure"]["syntax"]["b"], "qwen3_coder");
+    assert_eq!(r["structure"]["syntax"]["b"], "qwen3-coder");
     let ex = r["exchanges"].as_array().unwrap();
     assert_eq!(ex.len(), 2);
     for e in ex {
