@@ -61,7 +61,7 @@ fn two_servers_different_templates() {
         1,
         "/v1/chat/completions",
         json!({
-            "model": "m", "stream": true, "tools": tools,
+            "model": "m", "stream": true, "tools": tools, "max_tokens": 24,
             "messages": [{"role": "user", "content": "Weather in Oslo?"}]
         }),
     ))))
@@ -137,6 +137,48 @@ fn two_servers_different_templates() {
         );
     }
     assert_eq!(r2["structure"], r["structure"]);
+
+    // --generate: both servers answer the re-sent request (greedy, same model, different
+    // templates); each reply is reassembled and compared
+    let (a, b) = (
+        start(&model, &corpus.join("Qwen-Qwen3-0.6B.jinja")),
+        start(&model, &corpus.join("Qwen3.5-4B.jinja")),
+    );
+    let out3 = Command::new(support::bin())
+        .args([
+            "diff",
+            "--server",
+            &a.base_url(),
+            "--server",
+            &b.base_url(),
+            session.to_str().unwrap(),
+            "--exchange",
+            "1",
+            "--generate",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    drop(a);
+    drop(b);
+    assert_eq!(
+        out3.status.code(),
+        Some(1),
+        "stderr: {}",
+        String::from_utf8_lossy(&out3.stderr)
+    );
+    let r3: Value = serde_json::from_str(&String::from_utf8_lossy(&out3.stdout)).unwrap();
+    assert_eq!(r3["exchanges"].as_array().unwrap().len(), 1);
+    let reply = &r3["exchanges"][0]["reply"];
+    assert!(
+        reply["error"]["a"].is_null() && reply["error"]["b"].is_null(),
+        "{reply}"
+    );
+    for side in ["a", "b"] {
+        let fin = reply["finish_reason"][side].as_str().unwrap_or_default();
+        assert!(["stop", "length", "tool_calls"].contains(&fin), "{reply}");
+    }
 
     assert_eq!(r["mode"], "servers");
     // same binary: same build_info, different chat_template

@@ -64,7 +64,8 @@ pub struct Args {
     /// are reproducible.
     #[arg(long, value_name = "T")]
     pub now: Option<String>,
-    /// Re-send the requests and diff the replies (not implemented yet).
+    /// With --server: also re-send each request (non-streaming) to both servers and diff the
+    /// replies (content, reasoning, tool calls, finish_reason).
     #[arg(long)]
     pub generate: bool,
     /// Output format.
@@ -77,6 +78,8 @@ struct Item {
     id: Option<u64>,
     api: Api,
     body: Value,
+    /// Recorded request path (session input).
+    path: Option<String>,
 }
 
 fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>, usize)> {
@@ -101,6 +104,7 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
                 id: None,
                 api,
                 body,
+                path: None,
             }],
             0,
         ));
@@ -135,6 +139,7 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
                 id: Some(e.id),
                 api,
                 body,
+                path: Some(e.request.path.clone()),
             }),
             None => {
                 skipped += 1;
@@ -226,10 +231,8 @@ fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
 
 /// Runs `toolscope diff`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.generate {
-        bail!(
-            "--generate is not implemented yet; `toolscope diff --server` compares the rendered prompts only"
-        );
+    if args.generate && args.servers.is_empty() {
+        bail!("--generate needs --server URL_A --server URL_B (templates alone do not generate)");
     }
     let rt = super::runtime();
     let mut notes = Vec::new();
@@ -380,6 +383,49 @@ fn apply_body(item: &Item) -> Value {
     }
 }
 
+/// Re-sends `item` to `base` (same path as recorded, or the API's chat path for --request) with
+/// `stream: false`, and reads the reply as an [`AssistantMessage`](crate::stream::message::AssistantMessage).
+async fn generate(
+    http: &reqwest::Client,
+    base: &str,
+    item: &Item,
+) -> Result<crate::stream::message::AssistantMessage, String> {
+    let path = item.path.clone().unwrap_or_else(|| {
+        match item.api {
+            Api::Anthropic => "/v1/messages",
+            _ => "/v1/chat/completions",
+        }
+        .to_owned()
+    });
+    let url = format!("{}{}", base.trim_end_matches('/'), path);
+    let mut body = item.body.clone();
+    if let Some(o) = body.as_object_mut() {
+        o.insert("stream".into(), Value::Bool(false));
+        o.remove("stream_options");
+    }
+    let resp = http
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| format!("POST {url}: {e}"))?;
+    let status = resp.status();
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| format!("POST {url}: reading body: {e}"))?;
+    if !status.is_success() {
+        return Err(format!(
+            "POST {url}: HTTP {status}: {}",
+            text.chars().take(300).collect::<String>()
+        ));
+    }
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| format!("POST {url}: body is not JSON: {e}"))?;
+    crate::stream::message::from_response_json(item.api.as_str(), &v)
+        .ok_or_else(|| format!("POST {url}: not a {} reply", item.api.as_str()))
+}
+
 fn run_servers(
     args: &Args,
     rt: &tokio::runtime::Runtime,
@@ -424,6 +470,9 @@ fn run_servers(
         }
     };
     let props = PropsDiff::of(&pa, &pb);
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(300))
+        .build()?;
     let mut out = Vec::new();
     for item in &items {
         let body = apply_body(item);
@@ -447,13 +496,13 @@ fn run_servers(
         };
         let (ra, rb) = (fetch(&ca, &pa), fetch(&cb, &pb));
         let tools = template_input(item).tools;
-        out.push(diff::diff_exchange(
-            item.id,
-            item.api.as_str(),
-            tools.as_ref(),
-            &ra,
-            &rb,
-        ));
+        let mut d = diff::diff_exchange(item.id, item.api.as_str(), tools.as_ref(), &ra, &rb);
+        if args.generate {
+            let ga = rt.block_on(generate(&http, &args.servers[0], item));
+            let gb = rt.block_on(generate(&http, &args.servers[1], item));
+            d = d.with_reply(diff::diff_replies(&ga, &gb));
+        }
+        out.push(d);
     }
     let side = |src: &str, p: &Value| SideInfo {
         source: src.to_owned(),
