@@ -894,3 +894,56 @@ pub fn render_text(r: &DiffReport) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::message::{AssistantMessage, CallRecord};
+
+    fn call(args: &str) -> AssistantMessage {
+        AssistantMessage {
+            tool_calls: vec![CallRecord {
+                index: Some(0),
+                id: None,
+                name: "f".into(),
+                arguments: args.into(),
+            }],
+            finish_reason: Some("tool_calls".into()),
+            ..AssistantMessage::default()
+        }
+    }
+
+    #[test]
+    fn replies_compare_arguments_as_json() {
+        let d = diff_replies(
+            &Ok(call(r#"{"a": 1, "b": 2}"#)),
+            &Ok(call(r#"{"b":2,"a":1}"#)),
+        );
+        assert!(d.changed.is_empty(), "{:?}", d.changed);
+        let d = diff_replies(&Ok(call(r#"{"a": 1}"#)), &Ok(call(r#"{"a": 1}}"#)));
+        assert_eq!(d.changed, ["tool_calls"]);
+        assert_eq!(
+            d.tool_calls.b[0].arguments,
+            Value::String(r#"{"a": 1}}"#.into())
+        );
+        let d = diff_replies(&Ok(call("{}")), &Err("HTTP 500".into()));
+        assert_eq!(d.changed, ["error", "tool_calls", "finish_reason"]);
+    }
+
+    #[test]
+    fn props_caps_only_differences() {
+        let a = serde_json::json!({"build_info": "b1", "chat_template": "x", "chat_template_caps": {"supports_tools": true, "supports_system_role": true}});
+        let b = serde_json::json!({"build_info": "b1", "chat_template": "y", "chat_template_caps": {"supports_tools": false, "supports_system_role": true}});
+        let d = PropsDiff::of(&a, &b);
+        assert!(!d.build_info.changed);
+        assert!(d.chat_template_changed);
+        assert_eq!(
+            d.chat_template_caps.keys().collect::<Vec<_>>(),
+            ["supports_tools"]
+        );
+        assert_eq!(
+            d.chat_template_caps["supports_tools"],
+            [Value::Bool(true), Value::Bool(false)]
+        );
+    }
+}
