@@ -210,12 +210,24 @@ fn text_output_shows_changes() {
     ]);
     assert_eq!(code, 1, "stderr: {err}");
     assert!(
-        out.contains("tool-call syntax  A: hermes   B: qwen3_coder  (changed)"),
+        out.contains("tool-call syntax  A: hermes   B: qwen3-coder  (changed)"),
         "{out}"
     );
-    assert!(out.lines().any(|l| l.trim_start().starts_with("+ ") && l.contains("<function=stock_shelf>⏎<parameter=quantity>")), "{out}");
-    assert!(out.lines().any(|l| l.trim_start() == "- {\"name\": \"stock_shelf\", \"arguments\": {\"quantity\": "), "{out}");
-    assert!(out.contains("markers reasoning: A -   B <think>×1"), "{out}");
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("+ ")
+            && l.contains("<function=stock_shelf>⏎<parameter=quantity>")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start()
+                == "- {\"name\": \"stock_shelf\", \"arguments\": {\"quantity\": "),
+        "{out}"
+    );
+    assert!(
+        out.contains("markers reasoning: A -   B <think>×1"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -288,4 +300,59 @@ fn render_error_is_reported_not_fatal() {
     assert!(e.get("tokens").is_none());
     assert_eq!(r["summary"]["render_errors_b"], 1);
     assert!(e["changed"].as_array().unwrap().contains(&json!("render")));
+}
+
+/// With SmolLM2's GGUF vocabulary Qwen3.5's `<think>` (not a token of that vocabulary) is
+/// ordinary pieces: the inserted generation-prompt `<think>` shows as text with no special
+/// token, where the marker-aware splitter would call it a marker.
+#[test]
+fn gguf_vocab_tokens() {
+    let (Some(_), Some(model)) = (support::corpus(), support::smollm2()) else {
+        return;
+    };
+    let req = support::root().join("tests/data/diff/request-tools.json");
+    let (code, out, err) = run(&[
+        "--template",
+        "corpus:Qwen-Qwen3-0.6B.jinja",
+        "--template",
+        "corpus:Qwen3.5-4B.jinja",
+        "--vocab",
+        model.to_str().unwrap(),
+        "--request",
+        req.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    let t = &r["exchanges"][0]["tokens"];
+    assert_eq!(t["tokenizer"], "vocab");
+    let ops = t["ops"].as_array().unwrap();
+    let last = ops.iter().rev().find(|o| o["tag"] != "equal").unwrap();
+    assert!(
+        last["b_text"].as_str().unwrap().contains("<think>"),
+        "{last}"
+    );
+    assert!(
+        last.get("b_special").is_none(),
+        "<think> is not a special token of SmolLM2: {last}"
+    );
+    // the whole-prompt token count is smaller than the splitter's (BPE merges words and spaces)
+    let (code2, out2, _) = run(&[
+        "--template",
+        "corpus:Qwen-Qwen3-0.6B.jinja",
+        "--template",
+        "corpus:Qwen3.5-4B.jinja",
+        "--request",
+        req.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code2, 1);
+    let r2: Value = serde_json::from_str(&out2).unwrap();
+    assert_eq!(r2["exchanges"][0]["tokens"]["tokenizer"], "markers");
+    assert!(
+        t["a_tokens"].as_u64().unwrap()
+            < r2["exchanges"][0]["tokens"]["a_tokens"].as_u64().unwrap()
+    );
 }

@@ -9,8 +9,19 @@ use std::process::Command;
 
 use serde_json::Value;
 use toolscope::diff::{
-    self, ExchangeDiff, OpTag, Rendered, StructureDiff, TemplateSide, adapt::TemplateInput,
+    self, ExchangeDiff, OpTag, Rendered, StructureDiff, TemplateSide, adapt::RenderInput,
 };
+use toolscope::template::render::RenderOptions;
+use toolscope::template::source::TemplateSource;
+
+/// Renders `template` for tests/data/diff/request-tools.json with toolscope's renderer, with
+/// `bos_token` set when `bos` is not empty.
+fn render(template: &str, bos: &str) -> Result<String, String> {
+    let mut src = TemplateSource::from_jinja("t.jinja", template);
+    src.bos_token = (!bos.is_empty()).then(|| bos.to_owned());
+    let input = RenderInput::from_openai_request(&request());
+    diff::adapt::render(&src, &input, &RenderOptions::default())
+}
 
 fn request() -> Value {
     let p = support::root().join("tests/data/diff/request-tools.json");
@@ -42,9 +53,9 @@ fn pair(
         },
     );
     let body = request();
-    let input = TemplateInput::from_openai(&body);
-    let pa = diff::adapt::render(&ta, &input, bos, "");
-    let pb = diff::adapt::render(&tb, &input, bos, "");
+    let input = RenderInput::from_openai_request(&body);
+    let pa = render(&ta, bos);
+    let pb = render(&tb, bos);
     let ra = Rendered {
         prompt: pa.clone(),
         tokens: None,
@@ -108,7 +119,6 @@ fn renders_match_python_reference() {
     let Some(corpus) = support::corpus() else {
         return;
     };
-    let input = TemplateInput::from_openai(&request());
     for (name, bos) in [
         (GEMMA, "<bos>"),
         (GEMMA_IL, "<bos>"),
@@ -120,8 +130,7 @@ fn renders_match_python_reference() {
         let Some(want) = reference(&corpus, name, bos) else {
             return;
         };
-        let got = diff::adapt::render(&template(&corpus, name), &input, bos, "")
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got = render(&template(&corpus, name), bos).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(
             got, want,
             "{name}: render differs from the Python jinja2 reference"
@@ -234,7 +243,7 @@ fn gemma4_official_vs_interleaved() {
 /// * tool calls: Qwen3 writes Hermes JSON `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`;
 ///   Qwen3.5 writes Qwen3-Coder XML `<tool_call>\n<function=N>\n<parameter=k>\nv\n</parameter>\n
 ///   </function>\n</tool_call>` — B adds `<function=…>`, `</function>`, `<parameter=…>`,
-///   `</parameter>` and the implied parser syntax changes hermes → qwen3_coder;
+///   `</parameter>` and the implied parser syntax changes hermes → qwen3-coder;
 /// * Qwen3.5 adds vision markers (`<|vision_start|>`, `<|image_pad|>`, `<|video_pad|>`,
 ///   `<|vision_end|>`) and an `<IMPORTANT>` block; Qwen3's instructions contain the
 ///   placeholders `<function-name>` and `<args-json-object>`;
@@ -284,7 +293,7 @@ fn qwen3_vs_qwen35() {
     );
     assert_eq!(
         (s.syntax.a.as_deref(), s.syntax.b.as_deref()),
-        (Some("hermes"), Some("qwen3_coder"))
+        (Some("hermes"), Some("qwen3-coder"))
     );
     assert!(!s.bos_eos.a.prints_bos_token && !s.bos_eos.b.prints_bos_token);
     assert!(!s.bos_eos.changed);

@@ -4,80 +4,21 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{Value, json};
+use toolscope::record::llama::{LlamaOptions, LlamaServer};
 use toolscope::session::*;
 
-/// A llama-server child on a free loopback port, killed on drop.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    Some(buf)
-}
-
-fn start(bin: &Path, model: &Path, template: &Path) -> Server {
-    let port = free_port();
-    let child = Command::new(bin)
-        .args([
-            "-m",
-            model.to_str().unwrap(),
-            "--jinja",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "-c",
-            "2048",
-            "-t",
-            "1",
-        ])
-        .arg("--chat-template-file")
-        .arg(template)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn llama-server");
-    let server = Server { child, port };
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while Instant::now() < deadline {
-        if get(port, "/health").is_some_and(|r| r.starts_with("HTTP/1.1 200")) {
-            return server;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    panic!("llama-server on port {port} did not become healthy");
+fn start(model: &Path, template: &Path) -> LlamaServer {
+    LlamaServer::start(LlamaOptions {
+        model: model.to_owned(),
+        chat_template_file: Some(template.to_owned()),
+        ctx: 2048,
+        ..Default::default()
+    })
+    .expect("llama-server starts")
 }
 
 fn exchange(id: u64, path: &str, body: Value) -> Exchange {
@@ -99,15 +40,15 @@ fn exchange(id: u64, path: &str, body: Value) -> Exchange {
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn two_servers_different_templates() {
-    let (Some(bin), Some(model), Some(corpus)) = (
+    let (Some(_), Some(model), Some(corpus)) = (
         support::llama_server(),
         support::smollm2(),
         support::corpus(),
     ) else {
         return;
     };
-    let a = start(&bin, &model, &corpus.join("Qwen-Qwen3-0.6B.jinja"));
-    let b = start(&bin, &model, &corpus.join("Qwen3.5-4B.jinja"));
+    let a = start(&model, &corpus.join("Qwen-Qwen3-0.6B.jinja"));
+    let b = start(&model, &corpus.join("Qwen3.5-4B.jinja"));
 
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("s.jsonl");
@@ -120,7 +61,7 @@ fn two_servers_different_templates() {
         1,
         "/v1/chat/completions",
         json!({
-            "model": "m", "stream": true, "tools": tools,
+            "model": "m", "stream": true, "tools": tools, "max_tokens": 24,
             "messages": [{"role": "user", "content": "Weather in Oslo?"}]
         }),
     ))))
@@ -135,8 +76,7 @@ fn two_servers_different_templates() {
     }))))).unwrap();
     drop(w);
 
-    let ua = format!("http://127.0.0.1:{}", a.port);
-    let ub = format!("http://127.0.0.1:{}", b.port);
+    let (ua, ub) = (a.base_url(), b.base_url());
     let out = Command::new(support::bin())
         .args([
             "diff",
@@ -153,8 +93,92 @@ fn two_servers_different_templates() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
     let r: Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+
+    // the same session with the servers' templates (from /props) rendered by toolscope and
+    // tokenized by server A's vocabulary: the prompts must be the ones the servers rendered
+    let out2 = Command::new(support::bin())
+        .args([
+            "diff",
+            "--template",
+            &ua,
+            "--template",
+            &ub,
+            "--vocab",
+            &ua,
+            session.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out2.status.code(),
+        Some(1),
+        "stderr: {}",
+        String::from_utf8_lossy(&out2.stderr)
+    );
+    let r2: Value = serde_json::from_str(&String::from_utf8_lossy(&out2.stdout)).unwrap();
     drop(a);
     drop(b);
+    for (e, e2) in r["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(r2["exchanges"].as_array().unwrap())
+    {
+        assert_eq!(e2["tokens"]["tokenizer"], "vocab");
+        assert_eq!(
+            e["a"]["bytes"], e2["a"]["bytes"],
+            "A: local render vs llama-server /apply-template"
+        );
+        assert_eq!(
+            e["b"]["bytes"], e2["b"]["bytes"],
+            "B: local render vs llama-server /apply-template"
+        );
+    }
+    assert_eq!(r2["structure"], r["structure"]);
+
+    // --generate: both servers answer the re-sent request (greedy, same model, different
+    // templates); each reply is reassembled and compared
+    let (a, b) = (
+        start(&model, &corpus.join("Qwen-Qwen3-0.6B.jinja")),
+        start(&model, &corpus.join("Qwen3.5-4B.jinja")),
+    );
+    let out3 = Command::new(support::bin())
+        .args([
+            "diff",
+            "--server",
+            &a.base_url(),
+            "--server",
+            &b.base_url(),
+            session.to_str().unwrap(),
+            "--exchange",
+            "1",
+            "--generate",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    drop(a);
+    drop(b);
+    assert_eq!(
+        out3.status.code(),
+        Some(1),
+        "stderr: {}",
+        String::from_utf8_lossy(&out3.stderr)
+    );
+    let r3: Value = serde_json::from_str(&String::from_utf8_lossy(&out3.stdout)).unwrap();
+    assert_eq!(r3["exchanges"].as_array().unwrap().len(), 1);
+    let reply = &r3["exchanges"][0]["reply"];
+    assert!(
+        reply["error"]["a"].is_null() && reply["error"]["b"].is_null(),
+        "{reply}"
+    );
+    for side in ["a", "b"] {
+        let fin = reply["finish_reason"][side].as_str().unwrap_or_default();
+        assert!(["stop", "length", "tool_calls"].contains(&fin), "{reply}");
+    }
 
     assert_eq!(r["mode"], "servers");
     // same binary: same build_info, different chat_template
@@ -162,7 +186,7 @@ fn two_servers_different_templates() {
     assert_eq!(r["props"]["build_info"]["changed"], false);
     assert_eq!(r["props"]["chat_template_changed"], true);
     assert_eq!(r["structure"]["syntax"]["a"], "hermes");
-    assert_eq!(r["structure"]["syntax"]["b"], "qwen3_coder");
+    assert_eq!(r["structure"]["syntax"]["b"], "qwen3-coder");
     let ex = r["exchanges"].as_array().unwrap();
     assert_eq!(ex.len(), 2);
     for e in ex {

@@ -9,19 +9,21 @@
 //! schema loss, structure, `/props`), 2 on unusable input. The JSON is documented in
 //! docs/diff.md.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Format;
+use super::render::VocabSource;
 use crate::diff::{
-    self, DiffReport, DiffToken, ExchangeDiff, PropsDiff, Rendered, SideInfo, TemplateSide,
-    adapt::TemplateInput,
+    self, DiffReport, ExchangeDiff, PropsDiff, Rendered, SideInfo, TemplateSide, adapt::RenderInput,
 };
 use crate::record::client::ServerClient;
 use crate::session::{Api, read_session};
+use crate::template::render::RenderOptions;
+use crate::template::source::TemplateSource;
 
 /// Arguments of `toolscope diff`.
 #[derive(Debug, clap::Args)]
@@ -52,12 +54,18 @@ pub struct Args {
     /// Only this exchange id of the session.
     #[arg(long, value_name = "ID")]
     pub exchange: Option<u64>,
-    /// Vocabulary for the token-level diff: a llama-server URL (`POST /tokenize`). Without it
-    /// (and in --server mode, where each server tokenizes its own prompt) a marker-aware
-    /// splitter keeps control markers whole.
+    /// Vocabulary for the token-level diff: a .gguf, a tokenizer.json, or a llama-server URL
+    /// (`POST /tokenize`). Without it, a side whose template source is a GGUF uses that GGUF's
+    /// vocabulary, and otherwise a marker-aware splitter keeps control markers whole. In
+    /// --server mode each server tokenizes its own prompt.
     #[arg(long, value_name = "SRC")]
     pub vocab: Option<String>,
-    /// Re-send the requests and diff the replies (not implemented yet).
+    /// Clock for `strftime_now` in templates (RFC 3339); default: the Unix epoch, so renders
+    /// are reproducible.
+    #[arg(long, value_name = "T")]
+    pub now: Option<String>,
+    /// With --server: also re-send each request (non-streaming) to both servers and diff the
+    /// replies (content, reasoning, tool calls, finish_reason).
     #[arg(long)]
     pub generate: bool,
     /// Output format.
@@ -70,10 +78,8 @@ struct Item {
     id: Option<u64>,
     api: Api,
     body: Value,
-}
-
-fn is_url(s: &str) -> bool {
-    s.starts_with("http://") || s.starts_with("https://")
+    /// Recorded request path (session input).
+    path: Option<String>,
 }
 
 fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>, usize)> {
@@ -98,6 +104,7 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
                 id: None,
                 api,
                 body,
+                path: None,
             }],
             0,
         ));
@@ -132,6 +139,7 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
                 id: Some(e.id),
                 api,
                 body,
+                path: Some(e.request.path.clone()),
             }),
             None => {
                 skipped += 1;
@@ -147,6 +155,9 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
         && skipped == 0
     {
         bail!("{}: no exchange with id {id}", path.display());
+    }
+    if items.is_empty() {
+        notes.push(format!("{}: no OpenAI or Anthropic chat exchange to diff", path.display()));
     }
     Ok((items, skipped))
 }
@@ -178,19 +189,13 @@ fn detect_api(body: &Value) -> Api {
     }
 }
 
-fn template_input(item: &Item) -> TemplateInput {
+/// What the template sees: [`RenderInput::from_openai_request`], or for Anthropic bodies
+/// [`RenderInput::from_anthropic_request`] (converted as llama-server converts them).
+fn template_input(item: &Item) -> RenderInput {
     match item.api {
-        Api::Anthropic => TemplateInput::from_anthropic(&item.body),
-        _ => TemplateInput::from_openai(&item.body),
+        Api::Anthropic => RenderInput::from_anthropic_request(&item.body),
+        _ => RenderInput::from_openai_request(&item.body),
     }
-}
-
-/// A loaded template source.
-struct Loaded {
-    template: String,
-    bos: Option<String>,
-    eos: Option<String>,
-    origin: String,
 }
 
 fn token_str(v: Option<&Value>) -> Option<String> {
@@ -212,96 +217,25 @@ fn corpus_path(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-fn load_template(src: &str, rt: &tokio::runtime::Runtime) -> anyhow::Result<Loaded> {
-    if is_url(src) {
-        let props = rt.block_on(ServerClient::new(src).props())?;
-        let template = props
-            .get("chat_template")
-            .and_then(Value::as_str)
-            .with_context(|| format!("{src}/props has no chat_template"))?;
-        return Ok(Loaded {
-            template: template.to_owned(),
-            bos: token_str(props.get("bos_token")),
-            eos: token_str(props.get("eos_token")),
-            origin: format!("{src}/props"),
-        });
+/// Loads a `--template` source: `corpus:NAME` resolves in `$TOOLSCOPE_CORPUS`; everything else
+/// as `toolscope render --template` ([`super::render::load_template`]: .jinja,
+/// tokenizer_config.json, .gguf, llama-server URL).
+fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
+    match src.strip_prefix("corpus:") {
+        Some(name) => {
+            let p = corpus_path(name);
+            let mut s = super::render::load_template(&p.display().to_string())?;
+            s.origin = p.display().to_string();
+            Ok(s)
+        }
+        None => super::render::load_template(src),
     }
-    let path: PathBuf = match src.strip_prefix("corpus:") {
-        Some(name) => corpus_path(name),
-        None => PathBuf::from(src),
-    };
-    let bytes = std::fs::read(&path)
-        .with_context(|| format!("{}: cannot read template source", path.display()))?;
-    load_template_bytes(&path, &bytes)
-}
-
-fn load_template_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<Loaded> {
-    let origin = path.display().to_string();
-    if bytes.starts_with(b"GGUF") {
-        bail!(
-            "{origin}: GGUF template sources need the template module (not merged into this build yet); extract the template or use a server URL"
-        );
-    }
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| anyhow::anyhow!("{origin}: byte {}: not UTF-8", e.valid_up_to()))?;
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{')
-        && !trimmed.starts_with("{%")
-        && !trimmed.starts_with("{{")
-        && !trimmed.starts_with("{#")
-    {
-        let v: Value = serde_json::from_str(text).map_err(|e| {
-            anyhow::anyhow!("{origin}: line {} column {}: {e}", e.line(), e.column())
-        })?;
-        let template = match v.get("chat_template") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(named)) => named
-                .iter()
-                .find(|t| t.get("name").and_then(Value::as_str) == Some("default"))
-                .or_else(|| named.first())
-                .and_then(|t| t.get("template").and_then(Value::as_str))
-                .map(str::to_owned)
-                .with_context(|| format!("{origin}: chat_template list has no template"))?,
-            _ => bail!(
-                "{origin}: no \"chat_template\" in this JSON (expected a tokenizer_config.json)"
-            ),
-        };
-        return Ok(Loaded {
-            template,
-            bos: token_str(v.get("bos_token")),
-            eos: token_str(v.get("eos_token")),
-            origin,
-        });
-    }
-    Ok(Loaded {
-        template: text.to_owned(),
-        bos: None,
-        eos: None,
-        origin,
-    })
-}
-
-fn pieces_to_tokens(pieces: &[crate::session::TokenPiece]) -> Vec<DiffToken> {
-    pieces
-        .iter()
-        .map(|p| {
-            let text = String::from_utf8_lossy(p.piece.as_bytes()).into_owned();
-            let special = diff::markers::marker_at(&text).is_some_and(|(l, _)| l == text.len());
-            DiffToken {
-                text,
-                special,
-                id: Some(p.id),
-            }
-        })
-        .collect()
 }
 
 /// Runs `toolscope diff`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.generate {
-        bail!(
-            "--generate is not implemented yet; `toolscope diff --server` compares the rendered prompts only"
-        );
+    if args.generate && args.servers.is_empty() {
+        bail!("--generate needs --server URL_A --server URL_B (templates alone do not generate)");
     }
     let rt = super::runtime();
     let mut notes = Vec::new();
@@ -338,51 +272,77 @@ fn run_templates(
     rt: &tokio::runtime::Runtime,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<DiffReport> {
-    let la = load_template(&args.templates[0], rt)?;
-    let lb = load_template(&args.templates[1], rt)?;
+    let la = load_template(&args.templates[0])?;
+    let lb = load_template(&args.templates[1])?;
     let (items, skipped) = load_items(args, notes)?;
-    let vocab = args.vocab.as_deref().map(|v| {
-        if is_url(v) {
-            Ok(ServerClient::new(v))
-        } else {
-            Err(anyhow::anyhow!("--vocab {v}: only a llama-server URL is supported in this build (file vocabularies need the tokens module)"))
-        }
-    });
-    let vocab = vocab.transpose()?;
+    let vocab = args
+        .vocab
+        .as_deref()
+        .map(super::render::load_vocab)
+        .transpose()?;
+    let now = match &args.now {
+        Some(t) => Some(
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+                .with_context(|| format!("--now {t}: not an RFC 3339 time"))?,
+        ),
+        None => None,
+    };
+    let opts = RenderOptions {
+        now,
+        ..RenderOptions::default()
+    };
     let structure = diff::structure(
         &TemplateSide {
             template: &la.template,
-            bos: la.bos.as_deref(),
-            eos: la.eos.as_deref(),
+            bos: la.bos_token.as_deref(),
+            eos: la.eos_token.as_deref(),
         },
         &TemplateSide {
             template: &lb.template,
-            bos: lb.bos.as_deref(),
-            eos: lb.eos.as_deref(),
+            bos: lb.bos_token.as_deref(),
+            eos: lb.eos_token.as_deref(),
         },
     );
+    let mut tokenizer_note =
+        "tokens: marker-aware splitter (give --vocab to diff real tokens)".to_owned();
     let mut out: Vec<ExchangeDiff> = Vec::new();
     for item in &items {
         let input = template_input(item);
-        let render = |l: &Loaded| -> anyhow::Result<Rendered> {
-            let prompt = diff::adapt::render(
-                &l.template,
-                &input,
-                l.bos.as_deref().unwrap_or(""),
-                l.eos.as_deref().unwrap_or(""),
-            );
-            let tokens = match (&vocab, &prompt) {
-                (Some(c), Ok(p)) => Some(pieces_to_tokens(&rt.block_on(c.tokenize(p))?)),
+        let render = |l: &TemplateSource| -> anyhow::Result<Rendered> {
+            let prompt = diff::adapt::render(l, &input, &opts);
+            let tokens = match (&vocab, &prompt, &l.vocab) {
+                (Some(VocabSource::Local(v)), Ok(p), _) => Some(diff::adapt::tokenize(v, p)),
+                (Some(VocabSource::Server(url)), Ok(p), _) => {
+                    let pieces = rt.block_on(ServerClient::new(url).tokenize(p))?;
+                    Some(diff::adapt::tokens_from_pieces(p, &pieces))
+                }
+                (None, Ok(p), Some(v)) => Some(diff::adapt::tokenize(v, p)),
                 _ => None,
             };
+            let bos = input.bos_token.clone().or_else(|| l.bos_token.clone());
+            let eos = input.eos_token.clone().or_else(|| l.eos_token.clone());
             Ok(Rendered {
                 prompt,
                 tokens,
-                bos: l.bos.clone(),
-                eos: l.eos.clone(),
+                bos,
+                eos,
             })
         };
         let (ra, rb) = (render(&la)?, render(&lb)?);
+        if ra.tokens.is_some() || rb.tokens.is_some() {
+            tokenizer_note = match &args.vocab {
+                Some(v) => format!("tokens: vocabulary {v}"),
+                None => "tokens: each side's own GGUF vocabulary where it has one".to_owned(),
+            };
+        }
+        for n in &input.notes {
+            notes.push(format!(
+                "{}: {n}",
+                item.id
+                    .map(|i| format!("exchange {i}"))
+                    .unwrap_or_else(|| "request".into())
+            ));
+        }
         out.push(diff::diff_exchange(
             item.id,
             item.api.as_str(),
@@ -391,11 +351,8 @@ fn run_templates(
             &rb,
         ));
     }
-    if vocab.is_none() {
-        notes
-            .push("tokens: marker-aware splitter (give --vocab URL to diff real token ids)".into());
-    }
-    let side = |src: &str, l: &Loaded| SideInfo {
+    notes.push(tokenizer_note);
+    let side = |src: &str, l: &TemplateSource| SideInfo {
         source: src.to_owned(),
         kind: "template".into(),
         origin: Some(l.origin.clone()),
@@ -417,14 +374,7 @@ fn run_templates(
 /// `stream`.
 fn apply_body(item: &Item) -> Value {
     match item.api {
-        Api::Anthropic => {
-            let i = TemplateInput::from_anthropic(&item.body);
-            let mut b = json!({"messages": i.messages});
-            if let Some(t) = i.tools {
-                b["tools"] = t;
-            }
-            b
-        }
+        Api::Anthropic => crate::template::input::anthropic_to_openai(&item.body),
         _ => {
             let mut b = item.body.clone();
             if let Some(o) = b.as_object_mut() {
@@ -434,6 +384,49 @@ fn apply_body(item: &Item) -> Value {
             b
         }
     }
+}
+
+/// Re-sends `item` to `base` (same path as recorded, or the API's chat path for --request) with
+/// `stream: false`, and reads the reply as an [`AssistantMessage`](crate::stream::message::AssistantMessage).
+async fn generate(
+    http: &reqwest::Client,
+    base: &str,
+    item: &Item,
+) -> Result<crate::stream::message::AssistantMessage, String> {
+    let path = item.path.clone().unwrap_or_else(|| {
+        match item.api {
+            Api::Anthropic => "/v1/messages",
+            _ => "/v1/chat/completions",
+        }
+        .to_owned()
+    });
+    let url = format!("{}{}", base.trim_end_matches('/'), path);
+    let mut body = item.body.clone();
+    if let Some(o) = body.as_object_mut() {
+        o.insert("stream".into(), Value::Bool(false));
+        o.remove("stream_options");
+    }
+    let resp = http
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| format!("POST {url}: {e}"))?;
+    let status = resp.status();
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| format!("POST {url}: reading body: {e}"))?;
+    if !status.is_success() {
+        return Err(format!(
+            "POST {url}: HTTP {status}: {}",
+            text.chars().take(300).collect::<String>()
+        ));
+    }
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| format!("POST {url}: body is not JSON: {e}"))?;
+    crate::stream::message::from_response_json(item.api.as_str(), &v)
+        .ok_or_else(|| format!("POST {url}: not a {} reply", item.api.as_str()))
 }
 
 fn run_servers(
@@ -480,6 +473,9 @@ fn run_servers(
         }
     };
     let props = PropsDiff::of(&pa, &pb);
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(300))
+        .build()?;
     let mut out = Vec::new();
     for item in &items {
         let body = apply_body(item);
@@ -491,7 +487,7 @@ fn run_servers(
                 Ok(text) => rt
                     .block_on(c.tokenize(text))
                     .ok()
-                    .map(|t| pieces_to_tokens(&t)),
+                    .map(|t| diff::adapt::tokens_from_pieces(text, &t)),
                 Err(_) => None,
             };
             Rendered {
@@ -503,13 +499,13 @@ fn run_servers(
         };
         let (ra, rb) = (fetch(&ca, &pa), fetch(&cb, &pb));
         let tools = template_input(item).tools;
-        out.push(diff::diff_exchange(
-            item.id,
-            item.api.as_str(),
-            tools.as_ref(),
-            &ra,
-            &rb,
-        ));
+        let mut d = diff::diff_exchange(item.id, item.api.as_str(), tools.as_ref(), &ra, &rb);
+        if args.generate {
+            let ga = rt.block_on(generate(&http, &args.servers[0], item));
+            let gb = rt.block_on(generate(&http, &args.servers[1], item));
+            d = d.with_reply(diff::diff_replies(&ga, &gb));
+        }
+        out.push(d);
     }
     let side = |src: &str, p: &Value| SideInfo {
         source: src.to_owned(),

@@ -221,9 +221,86 @@ pub struct ExchangeDiff {
     /// Turn-role sequence of each render (`system`, `user`, `model`, `tool`, `ipython`, …).
     pub turn_roles: Pair<Vec<String>>,
     pub schema: SchemaDiff,
+    /// Replies of both servers to the re-sent request (`--server … --generate` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<ReplyDiff>,
     /// What changed: `render` (one side failed), `prompt`, `markers.<role>`, `turn_roles`,
-    /// `schema`.
+    /// `schema`, and with `--generate` `reply.<field>` (`error`, `content`, `reasoning`,
+    /// `tool_calls`, `finish_reason`).
     pub changed: Vec<String>,
+}
+
+/// One tool call of a reply: name and arguments (parsed JSON when they parse, else the raw
+/// text as a JSON string), so key order and spacing do not count as a difference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallSummary {
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// The two replies to one re-sent request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplyDiff {
+    /// Why a side has no reply (HTTP or transport error), per side.
+    pub error: Pair<Option<String>>,
+    pub content: Pair<String>,
+    pub reasoning: Pair<String>,
+    pub tool_calls: Pair<Vec<CallSummary>>,
+    /// OpenAI `finish_reason` / Anthropic `stop_reason`.
+    pub finish_reason: Pair<Option<String>>,
+    /// Names of the fields that differ.
+    pub changed: Vec<String>,
+}
+
+/// Compares two replies (reassembled as [`crate::stream::message::AssistantMessage`]); `Err`
+/// is why a side has none.
+pub fn diff_replies(
+    a: &Result<crate::stream::message::AssistantMessage, String>,
+    b: &Result<crate::stream::message::AssistantMessage, String>,
+) -> ReplyDiff {
+    use crate::stream::message::AssistantMessage;
+    let calls = |m: &AssistantMessage| -> Vec<CallSummary> {
+        m.tool_calls
+            .iter()
+            .map(|c| CallSummary {
+                name: c.name.clone(),
+                arguments: serde_json::from_str(&c.arguments)
+                    .unwrap_or_else(|_| Value::String(c.arguments.clone())),
+            })
+            .collect()
+    };
+    let empty = AssistantMessage::default();
+    let (ma, mb) = (a.as_ref().unwrap_or(&empty), b.as_ref().unwrap_or(&empty));
+    let mut d = ReplyDiff {
+        error: Pair::of(a.as_ref().err().cloned(), b.as_ref().err().cloned()),
+        content: Pair::of(ma.content.clone(), mb.content.clone()),
+        reasoning: Pair::of(ma.reasoning.clone(), mb.reasoning.clone()),
+        tool_calls: Pair::of(calls(ma), calls(mb)),
+        finish_reason: Pair::of(ma.finish_reason.clone(), mb.finish_reason.clone()),
+        changed: Vec::new(),
+    };
+    for (name, ch) in [
+        ("error", d.error.changed),
+        ("content", d.content.changed),
+        ("reasoning", d.reasoning.changed),
+        ("tool_calls", d.tool_calls.changed),
+        ("finish_reason", d.finish_reason.changed),
+    ] {
+        if ch {
+            d.changed.push(name.to_owned());
+        }
+    }
+    d
+}
+
+impl ExchangeDiff {
+    /// Attaches the reply comparison and records what changed as `reply.<field>`.
+    pub fn with_reply(mut self, reply: ReplyDiff) -> ExchangeDiff {
+        self.changed
+            .extend(reply.changed.iter().map(|c| format!("reply.{c}")));
+        self.reply = Some(reply);
+        self
+    }
 }
 
 fn losses(tools: Option<&Value>, prompt: &str) -> Vec<Loss> {
@@ -381,6 +458,7 @@ pub fn diff_exchange(
             only_b,
             changed: schema_changed,
         },
+        reply: None,
         changed,
     }
 }
@@ -738,6 +816,44 @@ pub fn render_text(r: &DiffReport) -> String {
                 e.turn_roles.b.join(", ")
             );
         }
+        if let Some(rp) = &e.reply {
+            let side = |err: &Option<String>,
+                        content: &str,
+                        calls: &[CallSummary],
+                        fin: &Option<String>| match err {
+                Some(x) => format!("error: {x}"),
+                None => format!(
+                    "finish {} · calls [{}] · {}",
+                    fin.as_deref().unwrap_or("-"),
+                    calls
+                        .iter()
+                        .map(|c| format!("{}({})", c.name, c.arguments))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    show(content, 100)
+                ),
+            };
+            let _ = writeln!(
+                o,
+                "  reply A: {}",
+                side(
+                    &rp.error.a,
+                    &rp.content.a,
+                    &rp.tool_calls.a,
+                    &rp.finish_reason.a
+                )
+            );
+            let _ = writeln!(
+                o,
+                "  reply B: {}",
+                side(
+                    &rp.error.b,
+                    &rp.content.b,
+                    &rp.tool_calls.b,
+                    &rp.finish_reason.b
+                )
+            );
+        }
         for (n, v) in [("A", &e.schema.a), ("B", &e.schema.b)] {
             for l in v {
                 let only = if n == "A" {
@@ -777,4 +893,57 @@ pub fn render_text(r: &DiffReport) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::message::{AssistantMessage, CallRecord};
+
+    fn call(args: &str) -> AssistantMessage {
+        AssistantMessage {
+            tool_calls: vec![CallRecord {
+                index: Some(0),
+                id: None,
+                name: "f".into(),
+                arguments: args.into(),
+            }],
+            finish_reason: Some("tool_calls".into()),
+            ..AssistantMessage::default()
+        }
+    }
+
+    #[test]
+    fn replies_compare_arguments_as_json() {
+        let d = diff_replies(
+            &Ok(call(r#"{"a": 1, "b": 2}"#)),
+            &Ok(call(r#"{"b":2,"a":1}"#)),
+        );
+        assert!(d.changed.is_empty(), "{:?}", d.changed);
+        let d = diff_replies(&Ok(call(r#"{"a": 1}"#)), &Ok(call(r#"{"a": 1}}"#)));
+        assert_eq!(d.changed, ["tool_calls"]);
+        assert_eq!(
+            d.tool_calls.b[0].arguments,
+            Value::String(r#"{"a": 1}}"#.into())
+        );
+        let d = diff_replies(&Ok(call("{}")), &Err("HTTP 500".into()));
+        assert_eq!(d.changed, ["error", "tool_calls", "finish_reason"]);
+    }
+
+    #[test]
+    fn props_caps_only_differences() {
+        let a = serde_json::json!({"build_info": "b1", "chat_template": "x", "chat_template_caps": {"supports_tools": true, "supports_system_role": true}});
+        let b = serde_json::json!({"build_info": "b1", "chat_template": "y", "chat_template_caps": {"supports_tools": false, "supports_system_role": true}});
+        let d = PropsDiff::of(&a, &b);
+        assert!(!d.build_info.changed);
+        assert!(d.chat_template_changed);
+        assert_eq!(
+            d.chat_template_caps.keys().collect::<Vec<_>>(),
+            ["supports_tools"]
+        );
+        assert_eq!(
+            d.chat_template_caps["supports_tools"],
+            [Value::Bool(true), Value::Bool(false)]
+        );
+    }
 }

@@ -68,11 +68,12 @@ impl TokenDiff {
     }
 }
 
-fn key(t: &DiffToken) -> (&str, bool, Option<u32>) {
-    (t.text.as_str(), t.special, t.id)
+fn key(t: &DiffToken) -> (&str, bool) {
+    (t.text.as_str(), t.special)
 }
 
-/// Diffs two token sequences. Tokens compare by text, special flag and id.
+/// Diffs two token sequences. Tokens compare by text and special flag (not by id, so two
+/// different vocabularies can be compared piece by piece).
 pub fn token_diff(a: &[DiffToken], b: &[DiffToken], tokenizer: &str) -> TokenDiff {
     let ka: Vec<_> = a.iter().map(key).collect();
     let kb: Vec<_> = b.iter().map(key).collect();
