@@ -3,7 +3,9 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use toolscope::schema::flatten::{FlattenOptions, Strategy as Flat, flatten_tools, has_combinators};
+use toolscope::schema::flatten::{
+    FlattenOptions, Strategy as Flat, flatten_tools, has_combinators,
+};
 use toolscope::schema::loss::loss_report;
 
 fn leaf() -> impl Strategy<Value = Value> {
@@ -11,15 +13,50 @@ fn leaf() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i32>().prop_map(|i| json!(i)),
-        prop::sample::select(vec!["string", "number", "integer", "boolean", "null", "object", "array", "#", "#/$defs/A", "#/$defs/B", "#/definitions/C", "#/properties/a", "x"])
-            .prop_map(|s| Value::String(s.to_string())),
+        prop::sample::select(vec![
+            "string",
+            "number",
+            "integer",
+            "boolean",
+            "null",
+            "object",
+            "array",
+            "#",
+            "#/$defs/A",
+            "#/$defs/B",
+            "#/definitions/C",
+            "#/properties/a",
+            "x"
+        ])
+        .prop_map(|s| Value::String(s.to_string())),
         "[a-z$#/]{0,6}".prop_map(Value::String),
     ]
 }
 
 const KEYS: &[&str] = &[
-    "type", "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "properties", "items", "required", "enum", "const",
-    "description", "nullable", "default", "not", "additionalProperties", "prefixItems", "A", "B", "C", "a", "b",
+    "type",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "properties",
+    "items",
+    "required",
+    "enum",
+    "const",
+    "description",
+    "nullable",
+    "default",
+    "not",
+    "additionalProperties",
+    "prefixItems",
+    "A",
+    "B",
+    "C",
+    "a",
+    "b",
 ];
 
 /// Schema-flavoured arbitrary JSON: keys drawn mostly from JSON Schema keywords.
@@ -27,13 +64,15 @@ fn schemaish() -> impl Strategy<Value = Value> {
     leaf().prop_recursive(6, 80, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::vec((prop::sample::select(KEYS.to_vec()), inner), 0..5).prop_map(|kv| {
-                let mut m = Map::new();
-                for (k, v) in kv {
-                    m.insert(k.to_string(), v);
+            prop::collection::vec((prop::sample::select(KEYS.to_vec()), inner), 0..5).prop_map(
+                |kv| {
+                    let mut m = Map::new();
+                    for (k, v) in kv {
+                        m.insert(k.to_string(), v);
+                    }
+                    Value::Object(m)
                 }
-                Value::Object(m)
-            }),
+            ),
         ]
     })
 }
@@ -70,7 +109,9 @@ proptest! {
 #[test]
 fn checker_sees_combinators() {
     // The property above is only meaningful if has_combinators can fail.
-    assert!(has_combinators(&json!({"properties": {"a": {"items": {"anyOf": []}}}})));
+    assert!(has_combinators(
+        &json!({"properties": {"a": {"items": {"anyOf": []}}}})
+    ));
     assert!(has_combinators(&json!({"$ref": "#"})));
     assert!(!has_combinators(&json!({"enum": [{"anyOf": 1}]})));
 }
