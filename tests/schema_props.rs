@@ -77,6 +77,54 @@ fn schemaish() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Well-formed schemas built from the constructs flattening rewrites: typed leaves, unions
+/// (with null), allOf, objects, arrays, and `$ref`s into `$defs` whose definitions refer to
+/// each other (so recursion and cycles occur).
+fn wellformed() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        prop::sample::select(vec!["string", "number", "integer", "boolean", "null"])
+            .prop_map(|t| json!({"type": t})),
+        prop::sample::select(vec![
+            "#/$defs/A",
+            "#/$defs/B",
+            "#",
+            "#/$defs/Missing",
+            "https://x.test/s.json"
+        ])
+        .prop_map(|r| json!({"$ref": r})),
+        Just(json!({"type": "string", "enum": ["a", "b"]})),
+        Just(json!({"type": ["integer", "null"]})),
+        Just(json!({})),
+    ];
+    let tree = leaf.prop_recursive(5, 60, 4, |inner| {
+        prop_oneof![
+            (prop::sample::select(vec!["anyOf", "oneOf", "allOf"]), prop::collection::vec(inner.clone(), 1..4))
+                .prop_map(|(k, v)| json!({k: v, "description": "d"})),
+            prop::collection::vec(inner.clone(), 0..4).prop_map(|v| {
+                let mut props = Map::new();
+                for (i, s) in v.into_iter().enumerate() {
+                    props.insert(format!("p{i}"), s);
+                }
+                json!({"type": "object", "properties": props, "required": ["p0"]})
+            }),
+            inner.clone().prop_map(|i| json!({"type": "array", "items": i})),
+            (inner.clone(), inner).prop_map(|(a, b)| json!({"$ref": "#/$defs/A", "description": "r", "properties": {"x": a, "y": b}})),
+        ]
+    });
+    (tree.clone(), tree.clone(), tree).prop_map(|(root, a, b)| {
+        let mut root = match root {
+            Value::Object(m) => m,
+            other => {
+                let mut m = Map::new();
+                m.insert("properties".into(), json!({"v": other}));
+                m
+            }
+        };
+        root.insert("$defs".into(), json!({"A": a, "B": b}));
+        Value::Object(root)
+    })
+}
+
 fn strategy() -> impl Strategy<Value = Flat> {
     prop::sample::select(Flat::ALL.to_vec())
 }
@@ -103,6 +151,25 @@ proptest! {
         prop_assert!(!has_combinators(params), "combinators left in {}", params);
         let twice = flatten_tools(&once.tools, &opts).unwrap();
         prop_assert_eq!(&once.tools, &twice.tools);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+
+    #[test]
+    fn wellformed_schemas_flatten_completely_and_idempotently(schema in wellformed(), s in strategy()) {
+        let opts = FlattenOptions::with_strategy(s);
+        let once = flatten_tools(&wrap(schema), &opts).unwrap();
+        let params = &once.tools[0]["function"]["parameters"];
+        prop_assert!(!has_combinators(params), "combinators left in {}", params);
+        prop_assert!(params.get("$defs").is_none());
+        let twice = flatten_tools(&once.tools, &opts).unwrap();
+        prop_assert_eq!(&once.tools, &twice.tools);
+        // A template that dumps the tools as JSON loses nothing, whatever the flattener produced.
+        let dump = serde_json::to_string(&once.tools).unwrap();
+        let r = loss_report(&once.tools, &dump);
+        prop_assert_eq!(r.score(), 0, "a JSON dump lost {:?}", r.lost_facts().map(|(_, _, f)| f.clone()).collect::<Vec<_>>());
     }
 }
 

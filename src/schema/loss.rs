@@ -487,6 +487,10 @@ fn collect_descriptions(v: &Value, out: &mut Vec<String>, depth: usize) {
 struct Masked<'a> {
     orig: &'a str,
     text: String,
+    /// `text` ASCII-lowercased (same offsets), for case-insensitive search.
+    lower: String,
+    /// `depth[i]` = unclosed `{` in `text[..i]`.
+    depth: Vec<i32>,
     /// Stringified lists found, as (start, end).
     reprs: Vec<(usize, usize)>,
 }
@@ -533,7 +537,25 @@ impl<'a> Masked<'a> {
         for (s, e) in &reprs {
             blank(&mut text, *s, *e);
         }
-        Masked { orig, text, reprs }
+        let lower = text.to_ascii_lowercase();
+        let mut depth = Vec::with_capacity(text.len() + 1);
+        let mut d = 0i32;
+        depth.push(0);
+        for &c in text.as_bytes() {
+            if c == b'{' {
+                d += 1;
+            } else if c == b'}' {
+                d -= 1;
+            }
+            depth.push(d);
+        }
+        Masked {
+            orig,
+            text,
+            lower,
+            depth,
+            reprs,
+        }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -545,25 +567,33 @@ impl<'a> Masked<'a> {
         let b = self.bytes();
         let wb = w.as_bytes();
         let mut out = Vec::new();
-        if wb.is_empty() || e > b.len() || s >= e {
+        let e = e.min(b.len());
+        if wb.is_empty() || s >= e {
             return out;
         }
-        let mut i = s;
-        while i + wb.len() <= e {
-            let hit = if ci {
-                b[i..i + wb.len()].eq_ignore_ascii_case(wb)
-            } else {
-                &b[i..i + wb.len()] == wb
-            };
-            if hit {
-                let before_ok = i == 0 || !is_word(wb[0]) || !is_word(b[i - 1]);
-                let j = i + wb.len();
-                let after_ok = j >= b.len() || !is_word(wb[wb.len() - 1]) || !is_word(b[j]);
-                if before_ok && after_ok {
-                    out.push(i);
-                }
+        let (hay, needle) = if ci {
+            (self.lower.as_str(), w.to_ascii_lowercase())
+        } else {
+            (self.text.as_str(), w.to_string())
+        };
+        let (mut s, mut e) = (s, e);
+        while !hay.is_char_boundary(s) {
+            s += 1;
+        }
+        while !hay.is_char_boundary(e) {
+            e -= 1;
+        }
+        if s >= e {
+            return out;
+        }
+        for (k, _) in hay[s..e].match_indices(needle.as_str()) {
+            let i = s + k;
+            let before_ok = i == 0 || !is_word(wb[0]) || !is_word(b[i - 1]);
+            let j = i + wb.len();
+            let after_ok = j >= b.len() || !is_word(wb[wb.len() - 1]) || !is_word(b[j]);
+            if before_ok && after_ok {
+                out.push(i);
             }
-            i += 1;
         }
         out
     }
@@ -647,25 +677,14 @@ impl<'a> Masked<'a> {
     /// key-like), shallowest brace depth first.
     fn key_candidates(&self, name: &str, r: (usize, usize)) -> Vec<usize> {
         let occ = self.words(name, r.0, r.1, false);
-        let b = self.bytes();
         let keyed: Vec<usize> = occ
             .iter()
             .copied()
             .filter(|p| self.keylike(p + name.len()))
             .collect();
         let mut c = if keyed.is_empty() { occ } else { keyed };
-        let depth = |p: usize| {
-            b[r.0..p].iter().fold(0i64, |d, &c| {
-                if c == b'{' {
-                    d + 1
-                } else if c == b'}' {
-                    d - 1
-                } else {
-                    d
-                }
-            })
-        };
-        c.sort_by_key(|p| (depth(*p), *p));
+        c.sort_by_key(|p| (self.depth[*p], *p));
+        c.truncate(MAX_CANDIDATES);
         c
     }
 
@@ -793,6 +812,9 @@ fn is_delim(c: u8) -> bool {
     matches!(c, b'"' | b'\'' | b'<' | b'>' | b'|' | b'`')
 }
 
+/// Occurrences of one parameter name tried when locating it (the shallowest first).
+const MAX_CANDIDATES: usize = 8;
+
 /// Words that mark a parameter as required or optional (llama.cpp corpus: English, and the
 /// Chinese 必填/选填 of ByteDance Seed-OSS).
 const REQUIRED_WORDS: &[&str] = &["required", "optional", "mandatory", "必填", "选填"];
@@ -855,21 +877,18 @@ impl Check<'_, '_> {
             let pp = ptr(&ptr(p, "properties"), name);
             let cands = self.m.key_candidates(name, r);
             // The occurrence whose region carries the most facts wins (ties: shallowest, first).
-            let mut best: Option<(u32, usize, Vec<ParamLoss>)> = None;
+            let mut best: Option<((u32, u32, u32), usize, Vec<ParamLoss>)> = None;
             for at in cands {
                 let region = self.m.param_region(name, at, r, &all_keys);
-                let required = node
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| a.iter().any(|x| x == name.as_str()));
                 let mut tmp = Vec::new();
+                // Judge the occurrence by the parameter's own facts; recurse only into the winner.
                 self.param(
                     sub,
                     &pp,
                     name,
                     region,
                     at + name.len(),
-                    required,
+                    false,
                     &mut tmp,
                     depth,
                 );
@@ -878,12 +897,22 @@ impl Check<'_, '_> {
                     .flat_map(|p| p.lost())
                     .map(|f| f.kind.weight())
                     .sum();
-                if best.as_ref().is_none_or(|(bl, _, _)| lost < *bl) {
-                    best = Some((lost, at, tmp));
+                // Ties: the region showing more nested names, then a brace block.
+                let nested = nested_names(sub)
+                    .iter()
+                    .filter(|n| !self.m.words(n, region.0, region.1, false).is_empty())
+                    .count() as u32;
+                let braced = u32::from(self.m.brace_after(at + name.len()).is_some());
+                let key = (lost, u32::MAX - nested, 1 - braced);
+                if best.as_ref().is_none_or(|(bk, _, _)| key < *bk) {
+                    best = Some((key, at, tmp));
                 }
             }
             match best {
-                Some((_, _, tmp)) => out.extend(tmp),
+                Some((_, at, _)) => {
+                    let region = self.m.param_region(name, at, r, &all_keys);
+                    self.param(sub, &pp, name, region, at + name.len(), true, out, depth);
+                }
                 None => out.push(ParamLoss {
                     pointer: pp.clone(),
                     name: name.clone(),
@@ -908,7 +937,7 @@ impl Check<'_, '_> {
         name: &str,
         region: (usize, usize),
         body: usize,
-        _required: bool,
+        recurse: bool,
         out: &mut Vec<ParamLoss>,
         depth: usize,
     ) {
@@ -987,7 +1016,9 @@ impl Check<'_, '_> {
             span: Some(region),
             facts,
         });
-        // nested
+        if !recurse {
+            return;
+        }
         self.object_props(node, p, r, out, depth + 1);
         if let Some(items @ Value::Object(_)) = m.get("items") {
             let ip = format!("{p}/items");
@@ -1000,7 +1031,7 @@ impl Check<'_, '_> {
                         .map(|o| (k, self.m.block(o).1.min(r.1)))
                 })
                 .unwrap_or(r);
-            self.param(items, &ip, "[]", ir, ir.0, false, out, depth + 1);
+            self.param(items, &ip, "[]", ir, ir.0, true, out, depth + 1);
         }
     }
 
@@ -1208,6 +1239,18 @@ impl Check<'_, '_> {
             self.all_lost(sub, &pp, out, depth + 1);
         }
     }
+}
+
+/// Property names one or two levels below a schema (its `properties` and its `items`'
+/// `properties`), used to tell a full declaration from a passing mention.
+fn nested_names(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for node in [Some(v), v.get("items")].into_iter().flatten() {
+        if let Some(p) = node.get("properties").and_then(Value::as_object) {
+            out.extend(p.keys().cloned());
+        }
+    }
+    out
 }
 
 fn short(s: &str) -> String {
