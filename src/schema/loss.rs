@@ -499,18 +499,17 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
 }
 
-fn blank(text: &mut String, s: usize, e: usize) {
-    // Replace bytes [s, e) with spaces, keeping UTF-8 valid (s and e are char boundaries).
-    let mut bytes = std::mem::take(text).into_bytes();
-    for b in &mut bytes[s..e] {
+/// Replaces bytes `[s, e)` with spaces (`s`, `e` are char boundaries, so UTF-8 stays valid).
+fn blank(buf: &mut [u8], s: usize, e: usize) {
+    let e = e.min(buf.len());
+    for b in &mut buf[s.min(e)..e] {
         *b = b' ';
     }
-    *text = String::from_utf8(bytes).unwrap_or_default();
 }
 
 impl<'a> Masked<'a> {
     fn new(orig: &'a str, descs: &[String]) -> Self {
-        let mut text = orig.to_string();
+        let mut buf = orig.as_bytes().to_vec();
         let mut ds: Vec<String> = Vec::new();
         for d in descs {
             let d = d.trim();
@@ -524,19 +523,20 @@ impl<'a> Masked<'a> {
                 ds.push(esc);
             }
         }
-        ds.sort_by_key(|d| std::cmp::Reverse(d.len()));
+        ds.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        ds.dedup();
         for d in &ds {
-            let mut from = 0;
-            while let Some(i) = orig[from..].find(d.as_str()) {
-                let s = from + i;
-                blank(&mut text, s, s + d.len());
-                from = s + d.len();
+            for (s, _) in orig.match_indices(d.as_str()) {
+                blank(&mut buf, s, s + d.len());
             }
         }
-        let reprs = find_stringified_lists(&text);
+        let masked = String::from_utf8(buf).unwrap_or_else(|_| orig.to_string());
+        let reprs = find_stringified_lists(&masked);
+        let mut buf = masked.into_bytes();
         for (s, e) in &reprs {
-            blank(&mut text, *s, *e);
+            blank(&mut buf, *s, *e);
         }
+        let text = String::from_utf8(buf).unwrap_or_else(|_| orig.to_string());
         let lower = text.to_ascii_lowercase();
         let mut depth = Vec::with_capacity(text.len() + 1);
         let mut d = 0i32;
