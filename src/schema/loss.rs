@@ -1022,16 +1022,14 @@ impl Check<'_, '_> {
         self.object_props(node, p, r, out, depth + 1);
         if let Some(items @ Value::Object(_)) = m.get("items") {
             let ip = format!("{p}/items");
-            let ir = self
-                .m
-                .locate_key("items", r)
-                .and_then(|k| {
-                    self.m
-                        .brace_after(k + 5)
-                        .map(|o| (k, self.m.block(o).1.min(r.1)))
-                })
-                .unwrap_or(r);
-            self.param(items, &ip, "[]", ir, ir.0, true, out, depth + 1);
+            // The `items` key inside this parameter's body, and the block after it.
+            let found = self.m.locate_key("items", r).and_then(|k| {
+                self.m
+                    .brace_after(k + 5)
+                    .map(|o| ((k, self.m.block(o).1.min(r.1)), o))
+            });
+            let (ir, body) = found.unwrap_or((r, r.0));
+            self.param(items, &ip, "[]", ir, body, true, out, depth + 1);
         }
     }
 
