@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use toolscope::finding::Rule;
 use toolscope::schema::flatten::Strategy;
-use toolscope::schema::rank::{as_request, rank_strategies};
+use toolscope::schema::rank::{as_request, rank_strategies, render_template};
 use toolscope::schema::shim::render_request;
 use toolscope::schema::{FlattenOptions, preflight};
 
@@ -32,6 +32,53 @@ fn shim_render_matches_the_python_reference_on_case01() {
     };
     let out = render_request(&t, &case_request("01-gemma4-anyof-type-lost")).unwrap();
     assert_eq!(out, data("case01.gemma4.txt"));
+}
+
+#[test]
+fn template_render_matches_the_python_reference_on_case01() {
+    let Some(t) = template("google-gemma-4-31B-it.jinja") else {
+        return;
+    };
+    let out = render_template(&t, &case_request("01-gemma4-anyof-type-lost"), None, None).unwrap();
+    assert_eq!(out, data("case01.gemma4.txt"));
+    let out = render_template(&t, &case_request("02-gemma4-type-list"), None, None);
+    // Python upper-cases the list's repr; an engine may instead fail on `upper` of a list.
+    if let Ok(out) = out {
+        assert!(schema_loss_has_type_lost(&out));
+    }
+}
+
+fn schema_loss_has_type_lost(prompt: &str) -> bool {
+    toolscope::schema::schema_loss(&case_request("02-gemma4-type-list"), prompt)
+        .iter()
+        .any(|f| {
+            f.rule == Rule::SchemaTypeLost
+                && f.evidence.pointer.as_deref() == Some("/properties/value")
+        })
+}
+
+/// The ranking with the faithful renderer (as `toolscope flatten --template` runs it).
+#[test]
+fn gemma4_ranking_with_the_template_renderer() {
+    let Some(t) = template("google-gemma-4-31B-it.jinja") else {
+        return;
+    };
+    let req = case_request("01-gemma4-anyof-type-lost");
+    let (ranking, _) = rank_strategies(&req, &FlattenOptions::default(), |d| {
+        render_template(&t, &as_request(d), None, None)
+    })
+    .unwrap();
+    assert_eq!(
+        ranking.best(),
+        Some(Strategy::FirstTypeWithNote),
+        "{ranking:#?}"
+    );
+    let tl = ranking
+        .ranked
+        .iter()
+        .find(|r| r.strategy == Some(Strategy::TypeList))
+        .unwrap();
+    assert!(tl.score.is_none_or(|s| s > 0), "{ranking:#?}");
 }
 
 #[test]

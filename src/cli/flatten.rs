@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::Format;
 use crate::schema::flatten::{FlattenOptions, Flattened, Strategy, flatten_tools};
-use crate::schema::rank::{Ranking, as_request, rank_strategies};
+use crate::schema::rank::{Ranking, as_request, rank_strategies, render_template};
+use crate::template::{RenderInput, TemplateSource};
 
 /// Arguments of `toolscope flatten`.
 #[derive(Debug, clap::Args)]
@@ -71,48 +72,12 @@ pub fn read_json(path: &Path) -> anyhow::Result<Value> {
     })
 }
 
-/// Loads a chat template's source from a `.jinja` file or a `tokenizer_config.json`
-/// (`chat_template` string, or the `tool_use`/`default` entry of a named list).
-pub fn load_template(path: &Path) -> anyhow::Result<String> {
+/// Loads a chat template source (`.jinja`, `tokenizer_config.json`, `tokenizer.json`, `.gguf`)
+/// with [`TemplateSource::from_bytes`].
+pub fn load_template(path: &Path) -> anyhow::Result<TemplateSource> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: not UTF-8 (byte {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    if path.extension().is_some_and(|e| e == "json") {
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}:{}:{}: invalid JSON: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
-        })?;
-        match v.get("chat_template") {
-            Some(Value::String(s)) => return Ok(s.clone()),
-            Some(Value::Array(named)) => {
-                let pick = |n: &str| {
-                    named
-                        .iter()
-                        .find(|x| x.get("name").and_then(Value::as_str) == Some(n))
-                        .and_then(|x| x.get("template"))
-                        .and_then(Value::as_str)
-                };
-                if let Some(s) = pick("tool_use").or_else(|| pick("default")) {
-                    return Ok(s.to_string());
-                }
-                bail!(
-                    "{}: `chat_template` list has no `tool_use` or `default` entry",
-                    path.display()
-                )
-            }
-            _ => bail!("{}: no `chat_template` field", path.display()),
-        }
-    }
-    Ok(text)
+    TemplateSource::from_bytes(&path.display().to_string(), &bytes)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Runs `toolscope flatten`.
@@ -127,7 +92,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(tp) => {
                 let src = load_template(tp)?;
                 let (ranking, best) = rank_strategies(&doc, &base, |d| {
-                    crate::schema::shim::render_request(&src, &as_request(d))
+                    let req = as_request(d);
+                    let tmpl = src
+                        .select(&RenderInput::from_openai_request(&req))
+                        .to_string();
+                    render_template(
+                        &tmpl,
+                        &req,
+                        src.bos_token.as_deref(),
+                        src.eos_token.as_deref(),
+                    )
                 })
                 .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
                 let flat = match args.strategy {

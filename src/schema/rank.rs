@@ -230,12 +230,40 @@ where
     }
 }
 
-/// [`preflight_with`] using the built-in renderer ([`super::shim::render_request`], configured as
-/// transformers' `apply_chat_template`) on the template source `template`.
+/// [`preflight_with`] rendering with [`crate::template::render`] (transformers-faithful,
+/// no clock) on the template source `template`.
 pub fn preflight(request: &Value, template: &str) -> Vec<Finding> {
     preflight_with(request, |req| {
-        super::shim::render_request(template, &as_request(req))
+        render_template(template, &as_request(req), None, None)
     })
+}
+
+/// Renders `request` (OpenAI chat-completions or Anthropic Messages body) with `template` via
+/// [`crate::template::render`], filling `bos_token`/`eos_token` from `bos`/`eos` when the
+/// request has none. Errors: the render error as text (with its line and column).
+pub fn render_template(
+    template: &str,
+    request: &Value,
+    bos: Option<&str>,
+    eos: Option<&str>,
+) -> Result<String, String> {
+    use crate::template::{RenderInput, RenderOptions, render};
+    let anthropic = request.get("system").is_some()
+        || request
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|t| t.get("input_schema").is_some()));
+    let input = if anthropic {
+        RenderInput::from_anthropic_request(request)
+    } else {
+        RenderInput::from_openai_request(request)
+    };
+    render(
+        template,
+        &input.with_default_tokens(bos, eos),
+        &RenderOptions::default(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// A tools document turned into something renderable: requests pass through, bare tool lists
