@@ -69,11 +69,24 @@ fn row(name: &str, r: &LossReport) -> Vec<String> {
     let s = "ship_order";
     vec![
         shown,
-        cell(r, s, |p, k| p.starts_with("/properties/order_id") && matches!(k, FactKind::Type | FactKind::Alternative)),
-        cell(r, s, |p, k| p.starts_with("/properties/note") && matches!(k, FactKind::Nullable)),
-        cell(r, s, |p, k| p.starts_with("/properties/priority/enum") && k == FactKind::EnumValue),
-        cell(r, s, |p, k| p.starts_with("/properties/address/properties/") && matches!(k, FactKind::Name | FactKind::Type)),
-        cell(r, s, |p, k| p.starts_with("/properties/parcels/items") && (k == FactKind::Type || (k == FactKind::Name && !p.ends_with("/items")))),
+        cell(r, s, |p, k| {
+            p.starts_with("/properties/order_id")
+                && matches!(k, FactKind::Type | FactKind::Alternative)
+        }),
+        cell(r, s, |p, k| {
+            p.starts_with("/properties/note") && matches!(k, FactKind::Nullable)
+        }),
+        cell(r, s, |p, k| {
+            p.starts_with("/properties/priority/enum") && k == FactKind::EnumValue
+        }),
+        cell(r, s, |p, k| {
+            p.starts_with("/properties/address/properties/")
+                && matches!(k, FactKind::Name | FactKind::Type)
+        }),
+        cell(r, s, |p, k| {
+            p.starts_with("/properties/parcels/items")
+                && (k == FactKind::Type || (k == FactKind::Name && !p.ends_with("/items")))
+        }),
         {
             let a = cell(r, s, |_, k| k == FactKind::Required);
             let _ = name;
@@ -82,22 +95,37 @@ fn row(name: &str, r: &LossReport) -> Vec<String> {
         cell(r, s, |_, k| k == FactKind::Description),
         {
             let plain = |p: &str, k: FactKind| {
-                k == FactKind::Type && (p == "/properties/priority" || p == "/properties/refund" || p == "/properties/order_id")
+                k == FactKind::Type
+                    && (p == "/properties/priority"
+                        || p == "/properties/refund"
+                        || p == "/properties/order_id")
             };
             let a = cell(r, "cancel_order", plain);
-            let b = cell(r, s, |p, k| k == FactKind::Type && p == "/properties/priority");
-            if a == "✓" && b == "✓" { "✓".into() } else { format!("{b} / {a}") }
+            let b = cell(r, s, |p, k| {
+                k == FactKind::Type && p == "/properties/priority"
+            });
+            if a == "✓" && b == "✓" {
+                "✓".into()
+            } else {
+                format!("{b} / {a}")
+            }
         },
     ]
 }
 
 fn rows() -> Option<Vec<Row>> {
-    let req: Value = serde_json::from_str(&std::fs::read_to_string(dir().join("corpus-request.json")).ok()?).ok()?;
+    let req: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir().join("corpus-request.json")).ok()?)
+            .ok()?;
     let mut names: Vec<String> = std::fs::read_dir(dir().join("corpus"))
         .ok()?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter_map(|n| n.strip_suffix(".txt").or_else(|| n.strip_suffix(".error")).map(str::to_string))
+        .filter_map(|n| {
+            n.strip_suffix(".txt")
+                .or_else(|| n.strip_suffix(".error"))
+                .map(str::to_string)
+        })
         .collect();
     names.sort();
     names.dedup();
@@ -107,13 +135,22 @@ fn rows() -> Option<Vec<Row>> {
         match std::fs::read_to_string(&txt) {
             Ok(prompt) => {
                 let r = loss_report(&req, &prompt);
-                out.push(Row { template: n.clone(), cells: row(&n, &r), score: Some(r.score()) });
+                out.push(Row {
+                    template: n.clone(),
+                    cells: row(&n, &r),
+                    score: Some(r.score()),
+                });
             }
             Err(_) => {
-                let err = std::fs::read_to_string(dir().join("corpus").join(format!("{n}.error"))).unwrap_or_default();
+                let err = std::fs::read_to_string(dir().join("corpus").join(format!("{n}.error")))
+                    .unwrap_or_default();
                 let mut cells = vec![format!("render error: {}", err.trim().replace('|', "\\|"))];
                 cells.extend(std::iter::repeat_n("—".to_string(), COLUMNS.len() - 1));
-                out.push(Row { template: n, cells, score: None });
+                out.push(Row {
+                    template: n,
+                    cells,
+                    score: None,
+                });
             }
         }
     }
@@ -162,22 +199,35 @@ fn document(rows: &[Row]) -> String {
 
 #[test]
 fn corpus_table_is_current() {
-    let Some(rows) = rows() else { panic!("tests/data/schema/corpus-request.json or corpus/ missing") };
-    assert!(rows.len() >= 70, "expected the whole corpus, got {}", rows.len());
+    let Some(rows) = rows() else {
+        panic!("tests/data/schema/corpus-request.json or corpus/ missing")
+    };
+    assert!(
+        rows.len() >= 70,
+        "expected the whole corpus, got {}",
+        rows.len()
+    );
     let doc = document(&rows);
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/schema-corpus.md");
     if std::env::var("TOOLSCOPE_BLESS").is_ok_and(|v| v == "1") {
         std::fs::write(&path, &doc).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(on_disk, doc, "docs/schema-corpus.md is stale: run TOOLSCOPE_BLESS=1 cargo test --test schema_corpus");
+    assert_eq!(
+        on_disk, doc,
+        "docs/schema-corpus.md is stale: run TOOLSCOPE_BLESS=1 cargo test --test schema_corpus"
+    );
 }
 
 /// Rows checked by reading the renders by hand.
 #[test]
 fn hand_checked_rows() {
     let rows = rows().unwrap();
-    let get = |n: &str| rows.iter().find(|r| r.template == n).unwrap_or_else(|| panic!("{n}"));
+    let get = |n: &str| {
+        rows.iter()
+            .find(|r| r.template == n)
+            .unwrap_or_else(|| panic!("{n}"))
+    };
     // Hermes 2 Pro dumps every tool as JSON: nothing lost.
     let h = get("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use");
     assert_eq!(h.score, Some(0), "{:?}", h.cells);

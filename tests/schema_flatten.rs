@@ -2,7 +2,9 @@
 //! hand from the rewrite rules in docs/schema.md, not produced by the code under test.
 
 use serde_json::{Value, json};
-use toolscope::schema::flatten::{Change, FlattenOptions, Strategy, flatten_schema, flatten_tools, has_combinators};
+use toolscope::schema::flatten::{
+    Change, FlattenOptions, Strategy, flatten_schema, flatten_tools, has_combinators,
+};
 
 fn flat(schema: Value, strategy: Strategy) -> (Value, Vec<Change>) {
     flatten_schema(&schema, &FlattenOptions::with_strategy(strategy), "")
@@ -20,43 +22,82 @@ fn out_param(v: &Value) -> &Value {
 fn anyof_string_number_each_strategy() {
     let p = json!({"anyOf": [{"type": "string"}, {"type": "number"}], "description": "how many"});
     let (v, ch) = flat(param(p.clone()), Strategy::TypeList);
-    assert_eq!(out_param(&v), &json!({"description": "how many", "type": ["string", "number"]}));
+    assert_eq!(
+        out_param(&v),
+        &json!({"description": "how many", "type": ["string", "number"]})
+    );
     assert_eq!(ch.len(), 1);
     assert_eq!(ch[0].path, "/properties/p");
     assert_eq!(ch[0].change, "anyOf [string, number] → type list");
     assert_eq!(ch[0].lost, None);
 
     let (v, ch) = flat(param(p.clone()), Strategy::FirstType);
-    assert_eq!(out_param(&v), &json!({"description": "how many", "type": "string"}));
-    assert!(ch.iter().any(|c| c.lost.as_deref() == Some("the alternative type number")), "{ch:?}");
+    assert_eq!(
+        out_param(&v),
+        &json!({"description": "how many", "type": "string"})
+    );
+    assert!(
+        ch.iter()
+            .any(|c| c.lost.as_deref() == Some("the alternative type number")),
+        "{ch:?}"
+    );
 
     let (v, _) = flat(param(p.clone()), Strategy::FirstTypeWithNote);
-    assert_eq!(out_param(&v), &json!({"description": "how many (string or number)", "type": "string"}));
+    assert_eq!(
+        out_param(&v),
+        &json!({"description": "how many (string or number)", "type": "string"})
+    );
 
     let p2 = json!({"anyOf": [{"type": "number"}, {"type": "boolean"}]});
     let (v, ch) = flat(param(p2), Strategy::StringWithNote);
-    assert_eq!(out_param(&v), &json!({"description": "(number or boolean)", "type": "string"}));
-    assert!(ch.iter().any(|c| c.lost.as_deref().is_some_and(|l| l.contains("number, boolean as schema types"))), "{ch:?}");
+    assert_eq!(
+        out_param(&v),
+        &json!({"description": "(number or boolean)", "type": "string"})
+    );
+    assert!(
+        ch.iter().any(|c| c
+            .lost
+            .as_deref()
+            .is_some_and(|l| l.contains("number, boolean as schema types"))),
+        "{ch:?}"
+    );
 }
 
 #[test]
 fn anyof_with_null_becomes_nullable() {
-    let p = json!({"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Label"});
+    let p =
+        json!({"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Label"});
     for s in Strategy::ALL {
         let (v, ch) = flat(param(p.clone()), *s);
-        assert_eq!(out_param(&v), &json!({"default": null, "title": "Label", "type": "string", "nullable": true}), "{s}");
+        assert_eq!(
+            out_param(&v),
+            &json!({"default": null, "title": "Label", "type": "string", "nullable": true}),
+            "{s}"
+        );
         assert_eq!(ch.len(), 1, "{s}: {ch:?}");
         assert_eq!(ch[0].change, "anyOf [string, null] → string with nullable");
         assert_eq!(ch[0].lost, None);
     }
     // A type list with null, and a null-only union.
-    let (v, _) = flat(param(json!({"type": ["integer", "null"]})), Strategy::TypeList);
+    let (v, _) = flat(
+        param(json!({"type": ["integer", "null"]})),
+        Strategy::TypeList,
+    );
     assert_eq!(out_param(&v), &json!({"type": "integer", "nullable": true}));
-    let (v, _) = flat(param(json!({"anyOf": [{"type": "null"}]})), Strategy::TypeList);
+    let (v, _) = flat(
+        param(json!({"anyOf": [{"type": "null"}]})),
+        Strategy::TypeList,
+    );
     assert_eq!(out_param(&v), &json!({"type": "null"}));
     // Three alternatives with null: type list plus nullable.
-    let (v, _) = flat(param(json!({"anyOf": [{"type": "string"}, {"type": "null"}, {"type": "boolean"}]})), Strategy::TypeList);
-    assert_eq!(out_param(&v), &json!({"type": ["string", "boolean"], "nullable": true}));
+    let (v, _) = flat(
+        param(json!({"anyOf": [{"type": "string"}, {"type": "null"}, {"type": "boolean"}]})),
+        Strategy::TypeList,
+    );
+    assert_eq!(
+        out_param(&v),
+        &json!({"type": ["string", "boolean"], "nullable": true})
+    );
 }
 
 #[test]
@@ -74,11 +115,17 @@ fn oneof_of_two_objects_is_merged_and_exclusivity_reported() {
     assert_eq!(ch.len(), 1);
     assert_eq!(ch[0].change, "oneOf of 2 objects merged into one object");
     let lost = ch[0].lost.as_deref().unwrap_or("");
-    assert!(lost.starts_with("mutual exclusivity (exactly one of {path} | {url}"), "{lost}");
+    assert!(
+        lost.starts_with("mutual exclusivity (exactly one of {path} | {url}"),
+        "{lost}"
+    );
 
     // With a note strategy the exclusivity is written into the description.
     let (v, _) = flat(param(p), Strategy::FirstTypeWithNote);
-    assert_eq!(out_param(&v)["description"], json!("where to read from (exactly one of: {path} | {url})"));
+    assert_eq!(
+        out_param(&v)["description"],
+        json!("where to read from (exactly one of: {path} | {url})")
+    );
 
     // Shared required properties survive (intersection).
     let p = json!({"anyOf": [
@@ -107,8 +154,14 @@ fn ref_into_defs_used_twice() {
     let mut to = point.clone();
     to["description"] = json!("end point");
     let (v, ch) = flat(s, Strategy::TypeList);
-    assert_eq!(v, json!({"type": "object", "properties": {"from": point, "to": to}, "required": ["from", "to"]}));
-    let paths: Vec<(&str, &str)> = ch.iter().map(|c| (c.path.as_str(), c.change.as_str())).collect();
+    assert_eq!(
+        v,
+        json!({"type": "object", "properties": {"from": point, "to": to}, "required": ["from", "to"]})
+    );
+    let paths: Vec<(&str, &str)> = ch
+        .iter()
+        .map(|c| (c.path.as_str(), c.change.as_str()))
+        .collect();
     assert_eq!(
         paths,
         vec![
@@ -120,7 +173,10 @@ fn ref_into_defs_used_twice() {
     // `definitions` (draft-07) too.
     let s = json!({"definitions": {"U": {"type": "string", "enum": ["c", "f"]}}, "properties": {"unit": {"$ref": "#/definitions/U"}}});
     let (v, _) = flat(s, Strategy::TypeList);
-    assert_eq!(v, json!({"properties": {"unit": {"type": "string", "enum": ["c", "f"]}}}));
+    assert_eq!(
+        v,
+        json!({"properties": {"unit": {"type": "string", "enum": ["c", "f"]}}})
+    );
 }
 
 #[test]
@@ -140,38 +196,72 @@ fn recursive_ref_is_cut_at_the_stated_depth() {
     let level1 = json!({"type": "object", "description": "a tree node", "properties": {
         "name": {"type": "string"}, "children": {"type": "array", "items": level2}}});
     assert_eq!(v, json!({"type": "object", "properties": {"root": level1}}));
-    let c = ch.iter().find(|c| c.change.starts_with("recursive")).expect("a cut is reported");
-    assert_eq!(c.path, "/properties/root/properties/children/items/properties/children/items");
+    let c = ch
+        .iter()
+        .find(|c| c.change.starts_with("recursive"))
+        .expect("a cut is reported");
+    assert_eq!(
+        c.path,
+        "/properties/root/properties/children/items/properties/children/items"
+    );
     assert_eq!(c.change, "recursive `$ref` #/$defs/Node cut at depth 2");
-    assert!(c.lost.as_deref().unwrap_or("").contains("the structure of #/$defs/Node below this depth"));
+    assert!(
+        c.lost
+            .as_deref()
+            .unwrap_or("")
+            .contains("the structure of #/$defs/Node below this depth")
+    );
 
     // Depth 1: the first repetition is cut.
-    let opts = FlattenOptions { recursion_depth: 1, ..FlattenOptions::default() };
+    let opts = FlattenOptions {
+        recursion_depth: 1,
+        ..FlattenOptions::default()
+    };
     let (v, _) = flatten_schema(&s, &opts, "");
-    assert_eq!(v["properties"]["root"]["properties"]["children"]["items"], cut);
+    assert_eq!(
+        v["properties"]["root"]["properties"]["children"]["items"],
+        cut
+    );
 
     // Self-reference to the root.
-    let s = json!({"type": "object", "properties": {"next": {"$ref": "#"}, "v": {"type": "integer"}}});
+    let s =
+        json!({"type": "object", "properties": {"next": {"$ref": "#"}, "v": {"type": "integer"}}});
     let (v, _) = flat(s, Strategy::TypeList);
     assert!(!has_combinators(&v));
-    assert_eq!(v["properties"]["next"]["properties"]["next"]["properties"]["next"]["type"], json!("object"));
-    assert!(v["properties"]["next"]["properties"]["next"]["properties"]["next"].get("properties").is_none());
+    assert_eq!(
+        v["properties"]["next"]["properties"]["next"]["properties"]["next"]["type"],
+        json!("object")
+    );
+    assert!(
+        v["properties"]["next"]["properties"]["next"]["properties"]["next"]
+            .get("properties")
+            .is_none()
+    );
 }
 
 #[test]
 fn arrays_of_anyof_items() {
     let p = json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "description": "ids"});
     let (v, ch) = flat(param(p.clone()), Strategy::TypeList);
-    assert_eq!(out_param(&v), &json!({"type": "array", "items": {"type": ["string", "integer"]}, "description": "ids"}));
+    assert_eq!(
+        out_param(&v),
+        &json!({"type": "array", "items": {"type": ["string", "integer"]}, "description": "ids"})
+    );
     assert_eq!(ch[0].path, "/properties/p/items");
     let (v, _) = flat(param(p), Strategy::FirstTypeWithNote);
-    assert_eq!(out_param(&v)["items"], json!({"type": "string", "description": "(string or integer)"}));
+    assert_eq!(
+        out_param(&v)["items"],
+        json!({"type": "string", "description": "(string or integer)"})
+    );
 
     // Items that are a union of objects and null.
     let p = json!({"type": "array", "items": {"anyOf": [
         {"type": "object", "properties": {"k": {"type": "string"}}}, {"type": "null"}]}});
     let (v, _) = flat(param(p), Strategy::TypeList);
-    assert_eq!(out_param(&v)["items"], json!({"type": "object", "properties": {"k": {"type": "string"}}, "nullable": true}));
+    assert_eq!(
+        out_param(&v)["items"],
+        json!({"type": "object", "properties": {"k": {"type": "string"}}, "nullable": true})
+    );
 }
 
 #[test]
@@ -188,10 +278,22 @@ fn all_of_is_merged() {
                 "properties": {"a": {"type": "string"}, "b": {"type": "integer", "enum": [2, 3]}},
                 "required": ["a", "b"]})
     );
-    assert_eq!(ch.last().map(|c| c.change.as_str()), Some("merged allOf of 3 schemas"));
+    assert_eq!(
+        ch.last().map(|c| c.change.as_str()),
+        Some("merged allOf of 3 schemas")
+    );
     // Conflicting types are reported.
-    let (_, ch) = flat(param(json!({"allOf": [{"type": "string"}, {"type": "integer"}]})), Strategy::TypeList);
-    assert!(ch.iter().any(|c| c.lost.as_deref().is_some_and(|l| l.contains("conflicts with"))), "{ch:?}");
+    let (_, ch) = flat(
+        param(json!({"allOf": [{"type": "string"}, {"type": "integer"}]})),
+        Strategy::TypeList,
+    );
+    assert!(
+        ch.iter().any(|c| c
+            .lost
+            .as_deref()
+            .is_some_and(|l| l.contains("conflicts with"))),
+        "{ch:?}"
+    );
 }
 
 #[test]
@@ -207,7 +309,9 @@ fn preserved_keywords_survive_every_rewrite() {
 }
 
 fn load(name: &str) -> Value {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema").join(name);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/schema")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
 }
 
@@ -217,17 +321,40 @@ fn mcp_filesystem_tool_list() {
     let expected = load("mcp-filesystem.flat.json");
     let f = flatten_tools(&input, &FlattenOptions::default()).unwrap();
     assert_eq!(f.tools, expected);
-    let summary: Vec<(String, String, Option<String>)> =
-        f.changes.iter().map(|c| (c.path.clone(), c.change.clone(), c.tool.clone())).collect();
+    let summary: Vec<(String, String, Option<String>)> = f
+        .changes
+        .iter()
+        .map(|c| (c.path.clone(), c.change.clone(), c.tool.clone()))
+        .collect();
     let s = |p: &str, c: &str, t: &str| (p.to_string(), c.to_string(), Some(t.to_string()));
     assert_eq!(
         summary,
         vec![
-            s("/result/tools/0/inputSchema/properties/head", "anyOf [integer, null] → integer with nullable", "read_text_file"),
-            s("/result/tools/0/inputSchema/properties/tail", "anyOf [integer, null] → integer with nullable", "read_text_file"),
-            s("/result/tools/1/inputSchema/$defs", "removed `$defs` (references inlined where used)", "edit_file"),
-            s("/result/tools/1/inputSchema/properties/edits/items", "inlined `$ref` #/$defs/EditOperation", "edit_file"),
-            s("/result/tools/4/inputSchema/properties/mode", "anyOf [string, integer] → type list", "set_permissions"),
+            s(
+                "/result/tools/0/inputSchema/properties/head",
+                "anyOf [integer, null] → integer with nullable",
+                "read_text_file"
+            ),
+            s(
+                "/result/tools/0/inputSchema/properties/tail",
+                "anyOf [integer, null] → integer with nullable",
+                "read_text_file"
+            ),
+            s(
+                "/result/tools/1/inputSchema/$defs",
+                "removed `$defs` (references inlined where used)",
+                "edit_file"
+            ),
+            s(
+                "/result/tools/1/inputSchema/properties/edits/items",
+                "inlined `$ref` #/$defs/EditOperation",
+                "edit_file"
+            ),
+            s(
+                "/result/tools/4/inputSchema/properties/mode",
+                "anyOf [string, integer] → type list",
+                "set_permissions"
+            ),
         ]
     );
     assert_eq!(f.lossy_changes(), 0);
@@ -239,12 +366,21 @@ fn openai_and_anthropic_shapes_are_kept() {
         {"type": "object", "properties": {"x": {"type": ["string", "null"]}}}}}]});
     let f = flatten_tools(&openai, &FlattenOptions::default()).unwrap();
     assert_eq!(f.tools["model"], json!("m"));
-    assert_eq!(f.tools["tools"][0]["function"]["parameters"]["properties"]["x"], json!({"type": "string", "nullable": true}));
-    assert_eq!(f.changes[0].path, "/tools/0/function/parameters/properties/x");
+    assert_eq!(
+        f.tools["tools"][0]["function"]["parameters"]["properties"]["x"],
+        json!({"type": "string", "nullable": true})
+    );
+    assert_eq!(
+        f.changes[0].path,
+        "/tools/0/function/parameters/properties/x"
+    );
 
     let anthropic = json!([{"name": "g", "input_schema": {"properties": {"y": {"oneOf": [{"type": "integer"}, {"type": "null"}]}}}}]);
     let f = flatten_tools(&anthropic, &FlattenOptions::default()).unwrap();
-    assert_eq!(f.tools[0]["input_schema"]["properties"]["y"], json!({"type": "integer", "nullable": true}));
+    assert_eq!(
+        f.tools[0]["input_schema"]["properties"]["y"],
+        json!({"type": "integer", "nullable": true})
+    );
     assert_eq!(f.changes[0].path, "/0/input_schema/properties/y");
 
     assert!(flatten_tools(&json!({"no": "tools"}), &FlattenOptions::default()).is_err());
@@ -255,7 +391,10 @@ fn unresolvable_ref_is_removed_and_reported() {
     let s = json!({"properties": {"a": {"$ref": "https://example.com/schemas/a.json", "description": "A"}}});
     let (v, ch) = flat(s, Strategy::TypeList);
     assert_eq!(v, json!({"properties": {"a": {"description": "A"}}}));
-    assert_eq!(ch[0].change, "removed unresolvable `$ref` https://example.com/schemas/a.json");
+    assert_eq!(
+        ch[0].change,
+        "removed unresolvable `$ref` https://example.com/schemas/a.json"
+    );
     assert!(ch[0].lost.is_some());
 }
 

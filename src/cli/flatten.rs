@@ -6,12 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::Format;
 use crate::schema::flatten::{FlattenOptions, Flattened, Strategy, flatten_tools};
-use crate::schema::rank::{Ranking, as_request, rank_strategies};
+use crate::schema::rank::{Ranking, as_request, rank_strategies, render_template};
+use crate::template::{RenderInput, TemplateSource};
 
 /// Arguments of `toolscope flatten`.
 #[derive(Debug, clap::Args)]
@@ -41,7 +42,14 @@ pub struct Args {
 
 fn parse_strategy(s: &str) -> Result<Strategy, String> {
     Strategy::from_name(s).ok_or_else(|| {
-        format!("unknown strategy `{s}`; one of: {}", Strategy::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", "))
+        format!(
+            "unknown strategy `{s}`; one of: {}",
+            Strategy::ALL
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     })
 }
 
@@ -54,51 +62,74 @@ pub fn read_json(path: &Path) -> anyhow::Result<Value> {
     } else {
         std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?
     };
-    serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()))
+    serde_json::from_slice(&bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}:{}:{}: invalid JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })
 }
 
-/// Loads a chat template's source from a `.jinja` file or a `tokenizer_config.json`
-/// (`chat_template` string, or the `tool_use`/`default` entry of a named list).
-pub fn load_template(path: &Path) -> anyhow::Result<String> {
+/// Loads a chat template source (`.jinja`, `tokenizer_config.json`, `tokenizer.json`, `.gguf`)
+/// with [`TemplateSource::from_bytes`].
+pub fn load_template(path: &Path) -> anyhow::Result<TemplateSource> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: not UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to()))?;
-    if path.extension().is_some_and(|e| e == "json") {
-        let v: Value = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()))?;
-        match v.get("chat_template") {
-            Some(Value::String(s)) => return Ok(s.clone()),
-            Some(Value::Array(named)) => {
-                let pick = |n: &str| named.iter().find(|x| x.get("name").and_then(Value::as_str) == Some(n)).and_then(|x| x.get("template")).and_then(Value::as_str);
-                if let Some(s) = pick("tool_use").or_else(|| pick("default")) {
-                    return Ok(s.to_string());
-                }
-                bail!("{}: `chat_template` list has no `tool_use` or `default` entry", path.display())
-            }
-            _ => bail!("{}: no `chat_template` field", path.display()),
-        }
-    }
-    Ok(text)
+    TemplateSource::from_bytes(&path.display().to_string(), &bytes)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Runs `toolscope flatten`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let doc = read_json(&args.tools)?;
-    let base = FlattenOptions { recursion_depth: args.recursion_depth, ..FlattenOptions::default() };
-    let (flat, ranking, template_name): (Flattened, Option<Ranking>, Option<String>) = match &args.template {
-        Some(tp) => {
-            let src = load_template(tp)?;
-            let (ranking, best) = rank_strategies(&doc, &base, |d| crate::schema::shim::render_request(&src, &as_request(d)))
-                .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
-            let flat = match args.strategy {
-                Some(s) => flatten_tools(&doc, &FlattenOptions { strategy: s, ..base.clone() }).map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?,
-                None => best,
-            };
-            (flat, Some(ranking), Some(tp.display().to_string()))
-        }
-        None => {
-            let o = FlattenOptions { strategy: args.strategy.unwrap_or_default(), ..base.clone() };
-            (flatten_tools(&doc, &o).map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?, None, None)
-        }
+    let base = FlattenOptions {
+        recursion_depth: args.recursion_depth,
+        ..FlattenOptions::default()
     };
+    let (flat, ranking, template_name): (Flattened, Option<Ranking>, Option<String>) =
+        match &args.template {
+            Some(tp) => {
+                let src = load_template(tp)?;
+                let (ranking, best) = rank_strategies(&doc, &base, |d| {
+                    let req = as_request(d);
+                    let tmpl = src
+                        .select(&RenderInput::from_openai_request(&req))
+                        .to_string();
+                    render_template(
+                        &tmpl,
+                        &req,
+                        src.bos_token.as_deref(),
+                        src.eos_token.as_deref(),
+                    )
+                })
+                .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
+                let flat = match args.strategy {
+                    Some(s) => flatten_tools(
+                        &doc,
+                        &FlattenOptions {
+                            strategy: s,
+                            ..base.clone()
+                        },
+                    )
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?,
+                    None => best,
+                };
+                (flat, Some(ranking), Some(tp.display().to_string()))
+            }
+            None => {
+                let o = FlattenOptions {
+                    strategy: args.strategy.unwrap_or_default(),
+                    ..base.clone()
+                };
+                (
+                    flatten_tools(&doc, &o)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?,
+                    None,
+                    None,
+                )
+            }
+        };
     let chosen = match (&args.strategy, &ranking) {
         (Some(s), _) => *s,
         (None, Some(r)) => r.best().unwrap_or_default(),
@@ -110,23 +141,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     match args.format {
         Format::Json => {
-            let mut v = json!({"tools": flat.tools, "changes": flat.changes, "strategy": chosen.name()});
+            let mut v =
+                json!({"tools": flat.tools, "changes": flat.changes, "strategy": chosen.name()});
             if let Some(r) = &ranking {
                 v["ranking"] = serde_json::to_value(r)?;
             }
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
-        Format::Text => print!("{}", text_report(&args.tools.display().to_string(), &flat, chosen, ranking.as_ref(), template_name.as_deref())),
+        Format::Text => print!(
+            "{}",
+            text_report(
+                &args.tools.display().to_string(),
+                &flat,
+                chosen,
+                ranking.as_ref(),
+                template_name.as_deref()
+            )
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The human-readable report (text format).
-pub fn text_report(file: &str, flat: &Flattened, chosen: Strategy, ranking: Option<&Ranking>, template: Option<&str>) -> String {
+pub fn text_report(
+    file: &str,
+    flat: &Flattened,
+    chosen: Strategy,
+    ranking: Option<&Ranking>,
+    template: Option<&str>,
+) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let lossy = flat.lossy_changes();
-    let _ = writeln!(s, "{file}: {} change{} ({lossy} lossy), strategy {chosen}", flat.changes.len(), if flat.changes.len() == 1 { "" } else { "s" });
+    let _ = writeln!(
+        s,
+        "{file}: {} change{} ({lossy} lossy), strategy {chosen}",
+        flat.changes.len(),
+        if flat.changes.len() == 1 { "" } else { "s" }
+    );
     let mut last_tool: Option<&str> = None;
     for c in &flat.changes {
         let tool = c.tool.as_deref().unwrap_or("");
@@ -140,10 +192,29 @@ pub fn text_report(file: &str, flat: &Flattened, chosen: Strategy, ranking: Opti
         }
     }
     if let Some(r) = ranking {
-        let _ = writeln!(s, "\nranking on {} (weighted loss of the original schema in the prompt; lower is better):", template.unwrap_or("the template"));
+        let _ = writeln!(
+            s,
+            "\nranking on {} (weighted loss of the original schema in the prompt; lower is better):",
+            template.unwrap_or("the template")
+        );
         let row = |s: &mut String, label: &str, x: &crate::schema::rank::Ranked| {
-            let score = x.score.map(|v| v.to_string()).unwrap_or_else(|| "render error".into());
-            let _ = writeln!(s, "  {label:<24} {score:>6}{}", if x.lossy_changes > 0 { format!("   ({} lossy change{})", x.lossy_changes, if x.lossy_changes == 1 { "" } else { "s" }) } else { String::new() });
+            let score = x
+                .score
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "render error".into());
+            let _ = writeln!(
+                s,
+                "  {label:<24} {score:>6}{}",
+                if x.lossy_changes > 0 {
+                    format!(
+                        "   ({} lossy change{})",
+                        x.lossy_changes,
+                        if x.lossy_changes == 1 { "" } else { "s" }
+                    )
+                } else {
+                    String::new()
+                }
+            );
             if let Some(e) = &x.render_error {
                 let _ = writeln!(s, "      {e}");
             }
@@ -161,6 +232,10 @@ pub fn text_report(file: &str, flat: &Flattened, chosen: Strategy, ranking: Opti
         row(&mut s, "   (as given)", &r.baseline);
         let _ = writeln!(s, "chosen: {chosen}");
     }
-    let _ = writeln!(s, "\nflattened tools:\n{}", serde_json::to_string_pretty(&flat.tools).unwrap_or_default());
+    let _ = writeln!(
+        s,
+        "\nflattened tools:\n{}",
+        serde_json::to_string_pretty(&flat.tools).unwrap_or_default()
+    );
     s
 }

@@ -51,8 +51,12 @@ pub enum Strategy {
 
 impl Strategy {
     /// All strategies, in tie-break order (earlier wins a tie in template-aware ranking).
-    pub const ALL: &'static [Strategy] =
-        &[Strategy::TypeList, Strategy::FirstTypeWithNote, Strategy::StringWithNote, Strategy::FirstType];
+    pub const ALL: &'static [Strategy] = &[
+        Strategy::TypeList,
+        Strategy::FirstTypeWithNote,
+        Strategy::StringWithNote,
+        Strategy::FirstType,
+    ];
 
     /// The CLI name (`type-list`, `first-type`, `first-type-with-note`, `string-with-note`).
     pub fn name(self) -> &'static str {
@@ -72,9 +76,13 @@ impl Strategy {
     /// One line for help and reports.
     pub fn summary(self) -> &'static str {
         match self {
-            Strategy::TypeList => "several types as a type list: \"type\": [\"string\", \"number\"]",
+            Strategy::TypeList => {
+                "several types as a type list: \"type\": [\"string\", \"number\"]"
+            }
             Strategy::FirstType => "the first type only; the others are dropped",
-            Strategy::FirstTypeWithNote => "the first type, the alternatives noted in the description",
+            Strategy::FirstTypeWithNote => {
+                "the first type, the alternatives noted in the description"
+            }
             Strategy::StringWithNote => "type string, the alternatives noted in the description",
         }
     }
@@ -107,14 +115,22 @@ pub struct FlattenOptions {
 
 impl Default for FlattenOptions {
     fn default() -> Self {
-        FlattenOptions { strategy: Strategy::TypeList, recursion_depth: 2, max_depth: 48, max_nodes: 20_000 }
+        FlattenOptions {
+            strategy: Strategy::TypeList,
+            recursion_depth: 2,
+            max_depth: 48,
+            max_nodes: 20_000,
+        }
     }
 }
 
 impl FlattenOptions {
     /// Default options with `strategy`.
     pub fn with_strategy(strategy: Strategy) -> Self {
-        FlattenOptions { strategy, ..FlattenOptions::default() }
+        FlattenOptions {
+            strategy,
+            ..FlattenOptions::default()
+        }
     }
 }
 
@@ -160,8 +176,12 @@ pub fn flatten_tools(doc: &Value, opts: &FlattenOptions) -> Result<Flattened, St
     let mut out = doc.clone();
     let mut changes = Vec::new();
     for tool in &list.tools {
-        let Some(ptr) = &tool.schema_pointer else { continue };
-        let Some(schema) = doc.pointer(ptr) else { continue };
+        let Some(ptr) = &tool.schema_pointer else {
+            continue;
+        };
+        let Some(schema) = doc.pointer(ptr) else {
+            continue;
+        };
         let (flat, mut ch) = flatten_schema(schema, opts, ptr);
         for c in &mut ch {
             c.tool = Some(tool.name.clone());
@@ -171,13 +191,22 @@ pub fn flatten_tools(doc: &Value, opts: &FlattenOptions) -> Result<Flattened, St
             *slot = flat;
         }
     }
-    Ok(Flattened { tools: out, changes })
+    Ok(Flattened {
+        tools: out,
+        changes,
+    })
 }
 
 /// Flattens one JSON Schema (a tool's parameters). `base` is the JSON Pointer of `schema` used
 /// as the prefix of every [`Change::path`]. `$ref`s resolve against `schema` itself.
 pub fn flatten_schema(schema: &Value, opts: &FlattenOptions, base: &str) -> (Value, Vec<Change>) {
-    let mut cx = Cx { root: schema, opts, changes: Vec::new(), ref_stack: Vec::new(), nodes: 0 };
+    let mut cx = Cx {
+        root: schema,
+        opts,
+        changes: Vec::new(),
+        ref_stack: Vec::new(),
+        nodes: 0,
+    };
     let out = cx.node(schema, base, 0);
     (out, cx.changes)
 }
@@ -226,7 +255,11 @@ fn ptr(base: &str, key: &str) -> String {
 /// A compact one-line rendering of a JSON value for change messages (at most ~80 chars).
 fn compact(v: &Value) -> String {
     let s = v.to_string();
-    if s.chars().count() > 80 { format!("{}…", s.chars().take(79).collect::<String>()) } else { s }
+    if s.chars().count() > 80 {
+        format!("{}…", s.chars().take(79).collect::<String>())
+    } else {
+        s
+    }
 }
 
 fn join_or(items: &[String]) -> String {
@@ -239,12 +272,20 @@ fn join_or(items: &[String]) -> String {
 
 /// Appends `note` (in parentheses) to the node's description, once.
 fn add_note(m: &mut Map<String, Value>, note: &str) {
-    let desc = m.get("description").and_then(Value::as_str).unwrap_or("").to_string();
+    let desc = m
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let wrapped = format!("({note})");
     if desc.contains(&wrapped) {
         return;
     }
-    let new = if desc.trim().is_empty() { wrapped } else { format!("{} {wrapped}", desc.trim_end()) };
+    let new = if desc.trim().is_empty() {
+        wrapped
+    } else {
+        format!("{} {wrapped}", desc.trim_end())
+    };
     m.insert("description".into(), Value::String(new));
 }
 
@@ -257,7 +298,9 @@ fn is_null_schema(v: &Value) -> bool {
         Some(_) => false,
         None => {
             m.get("const").is_some_and(Value::is_null)
-                || m.get("enum").and_then(Value::as_array).is_some_and(|e| !e.is_empty() && e.iter().all(Value::is_null))
+                || m.get("enum")
+                    .and_then(Value::as_array)
+                    .is_some_and(|e| !e.is_empty() && e.iter().all(Value::is_null))
         }
     };
     t && !m.contains_key("properties") && !m.contains_key("items")
@@ -265,7 +308,9 @@ fn is_null_schema(v: &Value) -> bool {
 
 /// The declared or implied type(s) of a flat schema; empty when unconstrained.
 fn types_of(v: &Value) -> Vec<String> {
-    let Value::Object(m) = v else { return Vec::new() };
+    let Value::Object(m) = v else {
+        return Vec::new();
+    };
     match m.get("type") {
         Some(Value::String(s)) => {
             let mut t = vec![s.clone()];
@@ -274,7 +319,11 @@ fn types_of(v: &Value) -> Vec<String> {
             }
             t
         }
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
         Some(_) => Vec::new(),
         None => {
             if m.contains_key("properties") {
@@ -328,14 +377,28 @@ fn is_constraint_only(v: &Value) -> bool {
 
 impl<'a> Cx<'a> {
     fn push(&mut self, path: &str, change: impl Into<String>, lost: Option<String>) {
-        self.changes.push(Change { path: path.to_string(), change: change.into(), lost, tool: None });
+        self.changes.push(Change {
+            path: path.to_string(),
+            change: change.into(),
+            lost,
+            tool: None,
+        });
     }
 
     /// Flattens one node.
     fn node(&mut self, v: &Value, path: &str, depth: usize) -> Value {
-        let Value::Object(map) = v else { return v.clone() };
+        let Value::Object(map) = v else {
+            return v.clone();
+        };
         if depth > self.opts.max_depth {
-            self.push(path, format!("schema nested deeper than {} levels cut", self.opts.max_depth), Some("everything below this node".into()));
+            self.push(
+                path,
+                format!(
+                    "schema nested deeper than {} levels cut",
+                    self.opts.max_depth
+                ),
+                Some("everything below this node".into()),
+            );
             return Value::Object(Map::new());
         }
         self.nodes += 1;
@@ -344,7 +407,11 @@ impl<'a> Cx<'a> {
             match k.as_str() {
                 "$ref" | "allOf" | "anyOf" | "oneOf" => {}
                 "$defs" | "definitions" => {
-                    self.push(&ptr(path, k), format!("removed `{k}` (references inlined where used)"), None);
+                    self.push(
+                        &ptr(path, k),
+                        format!("removed `{k}` (references inlined where used)"),
+                        None,
+                    );
                 }
                 _ => {
                     let child = self.child(k, val, &ptr(path, k), depth);
@@ -380,10 +447,15 @@ impl<'a> Cx<'a> {
             }
             return val.clone();
         }
-        if SCHEMA_ARRAYS.contains(&key) {
-            if let Value::Array(a) = val {
-                return Value::Array(a.iter().enumerate().map(|(i, s)| self.node(s, &format!("{path}/{i}"), depth + 1)).collect());
-            }
+        if SCHEMA_ARRAYS.contains(&key)
+            && let Value::Array(a) = val
+        {
+            return Value::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, s)| self.node(s, &format!("{path}/{i}"), depth + 1))
+                    .collect(),
+            );
         }
         if SCHEMA_VALUED.contains(&key) {
             return self.node(val, path, depth + 1);
@@ -397,20 +469,35 @@ impl<'a> Cx<'a> {
             return Some(self.root);
         }
         // JSON Pointer fragment, percent-decoded for the common escapes.
-        let decoded = frag.replace("%25", "%").replace("%22", "\"").replace("%20", " ");
+        let decoded = frag
+            .replace("%25", "%")
+            .replace("%22", "\"")
+            .replace("%20", " ");
         self.root.pointer(&decoded)
     }
 
-    fn inline_ref(&mut self, r: &Value, siblings: Map<String, Value>, path: &str, depth: usize) -> Map<String, Value> {
+    fn inline_ref(
+        &mut self,
+        r: &Value,
+        siblings: Map<String, Value>,
+        path: &str,
+        depth: usize,
+    ) -> Map<String, Value> {
         let Some(rs) = r.as_str() else {
-            self.push(&ptr(path, "$ref"), "removed a `$ref` that is not a string", Some(format!("the reference {}", compact(r))));
+            self.push(
+                &ptr(path, "$ref"),
+                "removed a `$ref` that is not a string",
+                Some(format!("the reference {}", compact(r))),
+            );
             return siblings;
         };
         let Some(target) = self.resolve(rs) else {
             self.push(
                 path,
                 format!("removed unresolvable `$ref` {rs}"),
-                Some(format!("the schema at {rs} (external or missing; the value is unconstrained)")),
+                Some(format!(
+                    "the schema at {rs} (external or missing; the value is unconstrained)"
+                )),
             );
             let mut s = siblings;
             if self.opts.strategy.notes() {
@@ -426,9 +513,15 @@ impl<'a> Cx<'a> {
                 cut.insert("type".into(), Value::String(t.clone()));
             }
             let why = if seen >= self.opts.recursion_depth {
-                format!("recursive `$ref` {rs} cut at depth {}", self.opts.recursion_depth)
+                format!(
+                    "recursive `$ref` {rs} cut at depth {}",
+                    self.opts.recursion_depth
+                )
             } else {
-                format!("`$ref` {rs} cut: more than {} schema nodes", self.opts.max_nodes)
+                format!(
+                    "`$ref` {rs} cut: more than {} schema nodes",
+                    self.opts.max_nodes
+                )
             };
             let mut out = merge_all(&siblings, &cut, &mut Vec::new());
             let desc = target.get("description").and_then(Value::as_str);
@@ -437,7 +530,14 @@ impl<'a> Cx<'a> {
             }
             let name = rs.rsplit('/').next().unwrap_or(rs);
             add_note(&mut out, &format!("same structure as the enclosing {name}"));
-            self.push(path, why, Some(format!("the structure of {rs} below this depth (only its type{} is kept)", ttype.map(|t| format!(" {t}")).unwrap_or_default())));
+            self.push(
+                path,
+                why,
+                Some(format!(
+                    "the structure of {rs} below this depth (only its type{} is kept)",
+                    ttype.map(|t| format!(" {t}")).unwrap_or_default()
+                )),
+            );
             return out;
         }
         self.ref_stack.push(rs.to_string());
@@ -445,7 +545,11 @@ impl<'a> Cx<'a> {
         self.ref_stack.pop();
         let Value::Object(tm) = flat else {
             // `$ref` to `true`/`false` or a non-schema: keep the siblings only.
-            self.push(path, format!("inlined `$ref` {rs} (a boolean schema)"), None);
+            self.push(
+                path,
+                format!("inlined `$ref` {rs} (a boolean schema)"),
+                None,
+            );
             return siblings;
         };
         let mut conflicts = Vec::new();
@@ -455,9 +559,19 @@ impl<'a> Cx<'a> {
         out
     }
 
-    fn all_of(&mut self, all: &Value, base: Map<String, Value>, path: &str, depth: usize) -> Map<String, Value> {
+    fn all_of(
+        &mut self,
+        all: &Value,
+        base: Map<String, Value>,
+        path: &str,
+        depth: usize,
+    ) -> Map<String, Value> {
         let Value::Array(parts) = all else {
-            self.push(&ptr(path, "allOf"), "removed a malformed `allOf` (not an array)", Some(format!("allOf {}", compact(all))));
+            self.push(
+                &ptr(path, "allOf"),
+                "removed a malformed `allOf` (not an array)",
+                Some(format!("allOf {}", compact(all))),
+            );
             return base;
         };
         let mut out = base;
@@ -465,31 +579,63 @@ impl<'a> Cx<'a> {
         for (i, p) in parts.iter().enumerate() {
             match self.node(p, &format!("{path}/allOf/{i}"), depth + 1) {
                 Value::Object(pm) => out = merge_all(&out, &pm, &mut conflicts),
-                Value::Bool(false) => conflicts.push("allOf contains `false` (no value is valid)".to_string()),
+                Value::Bool(false) => {
+                    conflicts.push("allOf contains `false` (no value is valid)".to_string())
+                }
                 _ => {}
             }
         }
-        self.push(path, format!("merged allOf of {} schema{}", parts.len(), if parts.len() == 1 { "" } else { "s" }), conflicts_note(&conflicts, ""));
+        self.push(
+            path,
+            format!(
+                "merged allOf of {} schema{}",
+                parts.len(),
+                if parts.len() == 1 { "" } else { "s" }
+            ),
+            conflicts_note(&conflicts, ""),
+        );
         self.normalize_type(&mut out, path);
         out
     }
 
-    fn union(&mut self, kw: &str, alts: &Value, base: Map<String, Value>, path: &str, depth: usize) -> Map<String, Value> {
+    fn union(
+        &mut self,
+        kw: &str,
+        alts: &Value,
+        base: Map<String, Value>,
+        path: &str,
+        depth: usize,
+    ) -> Map<String, Value> {
         let Value::Array(items) = alts else {
-            self.push(&ptr(path, kw), format!("removed a malformed `{kw}` (not an array)"), Some(format!("{kw} {}", compact(alts))));
+            self.push(
+                &ptr(path, kw),
+                format!("removed a malformed `{kw}` (not an array)"),
+                Some(format!("{kw} {}", compact(alts))),
+            );
             return base;
         };
         if items.is_empty() {
             self.push(path, format!("removed an empty `{kw}`"), None);
             return base;
         }
-        let flat: Vec<Value> = items.iter().enumerate().map(|(i, a)| self.node(a, &format!("{path}/{kw}/{i}"), depth + 1)).collect();
+        let flat: Vec<Value> = items
+            .iter()
+            .enumerate()
+            .map(|(i, a)| self.node(a, &format!("{path}/{kw}/{i}"), depth + 1))
+            .collect();
         let nullable = flat.iter().any(is_null_schema);
         let rest: Vec<&Value> = flat.iter().filter(|a| !is_null_schema(a)).collect();
-        let all_types: Vec<String> = flat.iter().map(|a| {
-            let t = types_of(a);
-            if t.is_empty() { "any".to_string() } else { t.join("|") }
-        }).collect();
+        let all_types: Vec<String> = flat
+            .iter()
+            .map(|a| {
+                let t = types_of(a);
+                if t.is_empty() {
+                    "any".to_string()
+                } else {
+                    t.join("|")
+                }
+            })
+            .collect();
         let listing = format!("{kw} [{}]", all_types.join(", "));
         let mut lost: Vec<String> = Vec::new();
         let mut note: Option<String> = None;
@@ -503,14 +649,41 @@ impl<'a> Cx<'a> {
         } else if rest.iter().all(|a| is_constraint_only(a)) {
             // anyOf of bare constraints on the parent (e.g. alternative `required` sets).
             merged = Map::new();
-            change = format!("removed {kw} of {} constraint{}", rest.len(), if rest.len() == 1 { "" } else { "s" });
-            if rest.len() > 1 || !rest.iter().all(|a| a.as_object().is_some_and(|m| m.is_empty()) || **a == Value::Bool(true)) {
+            change = format!(
+                "removed {kw} of {} constraint{}",
+                rest.len(),
+                if rest.len() == 1 { "" } else { "s" }
+            );
+            if rest.len() > 1
+                || !rest.iter().all(|a| {
+                    a.as_object().is_some_and(|m| m.is_empty()) || **a == Value::Bool(true)
+                })
+            {
                 let what: Vec<String> = rest.iter().map(|a| compact(a)).collect();
-                lost.push(format!("the constraint {} of: {}", if kw == "oneOf" { "exactly one" } else { "at least one" }, what.join(" | ")));
+                lost.push(format!(
+                    "the constraint {} of: {}",
+                    if kw == "oneOf" {
+                        "exactly one"
+                    } else {
+                        "at least one"
+                    },
+                    what.join(" | ")
+                ));
             }
         } else if rest.len() == 1 {
             merged = rest[0].as_object().cloned().unwrap_or_default();
-            change = if nullable { format!("{listing} → {} with nullable", all_types.iter().find(|t| *t != "null").cloned().unwrap_or_default()) } else { format!("{listing} → its only alternative") };
+            change = if nullable {
+                format!(
+                    "{listing} → {} with nullable",
+                    all_types
+                        .iter()
+                        .find(|t| *t != "null")
+                        .cloned()
+                        .unwrap_or_default()
+                )
+            } else {
+                format!("{listing} → its only alternative")
+            };
         } else if rest.iter().any(|a| is_constraint_only(a)) {
             // An unconstrained alternative makes the whole union unconstrained.
             merged = Map::new();
@@ -522,28 +695,54 @@ impl<'a> Cx<'a> {
             lost.extend(l);
             change = format!("{kw} of {} objects merged into one object", rest.len());
             if self.opts.strategy.notes() {
-                let sets: Vec<String> = rest.iter().map(|a| {
-                    let names: Vec<String> = a.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
-                    format!("{{{}}}", names.join(", "))
-                }).collect();
-                note = Some(format!("{}: {}", if kw == "oneOf" { "exactly one of" } else { "at least one of" }, sets.join(" | ")));
+                let sets: Vec<String> = rest
+                    .iter()
+                    .map(|a| {
+                        let names: Vec<String> = a
+                            .get("properties")
+                            .and_then(Value::as_object)
+                            .map(|p| p.keys().cloned().collect())
+                            .unwrap_or_default();
+                        format!("{{{}}}", names.join(", "))
+                    })
+                    .collect();
+                note = Some(format!(
+                    "{}: {}",
+                    if kw == "oneOf" {
+                        "exactly one of"
+                    } else {
+                        "at least one of"
+                    },
+                    sets.join(" | ")
+                ));
             }
         } else {
             let (m, l) = merge_mixed(&rest);
             merged = m;
             lost.extend(l);
             change = format!("{listing} → type list");
-            if kw == "oneOf" && rest.iter().any(|a| types_of(a).iter().any(|t| t == "integer")) && rest.iter().any(|a| types_of(a).iter().any(|t| t == "number")) {
+            if kw == "oneOf"
+                && rest
+                    .iter()
+                    .any(|a| types_of(a).iter().any(|t| t == "integer"))
+                && rest
+                    .iter()
+                    .any(|a| types_of(a).iter().any(|t| t == "number"))
+            {
                 lost.push("oneOf exclusivity between integer and number".into());
             }
         }
-        if nullable && rest.len() > 0 {
+        if nullable && !rest.is_empty() {
             merged.insert("nullable".into(), Value::Bool(true));
         }
         // The alternatives' own descriptions survive only when the parent has none.
         let mut conflicts = Vec::new();
         let out = merge_all(&base, &merged, &mut conflicts);
-        lost.extend(conflicts.into_iter().map(|c| format!("{c} of an alternative")));
+        lost.extend(
+            conflicts
+                .into_iter()
+                .map(|c| format!("{c} of an alternative")),
+        );
         let mut out = out;
         if let Some(n) = note {
             add_note(&mut out, &n);
@@ -553,7 +752,15 @@ impl<'a> Cx<'a> {
             // One change for the union and the strategy applied to it.
             self.normalize_type_as(&mut out, path, Some((listing, lost)));
         } else {
-            self.push(path, change, if lost.is_empty() { None } else { Some(lost.join("; ")) });
+            self.push(
+                path,
+                change,
+                if lost.is_empty() {
+                    None
+                } else {
+                    Some(lost.join("; "))
+                },
+            );
             self.normalize_type(&mut out, path);
         }
         out
@@ -566,8 +773,15 @@ impl<'a> Cx<'a> {
 
     /// [`Self::normalize_type`], reporting the change as coming from `origin` (the union's
     /// listing and what merging it already lost) when given.
-    fn normalize_type_as(&mut self, m: &mut Map<String, Value>, path: &str, origin: Option<(String, Vec<String>)>) {
-        let Some(Value::Array(list)) = m.get("type") else { return };
+    fn normalize_type_as(
+        &mut self,
+        m: &mut Map<String, Value>,
+        path: &str,
+        origin: Option<(String, Vec<String>)>,
+    ) {
+        let Some(Value::Array(list)) = m.get("type") else {
+            return;
+        };
         let list = list.clone();
         let mut names: Vec<String> = Vec::new();
         let mut junk = Vec::new();
@@ -580,7 +794,8 @@ impl<'a> Cx<'a> {
         }
         let nullable = names.iter().any(|n| n == "null");
         let rest: Vec<String> = names.iter().filter(|n| *n != "null").cloned().collect();
-        let (listing, mut lost) = origin.unwrap_or_else(|| (format!("type [{}]", names.join(", ")), Vec::new()));
+        let (listing, mut lost) =
+            origin.unwrap_or_else(|| (format!("type [{}]", names.join(", ")), Vec::new()));
         if !junk.is_empty() {
             lost.push(format!("non-string type entries {}", junk.join(", ")));
         }
@@ -592,12 +807,19 @@ impl<'a> Cx<'a> {
                     change = format!("{listing} → type null");
                 } else {
                     m.remove("type");
-                    change = format!("removed an empty type list {}", compact(&Value::Array(list.clone())));
+                    change = format!(
+                        "removed an empty type list {}",
+                        compact(&Value::Array(list.clone()))
+                    );
                 }
             }
             1 => {
                 m.insert("type".into(), Value::String(rest[0].clone()));
-                change = if nullable { format!("{listing} → type {} with nullable", rest[0]) } else { format!("{listing} → type {}", rest[0]) };
+                change = if nullable {
+                    format!("{listing} → type {} with nullable", rest[0])
+                } else {
+                    format!("{listing} → type {}", rest[0])
+                };
             }
             _ => match self.opts.strategy {
                 Strategy::TypeList => {
@@ -606,32 +828,62 @@ impl<'a> Cx<'a> {
                         return; // already in final form
                     }
                     m.insert("type".into(), Value::Array(canon));
-                    change = if nullable { format!("{listing} → type list [{}] with nullable", rest.join(", ")) } else { format!("{listing} → type list [{}]", rest.join(", ")) };
+                    change = if nullable {
+                        format!("{listing} → type list [{}] with nullable", rest.join(", "))
+                    } else {
+                        format!("{listing} → type list [{}]", rest.join(", "))
+                    };
                 }
                 Strategy::FirstType => {
                     m.insert("type".into(), Value::String(rest[0].clone()));
                     change = format!("{listing} → type {} (first-type)", rest[0]);
-                    lost.push(format!("the alternative type{} {}", if rest.len() > 2 { "s" } else { "" }, rest[1..].join(", ")));
+                    lost.push(format!(
+                        "the alternative type{} {}",
+                        if rest.len() > 2 { "s" } else { "" },
+                        rest[1..].join(", ")
+                    ));
                 }
                 Strategy::FirstTypeWithNote => {
                     m.insert("type".into(), Value::String(rest[0].clone()));
                     add_note(m, &join_or(&rest));
-                    change = format!("{listing} → type {}, alternatives noted in the description (first-type-with-note)", rest[0]);
-                    lost.push(format!("{} as schema type{} (written in the description only)", rest[1..].join(", "), if rest.len() > 2 { "s" } else { "" }));
+                    change = format!(
+                        "{listing} → type {}, alternatives noted in the description (first-type-with-note)",
+                        rest[0]
+                    );
+                    lost.push(format!(
+                        "{} as schema type{} (written in the description only)",
+                        rest[1..].join(", "),
+                        if rest.len() > 2 { "s" } else { "" }
+                    ));
                 }
                 Strategy::StringWithNote => {
                     m.insert("type".into(), Value::String("string".into()));
                     add_note(m, &join_or(&rest));
-                    let others: Vec<String> = rest.iter().filter(|t| *t != "string").cloned().collect();
-                    change = format!("{listing} → type string, alternatives noted in the description (string-with-note)");
-                    lost.push(format!("{} as schema type{} (the value arrives as a string)", others.join(", "), if others.len() > 1 { "s" } else { "" }));
+                    let others: Vec<String> =
+                        rest.iter().filter(|t| *t != "string").cloned().collect();
+                    change = format!(
+                        "{listing} → type string, alternatives noted in the description (string-with-note)"
+                    );
+                    lost.push(format!(
+                        "{} as schema type{} (the value arrives as a string)",
+                        others.join(", "),
+                        if others.len() > 1 { "s" } else { "" }
+                    ));
                 }
             },
         }
         if nullable && !rest.is_empty() {
             m.insert("nullable".into(), Value::Bool(true));
         }
-        self.push(path, change, if lost.is_empty() { None } else { Some(lost.join("; ")) });
+        self.push(
+            path,
+            change,
+            if lost.is_empty() {
+                None
+            } else {
+                Some(lost.join("; "))
+            },
+        );
     }
 }
 
@@ -641,13 +893,23 @@ fn conflicts_note(conflicts: &[String], suffix: &str) -> Option<String> {
     } else if suffix.is_empty() {
         Some(conflicts.join("; "))
     } else {
-        Some(conflicts.iter().map(|c| format!("{c} {suffix}")).collect::<Vec<_>>().join("; "))
+        Some(
+            conflicts
+                .iter()
+                .map(|c| format!("{c} {suffix}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     }
 }
 
 /// allOf semantics: both must hold. `a` wins for annotations; `properties` and `required` are
 /// united, `type` and `enum` intersected. Conflicts are appended to `conflicts`.
-fn merge_all(a: &Map<String, Value>, b: &Map<String, Value>, conflicts: &mut Vec<String>) -> Map<String, Value> {
+fn merge_all(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    conflicts: &mut Vec<String>,
+) -> Map<String, Value> {
     let mut out = a.clone();
     for (k, bv) in b {
         let Some(av) = a.get(k) else {
@@ -690,7 +952,14 @@ fn merge_all(a: &Map<String, Value>, b: &Map<String, Value>, conflicts: &mut Vec
             "type" => {
                 let ta = type_set(av);
                 let tb = type_set(bv);
-                let mut both: Vec<String> = ta.iter().filter(|t| tb.contains(t) || (t.as_str() == "integer" && tb.iter().any(|x| x == "number"))).cloned().collect();
+                let mut both: Vec<String> = ta
+                    .iter()
+                    .filter(|t| {
+                        tb.contains(t)
+                            || (t.as_str() == "integer" && tb.iter().any(|x| x == "number"))
+                    })
+                    .cloned()
+                    .collect();
                 for t in &tb {
                     if t == "integer" && ta.iter().any(|x| x == "number") && !both.contains(t) {
                         both.push(t.clone());
@@ -699,12 +968,19 @@ fn merge_all(a: &Map<String, Value>, b: &Map<String, Value>, conflicts: &mut Vec
                 let has_int = both.iter().any(|x| x == "integer");
                 both.retain(|t| !(t == "number" && has_int && !(ta.contains(t) && tb.contains(t))));
                 match both.len() {
-                    0 => conflicts.push(format!("type {} (conflicts with {})", compact(bv), compact(av))),
+                    0 => conflicts.push(format!(
+                        "type {} (conflicts with {})",
+                        compact(bv),
+                        compact(av)
+                    )),
                     1 => {
                         out.insert(k.clone(), Value::String(both[0].clone()));
                     }
                     _ => {
-                        out.insert(k.clone(), Value::Array(both.into_iter().map(Value::String).collect()));
+                        out.insert(
+                            k.clone(),
+                            Value::Array(both.into_iter().map(Value::String).collect()),
+                        );
                     }
                 }
             }
@@ -728,7 +1004,11 @@ fn merge_all(a: &Map<String, Value>, b: &Map<String, Value>, conflicts: &mut Vec
 fn type_set(v: &Value) -> Vec<String> {
     match v {
         Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -743,8 +1023,16 @@ fn merge_objects(kw: &str, alts: &[&Value]) -> (Map<String, Value>, Vec<String>)
     let mut sets = Vec::new();
     for a in alts {
         let Some(m) = a.as_object() else { continue };
-        let names: Vec<String> = m.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
-        let req: Vec<Value> = m.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+        let names: Vec<String> = m
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        let req: Vec<Value> = m
+            .get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         sets.push(format!("{{{}}}", names.join(", ")));
         if let Some(p) = m.get("properties").and_then(Value::as_object) {
             for (name, s) in p {
@@ -753,7 +1041,9 @@ fn merge_objects(kw: &str, alts: &[&Value]) -> (Map<String, Value>, Vec<String>)
                         props.insert(name.clone(), s.clone());
                     }
                     Some(prev) if prev == s => {}
-                    Some(_) => lost.push(format!("the other alternative's definition of property `{name}`")),
+                    Some(_) => lost.push(format!(
+                        "the other alternative's definition of property `{name}`"
+                    )),
                 }
             }
         }
@@ -778,8 +1068,18 @@ fn merge_objects(kw: &str, alts: &[&Value]) -> (Map<String, Value>, Vec<String>)
     if let Some(r) = required.filter(|r| !r.is_empty()) {
         out.insert("required".into(), Value::Array(r));
     }
-    let rel = if kw == "oneOf" { "exactly one of" } else { "at least one of" };
-    lost.insert(0, format!("mutual exclusivity ({rel} {}; the required properties of each alternative)", sets.join(" | ")));
+    let rel = if kw == "oneOf" {
+        "exactly one of"
+    } else {
+        "at least one of"
+    };
+    lost.insert(
+        0,
+        format!(
+            "mutual exclusivity ({rel} {}; the required properties of each alternative)",
+            sets.join(" | ")
+        ),
+    );
     (out, lost)
 }
 
@@ -788,7 +1088,9 @@ fn merge_mixed(alts: &[&Value]) -> (Map<String, Value>, Vec<String>) {
     let mut out = Map::new();
     let mut types: Vec<String> = Vec::new();
     let mut lost = Vec::new();
-    let all_enum = alts.iter().all(|a| a.get("enum").is_some_and(Value::is_array) || a.get("const").is_some());
+    let all_enum = alts
+        .iter()
+        .all(|a| a.get("enum").is_some_and(Value::is_array) || a.get("const").is_some());
     let mut enum_vals: Vec<Value> = Vec::new();
     for a in alts {
         let Some(m) = a.as_object() else { continue };
@@ -798,7 +1100,11 @@ fn merge_mixed(alts: &[&Value]) -> (Map<String, Value>, Vec<String>) {
             }
         }
         if all_enum {
-            let vals = m.get("enum").and_then(Value::as_array).cloned().unwrap_or_else(|| m.get("const").cloned().into_iter().collect());
+            let vals = m
+                .get("enum")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_else(|| m.get("const").cloned().into_iter().collect());
             for v in vals {
                 if !enum_vals.contains(&v) {
                     enum_vals.push(v);
@@ -809,13 +1115,21 @@ fn merge_mixed(alts: &[&Value]) -> (Map<String, Value>, Vec<String>) {
             match k.as_str() {
                 "type" | "nullable" => {}
                 "enum" | "const" if all_enum => {}
-                "enum" | "const" => lost.push(format!("the {k} {} of the {} alternative", compact(v), types_of(a).join("|"))),
+                "enum" | "const" => lost.push(format!(
+                    "the {k} {} of the {} alternative",
+                    compact(v),
+                    types_of(a).join("|")
+                )),
                 _ => match out.get(k) {
                     None => {
                         out.insert(k.clone(), v.clone());
                     }
                     Some(prev) if prev == v => {}
-                    Some(_) => lost.push(format!("{k} {} of the {} alternative", compact(v), types_of(a).join("|"))),
+                    Some(_) => lost.push(format!(
+                        "{k} {} of the {} alternative",
+                        compact(v),
+                        types_of(a).join("|")
+                    )),
                 },
             }
         }
@@ -828,7 +1142,11 @@ fn merge_mixed(alts: &[&Value]) -> (Map<String, Value>, Vec<String>) {
     if types.iter().any(|t| t == "number") {
         types.retain(|t| t != "integer");
     }
-    let tv = if types.len() == 1 { Value::String(types[0].clone()) } else { Value::Array(types.into_iter().map(Value::String).collect()) };
+    let tv = if types.len() == 1 {
+        Value::String(types[0].clone())
+    } else {
+        Value::Array(types.into_iter().map(Value::String).collect())
+    };
     out.insert("type".into(), tv);
     (out, lost)
 }
@@ -842,13 +1160,16 @@ pub fn has_combinators(v: &Value) -> bool {
             return true;
         }
         if SCHEMA_MAPS.contains(&k.as_str()) || matches!(k.as_str(), "$defs" | "definitions") {
-            if let Value::Object(mm) = val {
-                if mm.values().any(has_combinators) {
-                    return true;
-                }
+            if let Value::Object(mm) = val
+                && mm.values().any(has_combinators)
+            {
+                return true;
             }
         } else if SCHEMA_ARRAYS.contains(&k.as_str()) && val.is_array() {
-            if val.as_array().is_some_and(|a| a.iter().any(has_combinators)) {
+            if val
+                .as_array()
+                .is_some_and(|a| a.iter().any(has_combinators))
+            {
                 return true;
             }
         } else if SCHEMA_VALUED.contains(&k.as_str()) && has_combinators(val) {

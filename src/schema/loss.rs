@@ -147,7 +147,11 @@ impl LossReport {
 
     /// Every lost fact with its tool and parameter.
     pub fn lost_facts(&self) -> impl Iterator<Item = (&ToolLoss, &ParamLoss, &FactCheck)> {
-        self.tools.iter().flat_map(|t| t.params.iter().flat_map(move |p| p.lost().map(move |f| (t, p, f))))
+        self.tools.iter().flat_map(|t| {
+            t.params
+                .iter()
+                .flat_map(move |p| p.lost().map(move |f| (t, p, f)))
+        })
     }
 
     /// True when the fact kind was lost anywhere.
@@ -157,7 +161,11 @@ impl LossReport {
 
     /// True when some fact of this kind was checked at all.
     pub fn has_kind(&self, kind: FactKind) -> bool {
-        self.tools.iter().any(|t| t.params.iter().any(|p| p.facts.iter().any(|f| f.kind == kind)))
+        self.tools.iter().any(|t| {
+            t.params
+                .iter()
+                .any(|p| p.facts.iter().any(|f| f.kind == kind))
+        })
     }
 
     /// The findings (rules `schema.type_lost`, `schema.alternative_dropped`,
@@ -174,7 +182,10 @@ impl LossReport {
                         "",
                         None,
                         rendered,
-                        format!("tool `{}` does not appear in the rendered prompt: none of its parameter types reach the model", t.tool),
+                        format!(
+                            "tool `{}` does not appear in the rendered prompt: none of its parameter types reach the model",
+                            t.tool
+                        ),
                         "this template does not print tools (or prints them elsewhere); use a template with tool support",
                     ));
                 }
@@ -185,7 +196,11 @@ impl LossReport {
                 if lost.is_empty() {
                     continue;
                 }
-                let label = if p.name == "[]" { format!("items of `{}`", parent_name(&p.pointer)) } else { format!("parameter `{}`", p.name) };
+                let label = if p.name == "[]" {
+                    format!("items of `{}`", parent_name(&p.pointer))
+                } else {
+                    format!("parameter `{}`", p.name)
+                };
                 if let Some(f) = lost.iter().find(|f| f.kind == FactKind::Name) {
                     out.push(finding(
                         Rule::SchemaTypeLost,
@@ -205,7 +220,15 @@ impl LossReport {
                         &f.pointer,
                         p.span,
                         rendered,
-                        format!("{label} of `{}` is a `$ref` to {} that the prompt never resolves{}", t.tool, f.expected, f.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()),
+                        format!(
+                            "{label} of `{}` is a `$ref` to {} that the prompt never resolves{}",
+                            t.tool,
+                            f.expected,
+                            f.detail
+                                .as_deref()
+                                .map(|d| format!(" ({d})"))
+                                .unwrap_or_default()
+                        ),
                         "inline the reference: toolscope flatten",
                     ));
                 }
@@ -228,7 +251,10 @@ impl LossReport {
                     ));
                 }
                 let type_lost = lost.iter().any(|f| f.kind == FactKind::Type);
-                for f in lost.iter().filter(|f| matches!(f.kind, FactKind::Alternative | FactKind::Nullable)) {
+                for f in lost
+                    .iter()
+                    .filter(|f| matches!(f.kind, FactKind::Alternative | FactKind::Nullable))
+                {
                     if type_lost {
                         continue;
                     }
@@ -238,21 +264,37 @@ impl LossReport {
                         &f.pointer,
                         p.span,
                         rendered,
-                        format!("{label} of `{}`: the alternative {} never reached the prompt; the model will not produce it", t.tool, f.expected),
+                        format!(
+                            "{label} of `{}`: the alternative {} never reached the prompt; the model will not produce it",
+                            t.tool, f.expected
+                        ),
                         "write the alternatives into the description (toolscope flatten --strategy first-type-with-note)",
                     ));
                 }
-                let enums: Vec<&FactCheck> = lost.iter().filter(|f| f.kind == FactKind::EnumValue).copied().collect();
+                let enums: Vec<&FactCheck> = lost
+                    .iter()
+                    .filter(|f| f.kind == FactKind::EnumValue)
+                    .copied()
+                    .collect();
                 if !enums.is_empty() {
                     let vals: Vec<&str> = enums.iter().map(|f| f.expected.as_str()).collect();
-                    let ptr = enums[0].pointer.rsplit_once('/').map(|(a, _)| a.to_string()).unwrap_or_default();
+                    let ptr = enums[0]
+                        .pointer
+                        .rsplit_once('/')
+                        .map(|(a, _)| a.to_string())
+                        .unwrap_or_default();
                     out.push(finding(
                         Rule::SchemaAlternativeDropped,
                         &t.tool,
                         &ptr,
                         p.span,
                         rendered,
-                        format!("{label} of `{}`: allowed value{} {} never reached the prompt", t.tool, if vals.len() == 1 { "" } else { "s" }, vals.join(", ")),
+                        format!(
+                            "{label} of `{}`: allowed value{} {} never reached the prompt",
+                            t.tool,
+                            if vals.len() == 1 { "" } else { "s" },
+                            vals.join(", ")
+                        ),
                         "list the allowed values in the description",
                     ));
                 }
@@ -264,10 +306,24 @@ impl LossReport {
 
 fn parent_name(pointer: &str) -> String {
     let parts: Vec<&str> = pointer.split('/').collect();
-    parts.iter().rev().skip(1).find(|p| !p.is_empty() && **p != "items" && **p != "properties").map(|s| s.to_string()).unwrap_or_default()
+    parts
+        .iter()
+        .rev()
+        .skip(1)
+        .find(|p| !p.is_empty() && **p != "items" && **p != "properties")
+        .map(|s| s.to_string())
+        .unwrap_or_default()
 }
 
-fn finding(rule: Rule, tool: &str, pointer: &str, span: Option<(usize, usize)>, rendered: &str, message: String, hint: &str) -> Finding {
+fn finding(
+    rule: Rule,
+    tool: &str,
+    pointer: &str,
+    span: Option<(usize, usize)>,
+    rendered: &str,
+    message: String,
+    hint: &str,
+) -> Finding {
     let excerpt = span.map(|(s, e)| excerpt(rendered, s, e));
     Finding::new(rule, message, hint).with_evidence(Evidence {
         pane: Some(Pane::Schema),
@@ -306,7 +362,9 @@ pub fn schema_loss(tools: &Value, rendered: &str) -> Vec<Finding> {
 
 /// The per-parameter report behind [`schema_loss`].
 pub fn loss_report(tools: &Value, rendered: &str) -> LossReport {
-    let Ok(list) = locate_tools(tools) else { return LossReport::default() };
+    let Ok(list) = locate_tools(tools) else {
+        return LossReport::default();
+    };
     // Descriptions of every tool, longest first, are masked.
     let mut descs: Vec<String> = Vec::new();
     for t in &list.tools {
@@ -329,7 +387,11 @@ pub fn loss_report(tools: &Value, rendered: &str) -> LossReport {
             .and_then(Value::as_object)
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
-        positions.push(if t.name.is_empty() { None } else { masked.locate_tool(&t.name, &params) });
+        positions.push(if t.name.is_empty() {
+            None
+        } else {
+            masked.locate_tool(&t.name, &params)
+        });
     }
     let mut report = LossReport::default();
     for (i, t) in list.tools.iter().enumerate() {
@@ -352,21 +414,41 @@ pub fn loss_report(tools: &Value, rendered: &str) -> LossReport {
             }
             (s, e)
         });
-        let mut tl = ToolLoss { tool: t.name.clone(), index: t.index, span, params: Vec::new() };
+        let mut tl = ToolLoss {
+            tool: t.name.clone(),
+            index: t.index,
+            span,
+            params: Vec::new(),
+        };
         if let Some(schema) = list.schema(tools, t) {
-            let cx = Check { m: &masked, root: schema, tool_span: span };
+            let cx = Check {
+                m: &masked,
+                root: schema,
+                tool_span: span,
+            };
             match span {
                 Some(region) => {
                     cx.object_props(schema, "", region, &mut tl.params, 0);
                     // The top-level `required` list.
-                    if let Some(req) = schema.get("required").and_then(Value::as_array).filter(|a| !a.is_empty()) {
-                        let reached = masked.any_word(REQUIRED_WORDS, region) || cx.optional_marker(region);
+                    if let Some(req) = schema
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .filter(|a| !a.is_empty())
+                    {
+                        let reached =
+                            masked.any_word(REQUIRED_WORDS, region) || cx.optional_marker(region);
                         let names: Vec<&str> = req.iter().filter_map(Value::as_str).collect();
                         tl.params.push(ParamLoss {
                             pointer: String::new(),
                             name: String::new(),
                             span: Some(region),
-                            facts: vec![FactCheck { kind: FactKind::Required, pointer: "/required".into(), expected: names.join(", "), reached, detail: None }],
+                            facts: vec![FactCheck {
+                                kind: FactKind::Required,
+                                pointer: "/required".into(),
+                                expected: names.join(", "),
+                                reached,
+                                detail: None,
+                            }],
                         });
                     }
                 }
@@ -394,7 +476,9 @@ fn collect_descriptions(v: &Value, out: &mut Vec<String>, depth: usize) {
                 }
             }
         }
-        Value::Array(a) => a.iter().for_each(|x| collect_descriptions(x, out, depth + 1)),
+        Value::Array(a) => a
+            .iter()
+            .for_each(|x| collect_descriptions(x, out, depth + 1)),
         _ => {}
     }
 }
@@ -403,6 +487,10 @@ fn collect_descriptions(v: &Value, out: &mut Vec<String>, depth: usize) {
 struct Masked<'a> {
     orig: &'a str,
     text: String,
+    /// `text` ASCII-lowercased (same offsets), for case-insensitive search.
+    lower: String,
+    /// `depth[i]` = unclosed `{` in `text[..i]`.
+    depth: Vec<i32>,
     /// Stringified lists found, as (start, end).
     reprs: Vec<(usize, usize)>,
 }
@@ -411,18 +499,17 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
 }
 
-fn blank(text: &mut String, s: usize, e: usize) {
-    // Replace bytes [s, e) with spaces, keeping UTF-8 valid (s and e are char boundaries).
-    let mut bytes = std::mem::take(text).into_bytes();
-    for b in &mut bytes[s..e] {
+/// Replaces bytes `[s, e)` with spaces (`s`, `e` are char boundaries, so UTF-8 stays valid).
+fn blank(buf: &mut [u8], s: usize, e: usize) {
+    let e = e.min(buf.len());
+    for b in &mut buf[s.min(e)..e] {
         *b = b' ';
     }
-    *text = String::from_utf8(bytes).unwrap_or_default();
 }
 
 impl<'a> Masked<'a> {
     fn new(orig: &'a str, descs: &[String]) -> Self {
-        let mut text = orig.to_string();
+        let mut buf = orig.as_bytes().to_vec();
         let mut ds: Vec<String> = Vec::new();
         for d in descs {
             let d = d.trim();
@@ -436,20 +523,39 @@ impl<'a> Masked<'a> {
                 ds.push(esc);
             }
         }
-        ds.sort_by_key(|d| std::cmp::Reverse(d.len()));
+        ds.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        ds.dedup();
         for d in &ds {
-            let mut from = 0;
-            while let Some(i) = orig[from..].find(d.as_str()) {
-                let s = from + i;
-                blank(&mut text, s, s + d.len());
-                from = s + d.len();
+            for (s, _) in orig.match_indices(d.as_str()) {
+                blank(&mut buf, s, s + d.len());
             }
         }
-        let reprs = find_stringified_lists(&text);
+        let masked = String::from_utf8(buf).unwrap_or_else(|_| orig.to_string());
+        let reprs = find_stringified_lists(&masked);
+        let mut buf = masked.into_bytes();
         for (s, e) in &reprs {
-            blank(&mut text, *s, *e);
+            blank(&mut buf, *s, *e);
         }
-        Masked { orig, text, reprs }
+        let text = String::from_utf8(buf).unwrap_or_else(|_| orig.to_string());
+        let lower = text.to_ascii_lowercase();
+        let mut depth = Vec::with_capacity(text.len() + 1);
+        let mut d = 0i32;
+        depth.push(0);
+        for &c in text.as_bytes() {
+            if c == b'{' {
+                d += 1;
+            } else if c == b'}' {
+                d -= 1;
+            }
+            depth.push(d);
+        }
+        Masked {
+            orig,
+            text,
+            lower,
+            depth,
+            reprs,
+        }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -461,21 +567,33 @@ impl<'a> Masked<'a> {
         let b = self.bytes();
         let wb = w.as_bytes();
         let mut out = Vec::new();
-        if wb.is_empty() || e > b.len() || s >= e {
+        let e = e.min(b.len());
+        if wb.is_empty() || s >= e {
             return out;
         }
-        let mut i = s;
-        while i + wb.len() <= e {
-            let hit = if ci { b[i..i + wb.len()].eq_ignore_ascii_case(wb) } else { &b[i..i + wb.len()] == wb };
-            if hit {
-                let before_ok = i == 0 || !is_word(wb[0]) || !is_word(b[i - 1]);
-                let j = i + wb.len();
-                let after_ok = j >= b.len() || !is_word(wb[wb.len() - 1]) || !is_word(b[j]);
-                if before_ok && after_ok {
-                    out.push(i);
-                }
+        let (hay, needle) = if ci {
+            (self.lower.as_str(), w.to_ascii_lowercase())
+        } else {
+            (self.text.as_str(), w.to_string())
+        };
+        let (mut s, mut e) = (s, e);
+        while !hay.is_char_boundary(s) {
+            s += 1;
+        }
+        while !hay.is_char_boundary(e) {
+            e -= 1;
+        }
+        if s >= e {
+            return out;
+        }
+        for (k, _) in hay[s..e].match_indices(needle.as_str()) {
+            let i = s + k;
+            let before_ok = i == 0 || !is_word(wb[0]) || !is_word(b[i - 1]);
+            let j = i + wb.len();
+            let after_ok = j >= b.len() || !is_word(wb[wb.len() - 1]) || !is_word(b[j]);
+            if before_ok && after_ok {
+                out.push(i);
             }
-            i += 1;
         }
         out
     }
@@ -544,7 +662,10 @@ impl<'a> Masked<'a> {
             } else {
                 (c, self.text.len())
             };
-            let score = params.iter().filter(|p| !self.words(p, region.0, region.1, false).is_empty()).count();
+            let score = params
+                .iter()
+                .filter(|p| !self.words(p, region.0, region.1, false).is_empty())
+                .count();
             if best.is_none_or(|(bs, _, _)| score > bs) {
                 best = Some((score, c, region));
             }
@@ -556,11 +677,14 @@ impl<'a> Masked<'a> {
     /// key-like), shallowest brace depth first.
     fn key_candidates(&self, name: &str, r: (usize, usize)) -> Vec<usize> {
         let occ = self.words(name, r.0, r.1, false);
-        let b = self.bytes();
-        let keyed: Vec<usize> = occ.iter().copied().filter(|p| self.keylike(p + name.len())).collect();
+        let keyed: Vec<usize> = occ
+            .iter()
+            .copied()
+            .filter(|p| self.keylike(p + name.len()))
+            .collect();
         let mut c = if keyed.is_empty() { occ } else { keyed };
-        let depth = |p: usize| b[r.0..p].iter().fold(0i64, |d, &c| if c == b'{' { d + 1 } else if c == b'}' { d - 1 } else { d });
-        c.sort_by_key(|p| (depth(*p), *p));
+        c.sort_by_key(|p| (self.depth[*p], *p));
+        c.truncate(MAX_CANDIDATES);
         c
     }
 
@@ -571,7 +695,13 @@ impl<'a> Masked<'a> {
 
     /// Region of a parameter whose key is at `at`: the brace block after the key (plus a
     /// trailing `[]`, TypeScript's array mark), else the text up to the next sibling key.
-    fn param_region(&self, name: &str, at: usize, r: (usize, usize), siblings: &[usize]) -> (usize, usize) {
+    fn param_region(
+        &self,
+        name: &str,
+        at: usize,
+        r: (usize, usize),
+        siblings: &[usize],
+    ) -> (usize, usize) {
         match self.brace_after(at + name.len()) {
             Some(o) => {
                 let (_, mut e) = self.block(o);
@@ -581,7 +711,12 @@ impl<'a> Masked<'a> {
                 (at, e.min(r.1))
             }
             None => {
-                let next = siblings.iter().copied().filter(|a| *a > at).min().unwrap_or(r.1);
+                let next = siblings
+                    .iter()
+                    .copied()
+                    .filter(|a| *a > at)
+                    .min()
+                    .unwrap_or(r.1);
                 (at, next.min(r.1))
             }
         }
@@ -602,11 +737,17 @@ impl<'a> Masked<'a> {
         while matches!(b.get(i), Some(b' ' | b'\t')) {
             i += 1;
         }
-        matches!(b.get(i), Some(b':' | b'=' | b'{' | b'(' | b'?' | b'<' | b'>' | b'|' | b'\n'))
+        matches!(
+            b.get(i),
+            Some(b':' | b'=' | b'{' | b'(' | b'?' | b'<' | b'>' | b'|' | b'\n')
+        )
     }
 
     fn repr_in(&self, r: (usize, usize)) -> Option<&str> {
-        self.reprs.iter().find(|(s, e)| *s >= r.0 && *e <= r.1).map(|(s, e)| &self.orig[*s..*e])
+        self.reprs
+            .iter()
+            .find(|(s, e)| *s >= r.0 && *e <= r.1)
+            .map(|(s, e)| &self.orig[*s..*e])
     }
 }
 
@@ -621,7 +762,12 @@ fn find_stringified_lists(text: &str) -> Vec<(usize, usize)> {
             i += 1;
             continue;
         }
-        let Some(close) = b[i..].iter().take(400).position(|&c| c == b']').map(|k| i + k) else {
+        let Some(close) = b[i..]
+            .iter()
+            .take(400)
+            .position(|&c| c == b']')
+            .map(|k| i + k)
+        else {
             i += 1;
             continue;
         };
@@ -633,7 +779,9 @@ fn find_stringified_lists(text: &str) -> Vec<(usize, usize)> {
                 it.len() >= 2
                     && (it[0] == b'\'' || it[0] == b'"')
                     && it[it.len() - 1] == it[0]
-                    && it[1..it.len() - 1].iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                    && it[1..it.len() - 1]
+                        .iter()
+                        .all(|c| c.is_ascii_alphanumeric() || *c == b'_')
             });
         if quoted {
             let mut s = i;
@@ -647,7 +795,11 @@ fn find_stringified_lists(text: &str) -> Vec<(usize, usize)> {
             let pre = &b[s..i];
             let post = &b[close + 1..e];
             let pre_trim: &[u8] = pre;
-            if !pre_trim.is_empty() && post.starts_with(pre_trim) && !pre_trim.contains(&b':') && !pre_trim.contains(&b'[') {
+            if !pre_trim.is_empty()
+                && post.starts_with(pre_trim)
+                && !pre_trim.contains(&b':')
+                && !pre_trim.contains(&b'[')
+            {
                 out.push((i, close + 1));
             }
         }
@@ -659,6 +811,9 @@ fn find_stringified_lists(text: &str) -> Vec<(usize, usize)> {
 fn is_delim(c: u8) -> bool {
     matches!(c, b'"' | b'\'' | b'<' | b'>' | b'|' | b'`')
 }
+
+/// Occurrences of one parameter name tried when locating it (the shallowest first).
+const MAX_CANDIDATES: usize = 8;
 
 /// Words that mark a parameter as required or optional (llama.cpp corpus: English, and the
 /// Chinese 必填/选填 of ByteDance Seed-OSS).
@@ -699,49 +854,110 @@ struct Alt {
 
 impl Check<'_, '_> {
     /// Checks the properties (and items) of an object node whose region is `r`.
-    fn object_props(&self, node: &Value, p: &str, r: (usize, usize), out: &mut Vec<ParamLoss>, depth: usize) {
+    fn object_props(
+        &self,
+        node: &Value,
+        p: &str,
+        r: (usize, usize),
+        out: &mut Vec<ParamLoss>,
+        depth: usize,
+    ) {
         if depth > 16 {
             return;
         }
-        let Some(props) = node.get("properties").and_then(Value::as_object) else { return };
+        let Some(props) = node.get("properties").and_then(Value::as_object) else {
+            return;
+        };
         // Key-like occurrences of every sibling, to bound fallback regions.
-        let all_keys: Vec<usize> = props.keys().flat_map(|k| self.m.key_candidates(k, r)).collect();
+        let all_keys: Vec<usize> = props
+            .keys()
+            .flat_map(|k| self.m.key_candidates(k, r))
+            .collect();
         for (name, sub) in props {
             let pp = ptr(&ptr(p, "properties"), name);
             let cands = self.m.key_candidates(name, r);
             // The occurrence whose region carries the most facts wins (ties: shallowest, first).
-            let mut best: Option<(u32, usize, Vec<ParamLoss>)> = None;
+            let mut best: Option<((u32, u32, u32), usize, Vec<ParamLoss>)> = None;
             for at in cands {
                 let region = self.m.param_region(name, at, r, &all_keys);
-                let required = node.get("required").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x == name.as_str()));
                 let mut tmp = Vec::new();
-                self.param(sub, &pp, name, region, at + name.len(), required, &mut tmp, depth);
-                let lost: u32 = tmp.iter().flat_map(|p| p.lost()).map(|f| f.kind.weight()).sum();
-                if best.as_ref().is_none_or(|(bl, _, _)| lost < *bl) {
-                    best = Some((lost, at, tmp));
+                // Judge the occurrence by the parameter's own facts; recurse only into the winner.
+                self.param(
+                    sub,
+                    &pp,
+                    name,
+                    region,
+                    at + name.len(),
+                    false,
+                    &mut tmp,
+                    depth,
+                );
+                let lost: u32 = tmp
+                    .iter()
+                    .flat_map(|p| p.lost())
+                    .map(|f| f.kind.weight())
+                    .sum();
+                // Ties: the region showing more nested names, then a brace block.
+                let nested = nested_names(sub)
+                    .iter()
+                    .filter(|n| !self.m.words(n, region.0, region.1, false).is_empty())
+                    .count() as u32;
+                let braced = u32::from(self.m.brace_after(at + name.len()).is_some());
+                let key = (lost, u32::MAX - nested, 1 - braced);
+                if best.as_ref().is_none_or(|(bk, _, _)| key < *bk) {
+                    best = Some((key, at, tmp));
                 }
             }
             match best {
-                Some((_, _, tmp)) => out.extend(tmp),
+                Some((_, at, _)) => {
+                    let region = self.m.param_region(name, at, r, &all_keys);
+                    self.param(sub, &pp, name, region, at + name.len(), true, out, depth);
+                }
                 None => out.push(ParamLoss {
                     pointer: pp.clone(),
                     name: name.clone(),
                     span: None,
-                    facts: vec![FactCheck { kind: FactKind::Name, pointer: pp, expected: name.clone(), reached: false, detail: None }],
+                    facts: vec![FactCheck {
+                        kind: FactKind::Name,
+                        pointer: pp,
+                        expected: name.clone(),
+                        reached: false,
+                        detail: None,
+                    }],
                 }),
             }
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn param(&self, node: &Value, p: &str, name: &str, region: (usize, usize), body: usize, _required: bool, out: &mut Vec<ParamLoss>, depth: usize) {
+    fn param(
+        &self,
+        node: &Value,
+        p: &str,
+        name: &str,
+        region: (usize, usize),
+        body: usize,
+        recurse: bool,
+        out: &mut Vec<ParamLoss>,
+        depth: usize,
+    ) {
         let Value::Object(m) = node else { return };
         let r = (body.min(region.1), region.1);
-        let mut facts = vec![FactCheck { kind: FactKind::Name, pointer: p.to_string(), expected: name.to_string(), reached: true, detail: None }];
+        let mut facts = vec![FactCheck {
+            kind: FactKind::Name,
+            pointer: p.to_string(),
+            expected: name.to_string(),
+            reached: true,
+            detail: None,
+        }];
         self.type_facts(m, p, r, &mut facts);
         // enum / const
         let vals: Vec<(String, Value)> = match (m.get("enum"), m.get("const")) {
-            (Some(Value::Array(a)), _) => a.iter().enumerate().map(|(i, v)| (format!("{p}/enum/{i}"), v.clone())).collect(),
+            (Some(Value::Array(a)), _) => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("{p}/enum/{i}"), v.clone()))
+                .collect(),
             (_, Some(c)) => vec![(format!("{p}/const"), c.clone())],
             _ => Vec::new(),
         };
@@ -755,76 +971,176 @@ impl Check<'_, '_> {
                 continue;
             }
             let reached = !self.m.words(&s, r.0, r.1, false).is_empty();
-            facts.push(FactCheck { kind: FactKind::EnumValue, pointer: vp, expected: format!("{v}"), reached, detail: None });
+            facts.push(FactCheck {
+                kind: FactKind::EnumValue,
+                pointer: vp,
+                expected: format!("{v}"),
+                reached,
+                detail: None,
+            });
         }
         // description
-        if let Some(Value::String(d)) = m.get("description") {
-            if d.trim().len() >= 3 {
-                let reached = self.description_reached(d);
-                facts.push(FactCheck { kind: FactKind::Description, pointer: format!("{p}/description"), expected: short(d), reached, detail: None });
-            }
+        if let Some(Value::String(d)) = m.get("description")
+            && d.trim().len() >= 3
+        {
+            let reached = self.description_reached(d);
+            facts.push(FactCheck {
+                kind: FactKind::Description,
+                pointer: format!("{p}/description"),
+                expected: short(d),
+                reached,
+                detail: None,
+            });
         }
         // required of an object
-        if let Some(Value::Array(req)) = m.get("required") {
-            if !req.is_empty() {
-                let reached = self.m.any_word(REQUIRED_WORDS, r) || self.optional_marker(r);
-                let names: Vec<String> = req.iter().filter_map(Value::as_str).map(str::to_string).collect();
-                facts.push(FactCheck { kind: FactKind::Required, pointer: format!("{p}/required"), expected: names.join(", "), reached, detail: None });
-            }
+        if let Some(Value::Array(req)) = m.get("required")
+            && !req.is_empty()
+        {
+            let reached = self.m.any_word(REQUIRED_WORDS, r) || self.optional_marker(r);
+            let names: Vec<String> = req
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            facts.push(FactCheck {
+                kind: FactKind::Required,
+                pointer: format!("{p}/required"),
+                expected: names.join(", "),
+                reached,
+                detail: None,
+            });
         }
-        out.push(ParamLoss { pointer: p.to_string(), name: name.to_string(), span: Some(region), facts });
-        // nested
+        out.push(ParamLoss {
+            pointer: p.to_string(),
+            name: name.to_string(),
+            span: Some(region),
+            facts,
+        });
+        if !recurse {
+            return;
+        }
         self.object_props(node, p, r, out, depth + 1);
         if let Some(items @ Value::Object(_)) = m.get("items") {
             let ip = format!("{p}/items");
-            let ir = self.m.locate_key("items", r).and_then(|k| self.m.brace_after(k + 5).map(|o| (k, self.m.block(o).1.min(r.1)))).unwrap_or(r);
-            self.param(items, &ip, "[]", ir, ir.0, false, out, depth + 1);
+            // The `items` key inside this parameter's body, and the block after it.
+            let found = self.m.locate_key("items", r).and_then(|k| {
+                self.m
+                    .brace_after(k + 5)
+                    .map(|o| ((k, self.m.block(o).1.min(r.1)), o))
+            });
+            let (ir, body) = found.unwrap_or((r, r.0));
+            self.param(items, &ip, "[]", ir, body, true, out, depth + 1);
         }
     }
 
-    fn type_facts(&self, m: &Map<String, Value>, p: &str, r: (usize, usize), facts: &mut Vec<FactCheck>) {
+    fn type_facts(
+        &self,
+        m: &Map<String, Value>,
+        p: &str,
+        r: (usize, usize),
+        facts: &mut Vec<FactCheck>,
+    ) {
         if let Some(Value::String(rf)) = m.get("$ref") {
-            let target = rf.strip_prefix('#').and_then(|f| if f.is_empty() { Some(self.root) } else { self.root.pointer(f) });
+            let target = rf.strip_prefix('#').and_then(|f| {
+                if f.is_empty() {
+                    Some(self.root)
+                } else {
+                    self.root.pointer(f)
+                }
+            });
             let def = rf.rsplit('/').next().unwrap_or(rf);
             let named = !self.m.words(def, r.0, r.1, false).is_empty();
             let shown = target.is_some_and(|t| {
                 let span = self.tool_span.unwrap_or(r);
-                let props: Vec<String> = t.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+                let props: Vec<String> = t
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
                 let at = self.m.locate_key(def, span);
                 at.is_some_and(|a| {
-                    let dr = self.m.brace_after(a + def.len()).map(|o| self.m.block(o)).unwrap_or((a, span.1));
-                    props.is_empty() && !types_of_node(t).is_empty() && types_of_node(t).iter().any(|ty| self.m.any_word(synonyms(ty), dr))
-                        || props.iter().any(|pn| !self.m.words(pn, dr.0, dr.1, false).is_empty())
+                    let dr = self
+                        .m
+                        .brace_after(a + def.len())
+                        .map(|o| self.m.block(o))
+                        .unwrap_or((a, span.1));
+                    props.is_empty()
+                        && !types_of_node(t).is_empty()
+                        && types_of_node(t)
+                            .iter()
+                            .any(|ty| self.m.any_word(synonyms(ty), dr))
+                        || props
+                            .iter()
+                            .any(|pn| !self.m.words(pn, dr.0, dr.1, false).is_empty())
                 })
             });
-            let detail = if !named { Some("the reference is not printed".to_string()) } else if !shown { Some("its definition is not in the prompt".to_string()) } else { None };
-            facts.push(FactCheck { kind: FactKind::Ref, pointer: p.to_string(), expected: rf.clone(), reached: named && shown, detail });
+            let detail = if !named {
+                Some("the reference is not printed".to_string())
+            } else if !shown {
+                Some("its definition is not in the prompt".to_string())
+            } else {
+                None
+            };
+            facts.push(FactCheck {
+                kind: FactKind::Ref,
+                pointer: p.to_string(),
+                expected: rf.clone(),
+                reached: named && shown,
+                detail,
+            });
             return;
         }
         let alts = alternatives(m, p);
         if alts.len() >= 2 || alts.iter().any(|a| a.null) {
-            let checks: Vec<(bool, &Alt)> = alts.iter().map(|a| (self.alt_reached(a, r), a)).collect();
+            let checks: Vec<(bool, &Alt)> =
+                alts.iter().map(|a| (self.alt_reached(a, r), a)).collect();
             let typed: Vec<&(bool, &Alt)> = checks.iter().filter(|(_, a)| !a.null).collect();
             let any_typed = typed.iter().any(|(ok, _)| *ok);
             let repr = self.m.repr_in(r);
-            let expected = alts.iter().filter(|a| !a.null).map(|a| a.label.clone()).collect::<Vec<_>>().join(" | ");
+            let expected = alts
+                .iter()
+                .filter(|a| !a.null)
+                .map(|a| a.label.clone())
+                .collect::<Vec<_>>()
+                .join(" | ");
             if !typed.is_empty() {
                 let detail = if any_typed {
                     None
                 } else if let Some(x) = repr {
                     Some(format!("printed as a stringified list {x}"))
                 } else {
-                    Some(format!("no type name in `{}`", short(&self.m.orig[r.0.min(r.1)..r.1])))
+                    Some(format!(
+                        "no type name in `{}`",
+                        short(&self.m.orig[r.0.min(r.1)..r.1])
+                    ))
                 };
-                facts.push(FactCheck { kind: FactKind::Type, pointer: p.to_string(), expected, reached: any_typed, detail });
+                facts.push(FactCheck {
+                    kind: FactKind::Type,
+                    pointer: p.to_string(),
+                    expected,
+                    reached: any_typed,
+                    detail,
+                });
                 if any_typed && typed.len() >= 2 {
                     for (ok, a) in &typed {
-                        facts.push(FactCheck { kind: FactKind::Alternative, pointer: a.pointer.clone(), expected: a.label.clone(), reached: *ok, detail: None });
+                        facts.push(FactCheck {
+                            kind: FactKind::Alternative,
+                            pointer: a.pointer.clone(),
+                            expected: a.label.clone(),
+                            reached: *ok,
+                            detail: None,
+                        });
                     }
                 }
             }
             for (ok, a) in checks.iter().filter(|(_, a)| a.null) {
-                facts.push(FactCheck { kind: FactKind::Nullable, pointer: a.pointer.clone(), expected: "null".into(), reached: *ok, detail: None });
+                facts.push(FactCheck {
+                    kind: FactKind::Nullable,
+                    pointer: a.pointer.clone(),
+                    expected: "null".into(),
+                    reached: *ok,
+                    detail: None,
+                });
             }
             return;
         }
@@ -833,12 +1149,32 @@ impl Check<'_, '_> {
                 && m.get("enum").and_then(Value::as_array).is_some_and(|vals| {
                     vals.iter().filter_map(Value::as_str).any(|v| {
                         let hay = &self.m.orig[r.0.min(r.1)..r.1];
-                        hay.contains(&format!("\"{v}\"")) || hay.contains(&format!("'{v}'")) || hay.contains(&format!("<|\"|>{v}<|\"|>"))
+                        hay.contains(&format!("\"{v}\""))
+                            || hay.contains(&format!("'{v}'"))
+                            || hay.contains(&format!("<|\"|>{v}<|\"|>"))
                     })
                 });
             let ok = quoted_enum || self.alt_reached(a, r);
-            let detail = if ok { None } else { self.m.repr_in(r).map(|x| format!("printed as a stringified list {x}")).or_else(|| Some(format!("no type name in `{}`", short(&self.m.orig[r.0.min(r.1)..r.1])))) };
-            facts.push(FactCheck { kind: FactKind::Type, pointer: p.to_string(), expected: a.label.clone(), reached: ok, detail });
+            let detail = if ok {
+                None
+            } else {
+                self.m
+                    .repr_in(r)
+                    .map(|x| format!("printed as a stringified list {x}"))
+                    .or_else(|| {
+                        Some(format!(
+                            "no type name in `{}`",
+                            short(&self.m.orig[r.0.min(r.1)..r.1])
+                        ))
+                    })
+            };
+            facts.push(FactCheck {
+                kind: FactKind::Type,
+                pointer: p.to_string(),
+                expected: a.label.clone(),
+                reached: ok,
+                detail,
+            });
         }
     }
 
@@ -850,7 +1186,11 @@ impl Check<'_, '_> {
             return true;
         }
         // An object alternative is shown by its properties, an array by `[]` notation.
-        if !a.props.is_empty() && a.props.iter().any(|pn| !self.m.words(pn, r.0, r.1, false).is_empty()) {
+        if !a.props.is_empty()
+            && a.props
+                .iter()
+                .any(|pn| !self.m.words(pn, r.0, r.1, false).is_empty())
+        {
             return true;
         }
         false
@@ -877,29 +1217,57 @@ impl Check<'_, '_> {
         if depth > 16 {
             return;
         }
-        let Some(props) = node.get("properties").and_then(Value::as_object) else { return };
+        let Some(props) = node.get("properties").and_then(Value::as_object) else {
+            return;
+        };
         for (name, sub) in props {
             let pp = ptr(&ptr(p, "properties"), name);
             out.push(ParamLoss {
                 pointer: pp.clone(),
                 name: name.clone(),
                 span: None,
-                facts: vec![FactCheck { kind: FactKind::Name, pointer: pp.clone(), expected: name.clone(), reached: false, detail: Some("the tool is not in the prompt".into()) }],
+                facts: vec![FactCheck {
+                    kind: FactKind::Name,
+                    pointer: pp.clone(),
+                    expected: name.clone(),
+                    reached: false,
+                    detail: Some("the tool is not in the prompt".into()),
+                }],
             });
             self.all_lost(sub, &pp, out, depth + 1);
         }
     }
 }
 
+/// Property names one or two levels below a schema (its `properties` and its `items`'
+/// `properties`), used to tell a full declaration from a passing mention.
+fn nested_names(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for node in [Some(v), v.get("items")].into_iter().flatten() {
+        if let Some(p) = node.get("properties").and_then(Value::as_object) {
+            out.extend(p.keys().cloned());
+        }
+    }
+    out
+}
+
 fn short(s: &str) -> String {
     let s = s.trim();
-    if s.chars().count() > 60 { format!("{}…", s.chars().take(59).collect::<String>()) } else { s.to_string() }
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(59).collect::<String>())
+    } else {
+        s.to_string()
+    }
 }
 
 fn types_of_node(v: &Value) -> Vec<String> {
     match v.get("type") {
         Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
         _ if v.get("properties").is_some() => vec!["object".into()],
         _ if v.get("items").is_some() => vec!["array".into()],
         _ => Vec::new(),
@@ -914,32 +1282,75 @@ fn alternatives(m: &Map<String, Value>, p: &str) -> Vec<Alt> {
             for (i, alt) in a.iter().enumerate() {
                 let types = types_of_node(alt);
                 let null = types.iter().all(|t| t == "null") && !types.is_empty();
-                let props: Vec<String> = alt.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
-                let label = if types.is_empty() { if alt.get("$ref").is_some() { "$ref".to_string() } else { "any".to_string() } } else { types.join("|") };
+                let props: Vec<String> = alt
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                let label = if types.is_empty() {
+                    if alt.get("$ref").is_some() {
+                        "$ref".to_string()
+                    } else {
+                        "any".to_string()
+                    }
+                } else {
+                    types.join("|")
+                };
                 if types.is_empty() {
                     continue; // unconstrained or $ref alternatives carry no checkable type
                 }
-                out.push(Alt { pointer: format!("{p}/{kw}/{i}"), label, types, null, props });
+                out.push(Alt {
+                    pointer: format!("{p}/{kw}/{i}"),
+                    label,
+                    types,
+                    null,
+                    props,
+                });
             }
             return out;
         }
     }
     match m.get("type") {
         Some(Value::String(t)) => {
-            let props: Vec<String> = m.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
-            out.push(Alt { pointer: format!("{p}/type"), label: t.clone(), types: vec![t.clone()], null: t == "null", props });
+            let props: Vec<String> = m
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            out.push(Alt {
+                pointer: format!("{p}/type"),
+                label: t.clone(),
+                types: vec![t.clone()],
+                null: t == "null",
+                props,
+            });
         }
         Some(Value::Array(a)) => {
             for (i, t) in a.iter().enumerate() {
                 if let Some(t) = t.as_str() {
-                    out.push(Alt { pointer: format!("{p}/type/{i}"), label: t.to_string(), types: vec![t.to_string()], null: t == "null", props: Vec::new() });
+                    out.push(Alt {
+                        pointer: format!("{p}/type/{i}"),
+                        label: t.to_string(),
+                        types: vec![t.to_string()],
+                        null: t == "null",
+                        props: Vec::new(),
+                    });
                 }
             }
         }
         _ => {}
     }
-    if m.get("nullable") == Some(&Value::Bool(true)) && !out.iter().any(|a| a.null) && !out.is_empty() {
-        out.push(Alt { pointer: format!("{p}/nullable"), label: "null".into(), types: vec!["null".into()], null: true, props: Vec::new() });
+    if m.get("nullable") == Some(&Value::Bool(true))
+        && !out.iter().any(|a| a.null)
+        && !out.is_empty()
+    {
+        out.push(Alt {
+            pointer: format!("{p}/nullable"),
+            label: "null".into(),
+            types: vec!["null".into()],
+            null: true,
+            props: Vec::new(),
+        });
     }
     out
 }

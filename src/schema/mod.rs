@@ -8,9 +8,9 @@
 
 pub mod flatten;
 pub mod loss;
-pub mod tools;
 pub mod rank;
 pub mod shim;
+pub mod tools;
 
 pub use flatten::{Change, FlattenOptions, Flattened, Strategy, flatten_tools};
 pub use loss::{LossReport, loss_report, schema_loss};

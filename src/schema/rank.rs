@@ -42,7 +42,10 @@ pub struct Ranking {
 impl Ranking {
     /// The winning strategy (`None` when every variant failed to render).
     pub fn best(&self) -> Option<Strategy> {
-        self.ranked.first().filter(|r| r.score.is_some()).and_then(|r| r.strategy)
+        self.ranked
+            .first()
+            .filter(|r| r.score.is_some())
+            .and_then(|r| r.strategy)
     }
 }
 
@@ -53,37 +56,94 @@ impl Ranking {
 ///
 /// Returns the ranking and the flattening of the winner (with `opts`' other settings).
 /// Errors: `doc` holds no tools.
-pub fn rank_strategies<F>(doc: &Value, opts: &FlattenOptions, mut render: F) -> Result<(Ranking, Flattened), String>
+pub fn rank_strategies<F>(
+    doc: &Value,
+    opts: &FlattenOptions,
+    mut render: F,
+) -> Result<(Ranking, Flattened), String>
 where
     F: FnMut(&Value) -> Result<String, String>,
 {
     let measure = |report: &LossReport| -> Vec<String> {
-        report.lost_facts().map(|(t, _, f)| format!("{} {}: {} {}", t.tool, f.pointer, f.kind.label(), f.expected)).collect()
+        report
+            .lost_facts()
+            .map(|(t, _, f)| {
+                format!(
+                    "{} {}: {} {}",
+                    t.tool,
+                    f.pointer,
+                    f.kind.label(),
+                    f.expected
+                )
+            })
+            .collect()
     };
     let baseline = match render(doc) {
         Ok(prompt) => {
             let r = loss_report(doc, &prompt);
-            Ranked { strategy: None, score: Some(r.score()), lost: measure(&r), lossy_changes: 0, render_error: None }
+            Ranked {
+                strategy: None,
+                score: Some(r.score()),
+                lost: measure(&r),
+                lossy_changes: 0,
+                render_error: None,
+            }
         }
-        Err(e) => Ranked { strategy: None, score: None, lost: Vec::new(), lossy_changes: 0, render_error: Some(e) },
+        Err(e) => Ranked {
+            strategy: None,
+            score: None,
+            lost: Vec::new(),
+            lossy_changes: 0,
+            render_error: Some(e),
+        },
     };
     let mut rows: Vec<(Ranked, Flattened)> = Vec::new();
     for s in Strategy::ALL {
-        let o = FlattenOptions { strategy: *s, ..opts.clone() };
+        let o = FlattenOptions {
+            strategy: *s,
+            ..opts.clone()
+        };
         let flat = flatten_tools(doc, &o)?;
         let row = match render(&flat.tools) {
             Ok(prompt) => {
                 let r = loss_report(doc, &prompt);
-                Ranked { strategy: Some(*s), score: Some(r.score()), lost: measure(&r), lossy_changes: flat.lossy_changes(), render_error: None }
+                Ranked {
+                    strategy: Some(*s),
+                    score: Some(r.score()),
+                    lost: measure(&r),
+                    lossy_changes: flat.lossy_changes(),
+                    render_error: None,
+                }
             }
-            Err(e) => Ranked { strategy: Some(*s), score: None, lost: Vec::new(), lossy_changes: flat.lossy_changes(), render_error: Some(e) },
+            Err(e) => Ranked {
+                strategy: Some(*s),
+                score: None,
+                lost: Vec::new(),
+                lossy_changes: flat.lossy_changes(),
+                render_error: Some(e),
+            },
         };
         rows.push((row, flat));
     }
     // Stable sort keeps Strategy::ALL order on ties.
-    rows.sort_by_key(|(r, _)| (r.score.is_none(), r.score.unwrap_or(u32::MAX), r.lossy_changes));
-    let best = rows.first().map(|(_, f)| f.clone()).ok_or("no strategies")?;
-    Ok((Ranking { ranked: rows.into_iter().map(|(r, _)| r).collect(), baseline }, best))
+    rows.sort_by_key(|(r, _)| {
+        (
+            r.score.is_none(),
+            r.score.unwrap_or(u32::MAX),
+            r.lossy_changes,
+        )
+    });
+    let best = rows
+        .first()
+        .map(|(_, f)| f.clone())
+        .ok_or("no strategies")?;
+    Ok((
+        Ranking {
+            ranked: rows.into_iter().map(|(r, _)| r).collect(),
+            baseline,
+        },
+        best,
+    ))
 }
 
 /// Builds a minimal chat-completions request around a tools document, for rendering a
@@ -95,7 +155,10 @@ pub fn request_for_tools(doc: &Value) -> Value {
             .tools
             .iter()
             .map(|t| {
-                let params = list.schema(doc, t).cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+                let params = list
+                    .schema(doc, t)
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
                 let mut f = serde_json::Map::new();
                 f.insert("name".into(), Value::String(t.name.clone()));
                 if let Some(d) = &t.description {
@@ -121,7 +184,10 @@ pub fn preflight_with<F>(request: &Value, mut render: F) -> Vec<Finding>
 where
     F: FnMut(&Value) -> Result<String, String>,
 {
-    let has_tools = request.get("tools").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let has_tools = request
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
     if !has_tools {
         return Vec::new();
     }
@@ -129,41 +195,83 @@ where
         Ok(prompt) => {
             let mut f = super::loss::schema_loss(request, &prompt);
             // Attach the best strategy as the hint when something was lost.
-            if !f.is_empty() {
-                if let Ok((ranking, _)) = rank_strategies(request, &FlattenOptions::default(), &mut render) {
-                    if let Some(best) = ranking.ranked.first().filter(|r| r.score.is_some()) {
-                        if let Some(s) = best.strategy {
-                            let note = format!(
-                                "toolscope flatten --strategy {s} loses {} (weighted) on this template, as sent: {}",
-                                best.score.unwrap_or(0),
-                                ranking.baseline.score.map(|x| x.to_string()).unwrap_or_else(|| "render error".into())
-                            );
-                            for x in &mut f {
-                                x.hint = format!("{} — {note}", x.hint);
-                            }
-                        }
-                    }
+            if !f.is_empty()
+                && let Ok((ranking, _)) = rank_strategies(request, &FlattenOptions::default(), &mut render)
+                && let Some(best) = ranking.ranked.first().filter(|r| r.score.is_some())
+                && let Some(s) = best.strategy
+            {
+                let note = format!(
+                    "toolscope flatten --strategy {s} loses {} (weighted) on this template, as sent: {}",
+                    best.score.unwrap_or(0),
+                    ranking
+                        .baseline
+                        .score
+                        .map(|x| x.to_string())
+                        .unwrap_or_else(|| "render error".into())
+                );
+                for x in &mut f {
+                    x.hint = format!("{} — {note}", x.hint);
                 }
             }
             f
         }
-        Err(e) => vec![Finding::new(
-            Rule::TemplateRenderError,
-            format!("the chat template failed on this request: {e}"),
-            "fix the template or the request; toolscope render --template SRC --request F shows where",
-        )
-        .with_evidence(Evidence { pane: Some(Pane::Template), excerpt: Some(e), ..Evidence::default() })],
+        Err(e) => vec![
+            Finding::new(
+                Rule::TemplateRenderError,
+                format!("the chat template failed on this request: {e}"),
+                "fix the template or the request; toolscope render --template SRC --request F shows where",
+            )
+            .with_evidence(Evidence {
+                pane: Some(Pane::Template),
+                excerpt: Some(e),
+                ..Evidence::default()
+            }),
+        ],
     }
 }
 
-/// [`preflight_with`] using the built-in renderer ([`super::shim::render_request`], configured as
-/// transformers' `apply_chat_template`) on the template source `template`.
+/// [`preflight_with`] rendering with [`crate::template::render`] (transformers-faithful,
+/// no clock) on the template source `template`.
 pub fn preflight(request: &Value, template: &str) -> Vec<Finding> {
-    preflight_with(request, |req| super::shim::render_request(template, &as_request(req)))
+    preflight_with(request, |req| {
+        render_template(template, &as_request(req), None, None)
+    })
+}
+
+/// Renders `request` (OpenAI chat-completions or Anthropic Messages body) with `template` via
+/// [`crate::template::render`], filling `bos_token`/`eos_token` from `bos`/`eos` when the
+/// request has none. Errors: the render error as text (with its line and column).
+pub fn render_template(
+    template: &str,
+    request: &Value,
+    bos: Option<&str>,
+    eos: Option<&str>,
+) -> Result<String, String> {
+    use crate::template::{RenderInput, RenderOptions, render};
+    let anthropic = request.get("system").is_some()
+        || request
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|t| t.get("input_schema").is_some()));
+    let input = if anthropic {
+        RenderInput::from_anthropic_request(request)
+    } else {
+        RenderInput::from_openai_request(request)
+    };
+    render(
+        template,
+        &input.with_default_tokens(bos, eos),
+        &RenderOptions::default(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// A tools document turned into something renderable: requests pass through, bare tool lists
 /// (OpenAI array, Anthropic, MCP) are wrapped by [`request_for_tools`].
 pub fn as_request(doc: &Value) -> Value {
-    if doc.get("messages").is_some() { doc.clone() } else { request_for_tools(doc) }
+    if doc.get("messages").is_some() {
+        doc.clone()
+    } else {
+        request_for_tools(doc)
+    }
 }

@@ -20,26 +20,62 @@ use serde_json::Value;
 /// (`"line 12: undefined value"`).
 pub fn render_request(template: &str, request: &Value) -> Result<String, String> {
     let mut env = Environment::new();
-    if let Ok(cfg) = SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build() {
+    if let Ok(cfg) = SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .build()
+    {
         env.set_syntax(cfg);
     }
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.set_fuel(Some(50_000_000));
     env.set_recursion_limit(200);
     env.add_filter("tojson", tojson);
-    env.add_function("raise_exception", |msg: String| -> Result<JValue, Error> { Err(Error::new(ErrorKind::InvalidOperation, msg)) });
+    env.add_function("raise_exception", |msg: String| -> Result<JValue, Error> {
+        Err(Error::new(ErrorKind::InvalidOperation, msg))
+    });
     env.add_function("strftime_now", |fmt: String| -> String {
-        fmt.replace("%Y", "2026").replace("%m", "01").replace("%d", "01").replace("%B", "January").replace("%b", "Jan").replace("%H", "12").replace("%M", "00")
+        fmt.replace("%Y", "2026")
+            .replace("%m", "01")
+            .replace("%d", "01")
+            .replace("%B", "January")
+            .replace("%b", "Jan")
+            .replace("%H", "12")
+            .replace("%M", "00")
     });
     let tmpl = env.template_from_str(template).map_err(describe)?;
     let mut ctx = serde_json::Map::new();
-    ctx.insert("messages".into(), request.get("messages").cloned().unwrap_or(Value::Array(Vec::new())));
+    ctx.insert(
+        "messages".into(),
+        request
+            .get("messages")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    );
     if let Some(t) = request.get("tools") {
         ctx.insert("tools".into(), t.clone());
     }
-    ctx.insert("add_generation_prompt".into(), request.get("add_generation_prompt").cloned().unwrap_or(Value::Bool(true)));
-    ctx.insert("bos_token".into(), request.get("bos_token").cloned().unwrap_or(Value::String(String::new())));
-    ctx.insert("eos_token".into(), request.get("eos_token").cloned().unwrap_or(Value::String(String::new())));
+    ctx.insert(
+        "add_generation_prompt".into(),
+        request
+            .get("add_generation_prompt")
+            .cloned()
+            .unwrap_or(Value::Bool(true)),
+    );
+    ctx.insert(
+        "bos_token".into(),
+        request
+            .get("bos_token")
+            .cloned()
+            .unwrap_or(Value::String(String::new())),
+    );
+    ctx.insert(
+        "eos_token".into(),
+        request
+            .get("eos_token")
+            .cloned()
+            .unwrap_or(Value::String(String::new())),
+    );
     if let Some(Value::Object(kw)) = request.get("chat_template_kwargs") {
         for (k, v) in kw {
             ctx.insert(k.clone(), v.clone());
@@ -61,7 +97,12 @@ impl Object for JsonMap {
         self.0.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
     }
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        Enumerator::Values(self.0.iter().map(|(k, _)| JValue::from(k.as_str())).collect())
+        Enumerator::Values(
+            self.0
+                .iter()
+                .map(|(k, _)| JValue::from(k.as_str()))
+                .collect(),
+        )
     }
 }
 
@@ -76,7 +117,9 @@ fn to_jinja(v: &Value) -> JValue {
         },
         Value::String(s) => JValue::from(s.as_str()),
         Value::Array(a) => JValue::from(a.iter().map(to_jinja).collect::<Vec<_>>()),
-        Value::Object(m) => JValue::from_object(JsonMap(m.iter().map(|(k, v)| (k.clone(), to_jinja(v))).collect())),
+        Value::Object(m) => JValue::from_object(JsonMap(
+            m.iter().map(|(k, v)| (k.clone(), to_jinja(v))).collect(),
+        )),
     }
 }
 
@@ -89,7 +132,13 @@ fn from_jinja(v: &JValue, depth: usize) -> Value {
         ValueKind::Bool => Value::Bool(v.is_true()),
         ValueKind::Number => match v.as_i64() {
             Some(i) if v.to_string().parse::<i64>().is_ok() => Value::from(i),
-            _ => v.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or(Value::Null),
+            _ => v
+                .to_string()
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number)
+                .unwrap_or(Value::Null),
         },
         ValueKind::String => Value::String(v.as_str().unwrap_or_default().to_string()),
         ValueKind::Map => {
@@ -97,13 +146,20 @@ fn from_jinja(v: &JValue, depth: usize) -> Value {
             if let Ok(keys) = v.try_iter() {
                 for k in keys {
                     let val = v.get_item(&k).unwrap_or_default();
-                    let key = k.as_str().map(str::to_string).unwrap_or_else(|| k.to_string());
+                    let key = k
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| k.to_string());
                     m.insert(key, from_jinja(&val, depth + 1));
                 }
             }
             Value::Object(m)
         }
-        ValueKind::Seq | ValueKind::Iterable => Value::Array(v.try_iter().map(|it| it.map(|x| from_jinja(&x, depth + 1)).collect()).unwrap_or_default()),
+        ValueKind::Seq | ValueKind::Iterable => Value::Array(
+            v.try_iter()
+                .map(|it| it.map(|x| from_jinja(&x, depth + 1)).collect())
+                .unwrap_or_default(),
+        ),
         _ => Value::String(v.to_string()),
     }
 }
@@ -183,8 +239,13 @@ mod tests {
 
     #[test]
     fn renders_tools_with_tojson() {
-        let t = "{% for t in tools %}{{ t | tojson }}{% endfor %}{{ messages[0]['content'].strip() }}";
-        let out = render_request(t, &json!({"messages": [{"role": "user", "content": " hi "}], "tools": [{"x": "<y>"}]})).unwrap();
+        let t =
+            "{% for t in tools %}{{ t | tojson }}{% endfor %}{{ messages[0]['content'].strip() }}";
+        let out = render_request(
+            t,
+            &json!({"messages": [{"role": "user", "content": " hi "}], "tools": [{"x": "<y>"}]}),
+        )
+        .unwrap();
         assert_eq!(out, r#"{"x": "<y>"}hi"#);
         let e = render_request("{{ raise_exception('no') }}", &json!({})).unwrap_err();
         assert!(e.contains("no"), "{e}");

@@ -68,7 +68,11 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
         Value::Object(m) => {
             if m.get("tools").is_some_and(Value::is_array) {
                 "/tools".to_string()
-            } else if m.get("result").and_then(|r| r.get("tools")).is_some_and(Value::is_array) {
+            } else if m
+                .get("result")
+                .and_then(|r| r.get("tools"))
+                .is_some_and(Value::is_array)
+            {
                 "/result/tools".to_string()
             } else if m.get("functions").is_some_and(Value::is_array) {
                 "/functions".to_string()
@@ -86,7 +90,12 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
         let Value::Object(m) = item else { continue };
         let base = format!("{list_pointer}/{index}");
         let (dialect, holder, key, holder_ptr) = if let Some(Value::Object(f)) = m.get("function") {
-            (ToolDialect::OpenAi, f, "parameters", format!("{base}/function"))
+            (
+                ToolDialect::OpenAi,
+                f,
+                "parameters",
+                format!("{base}/function"),
+            )
         } else if m.contains_key("input_schema") {
             (ToolDialect::Anthropic, m, "input_schema", base.clone())
         } else if m.contains_key("inputSchema") {
@@ -102,12 +111,29 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
             };
             (dialect, m, "", base.clone())
         };
-        let name = holder.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-        let description = holder.get("description").and_then(Value::as_str).map(str::to_string);
-        let schema_pointer = (!key.is_empty() && holder.contains_key(key)).then(|| format!("{holder_ptr}/{key}"));
-        tools.push(ToolEntry { index, name, description, dialect, schema_pointer });
+        let name = holder
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let description = holder
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let schema_pointer =
+            (!key.is_empty() && holder.contains_key(key)).then(|| format!("{holder_ptr}/{key}"));
+        tools.push(ToolEntry {
+            index,
+            name,
+            description,
+            dialect,
+            schema_pointer,
+        });
     }
-    Ok(ToolList { list_pointer, tools })
+    Ok(ToolList {
+        list_pointer,
+        tools,
+    })
 }
 
 fn shape_error(doc: &Value) -> String {
@@ -139,27 +165,45 @@ mod tests {
     fn finds_each_dialect() {
         let openai = json!([{"type":"function","function":{"name":"a","parameters":{}}}]);
         let l = locate_tools(&openai).unwrap();
-        assert_eq!(l.tools[0].schema_pointer.as_deref(), Some("/0/function/parameters"));
+        assert_eq!(
+            l.tools[0].schema_pointer.as_deref(),
+            Some("/0/function/parameters")
+        );
         assert_eq!(l.tools[0].dialect, ToolDialect::OpenAi);
 
-        let anthropic = json!({"model":"m","tools":[{"name":"b","input_schema":{"type":"object"}}]});
+        let anthropic =
+            json!({"model":"m","tools":[{"name":"b","input_schema":{"type":"object"}}]});
         let l = locate_tools(&anthropic).unwrap();
-        assert_eq!(l.tools[0].schema_pointer.as_deref(), Some("/tools/0/input_schema"));
+        assert_eq!(
+            l.tools[0].schema_pointer.as_deref(),
+            Some("/tools/0/input_schema")
+        );
         assert_eq!(l.tools[0].name, "b");
 
-        let mcp = json!({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"c","inputSchema":{}}]}});
+        let mcp =
+            json!({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"c","inputSchema":{}}]}});
         let l = locate_tools(&mcp).unwrap();
         assert_eq!(l.list_pointer, "/result/tools");
-        assert_eq!(l.tools[0].schema_pointer.as_deref(), Some("/result/tools/0/inputSchema"));
+        assert_eq!(
+            l.tools[0].schema_pointer.as_deref(),
+            Some("/result/tools/0/inputSchema")
+        );
         assert_eq!(l.tools[0].dialect, ToolDialect::Mcp);
 
         let server_tool = json!([{"type":"web_search_20250305","name":"web_search"}]);
-        assert_eq!(locate_tools(&server_tool).unwrap().tools[0].schema_pointer, None);
+        assert_eq!(
+            locate_tools(&server_tool).unwrap().tools[0].schema_pointer,
+            None
+        );
     }
 
     #[test]
     fn rejects_other_shapes() {
-        assert!(locate_tools(&json!({"messages":[]})).unwrap_err().contains("an object without"));
+        assert!(
+            locate_tools(&json!({"messages":[]}))
+                .unwrap_err()
+                .contains("an object without")
+        );
         assert!(locate_tools(&json!(3)).is_err());
     }
 
