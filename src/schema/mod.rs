@@ -9,7 +9,6 @@
 pub mod flatten;
 pub mod loss;
 pub mod rank;
-pub mod shim;
 pub mod tools;
 
 pub use flatten::{Change, FlattenOptions, Flattened, Strategy, flatten_tools};
