@@ -78,7 +78,7 @@ fn gemma4_type_list_loses_against_a_printable_rewrite() {
     };
     let req = case_request("01-gemma4-anyof-type-lost");
     let (ranking, best) = rank_strategies(&req, &FlattenOptions::default(), |d| {
-        render_request(&t, &as_request(d))
+        render_template(&t, &as_request(d), None, None)
     })
     .unwrap();
     let order: Vec<(Option<Strategy>, Option<u32>)> = ranking
@@ -100,7 +100,7 @@ fn gemma4_type_list_loses_against_a_printable_rewrite() {
     assert_eq!(ranking.baseline.score, Some(10));
     assert_eq!(ranking.best(), Some(Strategy::FirstTypeWithNote));
     // After flattening, label renders with nullable:true and type STRING (case 01's note).
-    let prompt = render_request(&t, &as_request(&best.tools)).unwrap();
+    let prompt = render_template(&t, &as_request(&best.tools), None, None).unwrap();
     assert!(
         prompt.contains("label:{nullable:true,type:<|\"|>STRING<|\"|>}"),
         "{prompt}"
@@ -115,7 +115,7 @@ fn gemma4_type_list_loses_against_a_printable_rewrite() {
     // Case 02: the type list itself is what Gemma 4 cannot print.
     let req = case_request("02-gemma4-type-list");
     let (ranking, _) = rank_strategies(&req, &FlattenOptions::default(), |d| {
-        render_request(&t, &as_request(d))
+        render_template(&t, &as_request(d), None, None)
     })
     .unwrap();
     assert_eq!(ranking.best(), Some(Strategy::FirstTypeWithNote));
@@ -135,7 +135,7 @@ fn json_dumping_template_keeps_the_type_list() {
     };
     let req = case_request("01-gemma4-anyof-type-lost");
     let (ranking, best) = rank_strategies(&req, &FlattenOptions::default(), |d| {
-        render_request(&t, &as_request(d))
+        render_template(&t, &as_request(d), None, None)
     })
     .unwrap();
     assert_eq!(ranking.best(), Some(Strategy::TypeList), "{ranking:#?}");
