@@ -91,7 +91,7 @@ if want f; then  # tool_choice "none" (OpenAI) and {"type":"none"} (Anthropic, d
   send $S $REQ/f-tool-choice-none-anthropic.json --api anthropic
   stop_server
 fi
-if want g; then  # stop string inside reasoning: Qwen3 template, prefill "<think>\n", stop ["the"]
+if want g; then  # stop string inside reasoning: Qwen3 template, prefill "<think>\n", stop ["The"]
   S=$OUT/g-stop-in-reasoning.jsonl; fresh $S
   start_server "$TOOLSCOPE_SMOLLM2" "$TOOLSCOPE_CORPUS/Qwen-Qwen3-0.6B.jinja" -v
   send $S $REQ/g-stop-in-reasoning.json --api openai

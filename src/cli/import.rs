@@ -29,9 +29,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&args.har).with_context(|| format!("{name}: cannot read"))?;
     let har: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
-            "{name}: line {} column {}: not valid JSON: {e}",
+            "{name}: line {} column {}: not valid JSON: {}",
             e.line(),
-            e.column()
+            e.column(),
+            json_reason(&e)
         )
     })?;
     let session = har_to_session_with(&name, &har, args.keep_secrets)?;

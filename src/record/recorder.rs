@@ -220,6 +220,7 @@ impl Recorder {
         headers: Vec<(String, String)>,
         body: &[u8],
     ) -> ActiveExchange {
+        let start = Instant::now();
         let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
         let headers = if self.inner.cfg.keep_secrets {
             headers
@@ -240,14 +241,16 @@ impl Recorder {
         };
         let started = now_rfc3339();
         self.busy_inc();
-        self.emit(RecordEvent::Started {
-            id,
-            started: started.clone(),
-            request: request.clone(),
-        });
+        if self.inner.events.is_some() {
+            self.emit(RecordEvent::Started {
+                id,
+                started: started.clone(),
+                request: request.clone(),
+            });
+        }
         ActiveExchange {
             rec: self.clone(),
-            start: Instant::now(),
+            start,
             ex: Some(Exchange {
                 id,
                 started,
@@ -268,7 +271,9 @@ impl Recorder {
         let render_req = render
             .as_ref()
             .map(|_| (ex.id, ex.api(), ex.request_json()));
-        self.emit(RecordEvent::Ended(Box::new(ex.clone())));
+        if self.inner.events.is_some() {
+            self.emit(RecordEvent::Ended(Box::new(ex.clone())));
+        }
         self.queue(Line::Exchange(Box::new(ex)));
         if let (Some(client), Some((id, api, body))) = (render, render_req)
             && let Ok(rt) = tokio::runtime::Handle::try_current()
