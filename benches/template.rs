@@ -17,9 +17,9 @@ fn request() -> Value {
         "messages": [
             {"role": "system", "content": "You can call tools."},
             {"role": "user", "content": "What's the weather in Vienna?"},
-            {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+            {"role": "assistant", "tool_calls": [{"id": "a1b2c3d4e", "type": "function",
                 "function": {"name": "get_weather", "arguments": {"city": "Vienna", "days": 2}}}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp_c\": 12.5}"},
+            {"role": "tool", "tool_call_id": "a1b2c3d4e", "content": "{\"temp_c\": 12.5}"},
             {"role": "assistant", "content": "It is 12.5 °C in Vienna."},
             {"role": "user", "content": "And tomorrow?"}
         ],

@@ -156,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let input = if anthropic { RenderInput::from_anthropic_request(&body) } else { RenderInput::from_openai_request(&body) };
     let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
     for n in &input.notes {
-        eprintln!("toolscope: note: {req_name}{n}");
+        eprintln!("toolscope: note: {req_name}: {n}");
     }
     let template = source.select(&input);
     if template.is_empty() {

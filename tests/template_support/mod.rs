@@ -49,9 +49,9 @@ pub fn scenarios() -> Vec<(&'static str, Value)> {
                 "messages": [
                     {"role": "system", "content": "You can call tools."},
                     {"role": "user", "content": "What's the weather in Vienna?"},
-                    {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+                    {"role": "assistant", "tool_calls": [{"id": "a1b2c3d4e", "type": "function",
                         "function": {"name": "get_weather", "arguments": {"city": "Vienna", "unit": null, "days": 2}}}]},
-                    {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temp_c\": 12.5, \"sky\": \"cloudy\"}"}
+                    {"role": "tool", "tool_call_id": "a1b2c3d4e", "name": "get_weather", "content": "{\"temp_c\": 12.5, \"sky\": \"cloudy\"}"}
                 ],
                 "tools": [weather_tool(), search_tool()],
                 "add_generation_prompt": true,
@@ -66,11 +66,11 @@ pub fn scenarios() -> Vec<(&'static str, Value)> {
                     {"role": "user", "content": "Compare the weather in Vienna and Graz, then search the docs for 'units'."},
                     {"role": "assistant", "content": "", "reasoning_content": "Two cities: call the tool twice.",
                      "tool_calls": [
-                        {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Vienna\"}"}},
-                        {"id": "call_b", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Graz\", \"days\": 1}"}}
+                        {"id": "v1e2n3n4a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Vienna\"}"}},
+                        {"id": "g1r2a3z4b", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Graz\", \"days\": 1}"}}
                      ]},
-                    {"role": "tool", "tool_call_id": "call_a", "name": "get_weather", "content": "12C"},
-                    {"role": "tool", "tool_call_id": "call_b", "name": "get_weather", "content": "9C"},
+                    {"role": "tool", "tool_call_id": "v1e2n3n4a", "name": "get_weather", "content": "12C"},
+                    {"role": "tool", "tool_call_id": "g1r2a3z4b", "name": "get_weather", "content": "9C"},
                     {"role": "assistant", "content": "Vienna is warmer (12C vs 9C).", "reasoning_content": "12 > 9."},
                     {"role": "user", "content": "Now the docs, please."}
                 ],
