@@ -28,23 +28,46 @@ fn without_tokens(body: &Value) -> Value {
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn local_renders_vs_llama_server_apply_template() {
-    let (Some(_bin), Some(model), Some(corpus)) = (support::llama_server(), support::smollm2(), support::corpus()) else { return };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let mut files: Vec<_> = std::fs::read_dir(&corpus).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "jinja")).collect();
+    let (Some(_bin), Some(model), Some(corpus)) = (
+        support::llama_server(),
+        support::smollm2(),
+        support::corpus(),
+    ) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
+        .collect();
     files.sort();
     if let Ok(only) = std::env::var("TOOLSCOPE_E2E_TEMPLATES") {
         files.retain(|f| only.split(',').any(|o| f.to_string_lossy().contains(o)));
     }
-    let (mut same, mut compared, mut rejected_start, mut server_errors, mut local_errors) = (0, 0, 0, 0, 0);
+    let (mut same, mut compared, mut rejected_start, mut server_errors, mut local_errors) =
+        (0, 0, 0, 0, 0);
     let mut per: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
     let mut divergences = Vec::new();
     for f in &files {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let server = match LlamaServer::start(LlamaOptions { model: model.clone(), chat_template_file: Some(f.clone()), ctx: 4096, ..Default::default() }) {
+        let server = match LlamaServer::start(LlamaOptions {
+            model: model.clone(),
+            chat_template_file: Some(f.clone()),
+            ctx: 4096,
+            ..Default::default()
+        }) {
             Ok(s) => s,
             Err(e) => {
                 rejected_start += 1;
-                println!("  server rejects {name}: {}", e.to_string().lines().next().unwrap_or(""));
+                println!(
+                    "  server rejects {name}: {}",
+                    e.to_string().lines().next().unwrap_or("")
+                );
                 continue;
             }
         };
@@ -58,13 +81,23 @@ fn local_renders_vs_llama_server_apply_template() {
                 Ok(p) => p,
                 Err(e) => {
                     server_errors += 1;
-                    println!("  server error {name}#{scn}: {}", e.to_string().chars().take(160).collect::<String>());
+                    println!(
+                        "  server error {name}#{scn}: {}",
+                        e.to_string().chars().take(160).collect::<String>()
+                    );
                     continue;
                 }
             };
             let input = RenderInput::from_openai_request(&body).with_default_tokens(bos, eos);
             let tmpl = std::fs::read_to_string(f).unwrap();
-            let local = match toolscope::template::render(&tmpl, &input, &RenderOptions { now: Some(time::OffsetDateTime::now_utc()), ..Default::default() }) {
+            let local = match toolscope::template::render(
+                &tmpl,
+                &input,
+                &RenderOptions {
+                    now: Some(time::OffsetDateTime::now_utc()),
+                    ..Default::default()
+                },
+            ) {
                 Ok(p) => p,
                 Err(e) => {
                     local_errors += 1;
@@ -104,25 +137,64 @@ fn local_renders_vs_llama_server_apply_template() {
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn smollm2_tokenization_matches_server() {
-    let (Some(_bin), Some(model), Some(corpus)) = (support::llama_server(), support::smollm2(), support::corpus()) else { return };
-    let server = LlamaServer::start(LlamaOptions { model: model.clone(), ctx: 4096, ..Default::default() }).unwrap();
+    let (Some(_bin), Some(model), Some(corpus)) = (
+        support::llama_server(),
+        support::smollm2(),
+        support::corpus(),
+    ) else {
+        return;
+    };
+    let server = LlamaServer::start(LlamaOptions {
+        model: model.clone(),
+        ctx: 4096,
+        ..Default::default()
+    })
+    .unwrap();
     let client = ServerClient::new(&server.base_url());
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let md = toolscope::template::gguf::read_metadata(std::io::BufReader::new(std::fs::File::open(&model).unwrap())).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let md = toolscope::template::gguf::read_metadata(std::io::BufReader::new(
+        std::fs::File::open(&model).unwrap(),
+    ))
+    .unwrap();
     let vocab = tokens::Vocab::from_gguf("smollm2", &md).unwrap();
     let tmpl = std::fs::read_to_string(corpus.join("Qwen-Qwen3-0.6B.jinja")).unwrap();
-    let (_, body) = template_support::scenarios().into_iter().find(|s| s.0 == "reasoning_multi").unwrap();
-    let prompt = toolscope::template::render(&tmpl, &RenderInput::from_openai_request(&body), &RenderOptions::default()).unwrap();
+    let (_, body) = template_support::scenarios()
+        .into_iter()
+        .find(|s| s.0 == "reasoning_multi")
+        .unwrap();
+    let prompt = toolscope::template::render(
+        &tmpl,
+        &RenderInput::from_openai_request(&body),
+        &RenderOptions::default(),
+    )
+    .unwrap();
     let server_pieces = rt.block_on(client.tokenize(&prompt)).unwrap();
     let server_ids: Vec<u32> = server_pieces.iter().map(|p| p.id).collect();
-    let ours: Vec<u32> = tokens::tokenize(&vocab, &prompt).iter().map(|t| t.id).collect();
+    let ours: Vec<u32> = tokens::tokenize(&vocab, &prompt)
+        .iter()
+        .map(|t| t.id)
+        .collect();
     let first = ours.iter().zip(&server_ids).position(|(a, b)| a != b);
-    println!("SmolLM2 tokenization: {} tokens ours, {} server, first difference at {first:?}", ours.len(), server_ids.len());
+    println!(
+        "SmolLM2 tokenization: {} tokens ours, {} server, first difference at {first:?}",
+        ours.len(),
+        server_ids.len()
+    );
     assert_eq!(ours, server_ids);
     // Pseudo-special markers agree whichever tokenization is used.
     let f_ours = tokens::pseudo_special(&prompt, &tokens::tokenize(&vocab, &prompt));
-    let f_server = tokens::pseudo_special(&prompt, &tokens::tokens_from_pieces(&prompt, &server_pieces));
-    let ex = |f: &[toolscope::Finding]| f.iter().map(|x| x.evidence.excerpt.clone().unwrap_or_default()).collect::<Vec<_>>();
+    let f_server = tokens::pseudo_special(
+        &prompt,
+        &tokens::tokens_from_pieces(&prompt, &server_pieces),
+    );
+    let ex = |f: &[toolscope::Finding]| {
+        f.iter()
+            .map(|x| x.evidence.excerpt.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(ex(&f_ours), ex(&f_server));
     assert!(ex(&f_server).contains(&"<tool_call>".to_owned()));
     let _ = json!(null);

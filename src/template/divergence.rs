@@ -23,7 +23,14 @@ pub fn first_difference(local: &str, engine: &str) -> Option<usize> {
 /// (`\n` shown as `\n`), for a one-line excerpt.
 pub fn excerpt(s: &str, offset: usize, n: usize) -> String {
     let offset = s.floor_char_boundary(offset.min(s.len()));
-    let before: String = s[..offset].chars().rev().take(n).collect::<Vec<_>>().into_iter().rev().collect();
+    let before: String = s[..offset]
+        .chars()
+        .rev()
+        .take(n)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     let after: String = s[offset..].chars().take(n).collect();
     format!("{}⟨{}", before.escape_debug(), after.escape_debug())
 }
@@ -35,7 +42,10 @@ pub fn engine_divergence(local: &str, engine: &str, engine_name: &str) -> Option
     let at = first_difference(local, engine)?;
     let (line, col) = {
         let before = &local[..at];
-        (before.matches('\n').count() + 1, before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1)
+        (
+            before.matches('\n').count() + 1,
+            before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+        )
     };
     let msg = format!(
         "local render and {engine_name} differ from byte {at} (line {line}, column {col}; local {} bytes, {engine_name} {} bytes): local \"{}\" vs {engine_name} \"{}\"",
@@ -65,7 +75,12 @@ mod tests {
         assert_eq!(first_difference("ab", "abc"), Some(2));
         // "é" is 2 bytes: c3 a9 vs "è" c3 a8 — first byte equal, report the character start.
         assert_eq!(first_difference("xé", "xè"), Some(1));
-        let f = engine_divergence("<|im_start|>user\nhi", "<|im_start|>user\nho", "llama-server").unwrap();
+        let f = engine_divergence(
+            "<|im_start|>user\nhi",
+            "<|im_start|>user\nho",
+            "llama-server",
+        )
+        .unwrap();
         assert_eq!(f.evidence.offset, Some(18));
         assert!(f.message.contains("line 2, column 2"), "{}", f.message);
     }

@@ -83,4 +83,3 @@ pub fn scenarios() -> Vec<(&'static str, Value)> {
         ),
     ]
 }
-
