@@ -711,6 +711,30 @@ mod tests {
     }
 
     #[test]
+    fn hf_tokenizer_json() {
+        // A minimal byte-level BPE tokenizer.json: "ab" merges, "<s>" is a special added token,
+        // "<x>" a non-special added token.
+        let spec = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null,
+            "added_tokens": [
+                {"id": 3, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+                {"id": 4, "content": "<x>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": false}],
+            "normalizer": null,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+            "post_processor": null, "decoder": null,
+            "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                      "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+                      "vocab": {"a": 0, "b": 1, "ab": 2, "<s>": 3, "<x>": 4, "Ġ": 5}, "merges": ["a b"]}
+        });
+        let v = Vocab::from_tokenizer_json("tokenizer.json", spec.to_string().as_bytes()).unwrap();
+        assert_eq!(v.bos_id, Some(3));
+        assert!(!v.add_bos);
+        let toks = tokenize(&v, "<s>ab<x>a");
+        let got: Vec<(u32, &str, bool)> = toks.iter().map(|t| (t.id, t.piece.as_str(), t.special)).collect();
+        assert_eq!(got, [(3, "<s>", true), (2, "ab", false), (4, "<x>", true), (0, "a", false)]);
+    }
+
+    #[test]
     fn bos_positions() {
         let t = |id, p: &str| Token {
             id,
