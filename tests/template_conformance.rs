@@ -68,10 +68,11 @@ fn reference(py: &str, jobs: &[Value]) -> BTreeMap<String, Result<String, String
 
 fn first_diff(a: &str, b: &str) -> String {
     let i = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    let lo = a.floor_char_boundary(i.saturating_sub(40));
+    let fb = toolscope::template::divergence::floor_boundary;
+    let lo = fb(a, i.saturating_sub(40));
     let cut = |s: &str| {
-        let end = s.floor_char_boundary((i + 40).min(s.len()));
-        let start = s.floor_char_boundary(lo.min(end));
+        let end = fb(s, i + 40);
+        let start = fb(s, lo.min(end));
         s[start..end].escape_debug().to_string()
     };
     format!("byte {i}: ours …{}… reference …{}…", cut(a), cut(b))

@@ -22,7 +22,7 @@ pub fn first_difference(local: &str, engine: &str) -> Option<usize> {
 /// Up to `n` characters either side of `offset` in `s`, with control characters escaped
 /// (`\n` shown as `\n`), for a one-line excerpt.
 pub fn excerpt(s: &str, offset: usize, n: usize) -> String {
-    let offset = s.floor_char_boundary(offset.min(s.len()));
+    let offset = floor_boundary(s, offset);
     let before: String = s[..offset]
         .chars()
         .rev()
@@ -62,6 +62,15 @@ pub fn engine_divergence(local: &str, engine: &str, engine_name: &str) -> Option
         )
         .with_evidence(Evidence { pane: Some(Pane::Template), offset: Some(at), excerpt: Some(excerpt(engine, at, 30)), ..Default::default() }),
     )
+}
+
+/// The largest UTF-8 character boundary of `s` at or before `i` (clamped to `s.len()`).
+pub fn floor_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 #[cfg(test)]

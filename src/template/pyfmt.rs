@@ -314,7 +314,7 @@ fn write_json(
                 return Ok(());
             }
             if opts.sort_keys {
-                keys.sort_by(|a, b| a.cmp(b));
+                keys.sort();
             }
             out.push('{');
             newline_indent(out, opts, level + 1);
@@ -433,11 +433,9 @@ pub fn py_splitlines(s: &str) -> Vec<&str> {
         if is_break {
             out.push(&s[start..i]);
             let mut end = i + c.len_utf8();
-            if c == '\r' {
-                if let Some(&(_, '\n')) = chars.peek() {
-                    chars.next();
-                    end += 1;
-                }
+            if c == '\r' && matches!(chars.peek(), Some(&(_, '\n'))) {
+                chars.next();
+                end += 1;
             }
             start = end;
         }

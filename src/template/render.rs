@@ -160,7 +160,7 @@ pub fn rewrite_generation_blocks(src: &str) -> String {
 
 fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
-    let before = &src[..src.floor_char_boundary(offset)];
+    let before = &src[..super::divergence::floor_boundary(src, offset)];
     let line = before.matches('\n').count() + 1;
     let col = before
         .rsplit('\n')

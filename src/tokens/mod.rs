@@ -546,13 +546,13 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
     let mut i = 0;
     while i < b.len() {
         let rest = &s[i..];
-        let found = if rest.starts_with("<｜") {
-            rest[4..]
+        let found = if let Some(inner) = rest.strip_prefix("<｜") {
+            inner
                 .find("｜>")
-                .filter(|&k| k <= 120 && !rest[4..4 + k].contains(['\n', ' ', '<']))
+                .filter(|&k| k <= 120 && !inner[..k].contains(['\n', ' ', '<']))
                 .map(|k| 4 + k + 4)
-        } else if rest.starts_with('<') {
-            let body_start = 1 + usize::from(rest[1..].starts_with(['|', '/']));
+        } else if let Some(after) = rest.strip_prefix('<') {
+            let body_start = 1 + usize::from(after.starts_with(['|', '/']));
             let mut k = body_start;
             let rb = rest.as_bytes();
             while k < rb.len()
@@ -566,7 +566,7 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
                 .as_bytes()
                 .first()
                 .is_some_and(|c| c.is_ascii_alphabetic());
-            let pipe_open = rest[1..].starts_with('|');
+            let pipe_open = after.starts_with('|');
             if first_ok && name.len() >= 2 && rest[k..].starts_with("|>") {
                 Some(k + 2)
             } else if first_ok && (name.len() >= 2 || pipe_open) && rest[k..].starts_with('>') {
@@ -574,9 +574,9 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
             } else {
                 None
             }
-        } else if rest.starts_with('[') {
+        } else if let Some(after) = rest.strip_prefix('[') {
             let rb = rest.as_bytes();
-            let mut k = 1 + usize::from(rest[1..].starts_with('/'));
+            let mut k = 1 + usize::from(after.starts_with('/'));
             let body = k;
             while k < rb.len()
                 && k < 40
