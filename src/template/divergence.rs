@@ -64,6 +64,20 @@ pub fn engine_divergence(local: &str, engine: &str, engine_name: &str) -> Option
     )
 }
 
+/// [`engine_divergence`] against a session's recorded llama-server render
+/// (`Annotation::ServerRender { prompt: Some(..) }`), tagged with its exchange id. `None` when
+/// the annotation has no prompt or the renders are identical.
+pub fn from_server_render(local: &str, ann: &crate::session::Annotation) -> Option<Finding> {
+    match ann {
+        crate::session::Annotation::ServerRender {
+            exchange,
+            prompt: Some(p),
+            ..
+        } => engine_divergence(local, p, "llama-server").map(|f| f.in_exchange(Some(*exchange))),
+        _ => None,
+    }
+}
+
 /// The largest UTF-8 character boundary of `s` at or before `i` (clamped to `s.len()`).
 pub fn floor_boundary(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
@@ -92,5 +106,14 @@ mod tests {
         .unwrap();
         assert_eq!(f.evidence.offset, Some(18));
         assert!(f.message.contains("line 2, column 2"), "{}", f.message);
+        let ann = crate::session::Annotation::ServerRender {
+            exchange: 7,
+            prompt: Some("ab".into()),
+            tokens: None,
+            error: None,
+        };
+        assert_eq!(from_server_render("ab", &ann), None);
+        let f = from_server_render("ax", &ann).unwrap();
+        assert_eq!((f.exchange, f.evidence.offset), (Some(7), Some(1)));
     }
 }
