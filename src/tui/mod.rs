@@ -1,2 +1,176 @@
 //! The inspector TUI: exchange list and panes (Tools, Schema, Template, Stream, Replay,
 //! Findings). A thin layer over the analysis modules.
+//!
+//! Layout of this module (see docs/tui.md):
+//! * [`app`] — the controller: `Tui::run(input)` with a biased `select!` over the message
+//!   queue, the input stream and SIGINT; draws when the queue drains.
+//! * [`state`] — the state the UI task owns, updated by input and [`message::Message`]s.
+//! * [`view`] / [`doc`] — drawing, a pure function of the state; pane documents.
+//! * [`analysis`] — the view-model computed off the UI task from the session and the analysis
+//!   modules.
+//! * [`source`] — lazily indexed session files (exchanges decoded on demand).
+//! * [`keymap`], [`theme`], [`highlight`] — keys (footer and help generated from them),
+//!   TOML themes, syntect JSON highlighting.
+
+pub mod analysis;
+pub mod app;
+pub mod doc;
+pub mod highlight;
+pub mod keymap;
+pub mod message;
+pub mod source;
+pub mod state;
+pub mod theme;
+pub mod view;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
+use crossterm::execute;
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+pub use app::Tui;
+pub use message::Message;
+pub use state::State;
+
+/// How to start the inspector.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--theme NAME|PATH` (None = dark).
+    pub theme: Option<String>,
+    /// Drop colours (`NO_COLOR`).
+    pub no_color: bool,
+}
+
+/// `<config dir>/toolscope` (keymap.toml, themes/).
+pub fn config_dir() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("toolscope"))
+}
+
+/// Builds the initial state: keymap and theme from the config dir, terminal size `size`.
+///
+/// Errors: an invalid keymap.toml or theme (message names the file).
+pub fn initial_state(opts: &Options, size: (u16, u16)) -> anyhow::Result<State> {
+    let cfg = config_dir();
+    let keymap = keymap::Keymap::load(cfg.as_deref())?;
+    let theme = theme::Theme::resolve(opts.theme.as_deref(), cfg.as_deref(), opts.no_color)?;
+    Ok(State::new(keymap, theme, size))
+}
+
+/// Restores the terminal (leave alternate screen, disable raw mode and mouse capture).
+/// Safe to call more than once.
+pub fn restore_terminal() {
+    let _ = execute!(std::io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+}
+
+fn setup_terminal() -> anyhow::Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        prev(info);
+    }));
+    let terminal = ratatui::try_init().map_err(|e| anyhow::anyhow!("cannot initialise the terminal: {e}"))?;
+    let _ = execute!(std::io::stdout(), EnableMouseCapture);
+    Ok(terminal)
+}
+
+/// Writes `text` to the system clipboard through the terminal (OSC 52).
+pub fn osc52(text: &str) {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b]52;c;{b64}\x07");
+    let _ = out.flush();
+}
+
+/// Runs the inspector on `files` (empty = the session browser over `./sessions/`).
+/// Blocks until the user quits; the terminal is restored on return, panic and Ctrl-C.
+///
+/// Errors: terminal setup, invalid theme/keymap. File errors are shown in the UI.
+pub fn run(files: Vec<PathBuf>, opts: &Options) -> anyhow::Result<()> {
+    let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
+    let fx = if files.is_empty() {
+        let dir = PathBuf::from("sessions");
+        state.open_files(source::list_sessions(&dir), Some(dir))
+    } else {
+        state.open_files(files, None)
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let terminal = setup_terminal()?;
+    let result = rt.block_on(async move {
+        let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
+        tui.run_effects(fx);
+        tui.run(EventStream::new()).await
+    });
+    restore_terminal();
+    result.map_err(Into::into)
+}
+
+/// Runs the inspector over a live `toolscope proxy`: `events` is the recorder's event channel
+/// (`record::proxy::Proxy::spawn(cfg, Some(tx))`). Exchanges appear when their request
+/// arrives; status, chunks (streams growing in place) and the final exchange update the same
+/// row. `header` is the proxy's session header (`ProxyHandle::header()`), `name` the session
+/// path. Returns when the user quits; the caller then shuts the proxy down.
+///
+/// Must be called from within a multi-threaded tokio runtime.
+pub async fn run_live_records(
+    name: String,
+    header: crate::session::Header,
+    mut events: tokio::sync::mpsc::Receiver<crate::record::recorder::RecordEvent>,
+    opts: &Options,
+) -> anyhow::Result<()> {
+    let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
+    let session = crate::session::read::Session { path: name, header, ..Default::default() };
+    let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
+    let terminal = setup_terminal()?;
+    let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
+    let tx = tui.sender();
+    let forward = tokio::spawn(async move {
+        while let Some(ev) = events.recv().await {
+            if tx.send(Message::Record(ev)).is_err() {
+                break;
+            }
+        }
+    });
+    tui.run_effects(fx);
+    let r = tui.run(EventStream::new()).await;
+    forward.abort();
+    restore_terminal();
+    r.map_err(Into::into)
+}
+
+/// Runs the inspector over a live proxy: every [`crate::session::Exchange`] received on `rx`
+/// (a new one, or a newer copy of an in-flight one with more chunks, matched by id) appears or
+/// updates in place. `name` titles the session (e.g. the session file path). Returns when the
+/// user quits; the proxy keeps its own lifetime.
+///
+/// Must be called from within a tokio runtime (multi-threaded).
+pub async fn run_live(
+    name: String,
+    header: crate::session::Header,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<crate::session::Exchange>,
+    opts: &Options,
+) -> anyhow::Result<()> {
+    let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
+    let session = crate::session::read::Session { path: name, header, ..Default::default() };
+    let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
+    let terminal = setup_terminal()?;
+    let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
+    let tx = tui.sender();
+    let forward = tokio::spawn(async move {
+        while let Some(ex) = rx.recv().await {
+            if tx.send(Message::Live(Box::new(ex))).is_err() {
+                break;
+            }
+        }
+    });
+    tui.run_effects(fx);
+    let r = tui.run(EventStream::new()).await;
+    forward.abort();
+    restore_terminal();
+    r.map_err(Into::into)
+}

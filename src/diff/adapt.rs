@@ -1,0 +1,129 @@
+//! The stages `diff` builds on, in one place: template rendering ([`crate::template::render`]),
+//! schema loss ([`crate::schema::loss::schema_loss`]), tool-call syntax detection
+//! ([`crate::parser::Syntax::detect_from_template`]) and tokenization ([`crate::tokens`]). Pure.
+
+use crate::finding::Finding;
+use crate::parser::Syntax;
+use crate::session::TokenPiece;
+use crate::template::render::{RenderOptions, render as render_template};
+use crate::template::source::TemplateSource;
+use crate::tokens::{self, Vocab};
+
+pub use crate::template::input::RenderInput;
+
+use super::split::DiffToken;
+
+/// Renders `source` for `input` as transformers' `apply_chat_template` does (see
+/// [`crate::template::render`]): the source's named `tool_use` template is picked when the
+/// request has tools; `bos_token`/`eos_token` default to the source's when the request does not
+/// set them. `opts.name` defaults to the source's origin.
+///
+/// Errors: the render error as one line, `NAME:LINE:COLUMN: message`.
+pub fn render(
+    source: &TemplateSource,
+    input: &RenderInput,
+    opts: &RenderOptions,
+) -> Result<String, String> {
+    let input = input
+        .clone()
+        .with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
+    let mut opts = opts.clone();
+    if opts.name.is_none() {
+        opts.name = Some(source.origin.clone());
+    }
+    render_template(source.select(&input), &input, &opts).map_err(|e| e.to_string())
+}
+
+/// The tool-call syntax a template implies for the parser: the parser's name
+/// ([`Syntax::name`]: `hermes`, `qwen3-coder`, `gemma4`, `llama3`, `mistral`, `deepseek-v3`,
+/// `kimi-k2`, `gpt-oss`, `anthropic-xml`, `function-call`, `tool-call-fence`), else — for
+/// families the parser does not read — a descriptive name from the call markers (`glm`,
+/// `lfm2`, `command-r7b`, `nemotron`, `functiongemma`, `seed-oss`, `minimax`,
+/// `deepseek-dsml`, `functionary-v3.1`); `None` when the template writes no known tool-call
+/// markers.
+pub fn implied_syntax(template: &str) -> Option<String> {
+    if let Some(s) = Syntax::detect_from_template(template) {
+        return Some(s.name().to_owned());
+    }
+    let has = |s: &str| template.contains(s);
+    let name = if has("<start_function_call>") {
+        "functiongemma"
+    } else if has("<seed:tool_call>") {
+        "seed-oss"
+    } else if has("<minimax:tool_call>") {
+        "minimax"
+    } else if has("<｜DSML｜") {
+        "deepseek-dsml"
+    } else if has("<arg_key>") {
+        "glm"
+    } else if has("<|tool_call_start|>") {
+        "lfm2"
+    } else if has("<TOOLCALL>") {
+        "nemotron"
+    } else if has("<|START_ACTION|>") {
+        "command-r7b"
+    } else if has("<function=") {
+        "functionary-v3.1"
+    } else {
+        return None;
+    };
+    Some(name.to_owned())
+}
+
+/// Schema facts of `tools` that never reached `rendered` ([`crate::schema::loss::schema_loss`]:
+/// rules `schema.*`, evidence with the tool name and a JSON Pointer into the tool's
+/// parameters).
+pub fn schema_loss(tools: &serde_json::Value, rendered: &str) -> Vec<Finding> {
+    crate::schema::loss::schema_loss(tools, rendered)
+}
+
+/// Tokens of `prompt` under `vocab` (llama.cpp splitting with `parse_special`, no BOS added).
+pub fn tokenize(vocab: &Vocab, prompt: &str) -> Vec<DiffToken> {
+    tokens::tokenize(vocab, prompt)
+        .into_iter()
+        .map(|t| DiffToken {
+            text: t.piece,
+            special: t.special,
+            id: Some(t.id),
+        })
+        .collect()
+}
+
+/// Tokens of `prompt` from a llama-server `/tokenize` answer (pieces aligned with the prompt;
+/// a piece that is one whole marker counts as special, since the server does not say).
+pub fn tokens_from_pieces(prompt: &str, pieces: &[TokenPiece]) -> Vec<DiffToken> {
+    tokens::tokens_from_pieces(prompt, pieces)
+        .into_iter()
+        .map(|t| DiffToken {
+            text: t.piece,
+            special: t.special,
+            id: Some(t.id),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_names() {
+        assert_eq!(
+            implied_syntax("{{ '<tool_call>\\n{\"name\": ' }}").as_deref(),
+            Some("hermes")
+        );
+        assert_eq!(
+            implied_syntax("<tool_call>\n<function=x>\n<parameter=a>").as_deref(),
+            Some("qwen3-coder")
+        );
+        assert_eq!(
+            implied_syntax("{{ '<|tool_call>call:' }}").as_deref(),
+            Some("gemma4")
+        );
+        assert_eq!(
+            implied_syntax("<|tool_call_start|>[").as_deref(),
+            Some("lfm2")
+        );
+        assert_eq!(implied_syntax("plain chat"), None);
+    }
+}

@@ -1,0 +1,642 @@
+//! The analysis view-model: everything the panes show about one exchange, computed off the UI
+//! task from the session data and the analysis modules. Panes only read these structs, so
+//! wiring a new analysis in changes this file, not the views.
+
+use serde_json::Value;
+
+use crate::finding::{Evidence, Finding, Pane, Rule};
+use crate::session::{Api, Exchange, Header, TokenPiece};
+use crate::stream::message::{from_response_json, AssistantMessage, CallRecord};
+
+/// One row of the exchanges list. Cheap to compute (one exchange decode), kept for every row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// Exchange id (1-based).
+    pub id: u64,
+    pub method: String,
+    pub path: String,
+    pub model: Option<String>,
+    /// HTTP status; `None` when the upstream failed before a status line.
+    pub status: Option<u16>,
+    /// Tool calls in the reply.
+    pub tool_calls: usize,
+    /// Rule ids of the exchange's findings (for the count column and `f rule:`).
+    pub rules: Vec<Rule>,
+    /// Total duration in milliseconds.
+    pub duration_ms: Option<f64>,
+    pub stream: bool,
+    /// Not [`crate::session::Outcome::Complete`].
+    pub partial: bool,
+    /// Why the line could not be decoded (the row is then shown as damaged).
+    pub error: Option<String>,
+}
+
+/// One SSE event of a recorded stream (same shape as `stream::sse::SseEvent`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamEvent {
+    /// 0-based event number.
+    pub index: usize,
+    /// `event:` field.
+    pub event: Option<String>,
+    /// `data:` lines joined with `\n`.
+    pub data: String,
+    /// Size of the event block on the wire, bytes.
+    pub size: usize,
+    /// Index of the chunk in which the event completed.
+    pub chunk: usize,
+    /// Receive time of that chunk, microseconds from the request start.
+    pub t_us: Option<u64>,
+}
+
+/// The reply as the server had delivered it after some number of events (Replay's right side).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerView {
+    pub content: String,
+    pub reasoning: String,
+    pub calls: Vec<CallRecord>,
+    pub finish_reason: Option<String>,
+}
+
+/// How the raw text is cut into chunks for the replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunking {
+    /// As the server streamed it (one chunk per SSE delta).
+    Recorded,
+    /// One chunk per character.
+    PerChar,
+    /// The whole text at once.
+    Whole,
+}
+
+impl Chunking {
+    /// All chunkings in selector order.
+    pub const ALL: [Chunking; 3] = [Chunking::Recorded, Chunking::PerChar, Chunking::Whole];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Chunking::Recorded => "recorded chunks",
+            Chunking::PerChar => "per character",
+            Chunking::Whole => "whole text",
+        }
+    }
+}
+
+/// One replay step: a chunk fed to the parser and what it made of it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplayStep {
+    /// The chunk fed at this step.
+    pub chunk: String,
+    /// Byte offset in the raw text after this chunk.
+    pub end: usize,
+    /// Parser state name after the chunk.
+    pub state: String,
+    /// Text the parser holds back (a possible marker prefix).
+    pub buffer: String,
+    /// Events emitted at this step, one line each.
+    pub events: Vec<String>,
+    /// SSE events the server had sent when it had produced the same text (for the server view).
+    pub server_events: usize,
+}
+
+/// The Replay pane's model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplayView {
+    /// The raw generated text.
+    pub raw: String,
+    /// Where `raw` came from (`__verbose.content`, `stream deltas`, `message`).
+    pub raw_source: String,
+    /// Steps per chunking, in [`Chunking::ALL`] order.
+    pub steps: Vec<Vec<ReplayStep>>,
+    /// Server view after `n` events, `n` = 0..=events.
+    pub server: Vec<ServerView>,
+}
+
+/// One tool of the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    pub name: String,
+    pub description: String,
+    /// Parameter count (top-level properties).
+    pub params: usize,
+    /// The tool as sent, pretty-printed JSON.
+    pub json: String,
+    /// JSON Pointer of the tool in the request body (`/tools/0`).
+    pub pointer: String,
+}
+
+/// One parameter row of the Schema pane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaRow {
+    pub tool: String,
+    /// JSON Pointer within the tool's parameters, e.g. `/properties/quantity`.
+    pub pointer: String,
+    /// The original schema fragment, compact.
+    pub original: String,
+    /// The flattened fragment, when flattening is available.
+    pub flattened: Option<String>,
+    /// What flattening changed and lost.
+    pub change: Option<String>,
+    /// True when a fact of this parameter never reached the prompt.
+    pub lost_in_prompt: bool,
+}
+
+/// The Template pane's model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TemplateView {
+    /// toolscope's own render of the request, or why it failed.
+    pub local: Option<Result<String, String>>,
+    /// llama-server's render (`/apply-template` annotation or `__verbose.prompt`).
+    pub server: Option<String>,
+    /// Where `server` came from.
+    pub server_source: Option<String>,
+    /// The server's tokenization of its render.
+    pub tokens: Option<Vec<TokenPiece>>,
+    /// Marker strings that are single special tokens (highlighted).
+    pub specials: Vec<String>,
+    /// Marker-looking strings (`<tool_call>`) that the vocabulary splits into several pieces.
+    pub pseudo_specials: Vec<String>,
+    /// BOS token text (props `bos_token`).
+    pub bos_token: Option<String>,
+    /// Number of BOS tokens at the start of the tokenization (2+ is a doubled BOS).
+    pub bos_count: Option<usize>,
+}
+
+/// Everything the panes show about one exchange.
+#[derive(Debug, Clone, Default)]
+pub struct ExchangeAnalysis {
+    pub row: usize,
+    pub summary: Summary,
+    pub exchange: Exchange,
+    pub api: Option<Api>,
+    /// The request body as JSON.
+    pub request: Option<Value>,
+    pub tools: Vec<ToolEntry>,
+    pub schema: Vec<SchemaRow>,
+    pub template: TemplateView,
+    pub events: Vec<StreamEvent>,
+    /// The reply, reassembled.
+    pub message: Option<AssistantMessage>,
+    pub replay: ReplayView,
+    pub findings: Vec<Finding>,
+}
+
+/// Session-level context an analysis needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub header: &'a Header,
+    /// llama-server's render of this exchange, if annotated.
+    pub server_render: Option<(Option<&'a str>, Option<&'a [TokenPiece]>)>,
+}
+
+/// The list row of an exchange. Errors from decoding are shown in the row, not raised.
+pub fn summarize(ex: &Exchange) -> Summary {
+    let message = reply(ex);
+    let findings = exchange_findings(ex, message.as_ref().map(|(m, _)| m));
+    Summary {
+        id: ex.id,
+        method: ex.request.method.clone(),
+        path: ex.request.path.clone(),
+        model: ex.model().or_else(|| message.as_ref().and_then(|(m, _)| m.model.clone())),
+        status: ex.response.as_ref().map(|r| r.status),
+        tool_calls: message.as_ref().map_or(0, |(m, _)| m.tool_calls.len()),
+        rules: findings.iter().map(|f| f.rule).collect(),
+        duration_ms: ex.timings.total_us.map(|us| us as f64 / 1000.0),
+        stream: ex.is_stream(),
+        partial: ex.is_partial(),
+        error: None,
+    }
+}
+
+/// Row for an exchange line that could not be decoded.
+pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {
+    Summary { id: id.unwrap_or(0), method: "?".into(), path: "(damaged line)".into(), error: Some(error), rules: vec![Rule::SessionDamaged], ..Default::default() }
+}
+
+/// Full analysis of one exchange (runs off the UI task).
+pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
+    let request = ex.request_json();
+    let api = Some(ex.api());
+    let events = if ex.is_stream() { decode_events(&ex) } else { Vec::new() };
+    let message = reply(&ex);
+    let server = server_views(api, &events);
+    let tools = tool_entries(request.as_ref());
+    let schema = schema_rows(request.as_ref());
+    let template = template_view(&ex, request.as_ref(), ctx);
+    let replay = replay_view(&ex, &events, &server, message.as_ref().map(|(m, _)| m));
+    let findings = exchange_findings(&ex, message.as_ref().map(|(m, _)| m));
+    let mut summary = summarize(&ex);
+    summary.rules = findings.iter().map(|f| f.rule).collect();
+    ExchangeAnalysis {
+        row,
+        summary,
+        api,
+        request,
+        tools,
+        schema,
+        template,
+        events,
+        message: message.map(|(m, _)| m),
+        replay,
+        findings,
+        exchange: ex,
+    }
+}
+
+/// Findings about one exchange. The diagnose module supplies these once it lands; until then,
+/// only what the session itself records.
+fn exchange_findings(ex: &Exchange, _message: Option<&AssistantMessage>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if ex.is_partial() {
+        out.push(
+            Finding::new(
+                Rule::SessionDamaged,
+                format!("exchange {} is partial ({:?}): {}", ex.id, ex.outcome, ex.error.as_deref().unwrap_or("no reason recorded")),
+                "the recording holds what arrived before the failure; re-run the request to get a whole exchange",
+            )
+            .in_exchange(Some(ex.id))
+            .with_evidence(Evidence { pane: Some(Pane::Stream), ..Default::default() }),
+        );
+    }
+    out
+}
+
+/// The reassembled reply and the API name it was read as.
+fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
+    let api = match ex.api() {
+        Api::Anthropic => "anthropic",
+        Api::Completion => "completion",
+        _ => "openai",
+    };
+    if ex.is_stream() {
+        let events = decode_events(ex);
+        let views = server_views(Some(ex.api()), &events);
+        let last = views.last()?;
+        let mut m = AssistantMessage {
+            content: last.content.clone(),
+            reasoning: last.reasoning.clone(),
+            tool_calls: last.calls.clone(),
+            finish_reason: last.finish_reason.clone(),
+            ..Default::default()
+        };
+        for e in events.iter().rev() {
+            if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
+                if m.model.is_none() {
+                    m.model = v.get("model").or_else(|| v.pointer("/message/model")).and_then(Value::as_str).map(str::to_owned);
+                }
+                if m.raw_text.is_none() {
+                    m.raw_text = v.pointer("/__verbose/content").and_then(Value::as_str).map(str::to_owned);
+                }
+            }
+        }
+        return Some((m, api));
+    }
+    let body = ex.response.as_ref()?.body.as_ref()?.json().ok()?;
+    from_response_json(api, &body).map(|m| (m, api))
+}
+
+/// Splits a recorded stream into SSE events (WHATWG `text/event-stream` framing: events end at
+/// a blank line; `\r\n`, `\r` and `\n` line ends; `:` comments ignored). Each event carries the
+/// chunk in which it completed and that chunk's receive time.
+pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
+    let Some(chunks) = ex.response.as_ref().and_then(|r| r.chunks.as_ref()) else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut block_size = 0usize;
+    let mut event: Option<String> = None;
+    let mut data: Option<String> = None;
+    for (ci, c) in chunks.iter().enumerate() {
+        pending.extend_from_slice(&c.data.to_bytes());
+        // Consume complete lines.
+        loop {
+            let Some(nl) = pending.iter().position(|&b| b == b'\n' || b == b'\r') else { break };
+            let mut end = nl + 1;
+            if pending[nl] == b'\r' {
+                if nl + 1 == pending.len() {
+                    break; // wait: could be \r\n split across chunks
+                }
+                if pending[nl + 1] == b'\n' {
+                    end += 1;
+                }
+            }
+            let line = String::from_utf8_lossy(&pending[..nl]).into_owned();
+            pending.drain(..end);
+            block_size += end;
+            if line.is_empty() {
+                if data.is_some() || event.is_some() {
+                    out.push(StreamEvent {
+                        index: out.len(),
+                        event: event.take(),
+                        data: data.take().unwrap_or_default(),
+                        size: block_size,
+                        chunk: ci,
+                        t_us: Some(c.t_us),
+                    });
+                }
+                block_size = 0;
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = match line.find(':') {
+                Some(p) => (&line[..p], line[p + 1..].strip_prefix(' ').unwrap_or(&line[p + 1..])),
+                None => (line.as_str(), ""),
+            };
+            match field {
+                "event" => event = Some(value.to_owned()),
+                "data" => match &mut data {
+                    Some(d) => {
+                        d.push('\n');
+                        d.push_str(value);
+                    }
+                    None => data = Some(value.to_owned()),
+                },
+                _ => {}
+            }
+        }
+    }
+    if data.is_some() || event.is_some() || !pending.is_empty() {
+        // An unterminated final event (truncated stream): keep it.
+        let rest = String::from_utf8_lossy(&pending).into_owned();
+        let mut d = data.unwrap_or_default();
+        if let Some(r) = rest.strip_prefix("data:") {
+            d.push_str(r.strip_prefix(' ').unwrap_or(r));
+        }
+        out.push(StreamEvent {
+            index: out.len(),
+            event,
+            data: d,
+            size: block_size + pending.len(),
+            chunk: chunks.len().saturating_sub(1),
+            t_us: chunks.last().map(|c| c.t_us),
+        });
+    }
+    out
+}
+
+/// The server's reply after 0, 1, …, n events (OpenAI `chat.completion.chunk` deltas or
+/// Anthropic `content_block_*` / `message_delta` events).
+pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> Vec<ServerView> {
+    let mut cur = ServerView::default();
+    let mut out = vec![cur.clone()];
+    // Anthropic: content block index -> call slot.
+    let mut blocks: std::collections::BTreeMap<u64, usize> = Default::default();
+    for e in events {
+        if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
+            if api == Some(Api::Anthropic) {
+                match v.get("type").and_then(Value::as_str) {
+                    Some("content_block_start") => {
+                        let idx = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+                        if let Some(b) = v.get("content_block").filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")) {
+                            blocks.insert(idx, cur.calls.len());
+                            cur.calls.push(CallRecord {
+                                index: Some(idx),
+                                id: b.get("id").and_then(Value::as_str).map(str::to_owned),
+                                name: b.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                                arguments: String::new(),
+                            });
+                        }
+                    }
+                    Some("content_block_delta") => {
+                        let idx = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+                        let d = v.get("delta").cloned().unwrap_or_default();
+                        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                        match d.get("type").and_then(Value::as_str) {
+                            Some("text_delta") => cur.content.push_str(&s("text")),
+                            Some("thinking_delta") => cur.reasoning.push_str(&s("thinking")),
+                            Some("input_json_delta") => {
+                                if let Some(&slot) = blocks.get(&idx) {
+                                    cur.calls[slot].arguments.push_str(&s("partial_json"));
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    Some("message_delta") => {
+                        if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                            cur.finish_reason = Some(r.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            } else if let Some(ch) = v.pointer("/choices/0") {
+                let d = ch.get("delta").cloned().unwrap_or_default();
+                if let Some(t) = d.get("content").and_then(Value::as_str) {
+                    cur.content.push_str(t);
+                }
+                if let Some(t) = d.get("reasoning_content").or_else(|| d.get("reasoning")).and_then(Value::as_str) {
+                    cur.reasoning.push_str(t);
+                }
+                if let Some(calls) = d.get("tool_calls").and_then(Value::as_array) {
+                    for c in calls {
+                        let index = c.get("index").and_then(Value::as_u64);
+                        let slot = match index.and_then(|i| cur.calls.iter().position(|x| x.index == Some(i))) {
+                            Some(s) if c.get("id").is_none() || cur.calls[s].id.is_none() || cur.calls[s].id.as_deref() == c.get("id").and_then(Value::as_str) => s,
+                            _ if index.is_none() && c.get("id").is_none() && !cur.calls.is_empty() => cur.calls.len() - 1,
+                            _ => {
+                                cur.calls.push(CallRecord { index, ..Default::default() });
+                                cur.calls.len() - 1
+                            }
+                        };
+                        let call = &mut cur.calls[slot];
+                        if let Some(id) = c.get("id").and_then(Value::as_str) {
+                            call.id = Some(id.to_owned());
+                        }
+                        if let Some(n) = c.pointer("/function/name").and_then(Value::as_str) {
+                            call.name.push_str(n);
+                        }
+                        if let Some(a) = c.pointer("/function/arguments").and_then(Value::as_str) {
+                            call.arguments.push_str(a);
+                        }
+                    }
+                }
+                if let Some(r) = ch.get("finish_reason").and_then(Value::as_str) {
+                    cur.finish_reason = Some(r.to_owned());
+                }
+            }
+        }
+        out.push(cur.clone());
+    }
+    out
+}
+
+fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
+    let Some(tools) = request.and_then(|r| r.get("tools")).and_then(Value::as_array) else { return Vec::new() };
+    tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let f = t.get("function").unwrap_or(t);
+            let params = f.get("parameters").or_else(|| f.get("input_schema"));
+            ToolEntry {
+                name: f.get("name").and_then(Value::as_str).unwrap_or("(unnamed)").to_owned(),
+                description: f.get("description").and_then(Value::as_str).unwrap_or("").to_owned(),
+                params: params.and_then(|p| p.get("properties")).and_then(Value::as_object).map_or(0, |o| o.len()),
+                json: serde_json::to_string_pretty(t).unwrap_or_default(),
+                pointer: format!("/tools/{i}"),
+            }
+        })
+        .collect()
+}
+
+fn schema_rows(request: Option<&Value>) -> Vec<SchemaRow> {
+    let Some(tools) = request.and_then(|r| r.get("tools")).and_then(Value::as_array) else { return Vec::new() };
+    let mut rows = Vec::new();
+    for t in tools {
+        let f = t.get("function").unwrap_or(t);
+        let name = f.get("name").and_then(Value::as_str).unwrap_or("(unnamed)");
+        if let Some(p) = f.get("parameters").or_else(|| f.get("input_schema")) {
+            walk_schema(name, "", p, &mut rows);
+        }
+    }
+    rows
+}
+
+fn walk_schema(tool: &str, pointer: &str, schema: &Value, rows: &mut Vec<SchemaRow>) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+    for (k, v) in props {
+        let p = format!("{pointer}/properties/{}", k.replace('~', "~0").replace('/', "~1"));
+        rows.push(SchemaRow { tool: tool.to_owned(), pointer: p.clone(), original: v.to_string(), flattened: None, change: None, lost_in_prompt: false });
+        walk_schema(tool, &p, v, rows);
+    }
+}
+
+fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> TemplateView {
+    let props = ctx.header.props.as_ref();
+    let bos_token = props.and_then(|p| p.get("bos_token")).and_then(Value::as_str).map(str::to_owned);
+    let mut v = TemplateView { bos_token: bos_token.clone(), ..Default::default() };
+    if let Some((prompt, tokens)) = ctx.server_render {
+        if let Some(p) = prompt {
+            v.server = Some(p.to_owned());
+            v.server_source = Some("server /apply-template".into());
+        }
+        v.tokens = tokens.map(<[TokenPiece]>::to_vec);
+    }
+    if v.server.is_none() {
+        let verbose = ex.response.as_ref().and_then(|r| r.body.as_ref()).and_then(|b| b.json().ok()).and_then(|b| b.pointer("/__verbose/prompt").cloned());
+        if let Some(Value::String(p)) = verbose {
+            v.server = Some(p);
+            v.server_source = Some("server __verbose.prompt".into());
+        }
+    }
+    if let Some(tokens) = &v.tokens {
+        let text = |t: &TokenPiece| String::from_utf8_lossy(t.piece.as_bytes()).into_owned();
+        // Single-token markers.
+        let mut specials: Vec<String> = tokens.iter().map(text).filter(|p| is_marker(p)).collect();
+        specials.sort();
+        specials.dedup();
+        // Markers written as several ordinary pieces: `<` … `>` spans over 2..=8 pieces.
+        let mut pseudo = Vec::new();
+        for i in 0..tokens.len() {
+            if text(&tokens[i]).trim_start() != "<" {
+                continue;
+            }
+            let mut s = text(&tokens[i]).trim_start().to_owned();
+            for t in tokens.iter().skip(i + 1).take(8) {
+                let p = text(t);
+                if p.contains(char::is_whitespace) {
+                    break;
+                }
+                s.push_str(&p);
+                if p.ends_with('>') {
+                    if is_marker(&s) && !pseudo.contains(&s) {
+                        pseudo.push(s.clone());
+                    }
+                    break;
+                }
+            }
+        }
+        v.specials = specials;
+        v.pseudo_specials = pseudo;
+        if let Some(bos) = &bos_token {
+            v.bos_count = Some(tokens.iter().take_while(|t| text(t) == *bos).count());
+        }
+    } else if let (Some(p), Some(bos)) = (&v.server, &bos_token) {
+        let mut n = 0;
+        let mut rest = p.as_str();
+        while let Some(r) = rest.strip_prefix(bos.as_str()) {
+            n += 1;
+            rest = r;
+        }
+        v.bos_count = Some(n);
+    }
+    v
+}
+
+/// `<…>` or `<|…|>` with no whitespace inside, 3..=40 bytes.
+fn is_marker(s: &str) -> bool {
+    s.len() >= 3 && s.len() <= 40 && s.starts_with('<') && s.ends_with('>') && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
+}
+
+fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &[ServerView], message: Option<&AssistantMessage>) -> ReplayView {
+    // Recorded chunks: the text each event added (reasoning, content, call arguments), in order.
+    let mut recorded: Vec<(String, usize)> = Vec::new();
+    for (i, w) in server.windows(2).enumerate() {
+        let (a, b) = (&w[0], &w[1]);
+        let mut piece = String::new();
+        piece.push_str(b.reasoning.get(a.reasoning.len()..).unwrap_or(""));
+        piece.push_str(b.content.get(a.content.len()..).unwrap_or(""));
+        for (j, c) in b.calls.iter().enumerate() {
+            let before = a.calls.get(j).map_or(0, |x| x.arguments.len());
+            piece.push_str(c.arguments.get(before..).unwrap_or(""));
+        }
+        if !piece.is_empty() {
+            recorded.push((piece, i + 1));
+        }
+    }
+    let verbose = message.and_then(|m| m.raw_text.clone());
+    let (raw, raw_source) = match (verbose, ex.is_stream()) {
+        (Some(r), _) => (r, "__verbose.content"),
+        (None, true) => (recorded.iter().map(|(p, _)| p.as_str()).collect(), "stream deltas"),
+        (None, false) => {
+            let m = message.cloned().unwrap_or_default();
+            (format!("{}{}", m.reasoning, m.content), "message")
+        }
+    };
+    let events_at = |end: usize| -> usize {
+        // The first recorded chunk whose cumulative length reaches `end`.
+        let mut acc = 0;
+        for (p, ev) in &recorded {
+            acc += p.len();
+            if acc >= end {
+                return *ev;
+            }
+        }
+        events.len()
+    };
+    let mk = |chunks: Vec<String>| -> Vec<ReplayStep> {
+        let mut end = 0;
+        let mut steps = Vec::with_capacity(chunks.len());
+        for c in chunks {
+            end += c.len();
+            steps.push(ReplayStep {
+                state: "text".into(),
+                buffer: String::new(),
+                events: vec![format!("text {:?}", c)],
+                server_events: events_at(end),
+                end,
+                chunk: c,
+            });
+        }
+        steps
+    };
+    let recorded_chunks: Vec<String> = if raw_source == "stream deltas" { recorded.iter().map(|(p, _)| p.clone()).collect() } else { vec![raw.clone()] };
+    let per_char: Vec<String> = raw.chars().map(String::from).collect();
+    ReplayView {
+        steps: vec![mk(recorded_chunks), mk(per_char), mk(vec![raw.clone()])],
+        raw,
+        raw_source: raw_source.into(),
+        server: server.to_vec(),
+    }
+}
+
+/// Findings about the session file itself (damaged lines).
+pub fn session_findings(warnings: &[crate::session::ReadWarning]) -> Vec<Finding> {
+    warnings
+        .iter()
+        .map(|w| {
+            Finding::new(Rule::SessionDamaged, format!("line {}: {}", w.line, w.message), "the other lines are intact; re-record the lost exchange if you need it")
+                .with_evidence(Evidence { excerpt: Some(w.to_string()), ..Default::default() })
+        })
+        .collect()
+}

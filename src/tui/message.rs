@@ -1,0 +1,45 @@
+//! The one message enum background work reports through, and the effects the state asks the
+//! controller to run. The UI task owns the state; nothing else touches it.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::session::Exchange;
+
+use super::analysis::{ExchangeAnalysis, Summary};
+use super::source::SessionSource;
+
+/// What background tasks (indexing, summaries, analysis, the live proxy) report.
+#[derive(Debug)]
+pub enum Message {
+    /// Indexing progress: bytes scanned of total.
+    IndexProgress { epoch: u64, done: u64, total: u64 },
+    /// A session file was indexed (or failed: message names file and line).
+    Opened { epoch: u64, result: Result<Arc<SessionSource>, String> },
+    /// List rows summarized (row, summary), in batches.
+    Summaries { epoch: u64, items: Vec<(usize, Summary)> },
+    /// One exchange analysed for the panes.
+    Analyzed { epoch: u64, row: usize, analysis: Arc<ExchangeAnalysis> },
+    /// The live proxy recorded or updated an exchange (an in-flight stream arrives repeatedly,
+    /// growing, and replaces the earlier copy by id).
+    Live(Box<Exchange>),
+    /// A live recorder event from `toolscope proxy` (applied in place; bursts of chunks share
+    /// one frame).
+    Record(crate::record::recorder::RecordEvent),
+    /// A background failure to show in the status line.
+    Error(String),
+}
+
+/// Work the state asks the controller to start. Effects never block the UI task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Index a session file.
+    Open { epoch: u64, path: PathBuf },
+    /// Summarize rows of the current session.
+    Summarize { epoch: u64, rows: Range<usize> },
+    /// Analyse one row of the current session.
+    Analyze { epoch: u64, row: usize },
+    /// Put text on the clipboard (OSC 52).
+    Copy(String),
+}

@@ -1,0 +1,347 @@
+//! Where the inspector's exchanges come from: a lazily indexed session file, or sessions held in
+//! memory (HAR imports, the live proxy).
+//!
+//! Opening a session does not decode its exchanges. [`SessionSource::index_file`] reads the file
+//! once, line by line, and keeps for each exchange line only its byte range (plus its `id`,
+//! peeked from the line's first bytes). An exchange is decoded with
+//! [`SessionSource::load`] when it is shown, so a 200 MB session opens in the time it takes to
+//! scan it for newlines, and memory stays near the size of one exchange.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::session::read::Session;
+use crate::session::{Annotation, Exchange, Header, Line, ReadWarning};
+
+/// One exchange line of a session file: its place in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowRef {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// Length of the line in bytes, without the newline.
+    pub len: u64,
+    /// Exchange id peeked from the line's first bytes (`None` when the line does not start in
+    /// the writer's field order; it is then read when decoded).
+    pub id: Option<u64>,
+}
+
+/// A session the inspector can show: header, exchange references, annotations, read warnings.
+#[derive(Debug, Clone)]
+pub struct SessionSource {
+    /// Display name (the path as given).
+    pub name: String,
+    pub header: Header,
+    /// Exchanges in start order (by id, then file order).
+    pub rows: Vec<RowRef>,
+    /// Annotations by exchange id, in file order.
+    pub annotations: BTreeMap<u64, Vec<Annotation>>,
+    /// Damaged lines found while indexing or decoding.
+    pub warnings: Vec<ReadWarning>,
+    /// File size in bytes (0 for in-memory sessions).
+    pub size: u64,
+    backing: Backing,
+}
+
+#[derive(Debug, Clone)]
+enum Backing {
+    /// Lines are read back from this file on demand.
+    File(Arc<std::fs::File>),
+    /// Exchanges held in memory; `RowRef::offset` is the index into the vector.
+    Memory(Arc<Vec<Exchange>>),
+}
+
+/// Progress of an index scan: bytes read so far out of the file size.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+impl SessionSource {
+    /// Indexes a session file (`.jsonl`) or imports a HAR file (`.har`, held in memory).
+    ///
+    /// `progress(bytes_read, total)` is called every few megabytes.
+    ///
+    /// Errors (message names the file and line): unreadable file, a first line that is not a
+    /// `toolscope-session/1` header, an unparsable HAR.
+    pub fn open(path: &Path, progress: Progress<'_>) -> anyhow::Result<SessionSource> {
+        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("har")) {
+            return Self::open_har(path);
+        }
+        Self::index_file(path, progress)
+    }
+
+    fn open_har(path: &Path) -> anyhow::Result<SessionSource> {
+        let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow::anyhow!("{}: line {} column {}: not JSON: {e}", path.display(), e.line(), e.column())
+        })?;
+        let session = crate::session::har::har_to_session(&path.display().to_string(), &value)?;
+        Ok(Self::from_session(session))
+    }
+
+    /// Wraps a session already in memory (HAR import, tests, the live proxy).
+    pub fn from_session(session: Session) -> SessionSource {
+        let mut exchanges = session.exchanges;
+        exchanges.sort_by_key(|e| e.id);
+        let rows = (0..exchanges.len())
+            .map(|i| RowRef { line: 0, offset: i as u64, len: 0, id: Some(exchanges[i].id) })
+            .collect();
+        SessionSource {
+            name: session.path,
+            header: session.header,
+            rows,
+            annotations: session.annotations,
+            warnings: session.warnings,
+            size: 0,
+            backing: Backing::Memory(Arc::new(exchanges)),
+        }
+    }
+
+    /// Indexes a session file without decoding its exchanges (see the module docs).
+    ///
+    /// Errors: I/O, or a first non-empty line that is not a header of format
+    /// [`crate::session::FORMAT`] (same rules as [`crate::session::read_session`]).
+    pub fn index_file(path: &Path, progress: Progress<'_>) -> anyhow::Result<SessionSource> {
+        let name = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut reader = BufReader::with_capacity(1 << 20, file.try_clone().map_err(|e| anyhow::anyhow!("{name}: {e}"))?);
+        let mut src = SessionSource {
+            name: name.clone(),
+            header: Header::default(),
+            rows: Vec::new(),
+            annotations: BTreeMap::new(),
+            warnings: Vec::new(),
+            size,
+            backing: Backing::File(Arc::new(file)),
+        };
+        let mut have_header = false;
+        let mut buf = Vec::new();
+        let mut offset = 0u64;
+        let mut line_no = 0usize;
+        let mut next_report = 0u64;
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf).map_err(|e| anyhow::anyhow!("{name}: line {}: {e}", line_no + 1))?;
+            if n == 0 {
+                break;
+            }
+            line_no += 1;
+            let start = offset;
+            offset += n as u64;
+            if offset >= next_report {
+                progress(offset, size);
+                next_report = offset + (8 << 20);
+            }
+            let complete = buf.ends_with(b"\n");
+            let mut raw: &[u8] = &buf;
+            raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+            raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let peek = peek_exchange(raw);
+            if have_header && complete && peek.is_some() {
+                src.rows.push(RowRef { line: line_no, offset: start, len: raw.len() as u64, id: peek.flatten() });
+                continue;
+            }
+            match serde_json::from_slice::<Line>(raw) {
+                Ok(Line::Header(h)) if !have_header => {
+                    if !h.format.starts_with("toolscope-session/") {
+                        anyhow::bail!("{name}: line {line_no}: not a toolscope session (format is {:?})", h.format);
+                    }
+                    if h.format != crate::session::FORMAT {
+                        anyhow::bail!("{name}: line {line_no}: unsupported session format {:?} (this toolscope reads {})", h.format, crate::session::FORMAT);
+                    }
+                    src.header = h;
+                    have_header = true;
+                }
+                Ok(_) if !have_header => {
+                    anyhow::bail!("{name}: line {line_no}: not a toolscope session (a line comes before any header)")
+                }
+                Ok(Line::Header(_)) => src.warnings.push(ReadWarning { line: line_no, column: None, message: "second header line ignored".into() }),
+                Ok(Line::Exchange(e)) => {
+                    src.rows.push(RowRef { line: line_no, offset: start, len: raw.len() as u64, id: Some(e.id) })
+                }
+                Ok(Line::Annotation(a)) => src.annotations.entry(a.exchange()).or_default().push(a),
+                Err(e) if !have_header => {
+                    anyhow::bail!("{name}: line {line_no} column {}: not a toolscope session: {e}", e.column())
+                }
+                Err(e) => {
+                    let message = if e.is_eof() {
+                        "truncated line (the writer stopped mid-line); skipped".to_owned()
+                    } else {
+                        format!("unreadable line skipped: {e}")
+                    };
+                    src.warnings.push(ReadWarning { line: line_no, column: Some(e.column()), message });
+                }
+            }
+        }
+        progress(offset, size);
+        if !have_header {
+            anyhow::bail!("{name}: not a toolscope session: the file is empty");
+        }
+        src.rows.sort_by_key(|r| (r.id.unwrap_or(u64::MAX), r.line));
+        Ok(src)
+    }
+
+    /// Number of exchanges.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when the session has no exchanges.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Decodes exchange number `row` (0-based, start order).
+    ///
+    /// Errors: `"line N column C: …"` when the line is damaged or the file changed.
+    pub fn load(&self, row: usize) -> Result<Exchange, String> {
+        let r = self.rows.get(row).ok_or_else(|| format!("no exchange #{row}"))?;
+        match &self.backing {
+            Backing::Memory(v) => v.get(r.offset as usize).cloned().ok_or_else(|| format!("no exchange #{row}")),
+            Backing::File(f) => {
+                let mut bytes = vec![0u8; r.len as usize];
+                read_exact_at(f, &mut bytes, r.offset).map_err(|e| format!("line {}: {e}", r.line))?;
+                match serde_json::from_slice::<Line>(&bytes) {
+                    Ok(Line::Exchange(e)) => Ok(*e),
+                    Ok(_) => Err(format!("line {}: not an exchange line", r.line)),
+                    Err(e) => Err(format!("line {} column {}: unreadable line: {e}", r.line, e.column())),
+                }
+            }
+        }
+    }
+
+    /// Appends an exchange to an in-memory session (the live proxy view). Returns its row.
+    /// File-backed sessions are converted to memory-backed ones first (rare: live sessions
+    /// start in memory).
+    pub fn push_live(&mut self, exchange: Exchange) -> usize {
+        if let Backing::File(_) = self.backing {
+            let all: Vec<Exchange> = (0..self.rows.len()).filter_map(|i| self.load(i).ok()).collect();
+            self.rows = (0..all.len()).map(|i| RowRef { line: 0, offset: i as u64, len: 0, id: Some(all[i].id) }).collect();
+            self.backing = Backing::Memory(Arc::new(all));
+        }
+        let Backing::Memory(v) = &mut self.backing else { unreachable!() };
+        let v = Arc::make_mut(v);
+        if let Some(pos) = v.iter().position(|e| e.id == exchange.id) {
+            v[pos] = exchange;
+            return self.rows.iter().position(|r| r.offset == pos as u64).unwrap_or(0);
+        }
+        v.push(exchange);
+        let i = v.len() - 1;
+        self.rows.push(RowRef { line: 0, offset: i as u64, len: 0, id: Some(v[i].id) });
+        self.rows.len() - 1
+    }
+
+    /// Applies one live recorder event (the proxy view): a started exchange appears, its
+    /// status and chunks grow in place, the ended exchange replaces it. Returns the affected
+    /// row, if any.
+    pub fn apply_record(&mut self, ev: &crate::record::recorder::RecordEvent) -> Option<usize> {
+        use crate::record::recorder::RecordEvent as R;
+        use crate::session::{Body, Chunk, Response};
+        let find = |src: &SessionSource, id: u64| src.rows.iter().position(|r| r.id == Some(id));
+        let with = |src: &mut SessionSource, row: usize, f: &mut dyn FnMut(&mut Exchange)| {
+            if let Backing::Memory(v) = &mut src.backing {
+                let idx = src.rows[row].offset as usize;
+                if let Some(e) = Arc::make_mut(v).get_mut(idx) {
+                    f(e);
+                }
+            }
+        };
+        match ev {
+            R::Started { id, started, request } => {
+                let ex = Exchange { id: *id, started: started.clone(), request: request.clone(), outcome: crate::session::Outcome::Complete, ..Default::default() };
+                Some(self.push_live(ex))
+            }
+            R::Head { id, status, headers, ttfb_us } => {
+                let row = find(self, *id)?;
+                let sse = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with("text/event-stream"));
+                with(self, row, &mut |e| {
+                    e.response = Some(Response { status: *status, headers: headers.clone(), body: None, chunks: sse.then(Vec::new) });
+                    e.timings.ttfb_us = Some(*ttfb_us);
+                });
+                Some(row)
+            }
+            R::Chunk { id, t_us, bytes } => {
+                let row = find(self, *id)?;
+                with(self, row, &mut |e| {
+                    let r = e.response.get_or_insert_with(Response::default);
+                    match &mut r.chunks {
+                        Some(c) => c.push(Chunk { t_us: *t_us, data: Body::from_bytes(bytes) }),
+                        None => {
+                            let mut b = r.body.take().map(|b| b.to_bytes()).unwrap_or_default();
+                            b.extend_from_slice(bytes);
+                            r.body = Some(Body::from_bytes(&b));
+                        }
+                    }
+                    e.timings.total_us = Some(*t_us);
+                });
+                Some(row)
+            }
+            R::Ended(ex) => Some(self.push_live((**ex).clone())),
+            R::Annotated(a) => {
+                self.annotations.entry(a.exchange()).or_default().push(a.clone());
+                find(self, a.exchange())
+            }
+            R::Warning(_) => None,
+        }
+    }
+
+    /// llama-server's own render of exchange `id`, if fetched: `(prompt, tokens)`.
+    pub fn server_render(&self, id: u64) -> Option<(Option<&str>, Option<&[crate::session::TokenPiece]>)> {
+        self.annotations.get(&id)?.iter().rev().find_map(|a| match a {
+            Annotation::ServerRender { prompt, tokens, .. } => Some((prompt.as_deref(), tokens.as_deref())),
+        })
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(f: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    f.read_exact_at(buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(f: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = f.try_clone()?;
+    f.seek(SeekFrom::Start(offset))?;
+    f.read_exact(buf)
+}
+
+/// `Some(id)` when `raw` starts as the session writer writes exchange lines
+/// (`{"type":"exchange","id":N,…`); `Some(None)` when it is an exchange line with the id
+/// elsewhere; `None` when it is not recognisably an exchange line.
+fn peek_exchange(raw: &[u8]) -> Option<Option<u64>> {
+    const PREFIX: &[u8] = br#"{"type":"exchange","#;
+    if !raw.starts_with(PREFIX) {
+        return None;
+    }
+    let rest = &raw[PREFIX.len()..];
+    let Some(rest) = rest.strip_prefix(br#""id":"#) else { return Some(None) };
+    let digits: Vec<u8> = rest.iter().take_while(|b| b.is_ascii_digit()).copied().collect();
+    Some(std::str::from_utf8(&digits).ok().and_then(|s| s.parse().ok()))
+}
+
+/// Session files (`*.jsonl`, `*.har`) directly inside `dir`, sorted by name. A missing folder
+/// is an empty list.
+pub fn list_sessions(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl" || e == "har"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Reads at most `limit` bytes of a file's first line (for the browser's header preview).
+pub fn first_line(path: &Path, limit: usize) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    let mut buf = Vec::new();
+    BufReader::new(f).take(limit as u64).read_until(b'\n', &mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}

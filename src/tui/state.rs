@@ -1,0 +1,1087 @@
+//! The inspector's state and its update step. Owned by the UI task; changed only by
+//! [`State::on_event`] (input) and [`State::on_message`] (background reports), which return the
+//! [`Effect`]s to start. Drawing ([`super::view`]) reads it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crossterm::event::{Event, KeyCode, KeyEventKind, MouseButton, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+
+use crate::finding::{Finding, Pane};
+
+use super::analysis::{Chunking, ExchangeAnalysis, Summary};
+use super::doc::{self, Anchor, Doc, Modes};
+use super::keymap::{Action, Ctx, Key, Keymap};
+use super::message::{Effect, Message};
+use super::source::SessionSource;
+use super::theme::Theme;
+use super::view;
+
+/// Pane titles in tab order (number keys 1–6).
+pub const PANES: [&str; 6] = ["Tools", "Schema", "Template", "Stream", "Replay", "Findings"];
+
+/// Which part has the keyboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    List,
+    Detail,
+}
+
+/// A popup over the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    /// `?` help, scrolled by this many lines.
+    Help(usize),
+    /// A one-line prompt at the bottom.
+    Input { kind: InputKind, text: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    Search,
+    Filter,
+}
+
+/// Cursor and scroll of a scrollable list or document.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scroll {
+    pub cursor: usize,
+    pub offset: usize,
+}
+
+impl Scroll {
+    /// Moves the cursor by `delta` within `len` rows and keeps it inside a window of `height`.
+    pub fn move_by(&mut self, delta: isize, len: usize, height: usize) {
+        if len == 0 {
+            *self = Scroll::default();
+            return;
+        }
+        self.cursor = (self.cursor as isize + delta).clamp(0, len as isize - 1) as usize;
+        self.follow(height);
+    }
+
+    pub fn set(&mut self, cursor: usize, len: usize, height: usize) {
+        self.cursor = cursor.min(len.saturating_sub(1));
+        self.follow(height);
+    }
+
+    fn follow(&mut self, height: usize) {
+        let h = height.max(1);
+        if self.cursor < self.offset {
+            self.offset = self.cursor;
+        } else if self.cursor >= self.offset + h {
+            self.offset = self.cursor + 1 - h;
+        }
+    }
+}
+
+/// One file in the session browser.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrowserEntry {
+    pub path: PathBuf,
+    pub size: u64,
+    /// Created time and engine from the header line, when readable.
+    pub info: String,
+}
+
+/// The session browser.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Browser {
+    pub entries: Vec<BrowserEntry>,
+    pub scroll: Scroll,
+    /// The folder browsed (for the empty state), if any.
+    pub dir: Option<PathBuf>,
+}
+
+/// An active search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Search {
+    pub query: String,
+    /// Matching lines (rows for the list).
+    pub matches: Vec<usize>,
+    pub current: usize,
+}
+
+/// The open session.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub source: Arc<SessionSource>,
+    pub summaries: Vec<Option<Summary>>,
+    pub summarized: usize,
+    /// Rows shown (after the filter), as indices into `source.rows`.
+    pub visible: Vec<usize>,
+    pub filter: String,
+    pub list: Scroll,
+    pub focus: Focus,
+    /// Detail pane 0..6.
+    pub pane: usize,
+    pub analysis: Option<Arc<ExchangeAnalysis>>,
+    /// Row being analysed.
+    pub analyzing: Option<usize>,
+    pub cache: HashMap<usize, Arc<ExchangeAnalysis>>,
+    pub panes: [Scroll; 6],
+    pub docs: [Doc; 6],
+    pub modes: Modes,
+    /// Stream pane: show the selected event's JSON full size.
+    pub stream_zoom: bool,
+    pub chunking: usize,
+    pub step: usize,
+    /// Replay right side.
+    pub server_doc: Doc,
+    pub search: Option<Search>,
+    pub session_findings: Vec<Finding>,
+    /// Live proxy session (rows arrive while open).
+    pub live: bool,
+    /// Live rows with a summary request in flight / changed again since.
+    pub live_pending: std::collections::HashSet<usize>,
+    pub live_dirty: std::collections::HashSet<usize>,
+    /// The selected exchange changed while its analysis was running.
+    pub analysis_stale: bool,
+}
+
+/// Indexing progress.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loading {
+    pub what: String,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// Which screen is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    Browser,
+    Session,
+}
+
+/// The whole UI state.
+#[derive(Debug, Clone)]
+pub struct State {
+    pub keymap: Keymap,
+    pub theme: Theme,
+    /// Terminal size (columns, rows).
+    pub size: (u16, u16),
+    pub screen: Screen,
+    pub browser: Option<Browser>,
+    pub session: Option<SessionView>,
+    pub overlay: Overlay,
+    /// One-line status (errors, "copied …").
+    pub status: Option<String>,
+    pub loading: Option<Loading>,
+    pub quit: bool,
+    /// Bumped when another session opens; stale messages are dropped.
+    pub epoch: u64,
+}
+
+const CACHE: usize = 16;
+
+impl State {
+    /// A state showing a browser over `files` (several files, or a sessions folder), or the
+    /// single file directly. Returns the effects to start.
+    pub fn new(keymap: Keymap, theme: Theme, size: (u16, u16)) -> State {
+        State { keymap, theme, size, screen: Screen::Browser, browser: None, session: None, overlay: Overlay::None, status: None, loading: None, quit: false, epoch: 0 }
+    }
+
+    /// Opens the browser over `files` (`dir` = the folder they came from, for the empty state).
+    /// One file (and no folder) opens directly.
+    pub fn open_files(&mut self, files: Vec<PathBuf>, dir: Option<PathBuf>) -> Vec<Effect> {
+        if files.len() == 1 && dir.is_none() {
+            return self.open_session(files[0].clone());
+        }
+        let entries = files
+            .into_iter()
+            .map(|path| {
+                let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                let info = super::source::first_line(&path, 64 * 1024)
+                    .and_then(|l| serde_json::from_str::<crate::session::Line>(&l).ok())
+                    .map(|l| match l {
+                        crate::session::Line::Header(h) => {
+                            let engine = h.engine.map(|e| format!("{} {}", e.kind, e.model.unwrap_or_default())).unwrap_or_default();
+                            format!("{}  {}", h.created, engine.trim())
+                        }
+                        _ => String::new(),
+                    })
+                    .unwrap_or_else(|| if path.extension().is_some_and(|e| e == "har") { "HAR".into() } else { String::new() });
+                BrowserEntry { path, size, info }
+            })
+            .collect();
+        self.browser = Some(Browser { entries, scroll: Scroll::default(), dir });
+        self.screen = Screen::Browser;
+        Vec::new()
+    }
+
+    /// Starts indexing `path`.
+    pub fn open_session(&mut self, path: PathBuf) -> Vec<Effect> {
+        self.epoch += 1;
+        self.loading = Some(Loading { what: path.display().to_string(), done: 0, total: 0 });
+        vec![Effect::Open { epoch: self.epoch, path }]
+    }
+
+    /// Shows an in-memory session (live proxy, tests).
+    pub fn show_source(&mut self, source: Arc<SessionSource>, live: bool) -> Vec<Effect> {
+        self.epoch += 1;
+        let n = source.len();
+        let session_findings = super::analysis::session_findings(&source.warnings);
+        self.session = Some(SessionView {
+            summaries: vec![None; n],
+            summarized: 0,
+            visible: (0..n).collect(),
+            filter: String::new(),
+            list: Scroll::default(),
+            focus: Focus::List,
+            pane: 0,
+            analysis: None,
+            analyzing: None,
+            cache: HashMap::new(),
+            panes: Default::default(),
+            docs: Default::default(),
+            modes: Modes::default(),
+            stream_zoom: false,
+            chunking: 0,
+            step: 0,
+            server_doc: Doc::default(),
+            search: None,
+            session_findings,
+            live,
+            live_pending: Default::default(),
+            live_dirty: Default::default(),
+            analysis_stale: false,
+            source,
+        });
+        self.screen = Screen::Session;
+        self.loading = None;
+        let mut fx = Vec::new();
+        if n > 0 {
+            let h = self.list_height();
+            fx.push(Effect::Summarize { epoch: self.epoch, rows: 0..n.min(h + 1) });
+            fx.push(Effect::Summarize { epoch: self.epoch, rows: 0..n });
+            fx.push(Effect::Analyze { epoch: self.epoch, row: 0 });
+            if let Some(s) = &mut self.session {
+                s.analyzing = Some(0);
+            }
+        }
+        fx
+    }
+
+    /// Rows the exchange list shows at the current size.
+    pub fn list_height(&self) -> usize {
+        let areas = view::areas(Rect::new(0, 0, self.size.0, self.size.1), self);
+        areas.list.height.saturating_sub(3) as usize
+    }
+
+    fn pane_height(&self) -> usize {
+        let areas = view::areas(Rect::new(0, 0, self.size.0, self.size.1), self);
+        areas.pane.height.saturating_sub(2) as usize
+    }
+
+    /// Contexts for key lookup, most specific first.
+    pub fn contexts(&self) -> Vec<Ctx> {
+        match (self.screen, &self.session) {
+            (Screen::Session, Some(s)) => match s.focus {
+                Focus::List => vec![Ctx::List],
+                Focus::Detail => {
+                    let p = match s.pane {
+                        0 => Ctx::Tools,
+                        2 => Ctx::Template,
+                        3 => Ctx::Stream,
+                        4 => Ctx::Replay,
+                        5 => Ctx::Findings,
+                        _ => Ctx::Detail,
+                    };
+                    vec![p, Ctx::Detail]
+                }
+            },
+            _ => vec![Ctx::Browser],
+        }
+    }
+
+    /// Handles a background report.
+    pub fn on_message(&mut self, msg: Message) -> Vec<Effect> {
+        match msg {
+            Message::IndexProgress { epoch, done, total } if epoch == self.epoch => {
+                if let Some(l) = &mut self.loading {
+                    l.done = done;
+                    l.total = total;
+                }
+                Vec::new()
+            }
+            Message::Opened { epoch, result } if epoch == self.epoch => match result {
+                Ok(src) => self.show_source(src, false),
+                Err(e) => {
+                    self.loading = None;
+                    self.status = Some(e);
+                    Vec::new()
+                }
+            },
+            Message::Summaries { epoch, items } if epoch == self.epoch => {
+                let mut fx = Vec::new();
+                if let Some(s) = &mut self.session {
+                    for (row, sum) in items {
+                        if s.live_pending.remove(&row) && s.live_dirty.remove(&row) {
+                            s.live_pending.insert(row);
+                            fx.push(Effect::Summarize { epoch, rows: row..row + 1 });
+                        }
+                        if let Some(slot) = s.summaries.get_mut(row) {
+                            if slot.is_none() {
+                                s.summarized += 1;
+                            }
+                            *slot = Some(sum);
+                        }
+                    }
+                }
+                if self.session.as_ref().is_some_and(|s| !s.filter.is_empty()) {
+                    self.apply_filter();
+                }
+                fx
+            }
+            Message::Analyzed { epoch, row, analysis } if epoch == self.epoch => {
+                let h = self.pane_height();
+                let theme = self.theme.clone();
+                if let Some(s) = &mut self.session {
+                    if s.cache.len() >= CACHE {
+                        s.cache.clear();
+                    }
+                    s.cache.insert(row, analysis.clone());
+                    if let Some(slot) = s.summaries.get_mut(row) {
+                        if slot.is_none() {
+                            s.summarized += 1;
+                        }
+                        *slot = Some(analysis.summary.clone());
+                    }
+                    if s.analyzing == Some(row) || s.live && s.analysis.as_ref().is_some_and(|a| a.row == row) {
+                        let same = s.analysis.as_ref().is_some_and(|a| a.row == row);
+                        s.analysis = Some(analysis);
+                        s.analyzing = None;
+                        if !same {
+                            s.panes = Default::default();
+                            s.step = 0;
+                            s.modes.collapsed.clear();
+                        }
+                        rebuild_all(s, &theme);
+                        for p in s.panes.iter_mut() {
+                            p.follow(h);
+                        }
+                    }
+                    if std::mem::take(&mut s.analysis_stale) {
+                        if let Some(&sel) = s.visible.get(s.list.cursor) {
+                            s.analyzing = Some(sel);
+                            return vec![Effect::Analyze { epoch, row: sel }];
+                        }
+                    }
+                }
+                Vec::new()
+            }
+            Message::Live(ex) => self.on_live(*ex),
+            Message::Record(ev) => self.on_record(ev),
+            Message::Error(e) => {
+                self.status = Some(e);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn on_record(&mut self, ev: crate::record::recorder::RecordEvent) -> Vec<Effect> {
+        if let crate::record::recorder::RecordEvent::Warning(w) = &ev {
+            self.status = Some(format!("recorder: {w}"));
+            return Vec::new();
+        }
+        let epoch = self.epoch;
+        let Some(s) = &mut self.session else { return Vec::new() };
+        let Some(row) = Arc::make_mut(&mut s.source).apply_record(&ev) else { return Vec::new() };
+        self.live_changed(row, epoch)
+    }
+
+    /// A live row changed: re-summarize it and re-analyse it when selected, at most one
+    /// request in flight per row (later changes are picked up when it returns).
+    fn live_changed(&mut self, row: usize, epoch: u64) -> Vec<Effect> {
+        let Some(s) = &mut self.session else { return Vec::new() };
+        if row >= s.summaries.len() {
+            s.summaries.resize(row + 1, None);
+            if s.filter.is_empty() {
+                s.visible.push(row);
+            }
+        }
+        s.cache.remove(&row);
+        let mut fx = Vec::new();
+        if s.live_pending.insert(row) {
+            fx.push(Effect::Summarize { epoch, rows: row..row + 1 });
+        } else {
+            s.live_dirty.insert(row);
+        }
+        let selected = s.visible.get(s.list.cursor).copied();
+        if selected == Some(row) || s.analysis.is_none() {
+            if s.analyzing.is_none() {
+                s.analyzing = Some(row);
+                fx.push(Effect::Analyze { epoch, row });
+            } else {
+                s.analysis_stale = true;
+            }
+        }
+        fx
+    }
+
+    fn on_live(&mut self, ex: crate::session::Exchange) -> Vec<Effect> {
+        let epoch = self.epoch;
+        let Some(s) = &mut self.session else { return Vec::new() };
+        let src = Arc::make_mut(&mut s.source);
+        let row = src.push_live(ex);
+        if row >= s.summaries.len() {
+            s.summaries.resize(row + 1, None);
+            if s.filter.is_empty() {
+                s.visible.push(row);
+            }
+        }
+        s.cache.remove(&row);
+        let mut fx = vec![Effect::Summarize { epoch, rows: row..row + 1 }];
+        let selected = s.visible.get(s.list.cursor).copied();
+        if selected == Some(row) || s.analysis.is_none() {
+            if s.analysis.is_none() {
+                s.analyzing = Some(row);
+            }
+            fx.push(Effect::Analyze { epoch, row });
+        }
+        fx
+    }
+
+    /// Handles a terminal event.
+    pub fn on_event(&mut self, ev: &Event) -> Vec<Effect> {
+        match ev {
+            Event::Resize(w, h) => {
+                self.size = (*w, *h);
+                Vec::new()
+            }
+            Event::Key(k) if k.kind != KeyEventKind::Release => {
+                if let Overlay::Input { kind, text } = &mut self.overlay {
+                    let kind = *kind;
+                    match k.code {
+                        KeyCode::Esc => self.overlay = Overlay::None,
+                        KeyCode::Enter => {
+                            let q = text.clone();
+                            self.overlay = Overlay::None;
+                            return self.submit(kind, q);
+                        }
+                        KeyCode::Backspace => {
+                            text.pop();
+                        }
+                        KeyCode::Char('c') if k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => self.quit = true,
+                        KeyCode::Char(c) => text.push(c),
+                        _ => {}
+                    }
+                    return Vec::new();
+                }
+                let key = Key::from_event(k);
+                let ctxs = self.contexts();
+                match self.keymap.action(key, &ctxs) {
+                    Some(a) => self.on_action(a),
+                    None => Vec::new(),
+                }
+            }
+            Event::Mouse(m) => self.on_mouse(m.kind, m.column, m.row),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Performs an action in the current context.
+    pub fn on_action(&mut self, action: Action) -> Vec<Effect> {
+        if action == Action::Quit {
+            self.quit = true;
+            return Vec::new();
+        }
+        if let Overlay::Help(off) = &mut self.overlay {
+            match action {
+                Action::Down => *off += 1,
+                Action::Up => *off = off.saturating_sub(1),
+                Action::PageDown => *off += 10,
+                Action::PageUp => *off = off.saturating_sub(10),
+                _ => self.overlay = Overlay::None,
+            }
+            return Vec::new();
+        }
+        self.status = None;
+        match action {
+            Action::Help => {
+                self.overlay = Overlay::Help(0);
+                return Vec::new();
+            }
+            Action::Search => {
+                self.overlay = Overlay::Input { kind: InputKind::Search, text: String::new() };
+                return Vec::new();
+            }
+            Action::Filter => {
+                let cur = self.session.as_ref().map(|s| s.filter.clone()).unwrap_or_default();
+                self.overlay = Overlay::Input { kind: InputKind::Filter, text: cur };
+                return Vec::new();
+            }
+            _ => {}
+        }
+        match self.screen {
+            Screen::Browser => self.browser_action(action),
+            Screen::Session => self.session_action(action),
+        }
+    }
+
+    fn browser_action(&mut self, action: Action) -> Vec<Effect> {
+        let Some(b) = &mut self.browser else {
+            if action == Action::Back {
+                self.quit = true;
+            }
+            return Vec::new();
+        };
+        let len = b.entries.len();
+        let h = (self.size.1 as usize).saturating_sub(6);
+        match action {
+            Action::Back => self.quit = true,
+            Action::Up => b.scroll.move_by(-1, len, h),
+            Action::Down => b.scroll.move_by(1, len, h),
+            Action::PageUp => b.scroll.move_by(-(h as isize), len, h),
+            Action::PageDown => b.scroll.move_by(h as isize, len, h),
+            Action::Top => b.scroll.set(0, len, h),
+            Action::Bottom => b.scroll.set(len.saturating_sub(1), len, h),
+            Action::SearchNext | Action::SearchPrev => self.search_step(action == Action::SearchNext),
+            Action::Select => {
+                if let Some(e) = b.entries.get(b.scroll.cursor) {
+                    let p = e.path.clone();
+                    return self.open_session(p);
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn session_action(&mut self, action: Action) -> Vec<Effect> {
+        let lh = self.list_height();
+        let ph = self.pane_height();
+        let epoch = self.epoch;
+        let has_browser = self.browser.is_some();
+        let Some(s) = &mut self.session else { return Vec::new() };
+        let theme = self.theme.clone();
+        match (s.focus, action) {
+            (_, Action::Back) => {
+                if s.search.is_some() {
+                    s.search = None;
+                } else if s.focus == Focus::Detail {
+                    s.focus = Focus::List;
+                } else if !s.filter.is_empty() {
+                    s.filter.clear();
+                    self.apply_filter();
+                } else if has_browser && !s.live {
+                    self.screen = Screen::Browser;
+                    self.session = None;
+                } else {
+                    self.quit = true;
+                }
+                return Vec::new();
+            }
+            (_, Action::NextPane) | (_, Action::PrevPane) => {
+                if s.focus == Focus::Detail {
+                    s.pane = if action == Action::NextPane { (s.pane + 1) % 6 } else { (s.pane + 5) % 6 };
+                }
+                s.focus = Focus::Detail;
+                s.search = None;
+                return Vec::new();
+            }
+            (_, Action::Pane(n)) => {
+                s.pane = (n as usize - 1).min(5);
+                s.focus = Focus::Detail;
+                s.search = None;
+                return Vec::new();
+            }
+            (_, Action::Copy) => return copy_effect(s),
+            (_, Action::SearchNext) | (_, Action::SearchPrev) => {
+                self.search_step(action == Action::SearchNext);
+                return Vec::new();
+            }
+            _ => {}
+        }
+        match s.focus {
+            Focus::List => {
+                let len = s.visible.len();
+                let before = s.list.cursor;
+                match action {
+                    Action::Up => s.list.move_by(-1, len, lh),
+                    Action::Down => s.list.move_by(1, len, lh),
+                    Action::PageUp => s.list.move_by(-(lh as isize), len, lh),
+                    Action::PageDown => s.list.move_by(lh as isize, len, lh),
+                    Action::Top => s.list.set(0, len, lh),
+                    Action::Bottom => s.list.set(len.saturating_sub(1), len, lh),
+                    Action::Select => {
+                        s.focus = Focus::Detail;
+                        return Vec::new();
+                    }
+                    _ => return Vec::new(),
+                }
+                if s.list.cursor != before || s.analysis.is_none() {
+                    return select_row(s, epoch, lh, &theme, ph);
+                }
+                Vec::new()
+            }
+            Focus::Detail => {
+                if s.pane == 4 {
+                    return replay_action(s, action, &theme);
+                }
+                let pane = s.pane;
+                let len = s.docs[pane].lines.len();
+                let cur = &mut s.panes[pane];
+                match action {
+                    Action::Up => cur.move_by(-1, len, ph),
+                    Action::Down => cur.move_by(1, len, ph),
+                    Action::PageUp => cur.move_by(-(ph as isize), len, ph),
+                    Action::PageDown => cur.move_by(ph as isize, len, ph),
+                    Action::Top => cur.set(0, len, ph),
+                    Action::Bottom => cur.set(len.saturating_sub(1), len, ph),
+                    Action::Toggle | Action::Left | Action::Right if pane == 0 => {
+                        if let Some(Some(item)) = s.docs[0].items.get(cur.cursor).copied() {
+                            let collapsed = s.modes.collapsed.contains(&item);
+                            let want = match action {
+                                Action::Left => true,
+                                Action::Right => false,
+                                _ => !collapsed,
+                            };
+                            if want {
+                                s.modes.collapsed.insert(item);
+                            } else {
+                                s.modes.collapsed.remove(&item);
+                            }
+                            rebuild(s, 0, &theme);
+                            let line = s.docs[0].line_of_item(item).unwrap_or(0);
+                            let n = s.docs[0].lines.len();
+                            s.panes[0].set(line, n, ph);
+                        }
+                    }
+                    Action::TemplateTokens => {
+                        s.modes.tokens = !s.modes.tokens;
+                        rebuild(s, 2, &theme);
+                        s.panes[2] = Scroll::default();
+                    }
+                    Action::TemplateSource => {
+                        s.modes.local = !s.modes.local;
+                        rebuild(s, 2, &theme);
+                        s.panes[2] = Scroll::default();
+                    }
+                    Action::Select if pane == 3 => s.stream_zoom = !s.stream_zoom,
+                    Action::Select if pane == 5 => jump_to_evidence(s, &theme, ph),
+                    _ => {}
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    fn submit(&mut self, kind: InputKind, q: String) -> Vec<Effect> {
+        match kind {
+            InputKind::Filter => {
+                if let Some(s) = &mut self.session {
+                    s.filter = q.trim().to_owned();
+                }
+                self.apply_filter();
+                let lh = self.list_height();
+                let ph = self.pane_height();
+                let epoch = self.epoch;
+                let theme = self.theme.clone();
+                if let Some(s) = &mut self.session {
+                    s.list = Scroll::default();
+                    return select_row(s, epoch, lh, &theme, ph);
+                }
+                Vec::new()
+            }
+            InputKind::Search => {
+                let needle = q.to_lowercase();
+                if needle.is_empty() {
+                    return Vec::new();
+                }
+                let matches: Vec<usize> = match (self.screen, &self.session) {
+                    (Screen::Browser, _) => self
+                        .browser
+                        .as_ref()
+                        .map(|b| b.entries.iter().enumerate().filter(|(_, e)| format!("{} {}", e.path.display(), e.info).to_lowercase().contains(&needle)).map(|(i, _)| i).collect())
+                        .unwrap_or_default(),
+                    (_, Some(s)) if s.focus == Focus::List => s
+                        .visible
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| s.summaries[**r].as_ref().is_some_and(|x| row_text(x).to_lowercase().contains(&needle)))
+                        .map(|(i, _)| i)
+                        .collect(),
+                    (_, Some(s)) => {
+                        let d = if s.pane == 4 { &s.docs[4] } else { &s.docs[s.pane] };
+                        (0..d.lines.len()).filter(|&i| d.plain(i).to_lowercase().contains(&needle)).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                if matches.is_empty() {
+                    self.status = Some(format!("no match for {q:?}"));
+                }
+                let search = Search { query: q, matches, current: usize::MAX };
+                match &mut self.session {
+                    Some(s) if self.screen == Screen::Session => s.search = Some(search),
+                    _ => {
+                        if let Some(b) = &mut self.browser {
+                            if let Some(&m) = search.matches.first() {
+                                let len = b.entries.len();
+                                b.scroll.set(m, len, (self.size.1 as usize).saturating_sub(6));
+                            }
+                        }
+                        return Vec::new();
+                    }
+                }
+                self.search_step(true);
+                let lh = self.list_height();
+                let ph = self.pane_height();
+                let epoch = self.epoch;
+                let theme = self.theme.clone();
+                if let Some(s) = &mut self.session {
+                    if s.focus == Focus::List && s.analysis.as_ref().map(|a| a.row) != s.visible.get(s.list.cursor).copied() {
+                        return select_row(s, epoch, lh, &theme, ph);
+                    }
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    fn search_step(&mut self, forward: bool) {
+        let lh = self.list_height();
+        let ph = self.pane_height();
+        let Some(s) = &mut self.session else { return };
+        let Some(search) = &mut s.search else { return };
+        if search.matches.is_empty() {
+            return;
+        }
+        let n = search.matches.len();
+        search.current = if search.current == usize::MAX {
+            0
+        } else if forward {
+            (search.current + 1) % n
+        } else {
+            (search.current + n - 1) % n
+        };
+        let line = search.matches[search.current];
+        self.status = Some(format!("match {}/{} for {:?}", search.current + 1, n, search.query));
+        match s.focus {
+            Focus::List => {
+                let len = s.visible.len();
+                s.list.set(line, len, lh);
+            }
+            Focus::Detail => {
+                let len = s.docs[s.pane].lines.len();
+                s.panes[s.pane].set(line, len, ph);
+            }
+        }
+    }
+
+    /// Recomputes the visible rows from the filter expression.
+    pub fn apply_filter(&mut self) {
+        let Some(s) = &mut self.session else { return };
+        let f = Filter::parse(&s.filter);
+        let keep = s.visible.get(s.list.cursor).copied();
+        s.visible = (0..s.summaries.len()).filter(|&r| s.summaries[r].as_ref().map_or(f.is_empty(), |x| f.matches(x))).collect();
+        if let Some(k) = keep {
+            if let Some(p) = s.visible.iter().position(|&r| r == k) {
+                s.list.cursor = p;
+            }
+        }
+        if s.list.cursor >= s.visible.len() {
+            s.list = Scroll::default();
+        }
+    }
+
+    fn on_mouse(&mut self, kind: MouseEventKind, x: u16, y: u16) -> Vec<Effect> {
+        let areas = view::areas(Rect::new(0, 0, self.size.0, self.size.1), self);
+        let pos = Position { x, y };
+        match kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let a = if kind == MouseEventKind::ScrollDown { Action::Down } else { Action::Up };
+                if let Some(s) = &mut self.session {
+                    if self.screen == Screen::Session {
+                        if areas.list.contains(pos) {
+                            s.focus = Focus::List;
+                        } else if areas.pane.contains(pos) {
+                            s.focus = Focus::Detail;
+                        }
+                    }
+                }
+                let mut fx = Vec::new();
+                for _ in 0..3 {
+                    fx.extend(self.on_action(a));
+                }
+                fx
+            }
+            MouseEventKind::Down(MouseButton::Left) => {
+                if self.screen == Screen::Browser {
+                    if let Some(b) = &mut self.browser {
+                        let first = areas.list.y + 2;
+                        if y >= first {
+                            let i = b.scroll.offset + (y - first) as usize;
+                            if i < b.entries.len() {
+                                if b.scroll.cursor == i {
+                                    return self.browser_action(Action::Select);
+                                }
+                                b.scroll.cursor = i;
+                            }
+                        }
+                    }
+                    return Vec::new();
+                }
+                if areas.tabs.contains(pos) {
+                    for (i, r) in view::tab_ranges().iter().enumerate() {
+                        if x >= areas.tabs.x + r.0 && x < areas.tabs.x + r.1 {
+                            return self.on_action(Action::Pane(i as u8 + 1));
+                        }
+                    }
+                    return Vec::new();
+                }
+                let lh = self.list_height();
+                let ph = self.pane_height();
+                let epoch = self.epoch;
+                let theme = self.theme.clone();
+                let Some(s) = &mut self.session else { return Vec::new() };
+                if areas.list.contains(pos) {
+                    s.focus = Focus::List;
+                    let first = areas.list.y + 2;
+                    if y >= first && y < areas.list.bottom() - 1 {
+                        let i = s.list.offset + (y - first) as usize;
+                        if i < s.visible.len() && i != s.list.cursor {
+                            s.list.cursor = i;
+                            return select_row(s, epoch, lh, &theme, ph);
+                        }
+                    }
+                } else if areas.pane.contains(pos) {
+                    s.focus = Focus::Detail;
+                    let first = areas.pane.y + 1;
+                    if y >= first && s.pane != 4 {
+                        let i = s.panes[s.pane].offset + (y - first) as usize;
+                        let len = s.docs[s.pane].lines.len();
+                        if i < len {
+                            s.panes[s.pane].cursor = i;
+                        }
+                    }
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The selected exchange's analysis, if loaded.
+    pub fn analysis(&self) -> Option<&ExchangeAnalysis> {
+        self.session.as_ref()?.analysis.as_deref()
+    }
+
+    /// Findings shown in the Findings pane: the exchange's, then the session's.
+    pub fn findings(&self) -> Vec<Finding> {
+        let Some(s) = &self.session else { return Vec::new() };
+        findings_of(s)
+    }
+}
+
+fn findings_of(s: &SessionView) -> Vec<Finding> {
+    let mut v: Vec<Finding> = s.analysis.as_ref().map(|a| a.findings.clone()).unwrap_or_default();
+    v.extend(s.session_findings.iter().cloned());
+    v
+}
+
+fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
+    let Some(a) = s.analysis.clone() else { return };
+    s.docs[pane] = match pane {
+        0 => doc::tools(&a, &s.modes, theme),
+        1 => doc::schema(&a, theme),
+        2 => doc::template(&a, &s.modes, theme),
+        3 => doc::stream(&a, theme),
+        4 => {
+            let ch = Chunking::ALL[s.chunking];
+            let steps = a.replay.steps.get(s.chunking).map_or(0, Vec::len);
+            s.step = s.step.min(steps.saturating_sub(1));
+            let n = a.replay.steps.get(s.chunking).and_then(|v| v.get(s.step)).map_or(a.events.len(), |st| st.server_events);
+            s.server_doc = doc::server_view(&a, n, theme);
+            doc::replay(&a, ch, s.step, theme)
+        }
+        _ => doc::findings(&findings_of(s), theme),
+    };
+}
+
+fn rebuild_all(s: &mut SessionView, theme: &Theme) {
+    for p in 0..6 {
+        rebuild(s, p, theme);
+    }
+}
+
+fn select_row(s: &mut SessionView, epoch: u64, _lh: usize, theme: &Theme, _ph: usize) -> Vec<Effect> {
+    let Some(&row) = s.visible.get(s.list.cursor) else {
+        s.analysis = None;
+        s.docs = Default::default();
+        return Vec::new();
+    };
+    let mut fx = Vec::new();
+    // Make sure the rows on screen are summarized.
+    let lo = s.list.offset;
+    let hi = (lo + _lh + 1).min(s.visible.len());
+    let missing: Vec<usize> = s.visible[lo..hi].iter().copied().filter(|&r| s.summaries[r].is_none()).collect();
+    if let (Some(&a), Some(&b)) = (missing.iter().min(), missing.iter().max()) {
+        fx.push(Effect::Summarize { epoch, rows: a..b + 1 });
+    }
+    if let Some(a) = s.cache.get(&row).cloned() {
+        let same = s.analysis.as_ref().is_some_and(|x| x.row == row);
+        s.analysis = Some(a);
+        s.analyzing = None;
+        if !same {
+            s.panes = Default::default();
+            s.step = 0;
+            s.modes.collapsed.clear();
+            rebuild_all(s, theme);
+        }
+        return fx;
+    }
+    if s.analyzing != Some(row) {
+        s.analyzing = Some(row);
+        fx.push(Effect::Analyze { epoch, row });
+    }
+    fx
+}
+
+fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effect> {
+    let Some(a) = s.analysis.clone() else { return Vec::new() };
+    let n = a.replay.steps.get(s.chunking).map_or(0, Vec::len);
+    let before = (s.step, s.chunking);
+    match action {
+        Action::Left | Action::Up => s.step = s.step.saturating_sub(1),
+        Action::Right | Action::Down => s.step = (s.step + 1).min(n.saturating_sub(1)),
+        Action::PageUp => s.step = s.step.saturating_sub(10),
+        Action::PageDown => s.step = (s.step + 10).min(n.saturating_sub(1)),
+        Action::StepFirst | Action::Top => s.step = 0,
+        Action::StepLast | Action::Bottom => s.step = n.saturating_sub(1),
+        Action::Chunking => {
+            // Keep the same text position across chunkings.
+            let end = a.replay.steps.get(s.chunking).and_then(|v| v.get(s.step)).map_or(0, |x| x.end);
+            s.chunking = (s.chunking + 1) % Chunking::ALL.len();
+            let steps = a.replay.steps.get(s.chunking).map(Vec::as_slice).unwrap_or(&[]);
+            s.step = steps.iter().position(|x| x.end >= end).unwrap_or(steps.len().saturating_sub(1));
+        }
+        _ => {}
+    }
+    if (s.step, s.chunking) != before {
+        rebuild(s, 4, theme);
+    }
+    Vec::new()
+}
+
+fn jump_to_evidence(s: &mut SessionView, theme: &Theme, ph: usize) {
+    let list = findings_of(s);
+    let Some(Some(i)) = s.docs[5].items.get(s.panes[5].cursor).copied() else { return };
+    let Some(f) = list.get(i) else { return };
+    let ev = &f.evidence;
+    let pane = match ev.pane {
+        Some(Pane::Tools) => 0,
+        Some(Pane::Schema) => 1,
+        Some(Pane::Template) => 2,
+        Some(Pane::Stream) => 3,
+        Some(Pane::Replay) => 4,
+        Some(Pane::Findings) | None => return,
+    };
+    s.pane = pane;
+    s.focus = Focus::Detail;
+    if pane == 4 {
+        if let Some(step) = ev.step {
+            s.step = step;
+            rebuild(s, 4, theme);
+        }
+        return;
+    }
+    if pane == 0 {
+        s.modes.collapsed.clear();
+        rebuild(s, 0, theme);
+    }
+    let d = &s.docs[pane];
+    let anchors: Vec<Anchor> = [
+        ev.pointer.clone().map(Anchor::Pointer),
+        ev.event.map(Anchor::Event),
+        ev.token.map(Anchor::Token),
+        ev.offset.map(Anchor::Offset),
+        ev.tool.clone().map(Anchor::Tool),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // A tool-scoped pointer: find the tool first, then the pointer after it.
+    let line = if let (Some(tool), Some(ptr)) = (&ev.tool, &ev.pointer) {
+        let t = d.line_of(&Anchor::Tool(tool.clone()));
+        let after = t.and_then(|t| {
+            d.anchors.iter().filter(|(a, l)| *l >= t && matches!(a, Anchor::Pointer(p) if ptr.ends_with(p.as_str()) && p.len() > 1)).map(|(_, l)| *l).min()
+        });
+        after.or(t)
+    } else {
+        None
+    };
+    let line = line.or_else(|| anchors.iter().find_map(|a| d.line_of(a)));
+    if let Some(l) = line {
+        let len = d.lines.len();
+        s.panes[pane].set(l, len, ph);
+    }
+}
+
+fn copy_effect(s: &SessionView) -> Vec<Effect> {
+    let text = match s.focus {
+        Focus::List => s.analysis.as_ref().and_then(|a| serde_json::to_string(&a.exchange).ok()),
+        Focus::Detail => {
+            let d = &s.docs[s.pane];
+            let item = d.items.get(s.panes[s.pane].cursor).copied().flatten().unwrap_or(0);
+            d.copy.get(item).cloned().or_else(|| d.copy.first().cloned())
+        }
+    };
+    text.map(|t| vec![Effect::Copy(t)]).unwrap_or_default()
+}
+
+/// Text of a list row, for search.
+pub fn row_text(s: &Summary) -> String {
+    format!(
+        "{} {} {} {} {}",
+        s.method,
+        s.path,
+        s.model.as_deref().unwrap_or(""),
+        s.status.map(|x| x.to_string()).unwrap_or_default(),
+        s.rules.iter().map(|r| r.id()).collect::<Vec<_>>().join(" ")
+    )
+}
+
+/// A parsed `f` filter: space-separated terms, each `path:`, `model:`, `rule:`, `status:` or a
+/// bare word (matches path or model). All terms must match; case-insensitive substring, except
+/// `status:` which matches a prefix of the code (`status:5` = 5xx) and `rule:` which matches a
+/// prefix of a rule id (`rule:schema` = every schema.* rule).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    pub terms: Vec<(String, String)>,
+}
+
+impl Filter {
+    pub fn parse(s: &str) -> Filter {
+        Filter {
+            terms: s
+                .split_whitespace()
+                .map(|t| match t.split_once(':') {
+                    Some((k, v)) if ["path", "model", "rule", "status"].contains(&k) => (k.to_owned(), v.to_lowercase()),
+                    _ => (String::new(), t.to_lowercase()),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    pub fn matches(&self, s: &Summary) -> bool {
+        let model = s.model.as_deref().unwrap_or("").to_lowercase();
+        let path = s.path.to_lowercase();
+        self.terms.iter().all(|(k, v)| match k.as_str() {
+            "path" => path.contains(v),
+            "model" => model.contains(v),
+            "status" => s.status.map(|x| x.to_string()).unwrap_or_else(|| "none".into()).starts_with(v.as_str()),
+            "rule" => s.rules.iter().any(|r| r.id().starts_with(v.as_str())),
+            _ => path.contains(v) || model.contains(v),
+        })
+    }
+}
