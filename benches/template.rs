@@ -17,9 +17,9 @@ fn request() -> Value {
         "messages": [
             {"role": "system", "content": "You can call tools."},
             {"role": "user", "content": "What's the weather in Vienna?"},
-            {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+            {"role": "assistant", "tool_calls": [{"id": "a1b2c3d4e", "type": "function",
                 "function": {"name": "get_weather", "arguments": {"city": "Vienna", "days": 2}}}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp_c\": 12.5}"},
+            {"role": "tool", "tool_call_id": "a1b2c3d4e", "content": "{\"temp_c\": 12.5}"},
             {"role": "assistant", "content": "It is 12.5 °C in Vienna."},
             {"role": "user", "content": "And tomorrow?"}
         ],
@@ -34,19 +34,36 @@ fn request() -> Value {
 }
 
 fn main() {
-    let corpus = std::env::var_os("TOOLSCOPE_CORPUS").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        dirs::home_dir().unwrap_or_default().join(".cache/toolscope/src/llama.cpp/models/templates")
-    });
+    let corpus = std::env::var_os("TOOLSCOPE_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            dirs::home_dir()
+                .unwrap_or_default()
+                .join(".cache/toolscope/src/llama.cpp/models/templates")
+        });
     let Ok(dir) = std::fs::read_dir(&corpus) else {
-        println!("template bench: corpus not found at {} (run scripts/setup.sh)", corpus.display());
+        println!(
+            "template bench: corpus not found at {} (run scripts/setup.sh)",
+            corpus.display()
+        );
         return;
     };
-    let renders: usize = std::env::var("TOOLSCOPE_BENCH_RENDERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
-    let mut files: Vec<_> = dir.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "jinja")).collect();
+    let renders: usize = std::env::var("TOOLSCOPE_BENCH_RENDERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let mut files: Vec<_> = dir
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
+        .collect();
     files.sort();
     let ctx = RenderInput::from_openai_request(&request()).context();
     let now = time::macros::datetime!(2026-11-29 12:00 UTC);
-    let opts = RenderOptions { now: Some(now), ..Default::default() };
+    let opts = RenderOptions {
+        now: Some(now),
+        ..Default::default()
+    };
 
     // Rust: per template, compile time (mean of 20 compiles) and render time (mean of `renders`).
     let mut rows = Vec::new();
@@ -70,11 +87,14 @@ fn main() {
         }
         let render = t1.elapsed().as_secs_f64() / renders as f64;
         rows.push((name.clone(), compile, render, ok));
-        jobs.push(json!({"id": name, "template": src, "context": ctx, "now": "2026-11-29T12:00:00Z"}));
+        jobs.push(
+            json!({"id": name, "template": src, "context": ctx, "now": "2026-11-29T12:00:00Z"}),
+        );
     }
 
     // Python Jinja2, same templates and context.
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/reference_render.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/reference_render.py");
     let py: std::collections::BTreeMap<String, (f64, f64)> = match Command::new("python3")
         .arg(&script)
         .args(["--bench", &renders.to_string()])
@@ -91,7 +111,12 @@ fn main() {
             String::from_utf8_lossy(&out.stdout)
                 .lines()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter_map(|v| Some((v["id"].as_str()?.to_owned(), (v["compile_s"].as_f64()?, v["render_s"].as_f64()?))))
+                .filter_map(|v| {
+                    Some((
+                        v["id"].as_str()?.to_owned(),
+                        (v["compile_s"].as_f64()?, v["render_s"].as_f64()?),
+                    ))
+                })
                 .collect()
         }
         Err(e) => {
@@ -100,7 +125,10 @@ fn main() {
         }
     };
 
-    println!("{:<58} {:>11} {:>11} {:>11} {:>11} {:>8}", "template", "rs compile", "rs render", "py compile", "py render", "speedup");
+    println!(
+        "{:<58} {:>11} {:>11} {:>11} {:>11} {:>8}",
+        "template", "rs compile", "rs render", "py compile", "py render", "speedup"
+    );
     let (mut rs_c, mut rs_r, mut py_c, mut py_r, mut n) = (0.0, 0.0, 0.0, 0.0, 0usize);
     for (name, c, r, _ok) in &rows {
         let p = py.get(name);
@@ -126,8 +154,18 @@ fn main() {
         let nf = n as f64;
         println!();
         println!("templates compared: {n}; renders per template: {renders}");
-        println!("mean compile: toolscope {:.1} µs, Python Jinja2 {:.1} µs ({:.0}×)", rs_c / nf * 1e6, py_c / nf * 1e6, py_c / rs_c);
-        println!("mean render:  toolscope {:.1} µs, Python Jinja2 {:.1} µs ({:.1}×)", rs_r / nf * 1e6, py_r / nf * 1e6, py_r / rs_r);
+        println!(
+            "mean compile: toolscope {:.1} µs, Python Jinja2 {:.1} µs ({:.0}×)",
+            rs_c / nf * 1e6,
+            py_c / nf * 1e6,
+            py_c / rs_c
+        );
+        println!(
+            "mean render:  toolscope {:.1} µs, Python Jinja2 {:.1} µs ({:.1}×)",
+            rs_r / nf * 1e6,
+            py_r / nf * 1e6,
+            py_r / rs_r
+        );
         println!(
             "compile+render (one render per compile, as `toolscope render` does): toolscope {:.1} µs, Python {:.1} µs ({:.0}× faster)",
             (rs_c + rs_r) / nf * 1e6,

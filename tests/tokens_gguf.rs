@@ -21,7 +21,12 @@ fn smollm2_metadata() {
     let md = meta(&p);
     let file_len = std::fs::metadata(&p).unwrap().len();
     // Only the header is read: it is a small fraction of the 98 MB file.
-    assert!(md.header_len < file_len / 10, "header {} of {}", md.header_len, file_len);
+    assert!(
+        md.header_len < file_len / 10,
+        "header {} of {}",
+        md.header_len,
+        file_len
+    );
     assert_eq!(md.get_str("general.architecture"), Some("llama"));
     let src = TemplateSource::from_gguf("smollm2.gguf", &md).unwrap();
     assert!(src.template.contains("<|im_start|>"), "{}", src.template);
@@ -31,21 +36,36 @@ fn smollm2_metadata() {
     // SmolLM2: bos = eos = <|im_start|> / <|im_end|> per the HF config; check via the ids.
     assert_eq!(src.bos_token.as_deref(), v.bos_text());
     assert!(v.special_id("<|im_start|>").is_some());
-    assert!(md.get("tokenizer.ggml.merges").and_then(GgufValue::as_array).is_some_and(|m| m.len() > 40000));
+    assert!(
+        md.get("tokenizer.ggml.merges")
+            .and_then(GgufValue::as_array)
+            .is_some_and(|m| m.len() > 40000)
+    );
 }
 
 #[test]
 fn qwen3_markers_fragment_on_smollm2() {
-    let (Some(p), Some(corpus)) = (support::smollm2(), support::corpus()) else { return };
+    let (Some(p), Some(corpus)) = (support::smollm2(), support::corpus()) else {
+        return;
+    };
     let vocab = Vocab::from_gguf("smollm2.gguf", &meta(&p)).unwrap();
     // As llama-server /tokenize answers on SmolLM2 (shared/notes/real-server.md).
     let toks = tokens::tokenize(&vocab, "<tool_call>");
-    assert_eq!(toks.iter().map(|t| t.piece.as_str()).collect::<Vec<_>>(), ["<", "tool", "_", "call", ">"]);
+    assert_eq!(
+        toks.iter().map(|t| t.piece.as_str()).collect::<Vec<_>>(),
+        ["<", "tool", "_", "call", ">"]
+    );
     let toks = tokens::tokenize(&vocab, "<think>");
     assert_eq!(toks.len(), 3, "{toks:?}");
     let toks = tokens::tokenize(&vocab, "<|im_start|>user\nHello");
-    assert!(toks[0].special && toks[0].piece == "<|im_start|>", "{toks:?}");
-    assert_eq!(toks.iter().map(|t| t.piece.as_str()).collect::<String>(), "<|im_start|>user\nHello");
+    assert!(
+        toks[0].special && toks[0].piece == "<|im_start|>",
+        "{toks:?}"
+    );
+    assert_eq!(
+        toks.iter().map(|t| t.piece.as_str()).collect::<String>(),
+        "<|im_start|>user\nHello"
+    );
 
     // The Qwen3 template with tools, rendered and checked for pseudo-special markers.
     let tmpl = std::fs::read_to_string(corpus.join("Qwen-Qwen3-0.6B.jinja")).unwrap();
@@ -56,17 +76,31 @@ fn qwen3_markers_fragment_on_smollm2() {
                      {"role": "tool", "content": "12C"}],
         "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
     });
-    let prompt = toolscope::template::render(&tmpl, &RenderInput::from_openai_request(&req), &RenderOptions::default()).unwrap();
+    let prompt = toolscope::template::render(
+        &tmpl,
+        &RenderInput::from_openai_request(&req),
+        &RenderOptions::default(),
+    )
+    .unwrap();
     let toks = tokens::tokenize(&vocab, &prompt);
     // Tokens cover the prompt exactly.
-    assert_eq!(toks.iter().map(|t| t.piece.as_str()).collect::<String>(), prompt);
+    assert_eq!(
+        toks.iter().map(|t| t.piece.as_str()).collect::<String>(),
+        prompt
+    );
     let findings = tokens::pseudo_special(&prompt, &toks);
-    let flagged: Vec<&str> = findings.iter().filter_map(|f| f.evidence.excerpt.as_deref()).collect();
+    let flagged: Vec<&str> = findings
+        .iter()
+        .filter_map(|f| f.evidence.excerpt.as_deref())
+        .collect();
     assert!(flagged.contains(&"<tool_call>"), "{flagged:?}");
     assert!(flagged.contains(&"</tool_call>"), "{flagged:?}");
     assert!(flagged.contains(&"<tools>"), "{flagged:?}");
     assert!(!flagged.contains(&"<|im_start|>"), "{flagged:?}");
-    let tc = findings.iter().find(|f| f.evidence.excerpt.as_deref() == Some("<tool_call>")).unwrap();
+    let tc = findings
+        .iter()
+        .find(|f| f.evidence.excerpt.as_deref() == Some("<tool_call>"))
+        .unwrap();
     assert!(tc.message.contains("5 ordinary pieces"), "{}", tc.message);
     assert_eq!(tc.rule.id(), "token.pseudo_special");
 }
@@ -80,7 +114,12 @@ fn gemma3_metadata_and_spm() {
     // Python GGUF dump): the source is a vocabulary only.
     assert!(md.get("tokenizer.chat_template").is_none());
     assert!(src.template.is_empty());
-    assert_eq!(md.get("tokenizer.ggml.tokens").and_then(GgufValue::as_array).map(|a| a.len()), Some(262144));
+    assert_eq!(
+        md.get("tokenizer.ggml.tokens")
+            .and_then(GgufValue::as_array)
+            .map(|a| a.len()),
+        Some(262144)
+    );
     assert_eq!(src.bos_token.as_deref(), Some("<bos>"));
     let v = src.vocab.unwrap();
     assert_eq!(v.model, "llama");
@@ -88,7 +127,10 @@ fn gemma3_metadata_and_spm() {
     let toks = tokens::tokenize_prompt(&v, "<start_of_turn>user\nHello world<end_of_turn>");
     assert_eq!(toks[0].piece, "<bos>");
     assert_eq!((toks[0].start, toks[0].end), (0, 0));
-    assert!(toks[1].special && toks[1].piece == "<start_of_turn>", "{toks:?}");
+    assert!(
+        toks[1].special && toks[1].piece == "<start_of_turn>",
+        "{toks:?}"
+    );
     assert!(toks.last().unwrap().special && toks.last().unwrap().piece == "<end_of_turn>");
     // Template prints <bos> and the vocabulary adds BOS: two BOS tokens.
     let toks = tokens::tokenize_prompt(&v, "<bos><start_of_turn>user\nhi");
@@ -100,7 +142,8 @@ fn gemma3_metadata_and_spm() {
 fn case_09_duplicate_bos_from_server_pieces() {
     let c = support::case_json("09-duplicate-bos", "case.json");
     let tk = support::case_json("09-duplicate-bos", "tokenize.json");
-    let pieces: Vec<toolscope::session::TokenPiece> = serde_json::from_value(tk["tokens"].clone()).unwrap();
+    let pieces: Vec<toolscope::session::TokenPiece> =
+        serde_json::from_value(tk["tokens"].clone()).unwrap();
     let prompt = "<s><|im_start|>user\nHello";
     let toks = tokens::tokens_from_pieces(prompt, &pieces);
     let bos_text = c["inputs"]["bos_token"].as_str();

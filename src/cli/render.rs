@@ -74,13 +74,18 @@ pub fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
 }
 
 fn read_gguf(path: &Path) -> anyhow::Result<gguf::GgufMetadata> {
-    let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    gguf::read_metadata(std::io::BufReader::with_capacity(1 << 20, f)).with_context(|| path.display().to_string())
+    let f =
+        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    gguf::read_metadata(std::io::BufReader::with_capacity(1 << 20, f))
+        .with_context(|| path.display().to_string())
 }
 
 fn ollama_url(src: &str) -> Option<(String, String)> {
     let (base, rest) = src.split_once("/api/show")?;
-    let model = rest.trim_start_matches('?').split('&').find_map(|kv| kv.strip_prefix("model="))?;
+    let model = rest
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("model="))?;
     Some((base.to_owned(), model.to_owned()))
 }
 
@@ -105,7 +110,9 @@ pub fn load_vocab(src: &str) -> anyhow::Result<VocabSource> {
         let md = gguf::read_metadata(&bytes[..]).with_context(|| src.to_owned())?;
         return Ok(VocabSource::Local(Box::new(Vocab::from_gguf(src, &md)?)));
     }
-    Ok(VocabSource::Local(Box::new(Vocab::from_tokenizer_json(src, &bytes)?)))
+    Ok(VocabSource::Local(Box::new(Vocab::from_tokenizer_json(
+        src, &bytes,
+    )?)))
 }
 
 /// Whether a request body looks like an Anthropic messages body (top-level `system`, or
@@ -114,24 +121,43 @@ pub fn looks_anthropic(body: &Value) -> bool {
     if body.get("system").is_some() || body.get("stop_sequences").is_some() {
         return true;
     }
-    if body.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some())) {
+    if body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some()))
+    {
         return true;
     }
-    body.get("messages").and_then(Value::as_array).is_some_and(|ms| {
-        ms.iter().any(|m| {
-            m.get("content").and_then(Value::as_array).is_some_and(|bs| {
-                bs.iter().any(|b| matches!(b.get("type").and_then(Value::as_str), Some("tool_use" | "tool_result" | "thinking")))
+    body.get("messages")
+        .and_then(Value::as_array)
+        .is_some_and(|ms| {
+            ms.iter().any(|m| {
+                m.get("content")
+                    .and_then(Value::as_array)
+                    .is_some_and(|bs| {
+                        bs.iter().any(|b| {
+                            matches!(
+                                b.get("type").and_then(Value::as_str),
+                                Some("tool_use" | "tool_result" | "thinking")
+                            )
+                        })
+                    })
             })
         })
-    })
 }
 
 /// Runs `toolscope render`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let req_name = args.request.display().to_string();
-    let text = std::fs::read_to_string(&args.request).with_context(|| format!("{req_name}: cannot read"))?;
-    let body: Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{req_name}:{}:{}: malformed JSON: {e}", e.line(), e.column()))?;
+    let text = std::fs::read_to_string(&args.request)
+        .with_context(|| format!("{req_name}: cannot read"))?;
+    let body: Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{req_name}:{}:{}: malformed JSON: {e}",
+            e.line(),
+            e.column()
+        )
+    })?;
     if !body.is_object() {
         bail!("{req_name}: the request must be a JSON object with \"messages\"");
     }
@@ -142,7 +168,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let now = match &args.now {
         Some(t) => time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-            .with_context(|| format!("--now {t}: not an RFC 3339 time (e.g. 2026-11-29T12:00:00Z)"))?,
+            .with_context(|| {
+            format!("--now {t}: not an RFC 3339 time (e.g. 2026-11-29T12:00:00Z)")
+        })?,
         None => time::OffsetDateTime::now_utc(),
     };
     let source = load_template(&args.template)?;
@@ -153,16 +181,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             source.template
         );
     }
-    let input = if anthropic { RenderInput::from_anthropic_request(&body) } else { RenderInput::from_openai_request(&body) };
+    let input = if anthropic {
+        RenderInput::from_anthropic_request(&body)
+    } else {
+        RenderInput::from_openai_request(&body)
+    };
     let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
     for n in &input.notes {
-        eprintln!("toolscope: note: {req_name}{n}");
+        eprintln!("toolscope: note: {req_name}: {n}");
     }
     let template = source.select(&input);
     if template.is_empty() {
         bail!("{}: the source has no chat template", source.origin);
     }
-    let opts = RenderOptions { now: Some(now), strict: args.strict, name: Some(source.origin.clone()), ..Default::default() };
+    let opts = RenderOptions {
+        now: Some(now),
+        strict: args.strict,
+        name: Some(source.origin.clone()),
+        ..Default::default()
+    };
     let prompt = crate::template::render(template, &input, &opts)?;
 
     match args.format {
@@ -174,13 +211,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Json => {
             let vocab = match &args.vocab {
                 Some(v) => Some(load_vocab(v)?),
-                None => source.vocab.clone().map(|v| VocabSource::Local(Box::new(v))),
+                None => source
+                    .vocab
+                    .clone()
+                    .map(|v| VocabSource::Local(Box::new(v))),
             };
             let (toks, bos): (Vec<Token>, (Option<u32>, Option<String>)) = match vocab {
-                Some(VocabSource::Local(v)) => (tokens::tokenize_prompt(&v, &prompt), (v.bos_id, v.bos_text().map(str::to_owned))),
+                Some(VocabSource::Local(v)) => (
+                    tokens::tokenize_prompt(&v, &prompt),
+                    (v.bos_id, v.bos_text().map(str::to_owned)),
+                ),
                 Some(VocabSource::Server(url)) => {
-                    let pieces = crate::cli::runtime().block_on(ServerClient::new(&url).tokenize(&prompt))?;
-                    (tokens::tokens_from_pieces(&prompt, &pieces), (None, input.bos_token.clone()))
+                    let pieces = crate::cli::runtime()
+                        .block_on(ServerClient::new(&url).tokenize(&prompt))?;
+                    (
+                        tokens::tokens_from_pieces(&prompt, &pieces),
+                        (None, input.bos_token.clone()),
+                    )
                 }
                 None => (Vec::new(), (None, None)),
             };
@@ -189,7 +236,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 findings.extend(tokens::pseudo_special(&prompt, &toks));
                 findings.extend(tokens::bos_duplicate(&toks, bos.0, bos.1.as_deref()));
             }
-            let tokens_json: Vec<Value> = toks.iter().map(|t| json!({"id": t.id, "piece": t.piece, "special": t.special})).collect();
+            let tokens_json: Vec<Value> = toks
+                .iter()
+                .map(|t| json!({"id": t.id, "piece": t.piece, "special": t.special}))
+                .collect();
             let out = json!({"prompt": prompt, "tokens": tokens_json, "findings": findings});
             println!("{}", serde_json::to_string_pretty(&out)?);
         }

@@ -22,8 +22,15 @@ pub fn first_difference(local: &str, engine: &str) -> Option<usize> {
 /// Up to `n` characters either side of `offset` in `s`, with control characters escaped
 /// (`\n` shown as `\n`), for a one-line excerpt.
 pub fn excerpt(s: &str, offset: usize, n: usize) -> String {
-    let offset = s.floor_char_boundary(offset.min(s.len()));
-    let before: String = s[..offset].chars().rev().take(n).collect::<Vec<_>>().into_iter().rev().collect();
+    let offset = floor_boundary(s, offset);
+    let before: String = s[..offset]
+        .chars()
+        .rev()
+        .take(n)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     let after: String = s[offset..].chars().take(n).collect();
     format!("{}⟨{}", before.escape_debug(), after.escape_debug())
 }
@@ -35,7 +42,10 @@ pub fn engine_divergence(local: &str, engine: &str, engine_name: &str) -> Option
     let at = first_difference(local, engine)?;
     let (line, col) = {
         let before = &local[..at];
-        (before.matches('\n').count() + 1, before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1)
+        (
+            before.matches('\n').count() + 1,
+            before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+        )
     };
     let msg = format!(
         "local render and {engine_name} differ from byte {at} (line {line}, column {col}; local {} bytes, {engine_name} {} bytes): local \"{}\" vs {engine_name} \"{}\"",
@@ -54,6 +64,29 @@ pub fn engine_divergence(local: &str, engine: &str, engine_name: &str) -> Option
     )
 }
 
+/// [`engine_divergence`] against a session's recorded llama-server render
+/// (`Annotation::ServerRender { prompt: Some(..) }`), tagged with its exchange id. `None` when
+/// the annotation has no prompt or the renders are identical.
+pub fn from_server_render(local: &str, ann: &crate::session::Annotation) -> Option<Finding> {
+    match ann {
+        crate::session::Annotation::ServerRender {
+            exchange,
+            prompt: Some(p),
+            ..
+        } => engine_divergence(local, p, "llama-server").map(|f| f.in_exchange(Some(*exchange))),
+        _ => None,
+    }
+}
+
+/// The largest UTF-8 character boundary of `s` at or before `i` (clamped to `s.len()`).
+pub fn floor_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,8 +98,22 @@ mod tests {
         assert_eq!(first_difference("ab", "abc"), Some(2));
         // "é" is 2 bytes: c3 a9 vs "è" c3 a8 — first byte equal, report the character start.
         assert_eq!(first_difference("xé", "xè"), Some(1));
-        let f = engine_divergence("<|im_start|>user\nhi", "<|im_start|>user\nho", "llama-server").unwrap();
+        let f = engine_divergence(
+            "<|im_start|>user\nhi",
+            "<|im_start|>user\nho",
+            "llama-server",
+        )
+        .unwrap();
         assert_eq!(f.evidence.offset, Some(18));
         assert!(f.message.contains("line 2, column 2"), "{}", f.message);
+        let ann = crate::session::Annotation::ServerRender {
+            exchange: 7,
+            prompt: Some("ab".into()),
+            tokens: None,
+            error: None,
+        };
+        assert_eq!(from_server_render("ab", &ann), None);
+        let f = from_server_render("ax", &ann).unwrap();
+        assert_eq!((f.exchange, f.evidence.offset), (Some(7), Some(1)));
     }
 }

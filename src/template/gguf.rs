@@ -103,7 +103,11 @@ impl GgufMetadata {
 
     /// An array of strings (e.g. `tokenizer.ggml.tokens`); `None` if absent or not strings.
     pub fn get_str_array(&self, key: &str) -> Option<Vec<&str>> {
-        self.get(key)?.as_array()?.iter().map(GgufValue::as_str).collect()
+        self.get(key)?
+            .as_array()?
+            .iter()
+            .map(GgufValue::as_str)
+            .collect()
     }
 }
 
@@ -132,7 +136,10 @@ const MAX_KV: u64 = 1 << 20;
 
 impl<R: Read> Reader<R> {
     fn err<T>(&self, m: impl Into<String>) -> Result<T, GgufError> {
-        Err(GgufError { offset: self.off, message: m.into() })
+        Err(GgufError {
+            offset: self.off,
+            message: m.into(),
+        })
     }
     fn bytes<const N: usize>(&mut self) -> Result<[u8; N], GgufError> {
         let mut b = [0u8; N];
@@ -209,11 +216,16 @@ pub fn read_metadata<R: Read>(r: R) -> Result<GgufMetadata, GgufError> {
     let mut rd = Reader { r, off: 0 };
     let magic = rd.bytes::<4>()?;
     if &magic != b"GGUF" {
-        return Err(GgufError { offset: 0, message: "not a GGUF file (magic is not \"GGUF\")".into() });
+        return Err(GgufError {
+            offset: 0,
+            message: "not a GGUF file (magic is not \"GGUF\")".into(),
+        });
     }
     let version = rd.u32()?;
     if !(2..=3).contains(&version) {
-        return rd.err(format!("unsupported GGUF version {version} (2 and 3 are supported)"));
+        return rd.err(format!(
+            "unsupported GGUF version {version} (2 and 3 are supported)"
+        ));
     }
     let tensor_count = rd.u64()?;
     let kv_count = rd.u64()?;
@@ -227,7 +239,12 @@ pub fn read_metadata<R: Read>(r: R) -> Result<GgufMetadata, GgufError> {
         let v = rd.value(ty, 0)?;
         kv.insert(key, v);
     }
-    Ok(GgufMetadata { version, tensor_count, kv, header_len: rd.off })
+    Ok(GgufMetadata {
+        version,
+        tensor_count,
+        kv,
+        header_len: rd.off,
+    })
 }
 
 #[cfg(test)]
@@ -259,8 +276,15 @@ mod tests {
         s(&mut b, "a");
         let m = read_metadata(&b[..]).unwrap();
         assert_eq!(m.get_str("tokenizer.chat_template"), Some("{{ x }}"));
-        assert_eq!(m.get("tokenizer.ggml.bos_token_id").and_then(GgufValue::as_i64), Some(7));
-        assert_eq!(m.get_str_array("tokenizer.ggml.tokens"), Some(vec!["<s>", "a"]));
+        assert_eq!(
+            m.get("tokenizer.ggml.bos_token_id")
+                .and_then(GgufValue::as_i64),
+            Some(7)
+        );
+        assert_eq!(
+            m.get_str_array("tokenizer.ggml.tokens"),
+            Some(vec!["<s>", "a"])
+        );
         assert_eq!(m.header_len, b.len() as u64);
         let e = read_metadata(&b[..b.len() - 1]).unwrap_err();
         assert!(e.message.contains("truncated"), "{e}");

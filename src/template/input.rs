@@ -53,9 +53,16 @@ impl RenderInput {
             None | Some(Value::Null) => None,
             Some(t) => Some(t.clone()),
         };
-        let add_generation_prompt = body.get("add_generation_prompt").and_then(Value::as_bool).unwrap_or(true);
+        let add_generation_prompt = body
+            .get("add_generation_prompt")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
         let str_field = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_owned);
-        let chat_template_kwargs = body.get("chat_template_kwargs").and_then(Value::as_object).cloned().unwrap_or_default();
+        let chat_template_kwargs = body
+            .get("chat_template_kwargs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         RenderInput {
             messages,
             tools,
@@ -84,7 +91,9 @@ impl RenderInput {
     /// Whether the request carries a non-empty `tools` array (selects a `tool_use` template in a
     /// named template list, as transformers does).
     pub fn has_tools(&self) -> bool {
-        self.tools.as_ref().is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+        self.tools
+            .as_ref()
+            .is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty()))
     }
 
     /// Fills `bos_token` / `eos_token` from a template source when the request does not set
@@ -107,7 +116,10 @@ impl RenderInput {
         ctx.insert("messages".into(), self.messages.clone());
         ctx.insert("tools".into(), self.tools.clone().unwrap_or(Value::Null));
         ctx.insert("documents".into(), Value::Null);
-        ctx.insert("add_generation_prompt".into(), Value::Bool(self.add_generation_prompt));
+        ctx.insert(
+            "add_generation_prompt".into(),
+            Value::Bool(self.add_generation_prompt),
+        );
         if let Some(b) = &self.bos_token {
             ctx.insert("bos_token".into(), Value::String(b.clone()));
         }
@@ -127,18 +139,29 @@ impl RenderInput {
 /// are parsed to values. Arguments that are not JSON stay strings and add a note (llama-server
 /// rejects such a request: "Failed to parse tool call arguments as JSON").
 pub fn normalize_messages(messages: &mut Value, notes: &mut Vec<String>) {
-    let Some(list) = messages.as_array_mut() else { return };
+    let Some(list) = messages.as_array_mut() else {
+        return;
+    };
     for (i, msg) in list.iter_mut().enumerate() {
-        let Some(obj) = msg.as_object_mut() else { continue };
+        let Some(obj) = msg.as_object_mut() else {
+            continue;
+        };
         if !obj.contains_key("tool_calls") {
             continue;
         }
         if !obj.contains_key("content") || obj.get("content") == Some(&Value::Null) {
             obj.insert("content".into(), Value::String(String::new()));
         }
-        let Some(calls) = obj.get_mut("tool_calls").and_then(Value::as_array_mut) else { continue };
+        let Some(calls) = obj.get_mut("tool_calls").and_then(Value::as_array_mut) else {
+            continue;
+        };
         for (j, call) in calls.iter_mut().enumerate() {
-            let Some(args) = call.get_mut("function").and_then(|f| f.get_mut("arguments")) else { continue };
+            let Some(args) = call
+                .get_mut("function")
+                .and_then(|f| f.get_mut("arguments"))
+            else {
+                continue;
+            };
             if let Value::String(s) = args {
                 match serde_json::from_str::<Value>(s) {
                     Ok(v) => *args = v,
@@ -182,7 +205,12 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
         Some(Value::Null) | None => {}
         Some(_) => out_msgs.push(json!({"role": "system", "content": ""})),
     }
-    for msg in body.get("messages").and_then(Value::as_array).into_iter().flatten() {
+    for msg in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let role = text_of(msg, "role");
         let Some(content) = msg.get("content") else {
             if role != "assistant" {
@@ -241,7 +269,11 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
                                     _ => {}
                                 }
                             }
-                            if images { Value::Array(out_parts) } else { Value::String(text) }
+                            if images {
+                                Value::Array(out_parts)
+                            } else {
+                                Value::String(text)
+                            }
                         }
                         _ => Value::String(String::new()),
                     };
@@ -296,8 +328,17 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
     if let Some(s) = body.get("stop_sequences") {
         oai.insert("stop".into(), s.clone());
     }
-    oai.insert("max_tokens".into(), body.get("max_tokens").cloned().unwrap_or(json!(4096)));
-    for k in ["temperature", "top_p", "top_k", "stream", "chat_template_kwargs"] {
+    oai.insert(
+        "max_tokens".into(),
+        body.get("max_tokens").cloned().unwrap_or(json!(4096)),
+    );
+    for k in [
+        "temperature",
+        "top_p",
+        "top_k",
+        "stream",
+        "chat_template_kwargs",
+    ] {
         if let Some(v) = body.get(k) {
             oai.insert(k.into(), v.clone());
         }
@@ -305,7 +346,10 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
     if let Some(th) = body.get("thinking")
         && th.get("type").and_then(Value::as_str) == Some("enabled")
     {
-        oai.insert("thinking_budget_tokens".into(), th.get("budget_tokens").cloned().unwrap_or(json!(10000)));
+        oai.insert(
+            "thinking_budget_tokens".into(),
+            th.get("budget_tokens").cloned().unwrap_or(json!(10000)),
+        );
     }
     Value::Object(oai)
 }
@@ -313,11 +357,19 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
 fn image_url(src: &Value) -> Option<String> {
     match src.get("type").and_then(Value::as_str) {
         Some("base64") => {
-            let mt = src.get("media_type").and_then(Value::as_str).unwrap_or("image/jpeg");
+            let mt = src
+                .get("media_type")
+                .and_then(Value::as_str)
+                .unwrap_or("image/jpeg");
             let data = src.get("data").and_then(Value::as_str).unwrap_or("");
             Some(format!("data:{mt};base64,{data}"))
         }
-        Some("url") => Some(src.get("url").and_then(Value::as_str).unwrap_or("").to_owned()),
+        Some("url") => Some(
+            src.get("url")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+        ),
         _ => None,
     }
 }
@@ -329,9 +381,15 @@ fn billing_header(s: &str) -> String {
     if !s.starts_with(PREFIX) {
         return s.to_owned();
     }
-    let Some(rel) = s[PREFIX.len()..].find("cch=") else { return s.to_owned() };
+    let Some(rel) = s[PREFIX.len()..].find("cch=") else {
+        return s.to_owned();
+    };
     let at = PREFIX.len() + rel + 4;
-    if at + 5 < s.len() && s.as_bytes()[at + 5] == b';' && s.is_char_boundary(at) && s.is_char_boundary(at + 5) {
+    if at + 5 < s.len()
+        && s.as_bytes()[at + 5] == b';'
+        && s.is_char_boundary(at)
+        && s.is_char_boundary(at + 5)
+    {
         format!("{}fffff{}", &s[..at], &s[at + 5..])
     } else {
         s.to_owned()
@@ -351,9 +409,15 @@ mod tests {
         ], "chat_template_kwargs": {"enable_thinking": false}, "add_generation_prompt": false});
         let inp = RenderInput::from_openai_request(&body);
         assert_eq!(inp.messages[1]["content"], json!(""));
-        assert_eq!(inp.messages[1]["tool_calls"][0]["function"]["arguments"], json!({"x": 1}));
+        assert_eq!(
+            inp.messages[1]["tool_calls"][0]["function"]["arguments"],
+            json!({"x": 1})
+        );
         assert_eq!(inp.messages[2]["content"], json!(""));
-        assert_eq!(inp.messages[2]["tool_calls"][0]["function"]["arguments"], json!("not json"));
+        assert_eq!(
+            inp.messages[2]["tool_calls"][0]["function"]["arguments"],
+            json!("not json")
+        );
         assert_eq!(inp.notes.len(), 1);
         assert!(!inp.add_generation_prompt);
         assert_eq!(inp.context()["enable_thinking"], json!(false));
@@ -377,23 +441,41 @@ mod tests {
             "stop_sequences": ["X"]
         });
         let oai = anthropic_to_openai(&body);
-        assert_eq!(oai["messages"][0], json!({"role": "system", "content": "Be brief."}));
+        assert_eq!(
+            oai["messages"][0],
+            json!({"role": "system", "content": "Be brief."})
+        );
         assert_eq!(oai["messages"][2]["content"], json!(""));
         assert_eq!(oai["messages"][2]["reasoning_content"], json!("need tool"));
-        assert_eq!(oai["messages"][2]["tool_calls"][0]["function"]["arguments"], json!("{\"city\":\"Vienna\"}"));
-        assert_eq!(oai["messages"][3], json!({"role": "tool", "tool_call_id": "tu1", "content": "12C"}));
+        assert_eq!(
+            oai["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            json!("{\"city\":\"Vienna\"}")
+        );
+        assert_eq!(
+            oai["messages"][3],
+            json!({"role": "tool", "tool_call_id": "tu1", "content": "12C"})
+        );
         assert_eq!(oai["messages"].as_array().unwrap().len(), 4);
         assert_eq!(oai["tool_choice"], json!("required"));
         assert_eq!(oai["stop"], json!(["X"]));
         assert_eq!(oai["max_tokens"], json!(4096));
-        assert_eq!(oai["tools"][0]["function"]["parameters"], json!({"type": "object"}));
+        assert_eq!(
+            oai["tools"][0]["function"]["parameters"],
+            json!({"type": "object"})
+        );
         let inp = RenderInput::from_anthropic_request(&body);
-        assert_eq!(inp.messages[2]["tool_calls"][0]["function"]["arguments"], json!({"city": "Vienna"}));
+        assert_eq!(
+            inp.messages[2]["tool_calls"][0]["function"]["arguments"],
+            json!({"city": "Vienna"})
+        );
     }
 
     #[test]
     fn billing_header_stamp() {
-        assert_eq!(billing_header("x-anthropic-billing-header: a=1; cch=a5145;You are"), "x-anthropic-billing-header: a=1; cch=fffff;You are");
+        assert_eq!(
+            billing_header("x-anthropic-billing-header: a=1; cch=a5145;You are"),
+            "x-anthropic-billing-header: a=1; cch=fffff;You are"
+        );
         assert_eq!(billing_header("plain"), "plain");
     }
 }

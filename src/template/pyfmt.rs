@@ -23,7 +23,11 @@ pub fn py_float_repr(f: f64) -> String {
         return if f > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     // Rust's `{:e}` yields the shortest round-trip digits: "-1.2345e-7".
     let sci = format!("{f:e}");
@@ -82,7 +86,10 @@ pub fn json_to_value(v: &serde_json::Value) -> Value {
         }
         serde_json::Value::String(s) => Value::from(s.as_str()),
         serde_json::Value::Array(a) => Value::from(a.iter().map(json_to_value).collect::<Vec<_>>()),
-        serde_json::Value::Object(o) => Value::from_pairs(o.iter().map(|(k, v)| (Value::from(k.as_str()), json_to_value(v)))),
+        serde_json::Value::Object(o) => Value::from_pairs(
+            o.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), json_to_value(v))),
+        ),
     }
 }
 
@@ -160,7 +167,11 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) {
 
 /// CPython `unicode_repr`: single quotes unless the text holds `'` and no `"`.
 fn write_str_repr(out: &mut String, s: &str) {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     out.push(quote);
     for c in s.chars() {
         match c {
@@ -226,7 +237,14 @@ pub struct JsonOptions {
 pub fn py_json_dumps(v: &Value, opts: &JsonOptions) -> Result<String, String> {
     let (item_sep, key_sep) = match &opts.separators {
         Some((i, k)) => (i.clone(), k.clone()),
-        None => (if opts.indent.is_some() { ",".to_owned() } else { ", ".to_owned() }, ": ".to_owned()),
+        None => (
+            if opts.indent.is_some() {
+                ",".to_owned()
+            } else {
+                ", ".to_owned()
+            },
+            ": ".to_owned(),
+        ),
     };
     let mut out = String::new();
     write_json(&mut out, v, opts, &item_sep, &key_sep, 0)?;
@@ -242,7 +260,14 @@ fn newline_indent(out: &mut String, opts: &JsonOptions, level: usize) {
     }
 }
 
-fn write_json(out: &mut String, v: &Value, opts: &JsonOptions, item_sep: &str, key_sep: &str, level: usize) -> Result<(), String> {
+fn write_json(
+    out: &mut String,
+    v: &Value,
+    opts: &JsonOptions,
+    item_sep: &str,
+    key_sep: &str,
+    level: usize,
+) -> Result<(), String> {
     if level > 500 {
         return Err("maximum recursion depth exceeded while encoding a JSON object".into());
     }
@@ -289,7 +314,7 @@ fn write_json(out: &mut String, v: &Value, opts: &JsonOptions, item_sep: &str, k
                 return Ok(());
             }
             if opts.sort_keys {
-                keys.sort_by(|a, b| a.cmp(b));
+                keys.sort();
             }
             out.push('{');
             newline_indent(out, opts, level + 1);
@@ -300,10 +325,20 @@ fn write_json(out: &mut String, v: &Value, opts: &JsonOptions, item_sep: &str, k
                 }
                 let key_text = match key.kind() {
                     ValueKind::String => key.as_str().unwrap_or_default().to_owned(),
-                    ValueKind::Bool => if key.is_true() { "true".into() } else { "false".into() },
+                    ValueKind::Bool => {
+                        if key.is_true() {
+                            "true".into()
+                        } else {
+                            "false".into()
+                        }
+                    }
                     ValueKind::None => "null".into(),
                     ValueKind::Number => number_str(key),
-                    other => return Err(format!("keys must be str, int, float, bool or None, not {other}")),
+                    other => {
+                        return Err(format!(
+                            "keys must be str, int, float, bool or None, not {other}"
+                        ));
+                    }
                 };
                 write_json_str(out, &key_text, opts.ensure_ascii);
                 out.push_str(key_sep);
@@ -357,8 +392,15 @@ pub fn jinja_indent(s: &str, indention: &str, first: bool, blank: bool) -> Strin
     } else {
         let mut it = lines.into_iter();
         rv = it.next().unwrap_or_default().to_owned();
-        let rest: Vec<String> =
-            it.map(|l| if l.is_empty() { String::new() } else { format!("{indention}{l}") }).collect();
+        let rest: Vec<String> = it
+            .map(|l| {
+                if l.is_empty() {
+                    String::new()
+                } else {
+                    format!("{indention}{l}")
+                }
+            })
+            .collect();
         if !rest.is_empty() {
             rv.push('\n');
             rv.push_str(&rest.join("\n"));
@@ -376,15 +418,24 @@ pub fn py_splitlines(s: &str) -> Vec<&str> {
     let mut start = 0;
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        let is_break = matches!(c, '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}');
+        let is_break = matches!(
+            c,
+            '\n' | '\r'
+                | '\u{0b}'
+                | '\u{0c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        );
         if is_break {
             out.push(&s[start..i]);
             let mut end = i + c.len_utf8();
-            if c == '\r' {
-                if let Some(&(_, '\n')) = chars.peek() {
-                    chars.next();
-                    end += 1;
-                }
+            if c == '\r' && matches!(chars.peek(), Some(&(_, '\n'))) {
+                chars.next();
+                end += 1;
             }
             start = end;
         }
@@ -399,8 +450,29 @@ pub fn py_splitlines(s: &str) -> Vec<&str> {
 /// %H %I %M %S %p %y %j %Z %z %%`, and glibc's `%-d`, `%-m`, `%-H`, `%-I`, `%-M`, `%-S` without
 /// padding), in the C locale.
 pub fn strftime(t: &time::OffsetDateTime, fmt: &str) -> String {
-    const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
-    const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    const DAYS: [&str; 7] = [
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+    ];
     let mut out = String::new();
     let mut chars = fmt.chars().peekable();
     while let Some(c) = chars.next() {
@@ -414,7 +486,13 @@ pub fn strftime(t: &time::OffsetDateTime, fmt: &str) -> String {
             pad = false;
             d = chars.next();
         }
-        let num = |n: i64, w: usize| if pad { format!("{n:0w$}") } else { n.to_string() };
+        let num = |n: i64, w: usize| {
+            if pad {
+                format!("{n:0w$}")
+            } else {
+                n.to_string()
+            }
+        };
         let month = u8::from(t.month()) as usize;
         let wd = t.weekday().number_days_from_monday() as usize;
         let h12 = match t.hour() % 12 {
@@ -483,23 +561,44 @@ mod tests {
 
     #[test]
     fn json_dumps_matches_python() {
-        let v = json_to_value(&serde_json::json!({"b": [1, 2.0, "é"], "a": {"x": null, "y": true}, "e": []}));
+        let v = json_to_value(
+            &serde_json::json!({"b": [1, 2.0, "é"], "a": {"x": null, "y": true}, "e": []}),
+        );
         // json.dumps(v, ensure_ascii=False)
-        assert_eq!(py_json_dumps(&v, &JsonOptions::default()).unwrap(), r#"{"b": [1, 2.0, "é"], "a": {"x": null, "y": true}, "e": []}"#);
+        assert_eq!(
+            py_json_dumps(&v, &JsonOptions::default()).unwrap(),
+            r#"{"b": [1, 2.0, "é"], "a": {"x": null, "y": true}, "e": []}"#
+        );
         // json.dumps(v, ensure_ascii=True, indent=2, sort_keys=True)
-        let o = JsonOptions { ensure_ascii: true, indent: Some("  ".into()), sort_keys: true, separators: None };
+        let o = JsonOptions {
+            ensure_ascii: true,
+            indent: Some("  ".into()),
+            sort_keys: true,
+            separators: None,
+        };
         assert_eq!(
             py_json_dumps(&v, &o).unwrap(),
             "{\n  \"a\": {\n    \"x\": null,\n    \"y\": true\n  },\n  \"b\": [\n    1,\n    2.0,\n    \"\\u00e9\"\n  ],\n  \"e\": []\n}"
         );
-        let o = JsonOptions { separators: Some((",".into(), ":".into())), ..Default::default() };
-        assert_eq!(py_json_dumps(&v, &o).unwrap(), r#"{"b":[1,2.0,"é"],"a":{"x":null,"y":true},"e":[]}"#);
+        let o = JsonOptions {
+            separators: Some((",".into(), ":".into())),
+            ..Default::default()
+        };
+        assert_eq!(
+            py_json_dumps(&v, &o).unwrap(),
+            r#"{"b":[1,2.0,"é"],"a":{"x":null,"y":true},"e":[]}"#
+        );
     }
 
     #[test]
     fn repr_and_str() {
-        let v = json_to_value(&serde_json::json!({"t": ["string", "number"], "n": null, "b": false, "q": "it's"}));
-        assert_eq!(py_str(&v), r#"{'t': ['string', 'number'], 'n': None, 'b': False, 'q': "it's"}"#);
+        let v = json_to_value(
+            &serde_json::json!({"t": ["string", "number"], "n": null, "b": false, "q": "it's"}),
+        );
+        assert_eq!(
+            py_str(&v),
+            r#"{'t': ['string', 'number'], 'n': None, 'b': False, 'q': "it's"}"#
+        );
     }
 
     #[test]
@@ -514,6 +613,9 @@ mod tests {
     fn strftime_c_locale() {
         let t = time::macros::datetime!(2026-03-05 14:07:09 UTC);
         assert_eq!(strftime(&t, "%d %b %Y"), "05 Mar 2026");
-        assert_eq!(strftime(&t, "%Y-%m-%d %H:%M:%S %A %-d %B %I%p"), "2026-03-05 14:07:09 Thursday 5 March 02PM");
+        assert_eq!(
+            strftime(&t, "%Y-%m-%d %H:%M:%S %A %-d %B %I%p"),
+            "2026-03-05 14:07:09 Thursday 5 March 02PM"
+        );
     }
 }

@@ -48,7 +48,14 @@ pub struct RenderOptions {
 
 impl Default for RenderOptions {
     fn default() -> Self {
-        RenderOptions { now: None, strict: false, name: None, fuel: 20_000_000, recursion_limit: 250, max_output: 8 << 20 }
+        RenderOptions {
+            now: None,
+            strict: false,
+            name: None,
+            fuel: 20_000_000,
+            recursion_limit: 250,
+            max_output: 8 << 20,
+        }
     }
 }
 
@@ -105,7 +112,9 @@ pub struct CompiledTemplate {
 
 impl std::fmt::Debug for CompiledTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledTemplate").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("CompiledTemplate")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -123,7 +132,9 @@ pub fn rewrite_generation_blocks(src: &str) -> String {
             return out;
         };
         let inner = &tag[2..end];
-        let body = inner.trim_start_matches(['-', '+']).trim_end_matches(['-', '+']);
+        let body = inner
+            .trim_start_matches(['-', '+'])
+            .trim_end_matches(['-', '+']);
         let word = body.trim();
         let replacement = match word {
             "generation" => Some("if true   "),
@@ -149,9 +160,14 @@ pub fn rewrite_generation_blocks(src: &str) -> String {
 
 fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
-    let before = &src[..src.floor_char_boundary(offset)];
+    let before = &src[..super::divergence::floor_boundary(src, offset)];
     let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
     (line, col)
 }
 
@@ -165,7 +181,12 @@ impl CompiledTemplate {
         if let Err(e) = env.add_template_owned(name.clone(), rewritten) {
             return Err(convert_error(&e, &name, source));
         }
-        Ok(CompiledTemplate { env, name, source: source.to_owned(), max_output: opts.max_output })
+        Ok(CompiledTemplate {
+            env,
+            name,
+            source: source.to_owned(),
+            max_output: opts.max_output,
+        })
     }
 
     /// Renders with `input`'s context ([`RenderInput::context`]).
@@ -175,13 +196,23 @@ impl CompiledTemplate {
 
     /// Renders with an explicit JSON context object.
     pub fn render_context(&self, ctx: &serde_json::Value) -> Result<String, RenderError> {
-        let tmpl = self.env.get_template(&self.name).map_err(|e| convert_error(&e, &self.name, &self.source))?;
-        let mut w = CapWriter { buf: Vec::new(), cap: self.max_output, exceeded: false };
+        let tmpl = self
+            .env
+            .get_template(&self.name)
+            .map_err(|e| convert_error(&e, &self.name, &self.source))?;
+        let mut w = CapWriter {
+            buf: Vec::new(),
+            cap: self.max_output,
+            exceeded: false,
+        };
         let res = tmpl.render_captured_to(pyfmt::json_to_value(ctx), &mut w);
         if w.exceeded {
             return Err(RenderError {
                 kind: RenderErrorKind::Limit,
-                message: format!("output exceeds the cap of {} bytes; rendering stopped", self.max_output),
+                message: format!(
+                    "output exceeds the cap of {} bytes; rendering stopped",
+                    self.max_output
+                ),
                 name: self.name.clone(),
                 line: None,
                 column: None,
@@ -207,7 +238,11 @@ impl CompiledTemplate {
 
 /// Renders `template` for `input`. Shape: the prompt text exactly as the engine would feed it
 /// to the tokenizer (no BOS added here). Errors: [`RenderError`] with line and column.
-pub fn render(template: &str, input: &RenderInput, opts: &RenderOptions) -> Result<String, RenderError> {
+pub fn render(
+    template: &str,
+    input: &RenderInput,
+    opts: &RenderOptions,
+) -> Result<String, RenderError> {
     CompiledTemplate::compile(template, opts)?.render(input)
 }
 
@@ -234,17 +269,27 @@ impl io::Write for CapWriter {
 fn convert_error(e: &Error, name: &str, source: &str) -> RenderError {
     // The innermost error with a position is the most useful one.
     let kind = match e.kind() {
-        ErrorKind::SyntaxError | ErrorKind::InvalidDelimiter | ErrorKind::UnknownBlock => RenderErrorKind::Syntax,
+        ErrorKind::SyntaxError | ErrorKind::InvalidDelimiter | ErrorKind::UnknownBlock => {
+            RenderErrorKind::Syntax
+        }
         ErrorKind::UndefinedError => RenderErrorKind::Undefined,
         ErrorKind::OutOfFuel => RenderErrorKind::Limit,
-        ErrorKind::InvalidOperation if e.detail().is_some_and(|d| d.starts_with("raise_exception: ")) => RenderErrorKind::Raised,
-        ErrorKind::InvalidOperation if e.detail().is_some_and(|d| d.contains("recursion")) => RenderErrorKind::Limit,
+        ErrorKind::InvalidOperation
+            if e.detail()
+                .is_some_and(|d| d.starts_with("raise_exception: ")) =>
+        {
+            RenderErrorKind::Raised
+        }
+        ErrorKind::InvalidOperation if e.detail().is_some_and(|d| d.contains("recursion")) => {
+            RenderErrorKind::Limit
+        }
         _ => RenderErrorKind::Eval,
     };
     let mut message = match (kind, e.detail()) {
         (RenderErrorKind::Raised, Some(d)) => d.trim_start_matches("raise_exception: ").to_owned(),
         (RenderErrorKind::Limit, _) if e.kind() == ErrorKind::OutOfFuel => {
-            "fuel exhausted: the template ran too long (infinite loop?); rendering stopped".to_owned()
+            "fuel exhausted: the template ran too long (infinite loop?); rendering stopped"
+                .to_owned()
         }
         (_, Some(d)) => format!("{}: {d}", e.kind()),
         (_, None) => e.kind().to_string(),
@@ -259,7 +304,16 @@ fn convert_error(e: &Error, name: &str, source: &str) -> RenderError {
         }
         None => (e.line(), None),
     };
-    RenderError { kind, message, name: e.name().map(str::to_owned).unwrap_or_else(|| name.to_owned()), line, column }
+    RenderError {
+        kind,
+        message,
+        name: e
+            .name()
+            .map(str::to_owned)
+            .unwrap_or_else(|| name.to_owned()),
+        line,
+        column,
+    }
 }
 
 fn build_env(opts: &RenderOptions) -> Environment<'static> {
@@ -270,7 +324,11 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
         .build()
         .expect("default delimiters are valid");
     env.set_syntax(syntax);
-    env.set_undefined_behavior(if opts.strict { UndefinedBehavior::SemiStrict } else { UndefinedBehavior::Lenient });
+    env.set_undefined_behavior(if opts.strict {
+        UndefinedBehavior::SemiStrict
+    } else {
+        UndefinedBehavior::Lenient
+    });
     env.set_fuel(Some(opts.fuel));
     env.set_recursion_limit(opts.recursion_limit);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -280,10 +338,15 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
             return minijinja::escape_formatter(out, state, value);
         }
         let text = match value.as_str() {
-            Some(s) => return out.write_str(s).map_err(|_| Error::from(ErrorKind::WriteFailure)),
+            Some(s) => {
+                return out
+                    .write_str(s)
+                    .map_err(|_| Error::from(ErrorKind::WriteFailure));
+            }
             None => pyfmt::py_str(value),
         };
-        out.write_str(&text).map_err(|_| Error::from(ErrorKind::WriteFailure))
+        out.write_str(&text)
+            .map_err(|_| Error::from(ErrorKind::WriteFailure))
     });
     env.add_filter("tojson", tojson);
     env.add_filter("indent", indent);
@@ -292,20 +355,42 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
     env.add_filter("string", |v: &JValue| JValue::from(pyfmt::py_str(v)));
     env.add_filter("join", join);
     env.add_test("iterable", |v: &JValue| match v.kind() {
-        ValueKind::Undefined | ValueKind::String | ValueKind::Seq | ValueKind::Map | ValueKind::Iterable | ValueKind::Bytes => true,
+        ValueKind::Undefined
+        | ValueKind::String
+        | ValueKind::Seq
+        | ValueKind::Map
+        | ValueKind::Iterable
+        | ValueKind::Bytes => true,
         ValueKind::Plain => v.try_iter().is_ok(),
         _ => false,
     });
     env.add_test("sequence", |v: &JValue| {
-        matches!(v.kind(), ValueKind::Undefined | ValueKind::String | ValueKind::Seq | ValueKind::Map | ValueKind::Bytes)
+        matches!(
+            v.kind(),
+            ValueKind::Undefined
+                | ValueKind::String
+                | ValueKind::Seq
+                | ValueKind::Map
+                | ValueKind::Bytes
+        )
     });
-    env.add_test("number", |v: &JValue| matches!(v.kind(), ValueKind::Number | ValueKind::Bool));
-    env.add_function("raise_exception", |msg: Option<JValue>| -> Result<JValue, Error> {
-        let m = msg.map(|m| pyfmt::py_str(&m)).unwrap_or_default();
-        Err(Error::new(ErrorKind::InvalidOperation, format!("raise_exception: {m}")))
+    env.add_test("number", |v: &JValue| {
+        matches!(v.kind(), ValueKind::Number | ValueKind::Bool)
     });
+    env.add_function(
+        "raise_exception",
+        |msg: Option<JValue>| -> Result<JValue, Error> {
+            let m = msg.map(|m| pyfmt::py_str(&m)).unwrap_or_default();
+            Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("raise_exception: {m}"),
+            ))
+        },
+    );
     let now = opts.now.unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    env.add_function("strftime_now", move |fmt: String| pyfmt::strftime(&now, &fmt));
+    env.add_function("strftime_now", move |fmt: String| {
+        pyfmt::strftime(&now, &fmt)
+    });
     env
 }
 
@@ -328,7 +413,12 @@ fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Resul
             ValueKind::None | ValueKind::Undefined => None,
             ValueKind::String => Some(v.as_str().unwrap_or_default().to_owned()),
             _ => {
-                let n = v.as_i64().ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "tojson: indent must be an integer or a string"))?;
+                let n = v.as_i64().ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidOperation,
+                        "tojson: indent must be an integer or a string",
+                    )
+                })?;
                 Some(" ".repeat(n.max(0) as usize))
             }
         };
@@ -339,7 +429,10 @@ fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Resul
     {
         let parts: Vec<JValue> = v.try_iter()?.collect();
         if parts.len() != 2 {
-            return Err(Error::new(ErrorKind::InvalidOperation, "tojson: separators must be a pair of strings"));
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: separators must be a pair of strings",
+            ));
         }
         opts.separators = Some((pyfmt::py_str(&parts[0]), pyfmt::py_str(&parts[1])));
     }
@@ -347,11 +440,19 @@ fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Resul
         opts.sort_keys = v.is_true();
     }
     kwargs.assert_all_used()?;
-    pyfmt::py_json_dumps(value, &opts).map(JValue::from).map_err(|m| Error::new(ErrorKind::InvalidOperation, format!("tojson: {m}")))
+    pyfmt::py_json_dumps(value, &opts)
+        .map(JValue::from)
+        .map_err(|m| Error::new(ErrorKind::InvalidOperation, format!("tojson: {m}")))
 }
 
 /// Jinja2's `indent(width=4, first=False, blank=False)`; `width` may be a string.
-fn indent(value: &JValue, width: Option<JValue>, first: Option<bool>, blank: Option<bool>, kwargs: Kwargs) -> Result<JValue, Error> {
+fn indent(
+    value: &JValue,
+    width: Option<JValue>,
+    first: Option<bool>,
+    blank: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<JValue, Error> {
     let width = match width {
         Some(w) => Some(w),
         None => kwargs.get::<Option<JValue>>("width")?,
@@ -370,7 +471,12 @@ fn indent(value: &JValue, width: Option<JValue>, first: Option<bool>, blank: Opt
         Some(w) if w.kind() == ValueKind::String => w.as_str().unwrap_or_default().to_owned(),
         Some(w) => " ".repeat(w.as_i64().unwrap_or(4).max(0) as usize),
     };
-    Ok(JValue::from(pyfmt::jinja_indent(&pyfmt::py_str(value), &indention, first, blank)))
+    Ok(JValue::from(pyfmt::jinja_indent(
+        &pyfmt::py_str(value),
+        &indention,
+        first,
+        blank,
+    )))
 }
 
 /// Jinja2's `join(d="", attribute=None)`: items converted with Python `str()`.
@@ -420,7 +526,11 @@ mod tests {
     #[test]
     fn python_printing() {
         // Expected values: Python Jinja2 3.1 output for the same template and context.
-        let out = r("{{ x }}|{{ n }}|{{ b }}|{{ f }}|{{ l | upper }}|{{ l | join(',') }}", json!({"x": {"a": [1, null]}, "n": null, "b": true, "f": 1e16, "l": ["a", true]})).unwrap();
+        let out = r(
+            "{{ x }}|{{ n }}|{{ b }}|{{ f }}|{{ l | upper }}|{{ l | join(',') }}",
+            json!({"x": {"a": [1, null]}, "n": null, "b": true, "f": 1e16, "l": ["a", true]}),
+        )
+        .unwrap();
         assert_eq!(out, "{'a': [1, None]}|None|True|1e+16|['A', TRUE]|a,True");
     }
 
@@ -428,20 +538,31 @@ mod tests {
     fn tojson_keywords() {
         // Python: json.dumps({"b": 1, "a": [1.5, "é"]}, ensure_ascii=True, indent=2, sort_keys=True)
         let out = r("{{ x | tojson(ensure_ascii=true, indent=2, sort_keys=true) }}|{{ x | tojson(separators=(',', ':')) }}|{{ x | tojson }}", json!({"x": {"b": 1, "a": [1.5, "é"]}})).unwrap();
-        assert_eq!(out, "{\n  \"a\": [\n    1.5,\n    \"\\u00e9\"\n  ],\n  \"b\": 1\n}|{\"b\":1,\"a\":[1.5,\"é\"]}|{\"b\": 1, \"a\": [1.5, \"é\"]}");
+        assert_eq!(
+            out,
+            "{\n  \"a\": [\n    1.5,\n    \"\\u00e9\"\n  ],\n  \"b\": 1\n}|{\"b\":1,\"a\":[1.5,\"é\"]}|{\"b\": 1, \"a\": [1.5, \"é\"]}"
+        );
         assert!(r("{{ x | tojson(bogus=1) }}", json!({"x": 1})).is_err());
     }
 
     #[test]
     fn generation_block_and_trim() {
-        let src = "{% for m in messages %}\n  {% generation %}{{ m }}{% endgeneration %}\n{% endfor %}";
+        let src =
+            "{% for m in messages %}\n  {% generation %}{{ m }}{% endgeneration %}\n{% endfor %}";
         assert_eq!(r(src, json!({"messages": ["a", "b"]})).unwrap(), "ab");
-        assert_eq!(rewrite_generation_blocks("{%- generation -%}x{% endgeneration %}").len(), "{%- generation -%}x{% endgeneration %}".len());
+        assert_eq!(
+            rewrite_generation_blocks("{%- generation -%}x{% endgeneration %}").len(),
+            "{%- generation -%}x{% endgeneration %}".len()
+        );
     }
 
     #[test]
     fn raise_exception_and_position() {
-        let e = r("line1\n  {{ raise_exception('no system role') }}", json!({})).unwrap_err();
+        let e = r(
+            "line1\n  {{ raise_exception('no system role') }}",
+            json!({}),
+        )
+        .unwrap_err();
         assert_eq!(e.kind, RenderErrorKind::Raised);
         assert!(e.message.contains("no system role"), "{e}");
         assert_eq!(e.line, Some(2));
@@ -449,8 +570,14 @@ mod tests {
 
     #[test]
     fn strict_undefined_has_line_and_column() {
-        let opts = RenderOptions { strict: true, ..Default::default() };
-        let e = CompiledTemplate::compile("ok\n{% if tools %}x{% endif %}ab {{ missing }}", &opts).unwrap().render_context(&json!({})).unwrap_err();
+        let opts = RenderOptions {
+            strict: true,
+            ..Default::default()
+        };
+        let e = CompiledTemplate::compile("ok\n{% if tools %}x{% endif %}ab {{ missing }}", &opts)
+            .unwrap()
+            .render_context(&json!({}))
+            .unwrap_err();
         assert_eq!(e.kind, RenderErrorKind::Undefined);
         assert_eq!((e.line, e.column), (Some(2), Some(33)), "{e}");
         // lenient: prints nothing
@@ -466,16 +593,29 @@ mod tests {
 
     #[test]
     fn hostile_templates_are_bounded() {
-        let opts = RenderOptions { fuel: 200_000, ..Default::default() };
-        let looping = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
-        let e = CompiledTemplate::compile(looping, &opts).unwrap().render_context(&json!({})).unwrap_err();
+        let opts = RenderOptions {
+            fuel: 200_000,
+            ..Default::default()
+        };
+        let looping =
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+        let e = CompiledTemplate::compile(looping, &opts)
+            .unwrap()
+            .render_context(&json!({}))
+            .unwrap_err();
         assert_eq!(e.kind, RenderErrorKind::Limit, "{e}");
         let recursive = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}";
         let e = r(recursive, json!({})).unwrap_err();
         assert_eq!(e.kind, RenderErrorKind::Limit, "{e}");
-        let opts = RenderOptions { max_output: 1000, ..Default::default() };
+        let opts = RenderOptions {
+            max_output: 1000,
+            ..Default::default()
+        };
         let big = "{% for i in range(10000) %}xxxxxxxxxx{% endfor %}";
-        let e = CompiledTemplate::compile(big, &opts).unwrap().render_context(&json!({})).unwrap_err();
+        let e = CompiledTemplate::compile(big, &opts)
+            .unwrap()
+            .render_context(&json!({}))
+            .unwrap_err();
         assert_eq!(e.kind, RenderErrorKind::Limit, "{e}");
     }
 
@@ -487,8 +627,14 @@ mod tests {
 
     #[test]
     fn strftime_now_uses_clock() {
-        let opts = RenderOptions { now: Some(time::macros::datetime!(2026-11-29 18:00 UTC)), ..Default::default() };
-        let out = CompiledTemplate::compile("{{ strftime_now('%d %b %Y') }}", &opts).unwrap().render_context(&json!({})).unwrap();
+        let opts = RenderOptions {
+            now: Some(time::macros::datetime!(2026-11-29 18:00 UTC)),
+            ..Default::default()
+        };
+        let out = CompiledTemplate::compile("{{ strftime_now('%d %b %Y') }}", &opts)
+            .unwrap()
+            .render_context(&json!({}))
+            .unwrap();
         assert_eq!(out, "29 Nov 2026");
     }
 }

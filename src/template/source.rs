@@ -51,7 +51,10 @@ pub struct SourceError {
 }
 
 fn err(origin: &str, message: impl Into<String>) -> SourceError {
-    SourceError { origin: origin.to_owned(), message: message.into() }
+    SourceError {
+        origin: origin.to_owned(),
+        message: message.into(),
+    }
 }
 
 /// A token given as a string or as a HF AddedToken object `{"content": …}`.
@@ -75,15 +78,33 @@ impl TemplateSource {
             let md = gguf::read_metadata(bytes).map_err(|e| err(name, e.to_string()))?;
             return TemplateSource::from_gguf(name, &md);
         }
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| err(name, format!("not UTF-8 at byte {} (and not a GGUF file)", e.valid_up_to())))?;
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            err(
+                name,
+                format!(
+                    "not UTF-8 at byte {} (and not a GGUF file)",
+                    e.valid_up_to()
+                ),
+            )
+        })?;
         let trimmed = text.trim_start();
-        let looks_json = name.ends_with(".json") || (trimmed.starts_with('{') && !trimmed.starts_with("{%") && !trimmed.starts_with("{{") && !trimmed.starts_with("{#"));
+        let looks_json = name.ends_with(".json")
+            || (trimmed.starts_with('{')
+                && !trimmed.starts_with("{%")
+                && !trimmed.starts_with("{{")
+                && !trimmed.starts_with("{#"));
         if looks_json {
             let v: Value = match serde_json::from_str(text) {
                 Ok(v) => v,
                 Err(e) if name.ends_with(".json") => {
-                    return Err(err(name, format!("malformed JSON at line {}, column {}: {e}", e.line(), e.column())));
+                    return Err(err(
+                        name,
+                        format!(
+                            "malformed JSON at line {}, column {}: {e}",
+                            e.line(),
+                            e.column()
+                        ),
+                    ));
                 }
                 Err(_) => return Ok(TemplateSource::from_jinja(name, text)),
             };
@@ -96,27 +117,42 @@ impl TemplateSource {
             if v.get("chat_template").is_some() {
                 return TemplateSource::from_tokenizer_config(name, &v);
             }
-            if v.get("template").and_then(Value::as_str).is_some() && (v.get("modelfile").is_some() || v.get("details").is_some()) {
+            if v.get("template").and_then(Value::as_str).is_some()
+                && (v.get("modelfile").is_some() || v.get("details").is_some())
+            {
                 return TemplateSource::from_ollama_show(name, &v);
             }
             if v.get("model").is_some() && v.get("added_tokens").is_some() {
-                return Err(err(name, "this is a tokenizer.json (a vocabulary, no chat template): pass it as --vocab, and the tokenizer_config.json as --template"));
+                return Err(err(
+                    name,
+                    "this is a tokenizer.json (a vocabulary, no chat template): pass it as --vocab, and the tokenizer_config.json as --template",
+                ));
             }
-            return Err(err(name, "JSON has no \"chat_template\" (expected tokenizer_config.json, chat_template.json or llama-server /props)"));
+            return Err(err(
+                name,
+                "JSON has no \"chat_template\" (expected tokenizer_config.json, chat_template.json or llama-server /props)",
+            ));
         }
         Ok(TemplateSource::from_jinja(name, text))
     }
 
     /// A bare Jinja template.
     pub fn from_jinja(name: &str, text: &str) -> TemplateSource {
-        TemplateSource { template: text.to_owned(), origin: name.to_owned(), ..Default::default() }
+        TemplateSource {
+            template: text.to_owned(),
+            origin: name.to_owned(),
+            ..Default::default()
+        }
     }
 
     /// From a HF `tokenizer_config.json` value: `chat_template` is a string or a list of
     /// `{"name", "template"}` (the `default` entry, else the first, becomes [`Self::template`]);
     /// `bos_token` / `eos_token` are strings or AddedToken objects.
     pub fn from_tokenizer_config(name: &str, v: &Value) -> Result<TemplateSource, SourceError> {
-        let mut src = TemplateSource { origin: name.to_owned(), ..Default::default() };
+        let mut src = TemplateSource {
+            origin: name.to_owned(),
+            ..Default::default()
+        };
         match v.get("chat_template") {
             Some(Value::String(s)) => src.template = s.clone(),
             Some(Value::Array(list)) => {
@@ -127,15 +163,30 @@ impl TemplateSource {
                         (Some(n), Some(t)) => {
                             src.named.insert(n.to_owned(), t.to_owned());
                         }
-                        _ => return Err(err(name, format!("/chat_template/{i} is not {{\"name\", \"template\"}}"))),
+                        _ => {
+                            return Err(err(
+                                name,
+                                format!("/chat_template/{i} is not {{\"name\", \"template\"}}"),
+                            ));
+                        }
                     }
                 }
                 src.template = match src.named.get("default") {
                     Some(t) => t.clone(),
-                    None => list.first().and_then(|i| i.get("template")).and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    None => list
+                        .first()
+                        .and_then(|i| i.get("template"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
                 };
             }
-            _ => return Err(err(name, "/chat_template is neither a string nor a list of named templates")),
+            _ => {
+                return Err(err(
+                    name,
+                    "/chat_template is neither a string nor a list of named templates",
+                ));
+            }
         }
         src.bos_token = token_text(v.get("bos_token"));
         src.eos_token = token_text(v.get("eos_token"));
@@ -146,10 +197,25 @@ impl TemplateSource {
     /// `chat_template`, `chat_template_tool_use` (when the model has one), `bos_token`,
     /// `eos_token`. Errors: no `chat_template` string.
     pub fn from_props(v: &Value) -> Result<TemplateSource, SourceError> {
-        let origin = v.get("model_path").and_then(Value::as_str).map(|p| format!("/props ({p})")).unwrap_or_else(|| "/props".into());
-        let template = v.get("chat_template").and_then(Value::as_str).ok_or_else(|| err(&origin, "/props has no \"chat_template\" string"))?;
-        let mut src = TemplateSource { template: template.to_owned(), origin, ..Default::default() };
-        if let Some(t) = v.get("chat_template_tool_use").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        let origin = v
+            .get("model_path")
+            .and_then(Value::as_str)
+            .map(|p| format!("/props ({p})"))
+            .unwrap_or_else(|| "/props".into());
+        let template = v
+            .get("chat_template")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(&origin, "/props has no \"chat_template\" string"))?;
+        let mut src = TemplateSource {
+            template: template.to_owned(),
+            origin,
+            ..Default::default()
+        };
+        if let Some(t) = v
+            .get("chat_template_tool_use")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             src.named.insert("tool_use".into(), t.to_owned());
             src.named.insert("default".into(), template.to_owned());
         }
@@ -161,8 +227,16 @@ impl TemplateSource {
     /// From Ollama `POST /api/show`: the `template` field is a Go template ([`TemplateFormat::Go`]),
     /// kept for display; it cannot be rendered as Jinja.
     pub fn from_ollama_show(name: &str, v: &Value) -> Result<TemplateSource, SourceError> {
-        let t = v.get("template").and_then(Value::as_str).ok_or_else(|| err(name, "/api/show answer has no \"template\""))?;
-        Ok(TemplateSource { template: t.to_owned(), origin: name.to_owned(), format: TemplateFormat::Go, ..Default::default() })
+        let t = v
+            .get("template")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(name, "/api/show answer has no \"template\""))?;
+        Ok(TemplateSource {
+            template: t.to_owned(),
+            origin: name.to_owned(),
+            format: TemplateFormat::Go,
+            ..Default::default()
+        })
     }
 
     /// From GGUF metadata: `tokenizer.chat_template` (and `tokenizer.chat_template.<name>`),
@@ -170,8 +244,14 @@ impl TemplateSource {
     /// template yields an empty template (llama.cpp then falls back to chatml) — still useful as
     /// a vocabulary. Errors: a token list that cannot be turned into a vocabulary.
     pub fn from_gguf(name: &str, md: &GgufMetadata) -> Result<TemplateSource, SourceError> {
-        let mut src = TemplateSource { origin: name.to_owned(), ..Default::default() };
-        src.template = md.get_str("tokenizer.chat_template").unwrap_or_default().to_owned();
+        let mut src = TemplateSource {
+            origin: name.to_owned(),
+            ..Default::default()
+        };
+        src.template = md
+            .get_str("tokenizer.chat_template")
+            .unwrap_or_default()
+            .to_owned();
         for (k, v) in &md.kv {
             if let Some(n) = k.strip_prefix("tokenizer.chat_template.")
                 && let Some(t) = v.as_str()
@@ -180,7 +260,9 @@ impl TemplateSource {
             }
         }
         if !src.named.is_empty() && !src.template.is_empty() {
-            src.named.entry("default".into()).or_insert_with(|| src.template.clone());
+            src.named
+                .entry("default".into())
+                .or_insert_with(|| src.template.clone());
         }
         if md.get("tokenizer.ggml.tokens").is_some() {
             let vocab = Vocab::from_gguf(name, md).map_err(|e| err(name, e.message))?;
@@ -200,7 +282,10 @@ impl TemplateSource {
         {
             return t;
         }
-        self.named.get("default").map(String::as_str).unwrap_or(&self.template)
+        self.named
+            .get("default")
+            .map(String::as_str)
+            .unwrap_or(&self.template)
     }
 }
 
@@ -226,12 +311,21 @@ mod tests {
 
     #[test]
     fn detection() {
-        assert_eq!(TemplateSource::from_bytes("t.jinja", b"{{ bos_token }}").unwrap().template, "{{ bos_token }}");
+        assert_eq!(
+            TemplateSource::from_bytes("t.jinja", b"{{ bos_token }}")
+                .unwrap()
+                .template,
+            "{{ bos_token }}"
+        );
         let e = TemplateSource::from_bytes("x.json", b"{\"a\": ").unwrap_err();
         assert!(e.message.contains("line 1"), "{e}");
         let e = TemplateSource::from_bytes("t.jinja", &[0x7b, 0xff]).unwrap_err();
         assert!(e.message.contains("byte 1"), "{e}");
-        let o = TemplateSource::from_bytes("show.json", br#"{"template": "{{ .Prompt }}", "details": {}}"#).unwrap();
+        let o = TemplateSource::from_bytes(
+            "show.json",
+            br#"{"template": "{{ .Prompt }}", "details": {}}"#,
+        )
+        .unwrap();
         assert_eq!(o.format, TemplateFormat::Go);
     }
 }

@@ -53,7 +53,10 @@ impl TokenType {
 
     /// Whether llama.cpp matches this token type as a whole in text with `parse_special`.
     pub fn is_special(self) -> bool {
-        matches!(self, TokenType::Control | TokenType::UserDefined | TokenType::Unknown)
+        matches!(
+            self,
+            TokenType::Control | TokenType::UserDefined | TokenType::Unknown
+        )
     }
 }
 
@@ -106,7 +109,10 @@ impl std::fmt::Debug for Vocab {
 
 impl PartialEq for Vocab {
     fn eq(&self, other: &Self) -> bool {
-        self.origin == other.origin && self.pieces == other.pieces && self.types == other.types && self.bos_id == other.bos_id
+        self.origin == other.origin
+            && self.pieces == other.pieces
+            && self.types == other.types
+            && self.bos_id == other.bos_id
     }
 }
 
@@ -153,20 +159,39 @@ impl Vocab {
     /// `bos_token_id`, `eos_token_id`, `add_bos_token` (default: true for `llama`, false
     /// otherwise, as llama.cpp). Errors: no token list, or a BPE that cannot be built.
     pub fn from_gguf(origin: &str, md: &GgufMetadata) -> Result<Vocab, VocabError> {
-        let err = |m: String| VocabError { origin: origin.to_owned(), message: m };
+        let err = |m: String| VocabError {
+            origin: origin.to_owned(),
+            message: m,
+        };
         let pieces: Vec<String> = md
             .get_str_array("tokenizer.ggml.tokens")
             .ok_or_else(|| err("GGUF metadata has no tokenizer.ggml.tokens".into()))?
             .into_iter()
             .map(str::to_owned)
             .collect();
-        let types: Vec<TokenType> = match md.get("tokenizer.ggml.token_type").and_then(GgufValue::as_array) {
-            Some(a) => a.iter().map(|v| TokenType::from_gguf(v.as_i64().unwrap_or(1))).collect(),
+        let types: Vec<TokenType> = match md
+            .get("tokenizer.ggml.token_type")
+            .and_then(GgufValue::as_array)
+        {
+            Some(a) => a
+                .iter()
+                .map(|v| TokenType::from_gguf(v.as_i64().unwrap_or(1)))
+                .collect(),
             None => vec![TokenType::Normal; pieces.len()],
         };
-        let model = md.get_str("tokenizer.ggml.model").unwrap_or("gpt2").to_owned();
-        let id = |k: &str| md.get(k).and_then(GgufValue::as_i64).and_then(|v| u32::try_from(v).ok());
-        let add_bos = md.get("tokenizer.ggml.add_bos_token").and_then(GgufValue::as_bool).unwrap_or(model == "llama");
+        let model = md
+            .get_str("tokenizer.ggml.model")
+            .unwrap_or("gpt2")
+            .to_owned();
+        let id = |k: &str| {
+            md.get(k)
+                .and_then(GgufValue::as_i64)
+                .and_then(|v| u32::try_from(v).ok())
+        };
+        let add_bos = md
+            .get("tokenizer.ggml.add_bos_token")
+            .and_then(GgufValue::as_bool)
+            .unwrap_or(model == "llama");
         let mut v = Vocab {
             origin: origin.to_owned(),
             specials: Vec::new(),
@@ -181,15 +206,25 @@ impl Vocab {
         v.index_specials();
         if let Some(merges) = md.get_str_array("tokenizer.ggml.merges") {
             let pre = md.get_str("tokenizer.ggml.pre").unwrap_or("default");
-            v.engine = Engine::Hf(Arc::new(build_bpe(&v.pieces, &merges, &pre_regexes(pre)).map_err(err)?));
+            v.engine = Engine::Hf(Arc::new(
+                build_bpe(&v.pieces, &merges, &pre_regexes(pre)).map_err(err)?,
+            ));
         } else if model == "llama" {
             let scores: Vec<f32> = md
                 .get("tokenizer.ggml.scores")
                 .and_then(GgufValue::as_array)
                 .map(|a| a.iter().map(|s| s.as_f64().unwrap_or(0.0) as f32).collect())
                 .unwrap_or_else(|| vec![0.0; v.pieces.len()]);
-            let add_space_prefix = md.get("tokenizer.ggml.add_space_prefix").and_then(GgufValue::as_bool).unwrap_or(true);
-            v.engine = Engine::Spm(Arc::new(spm::Spm::new(&v.pieces, &v.types, scores, add_space_prefix)));
+            let add_space_prefix = md
+                .get("tokenizer.ggml.add_space_prefix")
+                .and_then(GgufValue::as_bool)
+                .unwrap_or(true);
+            v.engine = Engine::Spm(Arc::new(spm::Spm::new(
+                &v.pieces,
+                &v.types,
+                scores,
+                add_space_prefix,
+            )));
         }
         Ok(v)
     }
@@ -199,8 +234,12 @@ impl Vocab {
     /// a `tokenizer_config.json` later sets them; `add_bos` is true when the post-processor
     /// prepends a special token. Errors: not a tokenizer.json the `tokenizers` crate accepts.
     pub fn from_tokenizer_json(origin: &str, bytes: &[u8]) -> Result<Vocab, VocabError> {
-        let err = |m: String| VocabError { origin: origin.to_owned(), message: m };
-        let tk = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| err(format!("not a usable tokenizer.json: {e}")))?;
+        let err = |m: String| VocabError {
+            origin: origin.to_owned(),
+            message: m,
+        };
+        let tk = tokenizers::Tokenizer::from_bytes(bytes)
+            .map_err(|e| err(format!("not a usable tokenizer.json: {e}")))?;
         let size = tk.get_vocab_size(true);
         let mut pieces = vec![String::new(); size];
         let mut types = vec![TokenType::Normal; size];
@@ -211,13 +250,34 @@ impl Vocab {
         }
         for (id, added) in tk.get_added_tokens_decoder() {
             if let Some(t) = types.get_mut(id as usize) {
-                *t = if added.special { TokenType::Control } else { TokenType::UserDefined };
+                *t = if added.special {
+                    TokenType::Control
+                } else {
+                    TokenType::UserDefined
+                };
             }
         }
         let find = |names: &[&str]| names.iter().find_map(|n| tk.token_to_id(n));
-        let bos_id = find(&["<|begin_of_text|>", "<bos>", "<s>", "<|startoftext|>", "[BOS]"]);
-        let eos_id = find(&["<|end_of_text|>", "<|endoftext|>", "<eos>", "</s>", "<|im_end|>", "[EOS]"]);
-        let add_bos = bos_id.is_some_and(|b| tk.encode("a", true).map(|e| e.get_ids().first() == Some(&b)).unwrap_or(false));
+        let bos_id = find(&[
+            "<|begin_of_text|>",
+            "<bos>",
+            "<s>",
+            "<|startoftext|>",
+            "[BOS]",
+        ]);
+        let eos_id = find(&[
+            "<|end_of_text|>",
+            "<|endoftext|>",
+            "<eos>",
+            "</s>",
+            "<|im_end|>",
+            "[EOS]",
+        ]);
+        let add_bos = bos_id.is_some_and(|b| {
+            tk.encode("a", true)
+                .map(|e| e.get_ids().first() == Some(&b))
+                .unwrap_or(false)
+        });
         let mut v = Vocab {
             origin: origin.to_owned(),
             pieces,
@@ -260,12 +320,16 @@ impl Vocab {
 
     /// The BOS text, when the vocabulary has a BOS.
     pub fn bos_text(&self) -> Option<&str> {
-        self.bos_id.and_then(|i| self.pieces.get(i as usize)).map(String::as_str)
+        self.bos_id
+            .and_then(|i| self.pieces.get(i as usize))
+            .map(String::as_str)
     }
 
     /// The EOS text, when the vocabulary has an EOS.
     pub fn eos_text(&self) -> Option<&str> {
-        self.eos_id.and_then(|i| self.pieces.get(i as usize)).map(String::as_str)
+        self.eos_id
+            .and_then(|i| self.pieces.get(i as usize))
+            .map(String::as_str)
     }
 
     /// Whether `id` is a special (control / user-defined / unknown) token.
@@ -275,17 +339,27 @@ impl Vocab {
 
     /// The id of the token whose text is exactly `text` and which is special, if any.
     pub fn special_id(&self, text: &str) -> Option<u32> {
-        self.specials.iter().find(|(t, _)| t == text).map(|(_, id)| *id)
+        self.specials
+            .iter()
+            .find(|(t, _)| t == text)
+            .map(|(_, id)| *id)
     }
 }
 
-fn build_bpe(pieces: &[String], merges: &[&str], regexes: &[&str]) -> Result<tokenizers::Tokenizer, String> {
+fn build_bpe(
+    pieces: &[String],
+    merges: &[&str],
+    regexes: &[&str],
+) -> Result<tokenizers::Tokenizer, String> {
     use serde_json::{Map, Value, json};
     let mut vocab = Map::new();
     for (i, p) in pieces.iter().enumerate() {
         vocab.entry(p.clone()).or_insert(json!(i));
     }
-    let merges: Vec<Value> = merges.iter().map(|m| Value::String((*m).to_owned())).collect();
+    let merges: Vec<Value> = merges
+        .iter()
+        .map(|m| Value::String((*m).to_owned()))
+        .collect();
     let mut pre: Vec<Value> = regexes
         .iter()
         .map(|r| json!({"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": false}))
@@ -305,7 +379,8 @@ fn build_bpe(pieces: &[String], merges: &[&str], regexes: &[&str]) -> Result<tok
                   "vocab": vocab, "merges": merges}
     });
     let text = spec.to_string();
-    text.parse::<tokenizers::Tokenizer>().map_err(|e| format!("cannot build the BPE tokenizer from GGUF merges: {e}"))
+    text.parse::<tokenizers::Tokenizer>()
+        .map_err(|e| format!("cannot build the BPE tokenizer from GGUF merges: {e}"))
 }
 
 /// Splits `text` into tokens as llama.cpp does with `parse_special = true` (see the module
@@ -321,10 +396,19 @@ pub fn tokenize(vocab: &Vocab, text: &str) -> Vec<Token> {
             i += 1;
             continue;
         }
-        let hit = vocab.specials.iter().find(|(t, _)| bytes[i..].starts_with(t.as_bytes()));
+        let hit = vocab
+            .specials
+            .iter()
+            .find(|(t, _)| bytes[i..].starts_with(t.as_bytes()));
         if let Some((t, id)) = hit {
             encode_ordinary(vocab, text, seg_start, i, &mut out);
-            out.push(Token { id: *id, piece: t.clone(), special: true, start: i, end: i + t.len() });
+            out.push(Token {
+                id: *id,
+                piece: t.clone(),
+                special: true,
+                start: i,
+                end: i + t.len(),
+            });
             i += t.len();
             seg_start = i;
         } else {
@@ -349,23 +433,51 @@ fn encode_ordinary(vocab: &Vocab, text: &str, start: usize, end: usize, out: &mu
                 for (k, (&id, &(s, e))) in ids.iter().zip(offs).enumerate() {
                     // Byte-level pieces of one multi-byte character share its offsets; give the
                     // text to the first of them and keep the others empty.
-                    let (s, e) = if s < last_end { (last_end, last_end.max(e)) } else { (s, e) };
+                    let (s, e) = if s < last_end {
+                        (last_end, last_end.max(e))
+                    } else {
+                        (s, e)
+                    };
                     let e = if k + 1 == ids.len() { e.max(s) } else { e };
                     let s = s.min(seg.len());
                     let e = e.min(seg.len()).max(s);
-                    out.push(Token { id, piece: seg[s..e].to_owned(), special: vocab.is_special(id), start: start + s, end: start + e });
+                    out.push(Token {
+                        id,
+                        piece: seg[s..e].to_owned(),
+                        special: vocab.is_special(id),
+                        start: start + s,
+                        end: start + e,
+                    });
                     last_end = e;
                 }
             }
-            Err(_) => out.push(Token { id: u32::MAX, piece: seg.to_owned(), special: false, start, end }),
+            Err(_) => out.push(Token {
+                id: u32::MAX,
+                piece: seg.to_owned(),
+                special: false,
+                start,
+                end,
+            }),
         },
         Engine::Spm(spm) => {
             for (id, s, e) in spm.encode(seg, start == 0) {
                 let (s, e) = (s.min(seg.len()), e.min(seg.len()));
-                out.push(Token { id, piece: seg[s..e.max(s)].to_owned(), special: vocab.is_special(id), start: start + s, end: start + e.max(s) });
+                out.push(Token {
+                    id,
+                    piece: seg[s..e.max(s)].to_owned(),
+                    special: vocab.is_special(id),
+                    start: start + s,
+                    end: start + e.max(s),
+                });
             }
         }
-        Engine::None => out.push(Token { id: u32::MAX, piece: seg.to_owned(), special: false, start, end }),
+        Engine::None => out.push(Token {
+            id: u32::MAX,
+            piece: seg.to_owned(),
+            special: false,
+            start,
+            end,
+        }),
     }
 }
 
@@ -376,7 +488,13 @@ pub fn tokenize_prompt(vocab: &Vocab, prompt: &str) -> Vec<Token> {
     if vocab.add_bos
         && let Some(id) = vocab.bos_id
     {
-        out.push(Token { id, piece: vocab.bos_text().unwrap_or("").to_owned(), special: true, start: 0, end: 0 });
+        out.push(Token {
+            id,
+            piece: vocab.bos_text().unwrap_or("").to_owned(),
+            special: true,
+            start: 0,
+            end: 0,
+        });
     }
     out.extend(tokenize(vocab, prompt));
     out
@@ -393,12 +511,26 @@ pub fn tokens_from_pieces(prompt: &str, pieces: &[TokenPiece]) -> Vec<Token> {
     for p in pieces {
         let b = p.piece.as_bytes();
         let text = String::from_utf8_lossy(b).into_owned();
-        let special = find_markers(&text).iter().any(|&(s, e)| s == 0 && e == text.len());
+        let special = find_markers(&text)
+            .iter()
+            .any(|&(s, e)| s == 0 && e == text.len());
         if !b.is_empty() && pb.get(off..off + b.len()) == Some(b) {
-            out.push(Token { id: p.id, piece: text, special, start: off, end: off + b.len() });
+            out.push(Token {
+                id: p.id,
+                piece: text,
+                special,
+                start: off,
+                end: off + b.len(),
+            });
             off += b.len();
         } else {
-            out.push(Token { id: p.id, piece: text, special, start: off, end: off });
+            out.push(Token {
+                id: p.id,
+                piece: text,
+                special,
+                start: off,
+                end: off,
+            });
         }
     }
     out
@@ -414,18 +546,27 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
     let mut i = 0;
     while i < b.len() {
         let rest = &s[i..];
-        let found = if rest.starts_with("<｜") {
-            rest[4..].find("｜>").filter(|&k| k <= 120 && !rest[4..4 + k].contains(['\n', ' ', '<'])).map(|k| 4 + k + 4)
-        } else if rest.starts_with('<') {
-            let body_start = 1 + usize::from(rest[1..].starts_with(['|', '/']));
+        let found = if let Some(inner) = rest.strip_prefix("<｜") {
+            inner
+                .find("｜>")
+                .filter(|&k| k <= 120 && !inner[..k].contains(['\n', ' ', '<']))
+                .map(|k| 4 + k + 4)
+        } else if let Some(after) = rest.strip_prefix('<') {
+            let body_start = 1 + usize::from(after.starts_with(['|', '/']));
             let mut k = body_start;
             let rb = rest.as_bytes();
-            while k < rb.len() && k < 64 && (rb[k].is_ascii_alphanumeric() || matches!(rb[k], b'_' | b'-' | b':' | b'.')) {
+            while k < rb.len()
+                && k < 64
+                && (rb[k].is_ascii_alphanumeric() || matches!(rb[k], b'_' | b'-' | b':' | b'.'))
+            {
                 k += 1;
             }
             let name = &rest[body_start..k];
-            let first_ok = name.as_bytes().first().is_some_and(|c| c.is_ascii_alphabetic());
-            let pipe_open = rest[1..].starts_with('|');
+            let first_ok = name
+                .as_bytes()
+                .first()
+                .is_some_and(|c| c.is_ascii_alphabetic());
+            let pipe_open = after.starts_with('|');
             if first_ok && name.len() >= 2 && rest[k..].starts_with("|>") {
                 Some(k + 2)
             } else if first_ok && (name.len() >= 2 || pipe_open) && rest[k..].starts_with('>') {
@@ -433,14 +574,18 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
             } else {
                 None
             }
-        } else if rest.starts_with('[') {
+        } else if let Some(after) = rest.strip_prefix('[') {
             let rb = rest.as_bytes();
-            let mut k = 1 + usize::from(rest[1..].starts_with('/'));
+            let mut k = 1 + usize::from(after.starts_with('/'));
             let body = k;
-            while k < rb.len() && k < 40 && (rb[k].is_ascii_uppercase() || rb[k] == b'_' || rb[k].is_ascii_digit()) {
+            while k < rb.len()
+                && k < 40
+                && (rb[k].is_ascii_uppercase() || rb[k] == b'_' || rb[k].is_ascii_digit())
+            {
                 k += 1;
             }
-            (k - body >= 3 && rest[k..].starts_with(']') && rb[body].is_ascii_uppercase()).then_some(k + 1)
+            (k - body >= 3 && rest[k..].starts_with(']') && rb[body].is_ascii_uppercase())
+                .then_some(k + 1)
         } else {
             None
         };
@@ -466,8 +611,11 @@ pub fn pseudo_special(prompt: &str, tokens: &[Token]) -> Vec<Finding> {
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut firsts: Vec<(usize, usize, usize, Vec<String>)> = Vec::new();
     for (s, e) in find_markers(prompt) {
-        let covering: Vec<(usize, &Token)> =
-            tokens.iter().enumerate().filter(|(_, t)| t.end > s && t.start < e && t.end > t.start).collect();
+        let covering: Vec<(usize, &Token)> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.end > s && t.start < e && t.end > t.start)
+            .collect();
         let whole = covering.len() == 1 && covering[0].1.start == s && covering[0].1.end == e;
         if whole || covering.is_empty() {
             continue;
@@ -502,17 +650,33 @@ pub fn pseudo_special(prompt: &str, tokens: &[Token]) -> Vec<Finding> {
 /// `bos.duplicate`: more than one BOS token at the start of `tokens`. A token is BOS when its id
 /// equals `bos_id` and its piece equals `bos_text` (each check skipped when `None`). The message
 /// lists the 0-based token positions; evidence points at the second one.
-pub fn bos_duplicate(tokens: &[Token], bos_id: Option<u32>, bos_text: Option<&str>) -> Option<Finding> {
+pub fn bos_duplicate(
+    tokens: &[Token],
+    bos_id: Option<u32>,
+    bos_text: Option<&str>,
+) -> Option<Finding> {
     if bos_id.is_none() && bos_text.is_none() {
         return None;
     }
-    let is_bos = |t: &Token| bos_id.is_none_or(|b| t.id == b) && bos_text.is_none_or(|b| t.piece == b);
-    let positions: Vec<usize> = tokens.iter().take_while(|t| is_bos(t)).enumerate().map(|(i, _)| i).collect();
+    let is_bos =
+        |t: &Token| bos_id.is_none_or(|b| t.id == b) && bos_text.is_none_or(|b| t.piece == b);
+    let positions: Vec<usize> = tokens
+        .iter()
+        .take_while(|t| is_bos(t))
+        .enumerate()
+        .map(|(i, _)| i)
+        .collect();
     if positions.len() < 2 {
         return None;
     }
-    let list = positions.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
-    let what = bos_text.map(|t| format!("`{t}`")).unwrap_or_else(|| format!("id {}", bos_id.unwrap_or_default()));
+    let list = positions
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = bos_text
+        .map(|t| format!("`{t}`"))
+        .unwrap_or_else(|| format!("id {}", bos_id.unwrap_or_default()));
     Some(
         Finding::new(
             Rule::BosDuplicate,
@@ -531,12 +695,54 @@ mod tests {
     fn markers() {
         let s = "<|im_start|>x <tool_call>{}</tool_call> [TOOL_CALLS] <｜tool▁call▁begin｜> a < b <|tool_call>call:f{}<tool_call|> <br> [x]";
         let found: Vec<&str> = find_markers(s).into_iter().map(|(a, b)| &s[a..b]).collect();
-        assert_eq!(found, ["<|im_start|>", "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<｜tool▁call▁begin｜>", "<|tool_call>", "<tool_call|>", "<br>"]);
+        assert_eq!(
+            found,
+            [
+                "<|im_start|>",
+                "<tool_call>",
+                "</tool_call>",
+                "[TOOL_CALLS]",
+                "<｜tool▁call▁begin｜>",
+                "<|tool_call>",
+                "<tool_call|>",
+                "<br>"
+            ]
+        );
+    }
+
+    #[test]
+    fn hf_tokenizer_json() {
+        // A minimal byte-level BPE tokenizer.json: "ab" merges, "<s>" is a special added token,
+        // "<x>" a non-special added token.
+        let spec = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null,
+            "added_tokens": [
+                {"id": 3, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+                {"id": 4, "content": "<x>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": false}],
+            "normalizer": null,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+            "post_processor": null, "decoder": null,
+            "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                      "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+                      "vocab": {"a": 0, "b": 1, "ab": 2, "<s>": 3, "<x>": 4, "Ġ": 5}, "merges": ["a b"]}
+        });
+        let v = Vocab::from_tokenizer_json("tokenizer.json", spec.to_string().as_bytes()).unwrap();
+        assert_eq!(v.bos_id, Some(3));
+        assert!(!v.add_bos);
+        let toks = tokenize(&v, "<s>ab<x>a");
+        let got: Vec<(u32, &str, bool)> = toks.iter().map(|t| (t.id, t.piece.as_str(), t.special)).collect();
+        assert_eq!(got, [(3, "<s>", true), (2, "ab", false), (4, "<x>", true), (0, "a", false)]);
     }
 
     #[test]
     fn bos_positions() {
-        let t = |id, p: &str| Token { id, piece: p.into(), special: true, start: 0, end: 0 };
+        let t = |id, p: &str| Token {
+            id,
+            piece: p.into(),
+            special: true,
+            start: 0,
+            end: 0,
+        };
         let toks = [t(1, "<s>"), t(1, "<s>"), t(1, "<|im_start|>"), t(5, "user")];
         let f = bos_duplicate(&toks, Some(1), Some("<s>")).unwrap();
         assert!(f.message.contains("positions 0, 1"), "{}", f.message);

@@ -30,7 +30,10 @@ impl PartialOrd for Bigram {
 impl Ord for Bigram {
     // Highest score first; on ties the leftmost.
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score.partial_cmp(&other.score).unwrap_or(Ordering::Equal).then_with(|| other.left.cmp(&self.left))
+        self.score
+            .partial_cmp(&other.score)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| other.left.cmp(&self.left))
     }
 }
 
@@ -43,7 +46,12 @@ struct Sym {
 }
 
 impl Spm {
-    pub(super) fn new(pieces: &[String], types: &[TokenType], scores: Vec<f32>, add_space_prefix: bool) -> Spm {
+    pub(super) fn new(
+        pieces: &[String],
+        types: &[TokenType],
+        scores: Vec<f32>,
+        add_space_prefix: bool,
+    ) -> Spm {
         let mut index = HashMap::with_capacity(pieces.len());
         let mut bytes = [None; 256];
         let mut unk = None;
@@ -61,7 +69,13 @@ impl Spm {
                 _ => {}
             }
         }
-        Spm { index, scores, bytes, unk, add_space_prefix }
+        Spm {
+            index,
+            scores,
+            bytes,
+            unk,
+            add_space_prefix,
+        }
     }
 
     /// Returns `(id, start, end)` with byte offsets into `seg` (a token made of part of a
@@ -89,18 +103,31 @@ impl Spm {
         let mut syms: Vec<Sym> = Vec::new();
         for (i, c) in text.char_indices() {
             let n = syms.len();
-            syms.push(Sym { prev: n.checked_sub(1), next: None, start: i, len: c.len_utf8() });
+            syms.push(Sym {
+                prev: n.checked_sub(1),
+                next: None,
+                start: i,
+                len: c.len_utf8(),
+            });
             if n > 0 {
                 syms[n - 1].next = Some(n);
             }
         }
         let mut heap = BinaryHeap::new();
         let mut rev: HashMap<String, (usize, usize)> = HashMap::new();
-        let try_add = |l: usize, r: usize, syms: &[Sym], heap: &mut BinaryHeap<Bigram>, rev: &mut HashMap<String, (usize, usize)>| {
+        let try_add = |l: usize,
+                       r: usize,
+                       syms: &[Sym],
+                       heap: &mut BinaryHeap<Bigram>,
+                       rev: &mut HashMap<String, (usize, usize)>| {
             let (a, b) = (syms[l], syms[r]);
             let s = &text[a.start..b.start + b.len];
             if let Some(&id) = self.index.get(s) {
-                heap.push(Bigram { score: self.scores.get(id as usize).copied().unwrap_or(0.0), left: l, size: s.len() });
+                heap.push(Bigram {
+                    score: self.scores.get(id as usize).copied().unwrap_or(0.0),
+                    left: l,
+                    size: s.len(),
+                });
                 rev.insert(s.to_owned(), (l, r));
             }
         };
@@ -136,7 +163,14 @@ impl Spm {
         out
     }
 
-    fn resegment(&self, text: &str, a: usize, b: usize, out: &mut Vec<(u32, usize, usize)>, map: &dyn Fn(usize) -> usize) {
+    fn resegment(
+        &self,
+        text: &str,
+        a: usize,
+        b: usize,
+        out: &mut Vec<(u32, usize, usize)>,
+        map: &dyn Fn(usize) -> usize,
+    ) {
         let piece = &text[a..b];
         if let Some(&id) = self.index.get(piece) {
             out.push((id, map(a), map(b)));
@@ -154,7 +188,11 @@ impl Spm {
         }
         for (k, byte) in piece.bytes().enumerate() {
             let id = self.bytes[byte as usize].or(self.unk).unwrap_or(u32::MAX);
-            let (s, e) = if k == 0 { (map(a), map(b)) } else { (map(b), map(b)) };
+            let (s, e) = if k == 0 {
+                (map(a), map(b))
+            } else {
+                (map(b), map(b))
+            };
             out.push((id, s, e));
         }
     }
