@@ -651,6 +651,7 @@ fn case_06_and_10_non_stream_bodies_decode() {
             arguments: json!({"city": "Lisbon"}),
             syntax: Some("hermes".into()),
             span: Some((0, raw.len())),
+            id: None,
         }],
         ..Default::default()
     };
@@ -735,6 +736,7 @@ fn pc(name: &str, args: Value) -> ParsedCall {
         arguments: args,
         syntax: None,
         span: None,
+        id: None,
     }
 }
 
@@ -825,12 +827,14 @@ fn compare_agree_merge_mangle_miss_extra() {
                 arguments: json!({}),
                 syntax: Some("hermes".into()),
                 span: Some((0, 50)),
+                id: None,
             },
             ParsedCall {
                 name: "g".into(),
                 arguments: json!({}),
                 syntax: Some("hermes".into()),
                 span: Some((50, 100)),
+                id: None,
             },
         ],
         ..Default::default()
