@@ -43,7 +43,7 @@ pub fn find_leaks(text: &str, request: &Value) -> Vec<CallMarkup> {
         let (start, end) = c.span.unwrap_or((0, text.len()));
         // A bare JSON reply counts only when it names an offered tool.
         let syntax = c.syntax.clone().unwrap_or_default();
-        if (syntax.is_empty() || syntax.contains("json")) && !names.iter().any(|n| *n == c.name) {
+        if (syntax.is_empty() || syntax.contains("json")) && !names.contains(&c.name) {
             continue;
         }
         spans.push((start, end));
