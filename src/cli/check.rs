@@ -107,55 +107,20 @@ struct TemplateInfo {
 }
 
 fn load_template(src: &str) -> anyhow::Result<TemplateInfo> {
-    if src.starts_with("http://") || src.starts_with("https://") {
+    use crate::template::TemplateSource;
+    let source = if src.starts_with("http://") || src.starts_with("https://") {
         let client = crate::record::client::ServerClient::new(src);
         let props = super::runtime()
             .block_on(client.props())
             .with_context(|| format!("{src}: cannot fetch /props"))?;
-        return Ok(TemplateInfo {
-            template: props
-                .get("chat_template")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            bos_token: props
-                .get("bos_token")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        });
-    }
-    let path = Path::new(src);
-    let bytes = read(path)?;
-    if src.ends_with(".json") {
-        let v = parse_json(path, &bytes)?;
-        let tok = |k: &str| {
-            v.get(k)
-                .and_then(|t| {
-                    t.as_str()
-                        .or_else(|| t.get("content").and_then(Value::as_str))
-                })
-                .map(str::to_owned)
-        };
-        return Ok(TemplateInfo {
-            template: v
-                .get("chat_template")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            bos_token: tok("bos_token"),
-        });
-    }
-    if bytes.starts_with(b"GGUF") {
-        // Reading templates out of GGUF files is the template module's job.
-        return Ok(TemplateInfo::default());
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{src}: byte {}: template is not UTF-8",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+        TemplateSource::from_props(&props).map_err(|e| anyhow::anyhow!("{e}"))?
+    } else {
+        let bytes = read(Path::new(src))?;
+        TemplateSource::from_bytes(src, &bytes).map_err(|e| anyhow::anyhow!("{e}"))?
+    };
     Ok(TemplateInfo {
-        template: Some(text),
-        bos_token: None,
+        template: Some(source.template.clone()),
+        bos_token: source.bos_token.clone(),
     })
 }
 
@@ -320,14 +285,13 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     Ok(report)
 }
 
-/// Pre-flight lint of a request against a template (schema and template rules).
-fn preflight(template: Option<&str>, _request: &Value) -> Vec<Finding> {
-    if template.is_some() {
-        eprintln!(
-            "toolscope: note: template pre-flight rules (schema.*, template.*) are not in this build yet"
-        );
+/// Pre-flight lint of a request against a template: schema loss and render errors
+/// ([`crate::schema::preflight`], rendered as transformers' `apply_chat_template`).
+fn preflight(template: Option<&str>, request: &Value) -> Vec<Finding> {
+    match template {
+        Some(t) => crate::schema::preflight(request, t),
+        None => Vec::new(),
     }
-    Vec::new()
 }
 
 /// Runs `toolscope check`.

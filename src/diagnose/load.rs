@@ -7,7 +7,6 @@ use super::ExchangeContext;
 use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::session::read::Session;
 use crate::session::{Api, Exchange};
-use crate::stream::{AssistantMessage, CallRecord};
 
 /// Contexts for every chat exchange of a session (OpenAI chat and Anthropic messages; other
 /// paths are skipped), in exchange id order, plus one `session.damaged` finding per line the
@@ -62,7 +61,8 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
 }
 
 /// A context for one recorded exchange: request JSON, status, and the response read as a
-/// stream (when recorded as chunks) or a JSON body.
+/// stream (when recorded as chunks or `text/event-stream`: [`crate::stream::decode_exchange`])
+/// or a JSON body.
 pub fn exchange_context(e: &Exchange) -> ExchangeContext {
     let mut cx = ExchangeContext::new(e.api());
     cx.id = Some(e.id);
@@ -71,209 +71,60 @@ pub fn exchange_context(e: &Exchange) -> ExchangeContext {
     cx.status = Some(resp.status);
     let bytes = e.response_bytes();
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    if e.is_stream() {
-        set_stream(&mut cx, &text);
-    } else {
-        match serde_json::from_str::<Value>(&text) {
-            Ok(v) => {
-                cx.response_text = Some(text);
-                if resp.status < 400 {
-                    cx.set_response_json(v);
-                } else {
-                    cx.response_json = Some(v);
-                }
-            }
-            Err(_) => cx.response_text = Some(text),
+    let is_sse = e.is_stream()
+        || e.response_header("content-type")
+            .is_some_and(|c| c.contains("text/event-stream"));
+    if is_sse {
+        if let Some(r) = crate::stream::decode_exchange(e) {
+            set_reassembled(&mut cx, r);
         }
+        cx.response_text = Some(text);
+        return cx;
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) => {
+            cx.response_text = Some(text);
+            if resp.status < 400 {
+                cx.set_response_json(v);
+            } else {
+                cx.response_json = Some(v);
+            }
+        }
+        Err(_) => cx.response_text = Some(text),
     }
     cx
 }
 
-/// Sets a streamed response (the whole `text/event-stream` body) on `cx`.
+/// Sets a streamed response (the whole `text/event-stream` body) on `cx`, decoded and
+/// reassembled by [`crate::stream`] for `cx.api`.
 pub fn set_stream(cx: &mut ExchangeContext, body: &str) {
-    cx.streamed = true;
-    let (message, finish_event) = reassemble_fallback(cx.api, body);
-    cx.message = Some(message);
-    cx.finish_event = finish_event;
-    cx.raw_text = None;
+    let events = crate::stream::sse::decode_bytes(body.as_bytes());
+    let r = match cx.api {
+        Api::Anthropic => crate::stream::reassemble::reassemble_anthropic(&events),
+        _ => crate::stream::reassemble::reassemble_openai(&events),
+    };
+    set_reassembled(cx, r);
     cx.response_text = Some(body.to_owned());
 }
 
-/// `(event name, data)` of each SSE event in `body` (WHATWG EventSource framing: events end
-/// at a blank line; `data:` lines are joined with `\n`; comments ignored).
-pub fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
-    let body = body.replace("\r\n", "\n");
-    let mut out = Vec::new();
-    for block in body.split("\n\n") {
-        let mut name = None;
-        let mut data: Vec<&str> = Vec::new();
-        for line in block.lines() {
-            if let Some(d) = line.strip_prefix("data:") {
-                data.push(d.strip_prefix(' ').unwrap_or(d));
-            } else if let Some(n) = line.strip_prefix("event:") {
-                name = Some(n.trim().to_owned());
-            }
-        }
-        if !data.is_empty() || name.is_some() {
-            out.push((name, data.join("\n")));
-        }
-    }
-    out
-}
+/// Stream rules whose findings are taken from reassembly as they are; the others
+/// (`tool_call.args_invalid_json`, `finish.mismatch`) are recomputed with the request known.
+const STREAM_RULES: &[Rule] = &[
+    Rule::StreamMissingIndex,
+    Rule::StreamMissingId,
+    Rule::StreamNameRepeated,
+    Rule::ServerParseError,
+];
 
-/// Lenient reassembly of an OpenAI or Anthropic stream into a message, with the event index
-/// that carried the finish reason. Deltas without `index` continue the last call.
-fn reassemble_fallback(api: Api, body: &str) -> (AssistantMessage, Option<usize>) {
-    let mut m = AssistantMessage::default();
-    let mut finish_event = None;
-    for (i, (_, data)) in sse_events(body).iter().enumerate() {
-        let Ok(v) = serde_json::from_str::<Value>(data) else {
-            continue;
-        };
-        if api == Api::Anthropic {
-            match v.get("type").and_then(Value::as_str) {
-                Some("message_start") => {
-                    m.model = v
-                        .pointer("/message/model")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                }
-                Some("content_block_start") => {
-                    let b = v.get("content_block").cloned().unwrap_or_default();
-                    if b.get("type").and_then(Value::as_str) == Some("tool_use") {
-                        m.tool_calls.push(CallRecord {
-                            index: v.get("index").and_then(Value::as_u64),
-                            id: b.get("id").and_then(Value::as_str).map(str::to_owned),
-                            name: b
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
-                            arguments: String::new(),
-                        });
-                    }
-                }
-                Some("content_block_delta") => {
-                    let d = v.get("delta").cloned().unwrap_or_default();
-                    let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                    match d.get("type").and_then(Value::as_str) {
-                        Some("text_delta") => m.content.push_str(&s("text")),
-                        Some("thinking_delta") => m.reasoning.push_str(&s("thinking")),
-                        Some("input_json_delta") => {
-                            if let Some(c) = m.tool_calls.last_mut() {
-                                c.arguments.push_str(&s("partial_json"));
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                Some("message_delta") => {
-                    if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                        m.finish_reason = Some(r.to_owned());
-                        finish_event = Some(i);
-                    }
-                    m.stop_sequence = v
-                        .pointer("/delta/stop_sequence")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    if let Some(u) = v.get("usage") {
-                        m.usage = Some(u.clone());
-                    }
-                }
-                _ => {}
-            }
-        } else {
-            if m.model.is_none() {
-                m.model = v.get("model").and_then(Value::as_str).map(str::to_owned);
-            }
-            if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
-                m.usage = Some(u.clone());
-            }
-            let Some(ch) = v.pointer("/choices/0") else {
-                continue;
-            };
-            let d = ch.get("delta").cloned().unwrap_or_default();
-            if let Some(c) = d.get("content").and_then(Value::as_str) {
-                m.content.push_str(c);
-            }
-            if let Some(r) = d
-                .get("reasoning_content")
-                .or_else(|| d.get("reasoning"))
-                .and_then(Value::as_str)
-            {
-                m.reasoning.push_str(r);
-            }
-            for tc in d
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let index = tc.get("index").and_then(Value::as_u64);
-                let existing = match index {
-                    Some(ix) => m.tool_calls.iter().position(|c| c.index == Some(ix)),
-                    None => m.tool_calls.len().checked_sub(1),
-                };
-                let pos = match existing {
-                    Some(p) => p,
-                    None => {
-                        m.tool_calls.push(CallRecord {
-                            index,
-                            ..Default::default()
-                        });
-                        m.tool_calls.len() - 1
-                    }
-                };
-                let c = &mut m.tool_calls[pos];
-                if let Some(id) = tc.get("id").and_then(Value::as_str) {
-                    c.id.get_or_insert_with(|| id.to_owned());
-                }
-                if let Some(n) = tc
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .filter(|_| c.name.is_empty())
-                {
-                    c.name = n.to_owned();
-                }
-                if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str) {
-                    c.arguments.push_str(a);
-                }
-            }
-            if let Some(f) = ch.get("finish_reason").and_then(Value::as_str) {
-                m.finish_reason = Some(f.to_owned());
-                finish_event = Some(i);
-            }
-        }
-    }
-    (m, finish_event)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn openai_stream_without_index_continues_last_call() {
-        let body = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}}]}\n\n\
-                    data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"{\\\"a\\\": \"}}]}}]}\n\n\
-                    data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"1}\"}}]}}]}\n\n\
-                    data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
-        let (m, ev) = reassemble_fallback(Api::Openai, body);
-        assert_eq!(m.tool_calls.len(), 1);
-        assert_eq!(m.tool_calls[0].arguments, "{\"a\": 1}");
-        assert_eq!(ev, Some(3));
-    }
-
-    #[test]
-    fn anthropic_stream() {
-        let body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n\
-                    event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\"}}\n\n\
-                    event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"7 is a \"}}\n\n\
-                    event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":\"prime\"}}\n\n";
-        let (m, ev) = reassemble_fallback(Api::Anthropic, body);
-        assert_eq!(
-            (m.reasoning.as_str(), m.stop_sequence.as_deref(), ev),
-            ("7 is a ", Some("prime"), Some(3))
-        );
-    }
+fn set_reassembled(cx: &mut ExchangeContext, r: crate::stream::Reassembled) {
+    cx.streamed = true;
+    cx.message = Some(r.message);
+    cx.finish_event = r.finish_event;
+    cx.call_events = r.call_events;
+    cx.stream_findings = r
+        .findings
+        .into_iter()
+        .filter(|f| STREAM_RULES.contains(&f.rule))
+        .collect();
+    cx.raw_text = None;
 }

@@ -1,5 +1,8 @@
 //! Finding tool-call and tool-result markup in text the server returned as plain content.
 //!
+//! [`find_leaks`] runs toolscope's parser ([`crate::parser::parse`], auto syntax) over the text
+//! and adds what the marker scan below finds in syntaxes the parser does not know.
+//!
 //! Call markup is recognised by the start markers of the syntaxes in the field (see
 //! docs/check.md and the parser's syntax table): Hermes/Qwen `<tool_call>`, Qwen3-Coder
 //! `<function=N>`, Gemma 4 `<|tool_call>`, DeepSeek `<｜tool▁calls▁begin｜>`, Kimi K2,
@@ -10,7 +13,7 @@
 use serde_json::Value;
 
 /// Call markup found in a text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallMarkup {
     /// Byte offset of the marker in the text.
     pub offset: usize,
@@ -20,6 +23,89 @@ pub struct CallMarkup {
     pub marker: String,
     /// Tool name, when it could be read.
     pub name: Option<String>,
+    /// Arguments as the parser recovered them (`None` for a marker-scan hit or malformed markup).
+    pub arguments: Option<Value>,
+}
+
+/// Tool calls written in `text`: each call the parser recognises (auto syntax, `request`'s tools
+/// used to type arguments and accept bare JSON), each piece of call markup it could not parse,
+/// and marker-scan hits ([`find_call_markup`]) outside those spans. In offset order.
+pub fn find_leaks(text: &str, request: &Value) -> Vec<CallMarkup> {
+    let names: Vec<String> = super::request::tools(request)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    let tools = request.get("tools").filter(|t| t.is_array());
+    let out = crate::parser::parse(text, None, tools);
+    let mut leaks: Vec<CallMarkup> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for c in &out.tool_calls {
+        let (start, end) = c.span.unwrap_or((0, text.len()));
+        // A bare JSON reply counts only when it names an offered tool.
+        let syntax = c.syntax.clone().unwrap_or_default();
+        if (syntax.is_empty() || syntax.contains("json")) && !names.contains(&c.name) {
+            continue;
+        }
+        spans.push((start, end));
+        leaks.push(CallMarkup {
+            offset: start,
+            syntax: leak_syntax_name(&syntax),
+            marker: excerpt(text, start, 24),
+            name: Some(c.name.clone()),
+            arguments: Some(c.arguments.clone()),
+        });
+    }
+    for m in &out.malformed {
+        if spans
+            .iter()
+            .any(|&(s, e)| s <= m.offset && m.offset < e.max(s + 1))
+        {
+            continue;
+        }
+        spans.push((m.offset, m.offset + m.text.len()));
+        leaks.push(CallMarkup {
+            offset: m.offset,
+            syntax: leak_syntax_name(&m.syntax),
+            marker: excerpt(&m.text, 0, 24),
+            name: None,
+            arguments: None,
+        });
+    }
+    for mk in find_call_markup(text, &names) {
+        if !spans
+            .iter()
+            .any(|&(s, e)| s <= mk.offset && mk.offset < e.max(s + 1))
+        {
+            leaks.push(mk);
+        }
+    }
+    leaks.sort_by_key(|m| m.offset);
+    leaks
+}
+
+/// The parser's syntax name as a `'static` label (unknown names become `other`).
+fn leak_syntax_name(name: &str) -> &'static str {
+    CALL_MARKERS
+        .iter()
+        .map(|(_, s)| *s)
+        .chain([
+            "hermes",
+            "qwen3-coder",
+            "gemma4",
+            "llama3",
+            "mistral",
+            "deepseek-v3",
+            "kimi-k2",
+            "gpt-oss",
+            "anthropic-xml",
+            "function-call",
+            "tool-call-fence",
+            "bare_json",
+            "bare-json",
+            "json",
+        ])
+        .find(|s| *s == name)
+        .unwrap_or("other")
 }
 
 /// Start markers of call syntaxes, with their family names. Longer markers first where one is
@@ -85,6 +171,7 @@ pub fn find_call_markup(text: &str, tool_names: &[String]) -> Vec<CallMarkup> {
                 syntax,
                 marker: marker.to_owned(),
                 name: name_after(&text[at + marker.len()..]),
+                arguments: None,
             });
         }
     }
@@ -108,6 +195,7 @@ pub fn find_call_markup(text: &str, tool_names: &[String]) -> Vec<CallMarkup> {
                     syntax: "bare_json",
                     marker: "{".into(),
                     name: Some(n.to_owned()),
+                    arguments: v.get("arguments").or_else(|| v.get("parameters")).cloned(),
                 });
             }
         }

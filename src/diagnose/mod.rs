@@ -42,8 +42,11 @@ pub struct ExchangeContext {
     pub streamed: bool,
     /// 0-based SSE event that carried `finish_reason` / `stop_reason`, for streams.
     pub finish_event: Option<usize>,
-    /// Stream contract findings (`stream.*`) from reassembly, passed through.
+    /// Stream contract findings (`stream.*`, and `server.parse_error` for an error event) from
+    /// reassembly, passed through.
     pub stream_findings: Vec<Finding>,
+    /// For streams: per entry of `message.tool_calls`, the SSE events that contributed to it.
+    pub call_events: Vec<Vec<usize>>,
     /// Raw generated text before the server's parser (llama-server `-v` `__verbose.content`).
     pub raw_text: Option<String>,
     /// llama-server `__verbose.stopping_word`, when known.
@@ -74,6 +77,7 @@ impl ExchangeContext {
             streamed: false,
             finish_event: None,
             stream_findings: Vec::new(),
+            call_events: Vec::new(),
             raw_text: None,
             stopping_word: None,
             server_prompt: None,
@@ -204,9 +208,15 @@ impl ExchangeContext {
                 format!("/choices/0/message/tool_calls/{i}/function/name")
             }),
         };
+        let event = self
+            .call_events
+            .get(i)
+            .and_then(|e| if arguments { e.last() } else { e.first() })
+            .copied();
         Evidence {
             pane: Some(Pane::Stream),
             pointer,
+            event,
             tool: call.map(|c| c.name.clone()),
             ..Default::default()
         }
@@ -236,11 +246,12 @@ impl ExchangeContext {
 }
 
 /// Runs every rule on one exchange. Findings carry `exchange = cx.id`, in pipeline order:
-/// tokens (`bos.duplicate`), `server.parse_error`, passed-through `stream.*`, `stop.*`,
+/// tokens (`bos.duplicate`, `token.pseudo_special`), `server.parse_error`, passed-through `stream.*`, `stop.*`,
 /// `tool_choice.*`, `tool_call.*`, `finish.mismatch`.
 pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(rules::tokens::bos_duplicate(cx));
+    out.extend(rules::tokens::pseudo_special(cx));
     out.extend(rules::server::parse_error(cx));
     out.extend(cx.stream_findings.iter().cloned());
     if cx.message.is_some() && !cx.failed() {

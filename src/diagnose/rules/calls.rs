@@ -13,14 +13,14 @@ pub fn leaked_as_text(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
     };
-    let names: Vec<String> = tools(cx.request_or_null())
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    markup::find_call_markup(&m.content, &names)
+    markup::find_leaks(&m.content, cx.request_or_null())
         .into_iter()
         .map(|mk| {
-            let what = mk.name.as_deref().map(|n| format!(" calling {n:?}")).unwrap_or_default();
+            let what = match (&mk.name, &mk.arguments) {
+                (Some(n), Some(a)) => format!(" {n}({a})"),
+                (Some(n), None) => format!(" calling {n:?}"),
+                _ => String::new(),
+            };
             let delivered = if m.tool_calls.is_empty() { "the reply has no tool_calls".to_owned() } else { format!("only {} call(s) were delivered as tool_calls", m.tool_calls.len()) };
             let mut ev = cx.content_evidence(Some(mk.offset), Some(markup::excerpt(&m.content, mk.offset, 80)));
             ev.tool = mk.name.clone();

@@ -5,7 +5,7 @@
 //! has no mapping at all; on `/v1/chat/completions` the named object form is rejected with
 //! `Wrong type supplied for parameter 'tool_choice'` and the default (`auto`) is used.
 
-use crate::diagnose::request::{ToolChoice, tools};
+use crate::diagnose::request::ToolChoice;
 use crate::diagnose::{ExchangeContext, markup};
 use crate::finding::{Finding, Rule};
 use crate::session::Api;
@@ -20,14 +20,10 @@ fn server_hint(cx: &ExchangeContext, what: &str) -> String {
     }
 }
 
-/// Markup of a call written into the visible content (see [`markup::find_call_markup`]).
+/// Markup of a call written into the visible content (see [`markup::find_leaks`]).
 fn content_markup(cx: &ExchangeContext) -> Option<markup::CallMarkup> {
     let m = cx.message.as_ref()?;
-    let names: Vec<String> = tools(cx.request_or_null())
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    markup::find_call_markup(&m.content, &names)
+    markup::find_leaks(&m.content, cx.request_or_null())
         .into_iter()
         .next()
 }

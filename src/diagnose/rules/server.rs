@@ -26,6 +26,13 @@ pub fn parse_error(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(text) = cx.response_text.as_deref() else {
         return Vec::new();
     };
+    if cx
+        .stream_findings
+        .iter()
+        .any(|f| f.rule == Rule::ServerParseError)
+    {
+        return Vec::new(); // reported by stream reassembly with its event number
+    }
     let errorish = cx.failed() || text.contains("\"error\"");
     if !errorish {
         return Vec::new();
