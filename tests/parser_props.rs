@@ -207,10 +207,8 @@ proptest! {
         // `<` followed by letters could spell a marker by chance; keep the prefix free of them
         prop_assume!(!pre.contains('<') || !pre.contains('>'));
         let mut text = String::new();
-        if let Some(t) = &think {
-            if sx != Syntax::GptOss {
-                text += &format!("<think>{t}</think>");
-            }
+        if let Some(t) = think.as_ref().filter(|_| sx != Syntax::GptOss) {
+            text += &format!("<think>{t}</think>");
         }
         text += &pre;
         text += &call.render(sx, variant);

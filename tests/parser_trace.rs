@@ -9,7 +9,9 @@ fn mixed() -> String {
     let mut s = String::new();
     for i in 0..40 {
         s += &format!("Step {i}: compare a < b. <think>why {i}</think>\n");
-        s += &format!("<tool_call>\n{{\"name\": \"f\", \"arguments\": {{\"i\": {i}}}}}\n</tool_call>\n");
+        s += &format!(
+            "<tool_call>\n{{\"name\": \"f\", \"arguments\": {{\"i\": {i}}}}}\n</tool_call>\n"
+        );
         s += "<|tool_call>call:g{s:<|\"|>é漢<|\"|>}<tool_call|>";
     }
     s
@@ -37,7 +39,15 @@ fn views_and_resumed_parsers_agree_across_snapshots() {
     let t = Trace::record(&chunks, None, None);
     assert_eq!(t.len(), chunks.len() + 1);
     let last = t.len() - 1;
-    for step in [0, 1, SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY, SNAPSHOT_EVERY + 1, 2 * SNAPSHOT_EVERY + 7, last - 1] {
+    for step in [
+        0,
+        1,
+        SNAPSHOT_EVERY - 1,
+        SNAPSHOT_EVERY,
+        SNAPSHOT_EVERY + 1,
+        2 * SNAPSHOT_EVERY + 7,
+        last - 1,
+    ] {
         let p = t.parser_at(step);
         assert_eq!(p.state(), t.steps()[step].state, "step {step}");
         // resume: the rest of the chunks give the trace's final output
@@ -45,7 +55,7 @@ fn views_and_resumed_parsers_agree_across_snapshots() {
         let v = t.state_at(step);
         let mut c = Collector::default();
         // seed the collector with what was released up to the step
-        c.out.content = format!("{}", v.content);
+        c.out.content = v.content.to_string();
         c.out.reasoning = format!("{}{}", v.reasoning.0, v.reasoning.1);
         c.out.tool_calls = v.tool_calls.to_vec();
         for ch in &chunks[step + 1..] {
@@ -79,14 +89,20 @@ fn first_divergence_names_the_step_that_differs() {
     let same = Trace::record(&chunks3(&a), Some(Syntax::Hermes), None);
     assert_eq!(first_divergence(&reference, &same), None);
     // the call differs: found at the step that closed the block
-    let b = vec!["Hello ".to_string(), "<tool_call>{\"name\": \"g\", ".to_string(), "\"arguments\": {}}</tool_call>".to_string(), " bye".to_string()];
+    let b = vec![
+        "Hello ".to_string(),
+        "<tool_call>{\"name\": \"g\", ".to_string(),
+        "\"arguments\": {}}</tool_call>".to_string(),
+        " bye".to_string(),
+    ];
     let other = Trace::record(&b, Some(Syntax::Hermes), None);
     let (step, why) = first_divergence(&reference, &other).expect("divergence");
     assert_eq!(step, 2);
     assert!(why.contains("tool call"), "{why}");
     // content differs in the first chunk
     let c = vec!["Hellp ".to_string()];
-    let (step, why) = first_divergence(&reference, &Trace::record(&c, Some(Syntax::Hermes), None)).expect("divergence");
+    let (step, why) = first_divergence(&reference, &Trace::record(&c, Some(Syntax::Hermes), None))
+        .expect("divergence");
     assert_eq!(step, 0);
     assert!(why.contains("content"), "{why}");
     // a prefix only: diverges at the end (final step)
@@ -99,7 +115,10 @@ fn first_divergence_names_the_step_that_differs() {
 
 #[test]
 fn recuts_keep_the_text() {
-    let chunks: Vec<String> = ["<to", "ol_call>é", "漢</tool", "_call>"].iter().map(|s| s.to_string()).collect();
+    let chunks: Vec<String> = ["<to", "ol_call>é", "漢</tool", "_call>"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let text = chunks.concat();
     for cut in [
         Cut::PerChar,
@@ -119,7 +138,13 @@ fn recuts_keep_the_text() {
 
 #[test]
 fn steps_json_is_concise() {
-    let chunks: Vec<String> = ["Hi <tool_", "call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>"].iter().map(|s| s.to_string()).collect();
+    let chunks: Vec<String> = [
+        "Hi <tool_",
+        "call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let t = Trace::record(&chunks, None, None);
     let j = t.steps_json();
     assert_eq!(j[0]["state"], "partial_marker");

@@ -214,10 +214,7 @@ pub(crate) fn qwen_function(s: &str, tools: &ToolIndex) -> BodyResult {
     }
     let mut rest = &s[gt + 1..];
     let mut args = Map::new();
-    loop {
-        let Some(p) = rest.find("<parameter=") else {
-            break;
-        };
+    while let Some(p) = rest.find("<parameter=") {
         let between = rest[..p].trim();
         if !between.is_empty() && between != "</function>" {
             return Err(format!(
@@ -738,10 +735,7 @@ pub(crate) fn invoke(body: &str, tools: &ToolIndex) -> BodyResult {
     }
     let mut rest = &body[gt + 1..];
     let mut args = Map::new();
-    loop {
-        let Some(p) = rest.find("<parameter") else {
-            break;
-        };
+    while let Some(p) = rest.find("<parameter") {
         if !rest[..p].trim().is_empty() {
             return Err(format!(
                 "unexpected text in <invoke>: {:?}",
@@ -823,25 +817,22 @@ pub(crate) fn harmony_header(h: &str) -> HarmonyHeader {
     }
     for word in s.split(|c: char| c.is_whitespace() || c == '<' || c == '>') {
         if let Some(r) = word.strip_prefix("to=") {
-            let r = r.trim_end_matches(|c: char| c == '|');
+            let r = r.trim_end_matches('|');
             if !r.is_empty() && r != "assistant" {
                 out.recipient = Some(r.to_string());
             }
         }
     }
-    let chan_src = match s.rsplit_once("<|channel|>") {
-        Some((_, c)) => Some(c),
-        None => None,
-    };
+    let chan_src = s.rsplit_once("<|channel|>").map(|(_, c)| c);
     if let Some(c) = chan_src {
         out.channel = c
             .split_whitespace()
             .find(|w| !w.starts_with("to="))
             .map(str::to_string);
-    } else if let Some(first) = s.split_whitespace().find(|w| !w.starts_with("to=")) {
-        if matches!(first, "analysis" | "commentary" | "final") {
-            out.channel = Some(first.to_string());
-        }
+    } else if let Some(first) = s.split_whitespace().find(|w| !w.starts_with("to="))
+        && matches!(first, "analysis" | "commentary" | "final")
+    {
+        out.channel = Some(first.to_string());
     }
     out
 }

@@ -113,7 +113,7 @@ impl Trace {
         let mut moved = 0usize;
         let mut push = |t: &mut Trace, p: &mut Parser, chunk: Option<&str>| {
             let step = t.steps.len();
-            if step % SNAPSHOT_EVERY == 0 {
+            if step.is_multiple_of(SNAPSHOT_EVERY) {
                 t.snapshots.push((step, p.clone()));
             }
             let in0 = t.input.len();
@@ -392,14 +392,35 @@ pub fn first_divergence(reference: &Trace, other: &Trace) -> Option<(usize, Stri
         let bytes_ok = |a: &str, b: &str, from: usize, to: usize, lim: usize| {
             to <= lim && a.as_bytes()[from..to] == b.as_bytes()[from..to]
         };
-        if !bytes_ok(&other.content, &reference.content, prev.content_len, s.content_len, r.content_len) {
-            return Some((i, "content released so far is not what the one-shot parse produced".into()));
+        if !bytes_ok(
+            &other.content,
+            &reference.content,
+            prev.content_len,
+            s.content_len,
+            r.content_len,
+        ) {
+            return Some((
+                i,
+                "content released so far is not what the one-shot parse produced".into(),
+            ));
         }
-        if !bytes_ok(&other.reasoning, &reference.reasoning, prev.reasoning_len, s.reasoning_len, r.reasoning_len) {
-            return Some((i, "reasoning released so far is not what the one-shot parse produced".into()));
+        if !bytes_ok(
+            &other.reasoning,
+            &reference.reasoning,
+            prev.reasoning_len,
+            s.reasoning_len,
+            r.reasoning_len,
+        ) {
+            return Some((
+                i,
+                "reasoning released so far is not what the one-shot parse produced".into(),
+            ));
         }
         if s.moved != prev.moved && s.moved != r.moved {
-            return Some((i, "a different amount of content was moved to reasoning".into()));
+            return Some((
+                i,
+                "a different amount of content was moved to reasoning".into(),
+            ));
         }
         let calls_ok = (prev.calls..s.calls).all(|k| reference.calls.get(k) == other.calls.get(k));
         if !calls_ok {
@@ -408,8 +429,13 @@ pub fn first_divergence(reference: &Trace, other: &Trace) -> Option<(usize, Stri
         if !(prev.repairs..s.repairs).all(|k| reference.repairs.get(k) == other.repairs.get(k)) {
             return Some((i, "a repair differs from the one-shot parse".into()));
         }
-        if !(prev.malformed..s.malformed).all(|k| reference.malformed.get(k) == other.malformed.get(k)) {
-            return Some((i, "a malformed block differs from the one-shot parse".into()));
+        if !(prev.malformed..s.malformed)
+            .all(|k| reference.malformed.get(k) == other.malformed.get(k))
+        {
+            return Some((
+                i,
+                "a malformed block differs from the one-shot parse".into(),
+            ));
         }
         if fin {
             let diff = [
@@ -423,7 +449,10 @@ pub fn first_divergence(reference: &Trace, other: &Trace) -> Option<(usize, Stri
             .into_iter()
             .find(|(_, a, b)| a != b);
             if let Some((what, a, b)) = diff {
-                return Some((i, format!("{what} at the end differs from the one-shot parse ({a} vs {b})")));
+                return Some((
+                    i,
+                    format!("{what} at the end differs from the one-shot parse ({a} vs {b})"),
+                ));
             }
         }
         prev = *s;
