@@ -200,6 +200,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut s = String::new();
     use std::fmt::Write;
     let sx = syntax.map(Syntax::name).unwrap_or("auto");
+    let how = match (syntax, Syntax::detect_from_text(&chunks.concat())) {
+        (None, Some(t)) => format!("{how}; the text looks like {t}"),
+        _ => how,
+    };
     let _ = writeln!(s, "syntax     {sx} ({how})");
     let _ = writeln!(s, "content    {:?}", out.content);
     let _ = writeln!(s, "reasoning  {:?}", out.reasoning);
@@ -248,11 +252,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(sx) => format!("{state}:{sx}"),
             None => state,
         };
-        let _ = write!(s, "  #{i:<4} {chunk:<46} {state:<22}");
+        let mut line = format!("  #{i:<4} {chunk:<46} {state:<22}");
         if !v.held.is_empty() {
-            let _ = write!(s, " holds {:?}", cut(v.held, 30));
+            line += &format!(" holds {:?}", cut(v.held, 30));
         }
-        let _ = writeln!(s);
+        let _ = writeln!(s, "{}", line.trim_end());
         for e in v.events {
             let _ = writeln!(s, "         → {}", describe(e));
         }

@@ -934,7 +934,13 @@ fn find_any(s: &str, ends: &[&'static str]) -> Result<(usize, &'static str), Opt
     let b = s.as_bytes();
     let mut best: Option<(usize, &'static str)> = None;
     for &e in ends {
-        if let Some(p) = memchr::memmem::find(b, e.as_bytes())
+        // once one end is found, later ends are only searched before it (keeps a long text
+        // with a rare end marker linear)
+        let limit = match best {
+            Some((bp, _)) => (bp + e.len()).min(b.len()),
+            None => b.len(),
+        };
+        if let Some(p) = memchr::memmem::find(&b[..limit], e.as_bytes())
             && best.is_none_or(|(bp, _)| p < bp)
         {
             best = Some((p, e));
