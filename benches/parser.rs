@@ -43,7 +43,10 @@ fn mixed(target: usize) -> String {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
 }
@@ -65,7 +68,11 @@ fn main() {
         calls = out.tool_calls.len();
         best = best.min(dt);
     }
-    println!("parser one-shot, auto, {mb:.1} MB mixed stream: {:.0} MB/s ({calls} calls, best of 3: {:.1} ms)", mb / best, best * 1e3);
+    println!(
+        "parser one-shot, auto, {mb:.1} MB mixed stream: {:.0} MB/s ({calls} calls, best of 3: {:.1} ms)",
+        mb / best,
+        best * 1e3
+    );
 
     // streamed in 16-byte chunks (cut at char boundaries)
     let mut chunks = Vec::new();
@@ -90,7 +97,12 @@ fn main() {
         p.finish_into(&mut ev);
         best = best.min(t0.elapsed().as_secs_f64());
     }
-    println!("parser streamed, 16-byte chunks ({} chunks): {:.0} MB/s (best of 3: {:.1} ms)", chunks.len(), mb / best, best * 1e3);
+    println!(
+        "parser streamed, 16-byte chunks ({} chunks): {:.0} MB/s (best of 3: {:.1} ms)",
+        chunks.len(),
+        mb / best,
+        best * 1e3
+    );
 
     // 100,000-step trace
     let small = mixed(900_000);
@@ -107,7 +119,11 @@ fn main() {
     let t0 = Instant::now();
     let trace = Trace::record(&pieces, None, Some(&tools));
     let rec = t0.elapsed().as_secs_f64();
-    println!("trace: {} steps recorded in {:.0} ms", trace.len(), rec * 1e3);
+    println!(
+        "trace: {} steps recorded in {:.0} ms",
+        trace.len(),
+        rec * 1e3
+    );
     let mut rng = Lcg(42);
     let n = 100_000;
     let t0 = Instant::now();
@@ -121,7 +137,11 @@ fn main() {
         worst = worst.max(t1.elapsed().as_secs_f64());
     }
     let avg = t0.elapsed().as_secs_f64() / n as f64;
-    println!("scrub to a random step (state_at): mean {:.3} µs, worst {:.3} µs over {n} random steps ({sink})", avg * 1e6, worst * 1e6);
+    println!(
+        "scrub to a random step (state_at): mean {:.3} µs, worst {:.3} µs over {n} random steps ({sink})",
+        avg * 1e6,
+        worst * 1e6
+    );
     let m = 2_000;
     let t0 = Instant::now();
     let mut worst = 0f64;
@@ -133,5 +153,9 @@ fn main() {
         worst = worst.max(t1.elapsed().as_secs_f64());
     }
     let avg = t0.elapsed().as_secs_f64() / m as f64;
-    println!("resume a live parser at a random step (parser_at): mean {:.1} µs, worst {:.1} µs over {m} steps", avg * 1e6, worst * 1e6);
+    println!(
+        "resume a live parser at a random step (parser_at): mean {:.1} µs, worst {:.1} µs over {m} steps",
+        avg * 1e6,
+        worst * 1e6
+    );
 }

@@ -8,11 +8,20 @@ use toolscope::parser::{Event, ParserOptions, Syntax, parse};
 
 fn syntax_of(c: &Value) -> Option<Syntax> {
     let n = c["inputs"]["syntax"].as_str().unwrap();
-    if n == "auto" { None } else { Some(Syntax::from_name(n).expect("known syntax")) }
+    if n == "auto" {
+        None
+    } else {
+        Some(Syntax::from_name(n).expect("known syntax"))
+    }
 }
 
 fn calls_json(out: &toolscope::parser::ParseOutput) -> Value {
-    Value::Array(out.tool_calls.iter().map(|c| json!({"name": c.name, "arguments": c.arguments})).collect())
+    Value::Array(
+        out.tool_calls
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+            .collect(),
+    )
 }
 
 #[test]
@@ -25,14 +34,20 @@ fn case_03_xml_params_typed_by_schema() {
     assert_eq!(out.tool_calls[0].arguments["limit"], json!(5));
     assert_eq!(out.tool_calls[0].arguments["unit"], json!("5"));
     // auto-detection gives the same
-    assert_eq!(calls_json(&parse(raw, None, Some(&c["inputs"]["tools"]))), c["expect"]["tool_calls"]);
+    assert_eq!(
+        calls_json(&parse(raw, None, Some(&c["inputs"]["tools"]))),
+        c["expect"]["tool_calls"]
+    );
 }
 
 #[test]
 fn case_03_without_schema_values_stay_strings() {
     let c = support::case_json("03-xml-params-int-or-null", "case.json");
     let out = parse(c["inputs"]["raw"].as_str().unwrap(), syntax_of(&c), None);
-    assert_eq!(out.tool_calls[0].arguments, json!({"limit": "5", "unit": "5"}));
+    assert_eq!(
+        out.tool_calls[0].arguments,
+        json!({"limit": "5", "unit": "5"})
+    );
 }
 
 fn case04() -> (Value, Vec<String>) {
@@ -46,7 +61,12 @@ fn check04(c: &Value, trace: &Trace) {
     let reasoning = format!("{}{}", v.reasoning.0, v.reasoning.1);
     assert_eq!(reasoning.trim(), c["expect"]["reasoning"].as_str().unwrap());
     assert_eq!(v.content.trim(), c["expect"]["content"].as_str().unwrap());
-    let calls: Value = Value::Array(v.tool_calls.iter().map(|c| json!({"name": c.name, "arguments": c.arguments})).collect());
+    let calls: Value = Value::Array(
+        v.tool_calls
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+            .collect(),
+    );
     assert_eq!(calls, c["expect"]["tool_calls"]);
 }
 
@@ -70,11 +90,18 @@ fn case_04_recut_per_character_and_every_n() {
         assert_eq!(re.concat(), chunks.concat());
         let t = Trace::record(&re, syntax_of(&c), None);
         check04(&c, &t);
-        assert_eq!(chunking_divergence(&chunks, &cut, syntax_of(&c), None, ParserOptions::default()), None, "{cut:?}");
+        assert_eq!(
+            chunking_divergence(&chunks, &cut, syntax_of(&c), None, ParserOptions::default()),
+            None,
+            "{cut:?}"
+        );
     }
     // per character there is one step per char plus the finish step
     let n = chunks.concat().chars().count();
-    assert_eq!(Trace::record(&recut(&chunks, &Cut::PerChar), syntax_of(&c), None).len(), n + 1);
+    assert_eq!(
+        Trace::record(&recut(&chunks, &Cut::PerChar), syntax_of(&c), None).len(),
+        n + 1
+    );
 }
 
 #[test]
@@ -96,10 +123,19 @@ fn case_08_stray_brace_repaired_and_visible_as_a_step() {
     let chunks: Vec<String> = raw.chars().map(String::from).collect();
     let t = Trace::record(&chunks, syntax_of(&c), Some(tools));
     let steps: Vec<usize> = (0..t.len())
-        .filter(|&i| t.state_at(i).events.iter().any(|e| matches!(e, Event::Repair(r) if r.kind == "stray_closer")))
+        .filter(|&i| {
+            t.state_at(i)
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::Repair(r) if r.kind == "stray_closer"))
+        })
         .collect();
     assert_eq!(steps.len(), 1);
     let s = t.state_at(steps[0]);
-    assert_eq!(t.input()[..t.steps()[steps[0]].input.1].len(), raw.len(), "repair decided when `</function_call>` completed");
+    assert_eq!(
+        t.input()[..t.steps()[steps[0]].input.1].len(),
+        raw.len(),
+        "repair decided when `</function_call>` completed"
+    );
     assert_eq!(s.chunk, ">");
 }

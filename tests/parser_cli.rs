@@ -7,8 +7,16 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(support::bin()).arg("parse").args(args).output().expect("run toolscope");
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    let o = Command::new(support::bin())
+        .arg("parse")
+        .args(args)
+        .output()
+        .expect("run toolscope");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -17,12 +25,32 @@ fn chunks_json_output_has_the_contract_shape() {
     let c = support::case_json("04-split-think-close", "case.json");
     let chunks = dir.path().join("chunks.json");
     std::fs::write(&chunks, c["inputs"]["chunks"].to_string()).unwrap();
-    let (code, out, err) = run(&["--syntax", "hermes", "--chunks", chunks.to_str().unwrap(), "--format", "json"]);
+    let (code, out, err) = run(&[
+        "--syntax",
+        "hermes",
+        "--chunks",
+        chunks.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["content", "reasoning", "tool_calls", "malformed", "repairs", "steps"]);
-    assert_eq!(v["tool_calls"], json!([{"name": "get_time", "arguments": {"tz": "UTC"}}]));
+    assert_eq!(
+        keys,
+        [
+            "content",
+            "reasoning",
+            "tool_calls",
+            "malformed",
+            "repairs",
+            "steps"
+        ]
+    );
+    assert_eq!(
+        v["tool_calls"],
+        json!([{"name": "get_time", "arguments": {"tz": "UTC"}}])
+    );
     assert_eq!(v["reasoning"], "The user wants the time");
     assert_eq!(v["content"], "");
     // 4 chunks + finish
@@ -43,13 +71,30 @@ fn raw_file_with_template_detection_and_repair_step() {
     std::fs::write(&raw, c["inputs"]["raw"].as_str().unwrap()).unwrap();
     let tools = dir.path().join("tools.json");
     std::fs::write(&tools, c["inputs"]["tools"].to_string()).unwrap();
-    let (code, out, err) = run(&["--tools", tools.to_str().unwrap(), raw.to_str().unwrap(), "--format", "json"]);
+    let (code, out, err) = run(&[
+        "--tools",
+        tools.to_str().unwrap(),
+        raw.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["content"], c["expect"]["content"]);
     assert_eq!(v["tool_calls"], c["expect"]["tool_calls"]);
     assert_eq!(v["repairs"][0]["kind"], "stray_closer");
-    let with_repair = v["steps"].as_array().unwrap().iter().filter(|s| s["events"].as_array().unwrap().iter().any(|e| e.get("repair").is_some())).count();
+    let with_repair = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            s["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e.get("repair").is_some())
+        })
+        .count();
     assert_eq!(with_repair, 1);
     // text format: readable, names the repair
     let (code, out, _) = run(&["--tools", tools.to_str().unwrap(), raw.to_str().unwrap()]);
@@ -61,10 +106,16 @@ fn raw_file_with_template_detection_and_repair_step() {
 
 #[test]
 fn template_markers_choose_the_syntax() {
-    let Some(corpus) = support::corpus() else { return };
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw.txt");
-    std::fs::write(&raw, "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>").unwrap();
+    std::fs::write(
+        &raw,
+        "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",
+    )
+    .unwrap();
     let t = corpus.join("Qwen3-Coder.jinja");
     let (code, out, err) = run(&["--template", t.to_str().unwrap(), raw.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
@@ -78,7 +129,10 @@ fn bad_inputs_exit_2_naming_file_and_position() {
     std::fs::write(&bad, "[\"a\",\n  \"b\" 3]").unwrap();
     let (code, _, err) = run(&["--chunks", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("bad.json") && err.contains("line 2 column"), "{err}");
+    assert!(
+        err.contains("bad.json") && err.contains("line 2 column"),
+        "{err}"
+    );
     let notstr = dir.path().join("n.json");
     std::fs::write(&notstr, "[\"a\", 3]").unwrap();
     let (code, _, err) = run(&["--chunks", notstr.to_str().unwrap()]);

@@ -16,15 +16,42 @@ fn kinds(o: &toolscope::parser::ParseOutput) -> Vec<&str> {
 fn json_drifts_are_repaired() {
     let t = tools();
     let cases = [
-        ("<tool_call>{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}</tool_call>", "parameters_for_arguments"),
-        ("<tool_call>{\"name\": \"get_time\", \"input\": {\"tz\": \"UTC\"}}</tool_call>", "input_for_arguments"),
-        ("<tool_call>{\"name\": \"get_time\", \"tz\": \"UTC\"}</tool_call>", "top_level_arguments"),
-        ("<tool_call>{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}}</tool_call>", "function_wrapper"),
-        ("<tool_call>{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"UTC\\\"}\"}</tool_call>", "string_arguments"),
-        ("<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}]</tool_call>", "stray_closer"),
-        ("<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}</tool_call>}", "stray_closer"),
-        ("{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}", "bare_json"),
-        ("<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}", "missing_end_marker"),
+        (
+            "<tool_call>{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}</tool_call>",
+            "parameters_for_arguments",
+        ),
+        (
+            "<tool_call>{\"name\": \"get_time\", \"input\": {\"tz\": \"UTC\"}}</tool_call>",
+            "input_for_arguments",
+        ),
+        (
+            "<tool_call>{\"name\": \"get_time\", \"tz\": \"UTC\"}</tool_call>",
+            "top_level_arguments",
+        ),
+        (
+            "<tool_call>{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}}</tool_call>",
+            "function_wrapper",
+        ),
+        (
+            "<tool_call>{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"UTC\\\"}\"}</tool_call>",
+            "string_arguments",
+        ),
+        (
+            "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}]</tool_call>",
+            "stray_closer",
+        ),
+        (
+            "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}</tool_call>}",
+            "stray_closer",
+        ),
+        (
+            "{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}",
+            "bare_json",
+        ),
+        (
+            "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}",
+            "missing_end_marker",
+        ),
     ];
     for (text, kind) in cases {
         for syntax in [Some(Syntax::Hermes), None] {
@@ -37,7 +64,10 @@ fn json_drifts_are_repaired() {
             assert!(o.malformed.is_empty());
             for cut in [Cut::PerChar, Cut::EveryN(1)] {
                 let chunks: Vec<String> = text.chars().map(String::from).collect();
-                assert_eq!(chunking_divergence(&chunks, &cut, syntax, Some(&t), ParserOptions::default()), None);
+                assert_eq!(
+                    chunking_divergence(&chunks, &cut, syntax, Some(&t), ParserOptions::default()),
+                    None
+                );
             }
         }
     }
@@ -56,7 +86,11 @@ fn bare_json_needs_a_known_tool_or_required_choice() {
     assert_eq!(o.tool_calls.len(), 1);
     assert_eq!(kinds(&o), ["bare_json"]);
     // llama3 syntax: native, no repair
-    let o = parse("{\"name\": \"other\", \"parameters\": {\"a\": 1}}", Some(Syntax::Llama3), None);
+    let o = parse(
+        "{\"name\": \"other\", \"parameters\": {\"a\": 1}}",
+        Some(Syntax::Llama3),
+        None,
+    );
     assert_eq!(o.tool_calls[0].arguments, json!({"a": 1}));
     assert!(o.repairs.is_empty(), "{:?}", o.repairs);
 }
@@ -70,9 +104,16 @@ fn what_does_not_parse_stays_text_and_is_malformed() {
     assert_eq!(o.malformed.len(), 1);
     assert_eq!(o.malformed[0].syntax, "hermes");
     assert_eq!(o.malformed[0].offset, 7);
-    assert_eq!(o.malformed[0].text, "<tool_call>{\"name\": get_time}</tool_call>");
+    assert_eq!(
+        o.malformed[0].text,
+        "<tool_call>{\"name\": get_time}</tool_call>"
+    );
     // two stray closers are not "one stray closer"
-    let o = parse("<tool_call>{\"name\": \"get_time\", \"arguments\": {}}}}</tool_call>", Some(Syntax::Hermes), None);
+    let o = parse(
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}}}</tool_call>",
+        Some(Syntax::Hermes),
+        None,
+    );
     assert!(o.tool_calls.is_empty());
     assert_eq!(o.malformed.len(), 1);
 }
@@ -91,13 +132,25 @@ fn explicit_syntax_ignores_other_syntaxes_auto_reads_them() {
 #[test]
 fn text_is_released_as_soon_as_it_cannot_be_a_marker() {
     let mut p = toolscope::parser::Parser::new(Some(Syntax::Hermes), None);
-    assert_eq!(p.feed("a < b"), vec![toolscope::parser::Event::Content("a < b".into())]);
-    assert_eq!(p.feed(" <tool"), vec![toolscope::parser::Event::Content(" ".into())]);
+    assert_eq!(
+        p.feed("a < b"),
+        vec![toolscope::parser::Event::Content("a < b".into())]
+    );
+    assert_eq!(
+        p.feed(" <tool"),
+        vec![toolscope::parser::Event::Content(" ".into())]
+    );
     assert_eq!(p.state().kind, toolscope::parser::StateKind::PartialMarker);
-    assert_eq!(p.feed("box>"), vec![toolscope::parser::Event::Content("<toolbox>".into())]);
+    assert_eq!(
+        p.feed("box>"),
+        vec![toolscope::parser::Event::Content("<toolbox>".into())]
+    );
     // a reply starting with `{` is held to the end
     let mut p = toolscope::parser::Parser::new(None, None);
     assert!(p.feed("{\"a\": 1}").is_empty());
     assert_eq!(p.state().kind, toolscope::parser::StateKind::HoldingJson);
-    assert_eq!(p.finish(), vec![toolscope::parser::Event::Content("{\"a\": 1}".into())]);
+    assert_eq!(
+        p.finish(),
+        vec![toolscope::parser::Event::Content("{\"a\": 1}".into())]
+    );
 }

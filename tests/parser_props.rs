@@ -14,7 +14,10 @@ enum Arg {
 }
 
 fn arg_strategy() -> impl Strategy<Value = Arg> {
-    prop_oneof![(-100_000i64..100_000).prop_map(Arg::Int), "[a-zA-Z0-9 .,:!?-]{0,12}".prop_map(Arg::Str),]
+    prop_oneof![
+        (-100_000i64..100_000).prop_map(Arg::Int),
+        "[a-zA-Z0-9 .,:!?-]{0,12}".prop_map(Arg::Str),
+    ]
 }
 
 #[derive(Debug, Clone)]
@@ -24,8 +27,14 @@ struct Call {
 }
 
 fn call_strategy() -> impl Strategy<Value = Call> {
-    ("[a-z][a-z_]{0,7}", proptest::collection::btree_map("[a-z]{1,5}", arg_strategy(), 0..4))
-        .prop_map(|(name, m)| Call { name, args: m.into_iter().collect() })
+    (
+        "[a-z][a-z_]{0,7}",
+        proptest::collection::btree_map("[a-z]{1,5}", arg_strategy(), 0..4),
+    )
+        .prop_map(|(name, m)| Call {
+            name,
+            args: m.into_iter().collect(),
+        })
 }
 
 impl Call {
@@ -45,7 +54,10 @@ impl Call {
     fn tools(&self) -> Value {
         let mut props = Map::new();
         for (k, a) in &self.args {
-            props.insert(k.clone(), json!({"type": if matches!(a, Arg::Int(_)) { "integer" } else { "string" }}));
+            props.insert(
+                k.clone(),
+                json!({"type": if matches!(a, Arg::Int(_)) { "integer" } else { "string" }}),
+            );
         }
         json!([{"type": "function", "function": {"name": self.name, "parameters": {"type": "object", "properties": props}}}])
     }
@@ -59,9 +71,15 @@ impl Call {
         let n = &self.name;
         let a = self.args_json().to_string();
         match sx {
-            Syntax::Hermes => format!("<tool_call>\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n</tool_call>"),
+            Syntax::Hermes => {
+                format!("<tool_call>\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n</tool_call>")
+            }
             Syntax::Qwen3Coder => {
-                let mut s = if variant { String::new() } else { "<tool_call>\n".to_string() };
+                let mut s = if variant {
+                    String::new()
+                } else {
+                    "<tool_call>\n".to_string()
+                };
                 s += &format!("<function={n}>\n");
                 for (k, v) in &self.args {
                     s += &format!("<parameter={k}>\n{}\n</parameter>\n", Self::xml_value(v));
@@ -80,26 +98,43 @@ impl Call {
                 format!("<|tool_call>call:{n}{{{}}}<tool_call|>", body.join(","))
             }
             Syntax::Llama3 => format!("<|python_tag|>{{\"name\": \"{n}\", \"parameters\": {a}}}"),
-            Syntax::Mistral if variant => format!("[TOOL_CALLS][{{\"name\": \"{n}\", \"arguments\": {a}}}]"),
+            Syntax::Mistral if variant => {
+                format!("[TOOL_CALLS][{{\"name\": \"{n}\", \"arguments\": {a}}}]")
+            }
             Syntax::Mistral => format!("[TOOL_CALLS]{n}[ARGS]{a}"),
-            Syntax::DeepSeekV3 if variant => format!("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{a}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
+            Syntax::DeepSeekV3 if variant => format!(
+                "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{a}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+            ),
             Syntax::DeepSeekV3 => format!(
                 "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{n}\n```json\n{a}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
             ),
             Syntax::KimiK2 => format!(
                 "<|tool_calls_section_begin|><|tool_call_begin|>functions.{n}:0<|tool_call_argument_begin|>{a}<|tool_call_end|><|tool_calls_section_end|>"
             ),
-            Syntax::GptOss => format!("<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>{a}<|call|>"),
+            Syntax::GptOss => format!(
+                "<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>{a}<|call|>"
+            ),
             Syntax::AnthropicXml => {
                 let mut s = format!("<invoke name=\"{n}\">\n");
                 for (k, v) in &self.args {
-                    s += &format!("<parameter name=\"{k}\">{}</parameter>\n", Self::xml_value(v));
+                    s += &format!(
+                        "<parameter name=\"{k}\">{}</parameter>\n",
+                        Self::xml_value(v)
+                    );
                 }
                 let s = s + "</invoke>";
-                if variant { format!("<function_calls>\n{s}\n</function_calls>") } else { s }
+                if variant {
+                    format!("<function_calls>\n{s}\n</function_calls>")
+                } else {
+                    s
+                }
             }
-            Syntax::FunctionCall => format!("<function_call>\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n</function_call>"),
-            Syntax::ToolCallFence => format!("```tool_call\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n```"),
+            Syntax::FunctionCall => format!(
+                "<function_call>\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n</function_call>"
+            ),
+            Syntax::ToolCallFence => {
+                format!("```tool_call\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n```")
+            }
         }
     }
 }
@@ -123,7 +158,11 @@ fn cut_at<'a>(text: &'a str, cuts: &[usize]) -> Vec<&'a str> {
     let mut pts: Vec<usize> = cuts
         .iter()
         .map(|c| {
-            let mut p = if text.is_empty() { 0 } else { c % (text.len() + 1) };
+            let mut p = if text.is_empty() {
+                0
+            } else {
+                c % (text.len() + 1)
+            };
             while !text.is_char_boundary(p) {
                 p += 1;
             }
@@ -168,10 +207,8 @@ proptest! {
         // `<` followed by letters could spell a marker by chance; keep the prefix free of them
         prop_assume!(!pre.contains('<') || !pre.contains('>'));
         let mut text = String::new();
-        if let Some(t) = &think {
-            if sx != Syntax::GptOss {
-                text += &format!("<think>{t}</think>");
-            }
+        if let Some(t) = think.as_ref().filter(|_| sx != Syntax::GptOss) {
+            text += &format!("<think>{t}</think>");
         }
         text += &pre;
         text += &call.render(sx, variant);
@@ -193,18 +230,69 @@ proptest! {
 }
 
 const FRAGMENTS: &[&str] = &[
-    "<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>", "<|tool_call>",
-    "<tool_call|>", "call:", "<|\"|>", "<think>", "</think>", "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]",
-    "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<|tool_calls_section_begin|>",
-    "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|channel|>", "<|start|>",
-    "<|message|>", "<|call|>", "<|end|>", " to=functions.f", "analysis", "commentary", "<invoke name=\"f\">",
-    "</invoke>", "<parameter name=\"a\">", "<function_call>", "</function_call>", "```tool_call", "```", "{", "}",
-    "[", "]", "\"name\"", ":", ",", "\"f\"", "\"arguments\"", "1", "\n", " ", "<", "|", "é", "漢", "<|channel>thought",
+    "<tool_call>",
+    "</tool_call>",
+    "<function=",
+    "</function>",
+    "<parameter=",
+    "</parameter>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "call:",
+    "<|\"|>",
+    "<think>",
+    "</think>",
+    "<|python_tag|>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "<|channel|>",
+    "<|start|>",
+    "<|message|>",
+    "<|call|>",
+    "<|end|>",
+    " to=functions.f",
+    "analysis",
+    "commentary",
+    "<invoke name=\"f\">",
+    "</invoke>",
+    "<parameter name=\"a\">",
+    "<function_call>",
+    "</function_call>",
+    "```tool_call",
+    "```",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"name\"",
+    ":",
+    ",",
+    "\"f\"",
+    "\"arguments\"",
+    "1",
+    "\n",
+    " ",
+    "<",
+    "|",
+    "é",
+    "漢",
+    "<|channel>thought",
     "<channel|>",
 ];
 
 fn fuzz_cases() -> u32 {
-    std::env::var("TOOLSCOPE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    std::env::var("TOOLSCOPE_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
 }
 
 proptest! {

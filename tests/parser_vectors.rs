@@ -7,7 +7,10 @@ use serde_json::{Value, json};
 use toolscope::parser::{ParseOutput, Parser, Syntax, parse};
 
 fn vectors() -> Vec<Value> {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/test_chat_vectors.json");
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/test_chat_vectors.json"
+    );
     let s = std::fs::read_to_string(p).expect("read vectors");
     let v: Value = serde_json::from_str(&s).expect("vectors JSON");
     v["vectors"].as_array().expect("vectors array").clone()
@@ -45,18 +48,32 @@ fn check(out: &ParseOutput, exp: &Value) -> Result<(), String> {
     let want_c = exp["content"].as_str().unwrap().trim();
     let want_r = exp["reasoning"].as_str().unwrap().trim();
     if out.content != want_c {
-        return Err(format!("content {:?} != expected {:?}", out.content, want_c));
+        return Err(format!(
+            "content {:?} != expected {:?}",
+            out.content, want_c
+        ));
     }
     if out.reasoning != want_r {
-        return Err(format!("reasoning {:?} != expected {:?}", out.reasoning, want_r));
+        return Err(format!(
+            "reasoning {:?} != expected {:?}",
+            out.reasoning, want_r
+        ));
     }
     let calls = exp["tool_calls"].as_array().unwrap();
     if calls.len() != out.tool_calls.len() {
-        return Err(format!("{} calls, expected {}: {:?}", out.tool_calls.len(), calls.len(), out.tool_calls));
+        return Err(format!(
+            "{} calls, expected {}: {:?}",
+            out.tool_calls.len(),
+            calls.len(),
+            out.tool_calls
+        ));
     }
     for (got, want) in out.tool_calls.iter().zip(calls) {
         if got.name != want["name"].as_str().unwrap() || got.arguments != want["arguments"] {
-            return Err(format!("call {}({}) != expected {}({})", got.name, got.arguments, want["name"], want["arguments"]));
+            return Err(format!(
+                "call {}({}) != expected {}({})",
+                got.name, got.arguments, want["name"], want["arguments"]
+            ));
         }
         if let Some(id) = want.get("id").and_then(Value::as_str)
             && got.id.as_deref() != Some(id)
@@ -65,7 +82,11 @@ fn check(out: &ParseOutput, exp: &Value) -> Result<(), String> {
         }
     }
     // gpt-oss messages to built-in tools are listed as malformed (llama.cpp drops them silently)
-    if out.malformed.iter().any(|m| !m.message.contains("built-in tool")) {
+    if out
+        .malformed
+        .iter()
+        .any(|m| !m.message.contains("built-in tool"))
+    {
         return Err(format!("unexpected malformed: {:?}", out.malformed));
     }
     Ok(())
@@ -89,7 +110,10 @@ fn llama_cpp_test_chat_vectors_pass() {
         for (mode, syntax) in [("given", Some(sx)), ("auto", None)] {
             let one = parse(text, syntax, Some(&tools));
             if let Err(e) = check(&one, &v["expect"]) {
-                failures.push(format!("test-chat.cpp:{line} [{} / {mode}] {text:?}: {e}", sx.name()));
+                failures.push(format!(
+                    "test-chat.cpp:{line} [{} / {mode}] {text:?}: {e}",
+                    sx.name()
+                ));
                 continue;
             }
             let st = streamed(text, syntax, &tools);
@@ -99,16 +123,28 @@ fn llama_cpp_test_chat_vectors_pass() {
         }
         passed += 1;
     }
-    eprintln!("test-chat vectors: {} total, {passed} checked, {excluded} excluded", vs.len());
+    eprintln!(
+        "test-chat vectors: {} total, {passed} checked, {excluded} excluded",
+        vs.len()
+    );
     assert!(passed >= 100, "too few vectors checked: {passed}");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn every_exclusion_says_why() {
     for v in vectors() {
         if let Some(e) = v.get("excluded") {
-            assert!(e.as_str().is_some_and(|s| s.len() > 10), "line {}: bare exclusion", v["line"]);
+            assert!(
+                e.as_str().is_some_and(|s| s.len() > 10),
+                "line {}: bare exclusion",
+                v["line"]
+            );
         }
     }
 }

@@ -44,7 +44,9 @@ pub struct Args {
 fn read_file(p: &Path) -> anyhow::Result<Vec<u8>> {
     if p == Path::new("-") {
         let mut v = Vec::new();
-        std::io::stdin().read_to_end(&mut v).context("reading stdin")?;
+        std::io::stdin()
+            .read_to_end(&mut v)
+            .context("reading stdin")?;
         return Ok(v);
     }
     std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))
@@ -59,7 +61,14 @@ fn utf8(p: &Path, b: Vec<u8>) -> anyhow::Result<String> {
 
 fn json_file(p: &Path) -> anyhow::Result<Value> {
     let s = utf8(p, read_file(p)?)?;
-    serde_json::from_str(&s).map_err(|e| anyhow!("{}: line {} column {}: {e}", p.display(), e.line(), e.column()))
+    serde_json::from_str(&s).map_err(|e| {
+        anyhow!(
+            "{}: line {} column {}: {e}",
+            p.display(),
+            e.line(),
+            e.column()
+        )
+    })
 }
 
 /// The template text of a .jinja file or a tokenizer_config.json (`chat_template` string, or
@@ -67,7 +76,10 @@ fn json_file(p: &Path) -> anyhow::Result<Value> {
 fn template_text(p: &Path) -> anyhow::Result<String> {
     let bytes = read_file(p)?;
     if bytes.starts_with(b"GGUF") {
-        bail!("{}: GGUF files are not read by `parse`; pass the .jinja or tokenizer_config.json", p.display());
+        bail!(
+            "{}: GGUF files are not read by `parse`; pass the .jinja or tokenizer_config.json",
+            p.display()
+        );
     }
     let s = utf8(p, bytes)?;
     if s.trim_start().starts_with('{')
@@ -76,7 +88,11 @@ fn template_text(p: &Path) -> anyhow::Result<String> {
         match v.get("chat_template") {
             Some(Value::String(t)) => return Ok(t.clone()),
             Some(Value::Array(list)) => {
-                return Ok(list.iter().filter_map(|t| t.get("template").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"));
+                return Ok(list
+                    .iter()
+                    .filter_map(|t| t.get("template").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"));
             }
             _ => bail!("{}: JSON without a `chat_template`", p.display()),
         }
@@ -91,8 +107,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(t) => {
                 let src = template_text(t)?;
                 match Syntax::detect_from_template(&src) {
-                    Some(s) => (Some(s), format!("detected from the markers in {}", t.display())),
-                    None => (None, format!("auto: no call markers in {}; every syntax's markers active", t.display())),
+                    Some(s) => (
+                        Some(s),
+                        format!("detected from the markers in {}", t.display()),
+                    ),
+                    None => (
+                        None,
+                        format!(
+                            "auto: no call markers in {}; every syntax's markers active",
+                            t.display()
+                        ),
+                    ),
                 }
             }
             None => (None, "auto: every syntax's markers active".to_string()),
@@ -102,7 +127,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(s) => (Some(s), "given".to_string()),
             None => {
                 let names: Vec<&str> = Syntax::ALL.iter().map(|s| s.name()).collect();
-                bail!("--syntax {:?}: unknown syntax (known: auto, {})", args.syntax, names.join(", "))
+                bail!(
+                    "--syntax {:?}: unknown syntax (known: auto, {})",
+                    args.syntax,
+                    names.join(", ")
+                )
             }
         }
     };
@@ -110,7 +139,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => {
             let v = json_file(p)?;
             if !(v.is_array() || v.get("tools").is_some()) {
-                bail!("{}: expected a tools array or a request with `tools`", p.display());
+                bail!(
+                    "{}: expected a tools array or a request with `tools`",
+                    p.display()
+                );
             }
             Some(v)
         }
@@ -119,12 +151,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let chunks: Vec<String> = match (&args.chunks, &args.raw) {
         (Some(p), _) => {
             let v = json_file(p)?;
-            let Value::Array(items) = v else { bail!("{}: expected a JSON array of strings", p.display()) };
+            let Value::Array(items) = v else {
+                bail!("{}: expected a JSON array of strings", p.display())
+            };
             let mut out = Vec::with_capacity(items.len());
             for (i, it) in items.into_iter().enumerate() {
                 match it {
                     Value::String(s) => out.push(s),
-                    other => bail!("{}: element {i} is not a string but {}", p.display(), kind(&other)),
+                    other => bail!(
+                        "{}: element {i} is not a string but {}",
+                        p.display(),
+                        kind(&other)
+                    ),
                 }
             }
             out
@@ -132,7 +170,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(p)) => vec![utf8(p, read_file(p)?)?],
         (None, None) => bail!("give --chunks FILE.json, a raw text file, or - for stdin"),
     };
-    let opts = ParserOptions { reasoning_open: args.reasoning_open };
+    let opts = ParserOptions {
+        reasoning_open: args.reasoning_open,
+    };
     let trace = Trace::record_with(&chunks, syntax, tools.as_ref(), opts);
     let mut col = Collector::default();
     for e in trace.events() {
@@ -140,7 +180,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let out = col.into_output();
     if args.format == "json" {
-        let calls: Vec<Value> = out.tool_calls.iter().map(|c| json!({"name": c.name, "arguments": c.arguments})).collect();
+        let calls: Vec<Value> = out
+            .tool_calls
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+            .collect();
         let v = json!({
             "content": out.content,
             "reasoning": out.reasoning,
@@ -156,13 +200,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut s = String::new();
     use std::fmt::Write;
     let sx = syntax.map(Syntax::name).unwrap_or("auto");
+    let how = match (syntax, Syntax::detect_from_text(&chunks.concat())) {
+        (None, Some(t)) => format!("{how}; the text looks like {t}"),
+        _ => how,
+    };
     let _ = writeln!(s, "syntax     {sx} ({how})");
     let _ = writeln!(s, "content    {:?}", out.content);
     let _ = writeln!(s, "reasoning  {:?}", out.reasoning);
     let _ = writeln!(s, "\ntool calls ({})", out.tool_calls.len());
     for (i, c) in out.tool_calls.iter().enumerate() {
-        let span = c.span.map(|(a, b)| format!(", bytes {a}..{b}")).unwrap_or_default();
-        let _ = writeln!(s, "  [{i}] {}({})   [{}{span}]", c.name, c.arguments, c.syntax.as_deref().unwrap_or("?"));
+        let span = c
+            .span
+            .map(|(a, b)| format!(", bytes {a}..{b}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  [{i}] {}({})   [{}{span}]",
+            c.name,
+            c.arguments,
+            c.syntax.as_deref().unwrap_or("?")
+        );
     }
     let _ = writeln!(s, "\nrepairs ({})", out.repairs.len());
     for r in &out.repairs {
@@ -170,29 +227,51 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let _ = writeln!(s, "\nmalformed ({})", out.malformed.len());
     for m in &out.malformed {
-        let _ = writeln!(s, "  {} at byte {}: {}\n      {:?}", m.syntax, m.offset, m.message, cut(&m.text, 80));
+        let _ = writeln!(
+            s,
+            "  {} at byte {}: {}\n      {:?}",
+            m.syntax,
+            m.offset,
+            m.message,
+            cut(&m.text, 80)
+        );
     }
     let _ = writeln!(s, "\nsteps ({})", trace.len());
     for i in 0..trace.len() {
         let v = trace.state_at(i);
-        let chunk = if v.state.kind == StateKind::Done { "(end)".to_string() } else { format!("{:?}", cut(v.chunk, 40)) };
-        let state = serde_json::to_value(v.state.kind).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default();
+        let chunk = if v.state.kind == StateKind::Done {
+            "(end)".to_string()
+        } else {
+            format!("{:?}", cut(v.chunk, 40))
+        };
+        let state = serde_json::to_value(v.state.kind)
+            .ok()
+            .and_then(|x| x.as_str().map(str::to_string))
+            .unwrap_or_default();
         let state = match v.state.syntax {
             Some(sx) => format!("{state}:{sx}"),
             None => state,
         };
-        let _ = write!(s, "  #{i:<4} {chunk:<46} {state:<22}");
+        let mut line = format!("  #{i:<4} {chunk:<46} {state:<22}");
         if !v.held.is_empty() {
-            let _ = write!(s, " holds {:?}", cut(v.held, 30));
+            line += &format!(" holds {:?}", cut(v.held, 30));
         }
-        let _ = writeln!(s);
+        let _ = writeln!(s, "{}", line.trim_end());
         for e in v.events {
             let _ = writeln!(s, "         → {}", describe(e));
         }
     }
     if chunks.len() > 1 || chunks.first().is_some_and(|c| c.len() < 100_000) {
         let findings = check_chunkings(&chunks, None, syntax, tools.as_ref(), opts);
-        let _ = writeln!(s, "\nre-cut checks (per character, per recorded chunk, every 2 and 8 chunks): {}", if findings.is_empty() { "same result as one-shot" } else { "DIVERGENCE" });
+        let _ = writeln!(
+            s,
+            "\nre-cut checks (per character, per recorded chunk, every 2 and 8 chunks): {}",
+            if findings.is_empty() {
+                "same result as one-shot"
+            } else {
+                "DIVERGENCE"
+            }
+        );
         for f in findings {
             let _ = writeln!(s, "  {}: {}", f.rule, f.message);
         }
@@ -216,11 +295,20 @@ fn describe(e: &Event) -> String {
     match e {
         Event::Content(t) => format!("content {:?}", cut(t, 60)),
         Event::Reasoning(t) => format!("reasoning {:?}", cut(t, 60)),
-        Event::CallStart { index, name, syntax, offset } => format!("call start [{index}] {name} ({syntax}, byte {offset})"),
+        Event::CallStart {
+            index,
+            name,
+            syntax,
+            offset,
+        } => format!("call start [{index}] {name} ({syntax}, byte {offset})"),
         Event::ArgumentsDelta { index, delta } => format!("arguments [{index}] {}", cut(delta, 60)),
         Event::CallEnd { index, .. } => format!("call end [{index}]"),
         Event::Repair(r) => format!("REPAIR {} at byte {}: {}", r.kind, r.offset, r.message),
-        Event::Malformed(m) => format!("MALFORMED {} at byte {}: {}", m.syntax, m.offset, m.message),
-        Event::ContentToReasoning { bytes } => format!("orphan </think>: the {bytes} bytes of content so far were reasoning"),
+        Event::Malformed(m) => {
+            format!("MALFORMED {} at byte {}: {}", m.syntax, m.offset, m.message)
+        }
+        Event::ContentToReasoning { bytes } => {
+            format!("orphan </think>: the {bytes} bytes of content so far were reasoning")
+        }
     }
 }

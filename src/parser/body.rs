@@ -34,7 +34,11 @@ pub(crate) fn first_json(s: &str) -> Result<(Value, usize, usize), String> {
     let mut it = serde_json::Deserializer::from_str(&s[lead..]).into_iter::<Value>();
     match it.next() {
         Some(Ok(v)) => Ok((v, lead, lead + it.byte_offset())),
-        Some(Err(e)) => Err(format!("invalid JSON at line {} column {}: {e}", e.line(), e.column())),
+        Some(Err(e)) => Err(format!(
+            "invalid JSON at line {} column {}: {e}",
+            e.line(),
+            e.column()
+        )),
         None => Err("empty block".to_string()),
     }
 }
@@ -49,11 +53,18 @@ pub(crate) fn json_filling(s: &str, notes: &mut Vec<Note>) -> Result<Value, Stri
     }
     if t == "}" || t == "]" {
         let off = end + (rest.len() - rest.trim_start().len());
-        notes.push(Note { kind: "stray_closer", message: format!("dropped one stray `{t}` after the JSON value"), offset: off });
+        notes.push(Note {
+            kind: "stray_closer",
+            message: format!("dropped one stray `{t}` after the JSON value"),
+            offset: off,
+        });
         return Ok(v);
     }
     let off = end + (rest.len() - rest.trim_start().len());
-    Err(format!("unexpected text after the JSON value at byte {off}: {:?}", excerpt(t)))
+    Err(format!(
+        "unexpected text after the JSON value at byte {off}: {:?}",
+        excerpt(t)
+    ))
 }
 
 fn excerpt(s: &str) -> String {
@@ -64,7 +75,12 @@ fn excerpt(s: &str) -> String {
 /// `{"type":"function","function":{…}}` (function_wrapper), `parameters` (parameters_for_arguments,
 /// native for llama3), `input` (input_for_arguments), arguments as a JSON string
 /// (string_arguments), arguments at the top level (top_level_arguments). Arrays give several calls.
-pub(crate) fn json_calls(v: Value, syntax: Syntax, at: usize, notes: &mut Vec<Note>) -> Result<Vec<RawCall>, String> {
+pub(crate) fn json_calls(
+    v: Value,
+    syntax: Syntax,
+    at: usize,
+    notes: &mut Vec<Note>,
+) -> Result<Vec<RawCall>, String> {
     match v {
         Value::Array(items) => {
             if items.is_empty() {
@@ -78,7 +94,8 @@ pub(crate) fn json_calls(v: Value, syntax: Syntax, at: usize, notes: &mut Vec<No
         }
         Value::Object(mut obj) => {
             if let Some(Value::Object(_)) = obj.get("function")
-                && (obj.get("type").and_then(Value::as_str) == Some("function") || !obj.contains_key("name"))
+                && (obj.get("type").and_then(Value::as_str) == Some("function")
+                    || !obj.contains_key("name"))
             {
                 let id = obj.get("id").and_then(Value::as_str).map(str::to_string);
                 notes.push(Note {
@@ -112,7 +129,9 @@ pub(crate) fn json_calls(v: Value, syntax: Syntax, at: usize, notes: &mut Vec<No
                             });
                             v
                         }
-                        Err(e) => return Err(format!("\"arguments\" is a string that is not JSON: {e}")),
+                        Err(e) => {
+                            return Err(format!("\"arguments\" is a string that is not JSON: {e}"));
+                        }
                     },
                     other => other,
                 }
@@ -126,7 +145,11 @@ pub(crate) fn json_calls(v: Value, syntax: Syntax, at: usize, notes: &mut Vec<No
                 }
                 a
             } else if let Some(a) = obj.remove("input") {
-                notes.push(Note { kind: "input_for_arguments", message: "read \"input\" as \"arguments\"".into(), offset: at });
+                notes.push(Note {
+                    kind: "input_for_arguments",
+                    message: "read \"input\" as \"arguments\"".into(),
+                    offset: at,
+                });
                 a
             } else {
                 let mut rest = Map::new();
@@ -138,13 +161,19 @@ pub(crate) fn json_calls(v: Value, syntax: Syntax, at: usize, notes: &mut Vec<No
                 if !rest.is_empty() {
                     notes.push(Note {
                         kind: "top_level_arguments",
-                        message: "collected arguments written at the top level of the call object".into(),
+                        message: "collected arguments written at the top level of the call object"
+                            .into(),
                         offset: at,
                     });
                 }
                 Value::Object(rest)
             };
-            Ok(vec![RawCall { name, arguments, id, syntax }])
+            Ok(vec![RawCall {
+                name,
+                arguments,
+                id,
+                syntax,
+            }])
         }
         _ => Err("the JSON value is not a call object".into()),
     }
@@ -185,11 +214,13 @@ pub(crate) fn qwen_function(s: &str, tools: &ToolIndex) -> BodyResult {
     }
     let mut rest = &s[gt + 1..];
     let mut args = Map::new();
-    loop {
-        let Some(p) = rest.find("<parameter=") else { break };
+    while let Some(p) = rest.find("<parameter=") {
         let between = rest[..p].trim();
         if !between.is_empty() && between != "</function>" {
-            return Err(format!("unexpected text before <parameter=: {:?}", excerpt(between)));
+            return Err(format!(
+                "unexpected text before <parameter=: {:?}",
+                excerpt(between)
+            ));
         }
         let after = &rest[p + "<parameter=".len()..];
         let kgt = after.find('>').ok_or("no `>` after `<parameter=`")?;
@@ -205,16 +236,35 @@ pub(crate) fn qwen_function(s: &str, tools: &ToolIndex) -> BodyResult {
         rest = next;
     }
     let tail = rest.trim();
-    let tail = tail.strip_suffix("</tool_call>").map(str::trim_end).unwrap_or(tail);
+    let tail = tail
+        .strip_suffix("</tool_call>")
+        .map(str::trim_end)
+        .unwrap_or(tail);
     if !(tail.is_empty() || tail == "</function>") {
-        return Err(format!("unexpected text in the function body: {:?}", excerpt(tail)));
+        return Err(format!(
+            "unexpected text in the function body: {:?}",
+            excerpt(tail)
+        ));
     }
-    Ok((vec![RawCall { name: name.to_string(), arguments: Value::Object(args), id: None, syntax: Syntax::Qwen3Coder }], vec![]))
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: Value::Object(args),
+            id: None,
+            syntax: Syntax::Qwen3Coder,
+        }],
+        vec![],
+    ))
 }
 
 fn strip_one_newline(s: &str) -> &str {
-    let s = s.strip_prefix("\r\n").or_else(|| s.strip_prefix('\n')).unwrap_or(s);
-    s.strip_suffix("\r\n").or_else(|| s.strip_suffix('\n')).unwrap_or(s)
+    let s = s
+        .strip_prefix("\r\n")
+        .or_else(|| s.strip_prefix('\n'))
+        .unwrap_or(s);
+    s.strip_suffix("\r\n")
+        .or_else(|| s.strip_suffix('\n'))
+        .unwrap_or(s)
 }
 
 /// JSON types a schema allows: `type` (string or list), `anyOf`/`oneOf` members, `enum`/`const`
@@ -237,7 +287,10 @@ fn allowed_types(schema: &Value, out: &mut Vec<&'static str>) {
     }
     match schema.get("type") {
         Some(Value::String(t)) => push(out, t),
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).for_each(|t| push(out, t)),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .for_each(|t| push(out, t)),
         _ => {}
     }
     for key in ["anyOf", "oneOf", "allOf"] {
@@ -274,19 +327,24 @@ fn json_type(v: &Value) -> &'static str {
 /// satisfies `number`); else the raw string (a string-typed `5` stays `"5"`). Without a schema the
 /// value stays a string. Python literals `True`/`False`/`None` are accepted for boolean/null.
 pub(crate) fn typed(raw: &str, schema: Option<&Value>) -> Value {
-    let Some(schema) = schema else { return Value::String(raw.to_string()) };
+    let Some(schema) = schema else {
+        return Value::String(raw.to_string());
+    };
     let mut types = Vec::new();
     allowed_types(schema, &mut types);
     let t = raw.trim();
     if let Ok(v) = serde_json::from_str::<Value>(t) {
         let jt = json_type(&v);
-        let ok = jt != "string" && (types.contains(&jt) || (jt == "integer" && types.contains(&"number")));
+        let ok = jt != "string"
+            && (types.contains(&jt) || (jt == "integer" && types.contains(&"number")));
         if ok {
             return v;
         }
     }
     match t {
-        "True" | "False" if types.contains(&"boolean") && !types.contains(&"string") => return Value::Bool(t == "True"),
+        "True" | "False" if types.contains(&"boolean") && !types.contains(&"string") => {
+            return Value::Bool(t == "True");
+        }
         "None" if types.contains(&"null") && !types.contains(&"string") => return Value::Null,
         _ => {}
     }
@@ -296,7 +354,9 @@ pub(crate) fn typed(raw: &str, schema: Option<&Value>) -> Value {
 /// Gemma 4 body: `call:N{k:<|"|>text<|"|>,n:3}`.
 pub(crate) fn gemma4(body: &str) -> BodyResult {
     let t = body.trim();
-    let rest = t.strip_prefix("call:").ok_or("Gemma 4 call does not start with `call:`")?;
+    let rest = t
+        .strip_prefix("call:")
+        .ok_or("Gemma 4 call does not start with `call:`")?;
     let brace = rest.find('{').ok_or("no `{` after the function name")?;
     let name = rest[..brace].trim();
     if name.is_empty() {
@@ -310,12 +370,27 @@ pub(crate) fn gemma4(body: &str) -> BodyResult {
     if !tail.is_empty() {
         if tail == "}" || tail == "]" {
             let off = body.len() - src.len() + i;
-            notes.push(Note { kind: "stray_closer", message: format!("dropped one stray `{tail}` after the arguments"), offset: off });
+            notes.push(Note {
+                kind: "stray_closer",
+                message: format!("dropped one stray `{tail}` after the arguments"),
+                offset: off,
+            });
         } else {
-            return Err(format!("unexpected text after the arguments: {:?}", excerpt(tail)));
+            return Err(format!(
+                "unexpected text after the arguments: {:?}",
+                excerpt(tail)
+            ));
         }
     }
-    Ok((vec![RawCall { name: name.to_string(), arguments: args, id: None, syntax: Syntax::Gemma4 }], notes))
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: args,
+            id: None,
+            syntax: Syntax::Gemma4,
+        }],
+        notes,
+    ))
 }
 
 const GQ: &str = "<|\"|>";
@@ -416,7 +491,8 @@ fn gemma_value(s: &str, i: &mut usize) -> Result<Value, String> {
             let e = r.find([',', '}', ']']).unwrap_or(r.len());
             let tok = r[..e].trim();
             *i += e;
-            Ok(serde_json::from_str::<Value>(tok).unwrap_or_else(|_| Value::String(tok.to_string())))
+            Ok(serde_json::from_str::<Value>(tok)
+                .unwrap_or_else(|_| Value::String(tok.to_string())))
         }
     }
 }
@@ -458,7 +534,9 @@ pub(crate) fn deepseek(body: &str, item: bool) -> BodyResult {
             return Err(format!("expected {DS_CALL_BEGIN}, found {:?}", excerpt(t)));
         };
         let start = off + (rest.len() - after.len());
-        let e = after.find(DS_CALL_END).ok_or("a tool call without <｜tool▁call▁end｜>")?;
+        let e = after
+            .find(DS_CALL_END)
+            .ok_or("a tool call without <｜tool▁call▁end｜>")?;
         calls.push(deepseek_item(&after[..e], start, &mut notes)?);
         let consumed = rest.len() - after.len() + e + DS_CALL_END.len();
         off += consumed;
@@ -471,7 +549,9 @@ pub(crate) fn deepseek(body: &str, item: bool) -> BodyResult {
 }
 
 fn deepseek_item(s: &str, off: usize, notes: &mut Vec<Note>) -> Result<RawCall, String> {
-    let (left, right) = s.split_once(DS_SEP).ok_or("no <｜tool▁sep｜> in the tool call")?;
+    let (left, right) = s
+        .split_once(DS_SEP)
+        .ok_or("no <｜tool▁sep｜> in the tool call")?;
     let (name, args_src) = if left.trim() == "function" {
         let r = right.trim_start();
         let nl = r.find(['\n', '`', '{']).unwrap_or(r.len());
@@ -485,7 +565,12 @@ fn deepseek_item(s: &str, off: usize, notes: &mut Vec<Note>) -> Result<RawCall, 
     let mut local = Vec::new();
     let v = json_filling(unfence(args_src), &mut local)?;
     notes.extend(shift(local, off));
-    Ok(RawCall { name: name.to_string(), arguments: v, id: None, syntax: Syntax::DeepSeekV3 })
+    Ok(RawCall {
+        name: name.to_string(),
+        arguments: v,
+        id: None,
+        syntax: Syntax::DeepSeekV3,
+    })
 }
 
 pub(crate) const KIMI_CALL_BEGIN: &str = "<|tool_call_begin|>";
@@ -508,10 +593,15 @@ pub(crate) fn kimi(body: &str, item: bool) -> BodyResult {
             break;
         }
         let Some(after) = t.strip_prefix(KIMI_CALL_BEGIN) else {
-            return Err(format!("expected {KIMI_CALL_BEGIN}, found {:?}", excerpt(t)));
+            return Err(format!(
+                "expected {KIMI_CALL_BEGIN}, found {:?}",
+                excerpt(t)
+            ));
         };
         let start = off + (rest.len() - after.len());
-        let e = after.find(KIMI_CALL_END).ok_or("a tool call without <|tool_call_end|>")?;
+        let e = after
+            .find(KIMI_CALL_END)
+            .ok_or("a tool call without <|tool_call_end|>")?;
         calls.push(kimi_item(&after[..e], start, &mut notes)?);
         let consumed = rest.len() - after.len() + e + KIMI_CALL_END.len();
         off += consumed;
@@ -524,7 +614,9 @@ pub(crate) fn kimi(body: &str, item: bool) -> BodyResult {
 }
 
 fn kimi_item(s: &str, off: usize, notes: &mut Vec<Note>) -> Result<RawCall, String> {
-    let (head, args) = s.split_once(KIMI_ARG).ok_or("no <|tool_call_argument_begin|> in the tool call")?;
+    let (head, args) = s
+        .split_once(KIMI_ARG)
+        .ok_or("no <|tool_call_argument_begin|> in the tool call")?;
     let id = head.trim();
     let name = id.strip_prefix("functions.").unwrap_or(id);
     let name = match name.rsplit_once(':') {
@@ -537,7 +629,12 @@ fn kimi_item(s: &str, off: usize, notes: &mut Vec<Note>) -> Result<RawCall, Stri
     let mut local = Vec::new();
     let v = json_filling(args, &mut local)?;
     notes.extend(shift(local, off + head.len() + KIMI_ARG.len()));
-    Ok(RawCall { name: name.to_string(), arguments: v, id: Some(id.to_string()), syntax: Syntax::KimiK2 })
+    Ok(RawCall {
+        name: name.to_string(),
+        arguments: v,
+        id: Some(id.to_string()),
+        syntax: Syntax::KimiK2,
+    })
 }
 
 /// Byte length of the JSON object/array starting at `s[0]` (`{` or `[`), string-aware;
@@ -602,7 +699,9 @@ pub(crate) fn mistral(body: &str) -> BodyResult {
         let at = body.len() - t.len();
         return Ok((json_calls(v, Syntax::Mistral, at, &mut notes)?, notes));
     }
-    let a = t.find("[ARGS]").ok_or("no [ARGS] after the function name")?;
+    let a = t
+        .find("[ARGS]")
+        .ok_or("no [ARGS] after the function name")?;
     let head = &t[..a];
     let (name, id) = match head.split_once("[CALL_ID]") {
         Some((n, id)) => (n.trim(), Some(id.trim().to_string())),
@@ -615,7 +714,15 @@ pub(crate) fn mistral(body: &str) -> BodyResult {
     let mut local = Vec::new();
     let v = json_filling(args_src, &mut local)?;
     notes.extend(shift(local, body.len() - args_src.len()));
-    Ok((vec![RawCall { name: name.to_string(), arguments: v, id, syntax: Syntax::Mistral }], notes))
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: v,
+            id,
+            syntax: Syntax::Mistral,
+        }],
+        notes,
+    ))
 }
 
 /// Anthropic-style `<invoke` body: ` name="N">…<parameter name="k">v</parameter>…`.
@@ -628,30 +735,47 @@ pub(crate) fn invoke(body: &str, tools: &ToolIndex) -> BodyResult {
     }
     let mut rest = &body[gt + 1..];
     let mut args = Map::new();
-    loop {
-        let Some(p) = rest.find("<parameter") else { break };
+    while let Some(p) = rest.find("<parameter") {
         if !rest[..p].trim().is_empty() {
-            return Err(format!("unexpected text in <invoke>: {:?}", excerpt(rest[..p].trim())));
+            return Err(format!(
+                "unexpected text in <invoke>: {:?}",
+                excerpt(rest[..p].trim())
+            ));
         }
         let after = &rest[p + "<parameter".len()..];
         let pgt = after.find('>').ok_or("no `>` closing <parameter")?;
         let head = &after[..pgt];
         let key = attr(head, "name").ok_or("no name=\"…\" on <parameter>")?;
         let val_all = &after[pgt + 1..];
-        let e = val_all.find("</parameter>").ok_or_else(|| format!("parameter {key:?} has no </parameter>"))?;
+        let e = val_all
+            .find("</parameter>")
+            .ok_or_else(|| format!("parameter {key:?} has no </parameter>"))?;
         let raw = strip_one_newline(&val_all[..e]);
         let v = match attr(head, "string").as_deref() {
             Some("true") => Value::String(raw.to_string()),
-            Some("false") => serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_string())),
+            Some("false") => {
+                serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_string()))
+            }
             _ => typed(raw, tools.param(&name, &key)),
         };
         args.insert(key, v);
         rest = &val_all[e + "</parameter>".len()..];
     }
     if !rest.trim().is_empty() {
-        return Err(format!("unexpected text in <invoke>: {:?}", excerpt(rest.trim())));
+        return Err(format!(
+            "unexpected text in <invoke>: {:?}",
+            excerpt(rest.trim())
+        ));
     }
-    Ok((vec![RawCall { name, arguments: Value::Object(args), id: None, syntax: Syntax::AnthropicXml }], vec![]))
+    Ok((
+        vec![RawCall {
+            name,
+            arguments: Value::Object(args),
+            id: None,
+            syntax: Syntax::AnthropicXml,
+        }],
+        vec![],
+    ))
 }
 
 fn attr(head: &str, key: &str) -> Option<String> {
@@ -693,22 +817,22 @@ pub(crate) fn harmony_header(h: &str) -> HarmonyHeader {
     }
     for word in s.split(|c: char| c.is_whitespace() || c == '<' || c == '>') {
         if let Some(r) = word.strip_prefix("to=") {
-            let r = r.trim_end_matches(|c: char| c == '|');
+            let r = r.trim_end_matches('|');
             if !r.is_empty() && r != "assistant" {
                 out.recipient = Some(r.to_string());
             }
         }
     }
-    let chan_src = match s.rsplit_once("<|channel|>") {
-        Some((_, c)) => Some(c),
-        None => None,
-    };
+    let chan_src = s.rsplit_once("<|channel|>").map(|(_, c)| c);
     if let Some(c) = chan_src {
-        out.channel = c.split_whitespace().find(|w| !w.starts_with("to=")).map(str::to_string);
-    } else if let Some(first) = s.split_whitespace().find(|w| !w.starts_with("to=")) {
-        if matches!(first, "analysis" | "commentary" | "final") {
-            out.channel = Some(first.to_string());
-        }
+        out.channel = c
+            .split_whitespace()
+            .find(|w| !w.starts_with("to="))
+            .map(str::to_string);
+    } else if let Some(first) = s.split_whitespace().find(|w| !w.starts_with("to="))
+        && matches!(first, "analysis" | "commentary" | "final")
+    {
+        out.channel = Some(first.to_string());
     }
     out
 }
@@ -718,5 +842,13 @@ pub(crate) fn harmony_call(body: &str, name: &str) -> BodyResult {
     let mut notes = Vec::new();
     let t = body.trim();
     let v = json_filling(t, &mut notes)?;
-    Ok((vec![RawCall { name: name.to_string(), arguments: v, id: None, syntax: Syntax::GptOss }], notes))
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: v,
+            id: None,
+            syntax: Syntax::GptOss,
+        }],
+        notes,
+    ))
 }

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::body::{self, Note, RawCall};
 use super::syntax::{
-    End, HARMONY_CALL_ENDS, HARMONY_REASONING_ENDS, MARKERS, Marker, MarkerKind, NON_CONSUMED, Syntax,
+    End, HARMONY_CALL_ENDS, HARMONY_REASONING_ENDS, MARKERS, Marker, MarkerKind, NON_CONSUMED,
+    Syntax,
 };
 use super::tools::ToolIndex;
 use super::types::{Malformed, ParsedCall, Repair};
@@ -29,7 +30,12 @@ pub enum Event {
     /// Reasoning text released.
     Reasoning(String),
     /// A call begins (emitted when its block has closed and parsed).
-    CallStart { index: usize, name: String, syntax: Syntax, offset: usize },
+    CallStart {
+        index: usize,
+        name: String,
+        syntax: Syntax,
+        offset: usize,
+    },
     /// Argument text of call `index` (the whole arguments JSON, serialized, in one delta).
     ArgumentsDelta { index: usize, delta: String },
     /// Call `index` is complete.
@@ -89,10 +95,21 @@ enum Mode {
     /// Nothing but whitespace released yet, no call, no content: bare JSON still possible.
     Start,
     Text,
-    Reasoning { ends: &'static [&'static str] },
+    Reasoning {
+        ends: &'static [&'static str],
+    },
     /// `body`: offset in buf where the body starts; `scan`: where to resume the end search.
-    Block { marker: &'static Marker, start: usize, body: usize, scan: usize, name: Option<String> },
-    Header { start: usize, body: usize },
+    Block {
+        marker: &'static Marker,
+        start: usize,
+        body: usize,
+        scan: usize,
+        name: Option<String>,
+    },
+    Header {
+        start: usize,
+        body: usize,
+    },
     HoldJson,
     AfterBlock,
 }
@@ -128,8 +145,13 @@ pub struct Parser {
     kimi: bool,
 }
 
-const HARMONY_CALL: Marker =
-    Marker { text: "", syntax: Some(Syntax::GptOss), kind: MarkerKind::Block { end: End::Markers(HARMONY_CALL_ENDS, true) } };
+const HARMONY_CALL: Marker = Marker {
+    text: "",
+    syntax: Some(Syntax::GptOss),
+    kind: MarkerKind::Block {
+        end: End::Markers(HARMONY_CALL_ENDS, true),
+    },
+};
 const HARMONY_HDR_ENDS: &[&str] = &["<|message|>"];
 
 impl Parser {
@@ -140,12 +162,24 @@ impl Parser {
     }
 
     /// As [`Parser::new`], with options.
-    pub fn with_options(syntax: Option<Syntax>, tools: Option<&Value>, opts: ParserOptions) -> Parser {
-        Parser::with_index(syntax, std::sync::Arc::new(ToolIndex::from_value(tools)), opts)
+    pub fn with_options(
+        syntax: Option<Syntax>,
+        tools: Option<&Value>,
+        opts: ParserOptions,
+    ) -> Parser {
+        Parser::with_index(
+            syntax,
+            std::sync::Arc::new(ToolIndex::from_value(tools)),
+            opts,
+        )
     }
 
     /// As [`Parser::with_options`], sharing an already built tool index.
-    pub fn with_index(syntax: Option<Syntax>, tools: std::sync::Arc<ToolIndex>, opts: ParserOptions) -> Parser {
+    pub fn with_index(
+        syntax: Option<Syntax>,
+        tools: std::sync::Arc<ToolIndex>,
+        opts: ParserOptions,
+    ) -> Parser {
         let mut markers: Vec<&'static Marker> = Vec::new();
         for m in MARKERS {
             let active = match (m.syntax, syntax) {
@@ -176,7 +210,13 @@ impl Parser {
             buf: String::new(),
             base: 0,
             mode: if opts.reasoning_open {
-                Mode::Reasoning { ends: if kimi { super::syntax::THINK_ENDS_KIMI } else { super::syntax::THINK_ENDS } }
+                Mode::Reasoning {
+                    ends: if kimi {
+                        super::syntax::THINK_ENDS_KIMI
+                    } else {
+                        super::syntax::THINK_ENDS
+                    },
+                }
             } else {
                 Mode::Start
             },
@@ -237,7 +277,9 @@ impl Parser {
         let held_end = self.base + self.buf.len();
         let (kind, syntax) = match &self.mode {
             _ if self.done => (StateKind::Done, None),
-            Mode::Start | Mode::Text if self.buf.is_empty() || self.buf.trim().is_empty() => (StateKind::Plain, None),
+            Mode::Start | Mode::Text if self.buf.is_empty() || self.buf.trim().is_empty() => {
+                (StateKind::Plain, None)
+            }
             Mode::Start | Mode::Text => (StateKind::PartialMarker, None),
             Mode::Reasoning { .. } => (StateKind::InReasoning, None),
             Mode::Block { marker, .. } => (StateKind::InCall, marker.syntax),
@@ -245,7 +287,12 @@ impl Parser {
             Mode::HoldJson => (StateKind::HoldingJson, None),
             Mode::AfterBlock => (StateKind::AfterCall, None),
         };
-        State { kind, syntax, held_start, held_end }
+        State {
+            kind,
+            syntax,
+            held_start,
+            held_end,
+        }
     }
 
     fn emit_content(&mut self, s: &str, out: &mut Vec<Event>) {
@@ -280,7 +327,11 @@ impl Parser {
 
     /// Mode to return to after an element ends.
     fn text_mode(&self) -> Mode {
-        if !self.started && self.calls == 0 && !self.bare_json_failed { Mode::Start } else { Mode::Text }
+        if !self.started && self.calls == 0 && !self.bare_json_failed {
+            Mode::Start
+        } else {
+            Mode::Text
+        }
     }
 
     /// Finds the earliest marker in `s` (relative), among active markers. Returns
@@ -339,7 +390,9 @@ impl Parser {
             self.base += pos;
             // shift buffer-relative offsets in the mode
             match &mut self.mode {
-                Mode::Block { start, body, scan, .. } => {
+                Mode::Block {
+                    start, body, scan, ..
+                } => {
                     *start -= pos;
                     *body -= pos;
                     *scan -= pos;
@@ -374,7 +427,10 @@ impl Parser {
                     return true;
                 }
                 // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
-                let harmony = self.markers.iter().any(|m| m.syntax == Some(Syntax::GptOss));
+                let harmony = self
+                    .markers
+                    .iter()
+                    .any(|m| m.syntax == Some(Syntax::GptOss));
                 if harmony {
                     const TO: &str = "to=";
                     if t.len() < TO.len() && TO.starts_with(t) && !eof {
@@ -383,7 +439,10 @@ impl Parser {
                     if t.starts_with(TO) {
                         let ws = s[..lead].to_string();
                         self.emit_content_ws(&ws);
-                        self.mode = Mode::Header { start: *pos + lead, body: *pos + lead };
+                        self.mode = Mode::Header {
+                            start: *pos + lead,
+                            body: *pos + lead,
+                        };
                         return true;
                     }
                 }
@@ -437,7 +496,11 @@ impl Parser {
                         true
                     }
                     Err(hold) => {
-                        let cut = if eof { s.len() } else { hold.unwrap_or(s.len()) };
+                        let cut = if eof {
+                            s.len()
+                        } else {
+                            hold.unwrap_or(s.len())
+                        };
                         let r = s[..cut].to_string();
                         self.emit_reasoning(&r, out);
                         *pos += cut;
@@ -458,10 +521,18 @@ impl Parser {
                                 Some(n) => n.to_string(),
                                 None => format!("!{name}"),
                             };
-                            self.mode = Mode::Block { marker: &HARMONY_CALL, start, body: *pos, scan: *pos, name: Some(name) };
+                            self.mode = Mode::Block {
+                                marker: &HARMONY_CALL,
+                                start,
+                                body: *pos,
+                                scan: *pos,
+                                name: Some(name),
+                            };
                         } else if h.channel.as_deref() == Some("analysis") {
                             self.saw_reasoning = true;
-                            self.mode = Mode::Reasoning { ends: HARMONY_REASONING_ENDS };
+                            self.mode = Mode::Reasoning {
+                                ends: HARMONY_REASONING_ENDS,
+                            };
                         } else {
                             self.mode = self.text_mode();
                         }
@@ -511,24 +582,44 @@ impl Parser {
                 self.mode = self.text_mode();
                 true
             }
-            Mode::Block { marker, start, body, scan, name } => {
+            Mode::Block {
+                marker,
+                start,
+                body,
+                scan,
+                name,
+            } => {
                 let s = &self.buf[body..];
                 let found: Option<(usize, usize)> = match marker.kind {
-                    MarkerKind::Block { end: End::Markers(ends, _) } => {
+                    MarkerKind::Block {
+                        end: End::Markers(ends, _),
+                    } => {
                         let from = scan - body;
                         match find_any(&s[from..], ends) {
                             Ok((at, end)) => {
-                                let consumed = if NON_CONSUMED.contains(&end) { 0 } else { end.len() };
+                                let consumed = if NON_CONSUMED.contains(&end) {
+                                    0
+                                } else {
+                                    end.len()
+                                };
                                 Some((from + at, from + at + consumed))
                             }
                             Err(hold) => {
                                 let new_scan = body + from + hold.unwrap_or(s.len() - from);
-                                self.mode = Mode::Block { marker, start, body, scan: new_scan, name: name.clone() };
+                                self.mode = Mode::Block {
+                                    marker,
+                                    start,
+                                    body,
+                                    scan: new_scan,
+                                    name: name.clone(),
+                                };
                                 None
                             }
                         }
                     }
-                    MarkerKind::Block { end: End::MistralJson } => body::mistral_end(s).map(|e| (e, e)),
+                    MarkerKind::Block {
+                        end: End::MistralJson,
+                    } => body::mistral_end(s).map(|e| (e, e)),
                     _ => None,
                 };
                 match found {
@@ -536,7 +627,16 @@ impl Parser {
                         let body_text = self.buf[body..body + end_at].to_string();
                         let whole = self.buf[start..body + after].to_string();
                         let abs = self.base + start;
-                        self.close_block(marker, &body_text, &whole, abs, self.base + body, name.as_deref(), false, out);
+                        self.close_block(
+                            marker,
+                            &body_text,
+                            &whole,
+                            abs,
+                            self.base + body,
+                            name.as_deref(),
+                            false,
+                            out,
+                        );
                         *pos = body + after;
                         true
                     }
@@ -544,8 +644,22 @@ impl Parser {
                         let body_text = self.buf[body..].to_string();
                         let whole = self.buf[start..].to_string();
                         let abs = self.base + start;
-                        let eof_ok = matches!(marker.kind, MarkerKind::Block { end: End::Markers(_, true) });
-                        self.close_block(marker, &body_text, &whole, abs, self.base + body, name.as_deref(), !eof_ok, out);
+                        let eof_ok = matches!(
+                            marker.kind,
+                            MarkerKind::Block {
+                                end: End::Markers(_, true)
+                            }
+                        );
+                        self.close_block(
+                            marker,
+                            &body_text,
+                            &whole,
+                            abs,
+                            self.base + body,
+                            name.as_deref(),
+                            !eof_ok,
+                            out,
+                        );
                         *pos = len;
                         true
                     }
@@ -566,18 +680,30 @@ impl Parser {
         let after = *pos + m.text.len();
         match m.kind {
             MarkerKind::Block { .. } => {
-                self.mode = Mode::Block { marker: m, start: *pos, body: after, scan: after, name: None };
+                self.mode = Mode::Block {
+                    marker: m,
+                    start: *pos,
+                    body: after,
+                    scan: after,
+                    name: None,
+                };
             }
             MarkerKind::Reasoning { ends } => {
                 self.saw_reasoning = true;
-                let ends = if m.text == "<think>" && self.kimi { super::syntax::THINK_ENDS_KIMI } else { ends };
+                let ends = if m.text == "<think>" && self.kimi {
+                    super::syntax::THINK_ENDS_KIMI
+                } else {
+                    ends
+                };
                 self.mode = Mode::Reasoning { ends };
             }
             MarkerKind::OrphanThinkClose => {
                 if !self.saw_reasoning && self.calls == 0 {
                     self.saw_reasoning = true;
                     if self.content_len > 0 {
-                        out.push(Event::ContentToReasoning { bytes: self.content_len });
+                        out.push(Event::ContentToReasoning {
+                            bytes: self.content_len,
+                        });
                     }
                     self.content_len = 0;
                     self.started = false;
@@ -589,13 +715,20 @@ impl Parser {
                 }
             }
             MarkerKind::Drop => {
-                self.mode = if matches!(self.mode, Mode::Start) { Mode::Start } else { Mode::Text };
+                self.mode = if matches!(self.mode, Mode::Start) {
+                    Mode::Start
+                } else {
+                    Mode::Text
+                };
                 if !matches!(self.mode, Mode::Start) {
                     self.mode = self.text_mode();
                 }
             }
             MarkerKind::HarmonyHeader => {
-                self.mode = Mode::Header { start: *pos, body: after };
+                self.mode = Mode::Header {
+                    start: *pos,
+                    body: after,
+                };
             }
         }
         *pos = after;
@@ -629,12 +762,17 @@ impl Parser {
         match res {
             Ok((calls, notes)) if !calls.is_empty() => {
                 for n in notes {
-                    out.push(Event::Repair(Repair { kind: n.kind.into(), message: n.message, offset: body_abs + n.offset }));
+                    out.push(Event::Repair(Repair {
+                        kind: n.kind.into(),
+                        message: n.message,
+                        offset: body_abs + n.offset,
+                    }));
                 }
                 if unclosed {
                     out.push(Event::Repair(Repair {
                         kind: "missing_end_marker".into(),
-                        message: "the text ended inside a call block; parsed it as if closed".into(),
+                        message: "the text ended inside a call block; parsed it as if closed"
+                            .into(),
                         offset: abs + whole.len(),
                     }));
                 }
@@ -649,9 +787,17 @@ impl Parser {
                     Err(m) => m,
                     _ => "no call in the block".into(),
                 };
-                let message = if unclosed { format!("{message} (block not closed before the end of the text)") } else { message };
+                let message = if unclosed {
+                    format!("{message} (block not closed before the end of the text)")
+                } else {
+                    message
+                };
                 out.push(Event::Malformed(Malformed {
-                    syntax: marker.syntax.map(Syntax::name).unwrap_or("unknown").to_string(),
+                    syntax: marker
+                        .syntax
+                        .map(Syntax::name)
+                        .unwrap_or("unknown")
+                        .to_string(),
                     message,
                     offset: abs,
                     text: whole.to_string(),
@@ -665,11 +811,25 @@ impl Parser {
     fn emit_call(&mut self, c: RawCall, span: (usize, usize), out: &mut Vec<Event>) {
         let index = self.calls;
         self.calls += 1;
-        out.push(Event::CallStart { index, name: c.name.clone(), syntax: c.syntax, offset: span.0 });
-        out.push(Event::ArgumentsDelta { index, delta: c.arguments.to_string() });
+        out.push(Event::CallStart {
+            index,
+            name: c.name.clone(),
+            syntax: c.syntax,
+            offset: span.0,
+        });
+        out.push(Event::ArgumentsDelta {
+            index,
+            delta: c.arguments.to_string(),
+        });
         out.push(Event::CallEnd {
             index,
-            call: ParsedCall { name: c.name, arguments: c.arguments, syntax: Some(c.syntax.name().to_string()), span: Some(span), id: c.id },
+            call: ParsedCall {
+                name: c.name,
+                arguments: c.arguments,
+                syntax: Some(c.syntax.name().to_string()),
+                span: Some(span),
+                id: c.id,
+            },
         });
     }
 
@@ -702,23 +862,40 @@ impl Parser {
         let abs = self.base + *pos;
         if let Ok((v, lead, end)) = body::first_json(&s) {
             let looks_call = v.get("name").and_then(Value::as_str).is_some()
-                || v.get("function").and_then(|f| f.get("name")).and_then(Value::as_str).is_some();
+                || v.get("function")
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .is_some();
             let native = self.syntax == Some(Syntax::Llama3);
-            let sx = if native { Syntax::Llama3 } else { self.syntax.unwrap_or(Syntax::Llama3) };
+            let sx = if native {
+                Syntax::Llama3
+            } else {
+                self.syntax.unwrap_or(Syntax::Llama3)
+            };
             if looks_call
                 && let Ok(calls) = body::json_calls(v, sx, lead, &mut notes)
-                && (native || self.tools.required || calls.iter().all(|c| self.tools.knows(&c.name)))
+                && (native
+                    || self.tools.required
+                    || calls.iter().all(|c| self.tools.knows(&c.name)))
             {
                 let rest = &s[end..];
                 let t = rest.trim_start();
                 let mut consumed = end;
                 if t.starts_with('}') || t.starts_with(']') {
                     let off = end + (rest.len() - t.len());
-                    notes.push(Note { kind: "stray_closer", message: format!("dropped one stray `{}` after the JSON", &t[..1]), offset: off });
+                    notes.push(Note {
+                        kind: "stray_closer",
+                        message: format!("dropped one stray `{}` after the JSON", &t[..1]),
+                        offset: off,
+                    });
                     consumed = off + 1;
                 }
                 if !native || self.syntax.is_none() {
-                    let why = if self.tools.required { "tool_choice required a call" } else { "the name is a declared tool" };
+                    let why = if self.tools.required {
+                        "tool_choice required a call"
+                    } else {
+                        "the name is a declared tool"
+                    };
                     out.push(Event::Repair(Repair {
                         kind: "bare_json".into(),
                         message: format!("read a bare JSON object as a tool call ({why})"),
@@ -726,11 +903,18 @@ impl Parser {
                     }));
                 }
                 for n in notes {
-                    out.push(Event::Repair(Repair { kind: n.kind.into(), message: n.message, offset: abs + n.offset }));
+                    out.push(Event::Repair(Repair {
+                        kind: n.kind.into(),
+                        message: n.message,
+                        offset: abs + n.offset,
+                    }));
                 }
                 let span = (abs + lead, abs + consumed);
                 for c in calls {
-                    let c = RawCall { syntax: if native { Syntax::Llama3 } else { c.syntax }, ..c };
+                    let c = RawCall {
+                        syntax: if native { Syntax::Llama3 } else { c.syntax },
+                        ..c
+                    };
                     self.emit_call(c, span, out);
                 }
                 *pos += consumed;
@@ -750,7 +934,13 @@ fn find_any(s: &str, ends: &[&'static str]) -> Result<(usize, &'static str), Opt
     let b = s.as_bytes();
     let mut best: Option<(usize, &'static str)> = None;
     for &e in ends {
-        if let Some(p) = memchr::memmem::find(b, e.as_bytes())
+        // once one end is found, later ends are only searched before it (keeps a long text
+        // with a rare end marker linear)
+        let limit = match best {
+            Some((bp, _)) => (bp + e.len()).min(b.len()),
+            None => b.len(),
+        };
+        if let Some(p) = memchr::memmem::find(&b[..limit], e.as_bytes())
             && best.is_none_or(|(bp, _)| p < bp)
         {
             best = Some((p, e));

@@ -9,7 +9,7 @@
 //! Marker strings and accepted shapes follow llama.cpp common/chat*.cpp and the test vectors of
 //! tests/test-chat.cpp (build 11434); see docs/parser.md for the differences.
 
-pub mod body;
+mod body;
 pub mod engine;
 pub mod syntax;
 pub mod tools;
@@ -32,7 +32,12 @@ pub fn parse(text: &str, syntax: Option<Syntax>, tools: Option<&Value>) -> Parse
 }
 
 /// As [`parse`], with options.
-pub fn parse_with(text: &str, syntax: Option<Syntax>, tools: Option<&Value>, opts: ParserOptions) -> ParseOutput {
+pub fn parse_with(
+    text: &str,
+    syntax: Option<Syntax>,
+    tools: Option<&Value>,
+    opts: ParserOptions,
+) -> ParseOutput {
     let mut p = Parser::with_options(syntax, tools, opts);
     let mut c = Collector::default();
     let mut ev = Vec::new();

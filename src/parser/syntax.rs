@@ -83,12 +83,16 @@ impl Syntax {
             "hermes" | "hermes2" | "hermes-2-pro" | "qwen" | "qwen2.5" | "qwen3" => Syntax::Hermes,
             "qwen3-coder" | "qwen3coder" | "qwen-coder" | "seed-oss" => Syntax::Qwen3Coder,
             "gemma4" | "gemma-4" | "gemma" => Syntax::Gemma4,
-            "llama3" | "llama-3" | "llama" | "llama3.1" | "llama3.2" | "llama3.3" | "llama-3.x" => Syntax::Llama3,
+            "llama3" | "llama-3" | "llama" | "llama3.1" | "llama3.2" | "llama3.3" | "llama-3.x" => {
+                Syntax::Llama3
+            }
             "mistral" | "mistral-nemo" | "devstral" => Syntax::Mistral,
             "deepseek-v3" | "deepseek" | "deepseek-r1" | "deepseek-v3.1" => Syntax::DeepSeekV3,
             "kimi-k2" | "kimi" => Syntax::KimiK2,
             "gpt-oss" | "harmony" => Syntax::GptOss,
-            "anthropic-xml" | "anthropic" | "invoke" | "minimax" | "minimax-m2" => Syntax::AnthropicXml,
+            "anthropic-xml" | "anthropic" | "invoke" | "minimax" | "minimax-m2" => {
+                Syntax::AnthropicXml
+            }
             "function-call" | "function_call" => Syntax::FunctionCall,
             "tool-call-fence" | "fence" | "tool-call-fences" | "fenced" => Syntax::ToolCallFence,
             _ => return None,
@@ -141,7 +145,11 @@ impl Syntax {
                 && best.is_none_or(|(b, _)| p < b)
             {
                 let mut sx = sx;
-                if sx == Syntax::Hermes && text[p + m.text.len()..].trim_start().starts_with("<function=") {
+                if sx == Syntax::Hermes
+                    && text[p + m.text.len()..]
+                        .trim_start()
+                        .starts_with("<function=")
+                {
                     sx = Syntax::Qwen3Coder;
                 }
                 best = Some((p, sx));
@@ -178,8 +186,12 @@ pub(crate) enum End {
 }
 
 /// End markers that close a block without being consumed (harmony: a new message header).
-pub(crate) const NON_CONSUMED: &[&str] =
-    &["<|start|>", "<|channel|>", "<|tool_call_begin|>", "<|tool_calls_section_begin|>"];
+pub(crate) const NON_CONSUMED: &[&str] = &[
+    "<|start|>",
+    "<|channel|>",
+    "<|tool_call_begin|>",
+    "<|tool_calls_section_begin|>",
+];
 
 /// What a marker does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,24 +217,58 @@ pub(crate) struct Marker {
     pub kind: MarkerKind,
 }
 
-const fn block(text: &'static str, s: Syntax, ends: &'static [&'static str], eof_ok: bool) -> Marker {
-    Marker { text, syntax: Some(s), kind: MarkerKind::Block { end: End::Markers(ends, eof_ok) } }
+const fn block(
+    text: &'static str,
+    s: Syntax,
+    ends: &'static [&'static str],
+    eof_ok: bool,
+) -> Marker {
+    Marker {
+        text,
+        syntax: Some(s),
+        kind: MarkerKind::Block {
+            end: End::Markers(ends, eof_ok),
+        },
+    }
 }
 const fn drop(text: &'static str, s: Syntax) -> Marker {
-    Marker { text, syntax: Some(s), kind: MarkerKind::Drop }
+    Marker {
+        text,
+        syntax: Some(s),
+        kind: MarkerKind::Drop,
+    }
 }
 
 pub(crate) const THINK_ENDS: &[&str] = &["</think>"];
 /// Kimi K2 may open its calls inside the thinking block (llama.cpp test-chat.cpp, Kimi-K2-Thinking).
-pub(crate) const THINK_ENDS_KIMI: &[&str] = &["</think>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>"];
+pub(crate) const THINK_ENDS_KIMI: &[&str] = &[
+    "</think>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+];
 pub(crate) const GEMMA_THOUGHT_ENDS: &[&str] = &["<channel|>"];
-pub(crate) const HARMONY_REASONING_ENDS: &[&str] = &["<|end|>", "<|return|>", "<|start|>", "<|channel|>"];
-pub(crate) const HARMONY_CALL_ENDS: &[&str] = &["<|call|>", "<|end|>", "<|return|>", "<|start|>", "<|channel|>"];
+pub(crate) const HARMONY_REASONING_ENDS: &[&str] =
+    &["<|end|>", "<|return|>", "<|start|>", "<|channel|>"];
+pub(crate) const HARMONY_CALL_ENDS: &[&str] = &[
+    "<|call|>",
+    "<|end|>",
+    "<|return|>",
+    "<|start|>",
+    "<|channel|>",
+];
 
 /// Every marker. Longest-match wins when several match at one position.
 pub(crate) const MARKERS: &[Marker] = &[
-    Marker { text: "<think>", syntax: None, kind: MarkerKind::Reasoning { ends: THINK_ENDS } },
-    Marker { text: "</think>", syntax: None, kind: MarkerKind::OrphanThinkClose },
+    Marker {
+        text: "<think>",
+        syntax: None,
+        kind: MarkerKind::Reasoning { ends: THINK_ENDS },
+    },
+    Marker {
+        text: "</think>",
+        syntax: None,
+        kind: MarkerKind::OrphanThinkClose,
+    },
     // hermes / qwen3-coder share <tool_call>; the body decides.
     block("<tool_call>", Syntax::Hermes, &["</tool_call>"], false),
     block("<tool_call>", Syntax::Qwen3Coder, &["</tool_call>"], false),
@@ -230,25 +276,70 @@ pub(crate) const MARKERS: &[Marker] = &[
     drop("</tool_call>", Syntax::Qwen3Coder),
     // gemma 4
     block("<|tool_call>", Syntax::Gemma4, &["<tool_call|>"], false),
-    Marker { text: "<|channel>thought", syntax: Some(Syntax::Gemma4), kind: MarkerKind::Reasoning { ends: GEMMA_THOUGHT_ENDS } },
+    Marker {
+        text: "<|channel>thought",
+        syntax: Some(Syntax::Gemma4),
+        kind: MarkerKind::Reasoning {
+            ends: GEMMA_THOUGHT_ENDS,
+        },
+    },
     drop("<channel|>", Syntax::Gemma4),
     drop("<|channel>", Syntax::Gemma4),
     // llama 3
-    block("<|python_tag|>", Syntax::Llama3, &["<|eom_id|>", "<|eot_id|>"], true),
+    block(
+        "<|python_tag|>",
+        Syntax::Llama3,
+        &["<|eom_id|>", "<|eot_id|>"],
+        true,
+    ),
     // mistral
-    Marker { text: "[TOOL_CALLS]", syntax: Some(Syntax::Mistral), kind: MarkerKind::Block { end: End::MistralJson } },
+    Marker {
+        text: "[TOOL_CALLS]",
+        syntax: Some(Syntax::Mistral),
+        kind: MarkerKind::Block {
+            end: End::MistralJson,
+        },
+    },
     // deepseek
-    block("<｜tool▁calls▁begin｜>", Syntax::DeepSeekV3, &["<｜tool▁calls▁end｜>"], false),
-    block("<｜tool▁call▁begin｜>", Syntax::DeepSeekV3, &["<｜tool▁call▁end｜>"], false),
+    block(
+        "<｜tool▁calls▁begin｜>",
+        Syntax::DeepSeekV3,
+        &["<｜tool▁calls▁end｜>"],
+        false,
+    ),
+    block(
+        "<｜tool▁call▁begin｜>",
+        Syntax::DeepSeekV3,
+        &["<｜tool▁call▁end｜>"],
+        false,
+    ),
     drop("<｜tool▁calls▁end｜>", Syntax::DeepSeekV3),
     drop("<｜end▁of▁sentence｜>", Syntax::DeepSeekV3),
     // kimi
-    block("<|tool_calls_section_begin|>", Syntax::KimiK2, &["<|tool_calls_section_end|>"], false),
-    block("<|tool_call_begin|>", Syntax::KimiK2, &["<|tool_call_end|>", "<|tool_call_begin|>"], true),
+    block(
+        "<|tool_calls_section_begin|>",
+        Syntax::KimiK2,
+        &["<|tool_calls_section_end|>"],
+        false,
+    ),
+    block(
+        "<|tool_call_begin|>",
+        Syntax::KimiK2,
+        &["<|tool_call_end|>", "<|tool_call_begin|>"],
+        true,
+    ),
     drop("<|tool_calls_section_end|>", Syntax::KimiK2),
     // gpt-oss harmony
-    Marker { text: "<|channel|>", syntax: Some(Syntax::GptOss), kind: MarkerKind::HarmonyHeader },
-    Marker { text: "<|start|>", syntax: Some(Syntax::GptOss), kind: MarkerKind::HarmonyHeader },
+    Marker {
+        text: "<|channel|>",
+        syntax: Some(Syntax::GptOss),
+        kind: MarkerKind::HarmonyHeader,
+    },
+    Marker {
+        text: "<|start|>",
+        syntax: Some(Syntax::GptOss),
+        kind: MarkerKind::HarmonyHeader,
+    },
     drop("<|end|>", Syntax::GptOss),
     drop("<|return|>", Syntax::GptOss),
     drop("<|call|>", Syntax::GptOss),
@@ -259,6 +350,11 @@ pub(crate) const MARKERS: &[Marker] = &[
     drop("<minimax:tool_call>", Syntax::AnthropicXml),
     drop("</minimax:tool_call>", Syntax::AnthropicXml),
     // neutral
-    block("<function_call>", Syntax::FunctionCall, &["</function_call>"], false),
+    block(
+        "<function_call>",
+        Syntax::FunctionCall,
+        &["</function_call>"],
+        false,
+    ),
     block("```tool_call", Syntax::ToolCallFence, &["```"], false),
 ];

@@ -28,7 +28,10 @@ impl ToolIndex {
                 ix.required = match o.get("tool_choice") {
                     Some(Value::String(s)) => s == "required" || s == "any",
                     Some(Value::Object(c)) => {
-                        matches!(c.get("type").and_then(Value::as_str), Some("function" | "any" | "tool"))
+                        matches!(
+                            c.get("type").and_then(Value::as_str),
+                            Some("function" | "any" | "tool")
+                        )
                     }
                     _ => false,
                 };
@@ -39,7 +42,11 @@ impl ToolIndex {
         for t in list.into_iter().flatten() {
             let f = t.get("function").unwrap_or(t);
             if let Some(name) = f.get("name").and_then(Value::as_str) {
-                let schema = f.get("parameters").or_else(|| f.get("input_schema")).cloned().unwrap_or(Value::Null);
+                let schema = f
+                    .get("parameters")
+                    .or_else(|| f.get("input_schema"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 ix.params.insert(name.to_string(), schema);
             }
         }

@@ -80,7 +80,12 @@ impl Trace {
     }
 
     /// As [`Trace::record`], with options.
-    pub fn record_with(chunks: &[String], syntax: Option<Syntax>, tools: Option<&Value>, opts: ParserOptions) -> Trace {
+    pub fn record_with(
+        chunks: &[String],
+        syntax: Option<Syntax>,
+        tools: Option<&Value>,
+        opts: ParserOptions,
+    ) -> Trace {
         let ix = Arc::new(ToolIndex::from_value(tools));
         Trace::record_index(chunks.iter().map(String::as_str), syntax, ix, opts)
     }
@@ -108,7 +113,7 @@ impl Trace {
         let mut moved = 0usize;
         let mut push = |t: &mut Trace, p: &mut Parser, chunk: Option<&str>| {
             let step = t.steps.len();
-            if step % SNAPSHOT_EVERY == 0 {
+            if step.is_multiple_of(SNAPSHOT_EVERY) {
                 t.snapshots.push((step, p.clone()));
             }
             let in0 = t.input.len();
@@ -127,7 +132,9 @@ impl Trace {
                     Event::CallEnd { call, .. } => t.calls.push(call.clone()),
                     Event::Repair(r) => t.repairs.push(r.clone()),
                     Event::Malformed(m) => t.malformed.push(m.clone()),
-                    Event::ContentToReasoning { bytes } => moved = (moved + bytes).min(t.content.len()),
+                    Event::ContentToReasoning { bytes } => {
+                        moved = (moved + bytes).min(t.content.len())
+                    }
                     Event::CallStart { .. } | Event::ArgumentsDelta { .. } => {}
                 }
             }
@@ -184,7 +191,10 @@ impl Trace {
     pub fn state_at(&self, step: usize) -> StepView<'_> {
         let i = step.min(self.steps.len().saturating_sub(1));
         let s = &self.steps[i];
-        let held = self.input.get(s.state.held_start.min(self.input.len())..s.state.held_end.min(self.input.len())).unwrap_or("");
+        let held = self
+            .input
+            .get(s.state.held_start.min(self.input.len())..s.state.held_end.min(self.input.len()))
+            .unwrap_or("");
         StepView {
             step: i,
             chunk: &self.input[s.input.0..s.input.1],
@@ -203,7 +213,10 @@ impl Trace {
     /// snapshot at or before it, re-fed at most [`SNAPSHOT_EVERY`] chunks.
     pub fn parser_at(&self, step: usize) -> Parser {
         let target = (step + 1).min(self.steps.len());
-        let k = self.snapshots.partition_point(|(s, _)| *s <= target).saturating_sub(1);
+        let k = self
+            .snapshots
+            .partition_point(|(s, _)| *s <= target)
+            .saturating_sub(1);
         let (from, snap) = &self.snapshots[k];
         let mut p = snap.clone();
         let mut sink = Vec::new();
@@ -227,14 +240,20 @@ impl Trace {
             let mut o = serde_json::Map::new();
             o.insert("step".into(), i.into());
             o.insert("chunk".into(), v.chunk.into());
-            o.insert("state".into(), serde_json::to_value(v.state.kind).unwrap_or(Value::Null));
+            o.insert(
+                "state".into(),
+                serde_json::to_value(v.state.kind).unwrap_or(Value::Null),
+            );
             if let Some(s) = v.state.syntax {
                 o.insert("syntax".into(), s.name().into());
             }
             if !v.held.is_empty() {
                 o.insert("held".into(), cut(v.held, 120).into());
             }
-            o.insert("events".into(), serde_json::to_value(v.events).unwrap_or(Value::Null));
+            o.insert(
+                "events".into(),
+                serde_json::to_value(v.events).unwrap_or(Value::Null),
+            );
             out.push(Value::Object(o));
         }
         Value::Array(out)
@@ -322,59 +341,121 @@ pub fn chunking_divergence(
     let one = Trace::record_index([text.as_str()], syntax, ix.clone(), opts);
     let re = recut(chunks, cut);
     let tr = Trace::record_index(re.iter().map(String::as_str), syntax, ix, opts);
-    let last1 = one.state_at(usize::MAX);
-    let n = tr.len();
-    for i in 0..n {
-        let v = tr.state_at(i);
-        let fin = i + 1 == n;
-        let why = diverges(&v, &last1, fin);
-        if let Some(why) = why {
-            let msg = format!(
-                "parsing the text {} diverges from the one-shot parse at step {i} (chunk {:?}): {why}",
-                cut.describe(),
-                cut_str(v.chunk)
-            );
-            let ev = Evidence {
-                pane: Some(Pane::Replay),
-                step: Some(i),
-                offset: Some(tr.steps[i].input.0),
-                excerpt: Some(cut_str(v.chunk)),
-                ..Evidence::default()
-            };
-            return Some(
-                Finding::new(
-                    Rule::ParserChunkingDivergence,
-                    msg,
-                    "a streaming parser must hold a possible marker start until it can decide; compare this step in the replay",
-                )
-                .with_evidence(ev),
-            );
-        }
-    }
-    None
+    let (i, why) = first_divergence(&one, &tr)?;
+    let v = tr.state_at(i);
+    let msg = format!(
+        "parsing the text {} diverges from the one-shot parse at step {i} (chunk {:?}): {why}",
+        cut.describe(),
+        cut_str(v.chunk)
+    );
+    let ev = Evidence {
+        pane: Some(Pane::Replay),
+        step: Some(i),
+        offset: Some(tr.steps[i].input.0),
+        excerpt: Some(cut_str(v.chunk)),
+        ..Evidence::default()
+    };
+    Some(
+        Finding::new(
+            Rule::ParserChunkingDivergence,
+            msg,
+            "a streaming parser must hold a possible marker start until it can decide; compare this step in the replay",
+        )
+        .with_evidence(ev),
+    )
 }
 
 fn cut_str(s: &str) -> String {
     cut(s, 60)
 }
 
-fn diverges(v: &StepView<'_>, one: &StepView<'_>, fin: bool) -> Option<String> {
-    let rs = format!("{}{}", v.reasoning.0, v.reasoning.1);
-    let ro = format!("{}{}", one.reasoning.0, one.reasoning.1);
-    let checks: [(&str, bool, bool); 5] = [
-        ("content", one.content.starts_with(v.content), v.content == one.content),
-        ("reasoning", ro.starts_with(&rs), rs == ro),
-        ("tool calls", one.tool_calls.starts_with(v.tool_calls), v.tool_calls == one.tool_calls),
-        ("repairs", one.repairs.starts_with(v.repairs), v.repairs == one.repairs),
-        ("malformed", one.malformed.starts_with(v.malformed), v.malformed == one.malformed),
-    ];
-    for (what, prefix_ok, equal) in checks {
-        if !prefix_ok {
-            return Some(format!("{what} released so far is not what the one-shot parse produced"));
+/// The first step of `other` whose output so far is not a prefix of `reference`'s final output
+/// (content, reasoning, calls, repairs, malformed, in order), or, at its last step, not equal to
+/// it; with what differs. O(total output): each step compares only what it added.
+pub fn first_divergence(reference: &Trace, other: &Trace) -> Option<(usize, String)> {
+    let r = reference.steps.last()?;
+    let zero = Step {
+        input: (0, 0),
+        state: r.state,
+        events: (0, 0),
+        content_len: 0,
+        reasoning_len: 0,
+        moved: 0,
+        calls: 0,
+        repairs: 0,
+        malformed: 0,
+    };
+    let mut prev = zero;
+    let n = other.steps.len();
+    for (i, s) in other.steps.iter().enumerate() {
+        let fin = i + 1 == n;
+        let bytes_ok = |a: &str, b: &str, from: usize, to: usize, lim: usize| {
+            to <= lim && a.as_bytes()[from..to] == b.as_bytes()[from..to]
+        };
+        if !bytes_ok(
+            &other.content,
+            &reference.content,
+            prev.content_len,
+            s.content_len,
+            r.content_len,
+        ) {
+            return Some((
+                i,
+                "content released so far is not what the one-shot parse produced".into(),
+            ));
         }
-        if fin && !equal {
-            return Some(format!("{what} at the end differs from the one-shot parse"));
+        if !bytes_ok(
+            &other.reasoning,
+            &reference.reasoning,
+            prev.reasoning_len,
+            s.reasoning_len,
+            r.reasoning_len,
+        ) {
+            return Some((
+                i,
+                "reasoning released so far is not what the one-shot parse produced".into(),
+            ));
         }
+        if s.moved != prev.moved && s.moved != r.moved {
+            return Some((
+                i,
+                "a different amount of content was moved to reasoning".into(),
+            ));
+        }
+        let calls_ok = (prev.calls..s.calls).all(|k| reference.calls.get(k) == other.calls.get(k));
+        if !calls_ok {
+            return Some((i, "a tool call differs from the one-shot parse".into()));
+        }
+        if !(prev.repairs..s.repairs).all(|k| reference.repairs.get(k) == other.repairs.get(k)) {
+            return Some((i, "a repair differs from the one-shot parse".into()));
+        }
+        if !(prev.malformed..s.malformed)
+            .all(|k| reference.malformed.get(k) == other.malformed.get(k))
+        {
+            return Some((
+                i,
+                "a malformed block differs from the one-shot parse".into(),
+            ));
+        }
+        if fin {
+            let diff = [
+                ("content", s.content_len, r.content_len),
+                ("reasoning", s.reasoning_len, r.reasoning_len),
+                ("content moved to reasoning", s.moved, r.moved),
+                ("tool calls", s.calls, r.calls),
+                ("repairs", s.repairs, r.repairs),
+                ("malformed", s.malformed, r.malformed),
+            ]
+            .into_iter()
+            .find(|(_, a, b)| a != b);
+            if let Some((what, a, b)) = diff {
+                return Some((
+                    i,
+                    format!("{what} at the end differs from the one-shot parse ({a} vs {b})"),
+                ));
+            }
+        }
+        prev = *s;
     }
     None
 }
@@ -393,5 +474,7 @@ pub fn check_chunkings(
         cuts.push(Cut::Pieces(p.to_vec()));
     }
     cuts.extend([Cut::Recorded, Cut::EveryN(2), Cut::EveryN(8)]);
-    cuts.iter().filter_map(|c| chunking_divergence(chunks, c, syntax, tools, opts)).collect()
+    cuts.iter()
+        .filter_map(|c| chunking_divergence(chunks, c, syntax, tools, opts))
+        .collect()
 }

@@ -1,0 +1,156 @@
+//! The replay trace: O(1) views agree with a resumed live parser across snapshot boundaries,
+//! divergences are found at the right step, re-cuts preserve the text.
+
+use serde_json::json;
+use toolscope::parser::trace::{Cut, SNAPSHOT_EVERY, Trace, first_divergence, recut};
+use toolscope::parser::{Collector, Syntax, parse};
+
+fn mixed() -> String {
+    let mut s = String::new();
+    for i in 0..40 {
+        s += &format!("Step {i}: compare a < b. <think>why {i}</think>\n");
+        s += &format!(
+            "<tool_call>\n{{\"name\": \"f\", \"arguments\": {{\"i\": {i}}}}}\n</tool_call>\n"
+        );
+        s += "<|tool_call>call:g{s:<|\"|>é漢<|\"|>}<tool_call|>";
+    }
+    s
+}
+
+fn chunks3(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < s.len() {
+        let mut e = (at + 3).min(s.len());
+        while !s.is_char_boundary(e) {
+            e += 1;
+        }
+        out.push(s[at..e].to_string());
+        at = e;
+    }
+    out
+}
+
+#[test]
+fn views_and_resumed_parsers_agree_across_snapshots() {
+    let text = mixed();
+    let chunks = chunks3(&text);
+    assert!(chunks.len() > 3 * SNAPSHOT_EVERY);
+    let t = Trace::record(&chunks, None, None);
+    assert_eq!(t.len(), chunks.len() + 1);
+    let last = t.len() - 1;
+    for step in [
+        0,
+        1,
+        SNAPSHOT_EVERY - 1,
+        SNAPSHOT_EVERY,
+        SNAPSHOT_EVERY + 1,
+        2 * SNAPSHOT_EVERY + 7,
+        last - 1,
+    ] {
+        let p = t.parser_at(step);
+        assert_eq!(p.state(), t.steps()[step].state, "step {step}");
+        // resume: the rest of the chunks give the trace's final output
+        let mut p = p;
+        let v = t.state_at(step);
+        let mut c = Collector::default();
+        // seed the collector with what was released up to the step
+        c.out.content = v.content.to_string();
+        c.out.reasoning = format!("{}{}", v.reasoning.0, v.reasoning.1);
+        c.out.tool_calls = v.tool_calls.to_vec();
+        for ch in &chunks[step + 1..] {
+            for e in p.feed(ch) {
+                c.apply(&e);
+            }
+        }
+        for e in p.finish() {
+            c.apply(&e);
+        }
+        let one = parse(&text, None, None);
+        let got = c.into_output();
+        assert_eq!(got.content, one.content, "step {step}");
+        assert_eq!(got.reasoning, one.reasoning, "step {step}");
+        assert_eq!(got.tool_calls, one.tool_calls, "step {step}");
+    }
+    // final view = one-shot
+    let v = t.state_at(usize::MAX);
+    assert_eq!(v.step, last);
+    let one = parse(&text, None, None);
+    assert_eq!(v.tool_calls.len(), 80);
+    assert_eq!(v.tool_calls, one.tool_calls.as_slice());
+    assert_eq!(v.content.trim(), one.content);
+}
+
+#[test]
+fn first_divergence_names_the_step_that_differs() {
+    let a = "Hello <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call> bye".to_string();
+    let reference = Trace::record(std::slice::from_ref(&a), Some(Syntax::Hermes), None);
+    // identical text, other chunking: no divergence
+    let same = Trace::record(&chunks3(&a), Some(Syntax::Hermes), None);
+    assert_eq!(first_divergence(&reference, &same), None);
+    // the call differs: found at the step that closed the block
+    let b = vec![
+        "Hello ".to_string(),
+        "<tool_call>{\"name\": \"g\", ".to_string(),
+        "\"arguments\": {}}</tool_call>".to_string(),
+        " bye".to_string(),
+    ];
+    let other = Trace::record(&b, Some(Syntax::Hermes), None);
+    let (step, why) = first_divergence(&reference, &other).expect("divergence");
+    assert_eq!(step, 2);
+    assert!(why.contains("tool call"), "{why}");
+    // content differs in the first chunk
+    let c = vec!["Hellp ".to_string()];
+    let (step, why) = first_divergence(&reference, &Trace::record(&c, Some(Syntax::Hermes), None))
+        .expect("divergence");
+    assert_eq!(step, 0);
+    assert!(why.contains("content"), "{why}");
+    // a prefix only: diverges at the end (final step)
+    let d = vec!["Hello ".to_string()];
+    let t = Trace::record(&d, Some(Syntax::Hermes), None);
+    let (step, why) = first_divergence(&reference, &t).expect("divergence");
+    assert_eq!(step, t.len() - 1);
+    assert!(why.contains("at the end"), "{why}");
+}
+
+#[test]
+fn recuts_keep_the_text() {
+    let chunks: Vec<String> = ["<to", "ol_call>é", "漢</tool", "_call>"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let text = chunks.concat();
+    for cut in [
+        Cut::PerChar,
+        Cut::Recorded,
+        Cut::EveryN(3),
+        Cut::Pieces(vec!["<".into(), "tool_call".into(), ">".into()]),
+        // pieces that do not spell the text: cut at their lengths, moved to char boundaries
+        Cut::Pieces(vec!["xxxxxxxxxxx".into(), "y".into(), "zzz".into()]),
+    ] {
+        let re = recut(&chunks, &cut);
+        assert_eq!(re.concat(), text, "{cut:?}");
+        assert!(re.iter().all(|c| !c.is_empty()), "{cut:?}: {re:?}");
+    }
+    assert_eq!(recut(&chunks, &Cut::PerChar).len(), text.chars().count());
+    assert_eq!(recut(&chunks, &Cut::EveryN(3)).len(), 2);
+}
+
+#[test]
+fn steps_json_is_concise() {
+    let chunks: Vec<String> = [
+        "Hi <tool_",
+        "call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let t = Trace::record(&chunks, None, None);
+    let j = t.steps_json();
+    assert_eq!(j[0]["state"], "partial_marker");
+    assert_eq!(j[0]["held"], "<tool_");
+    assert_eq!(j[0]["events"], json!([{"content": "Hi "}]));
+    assert_eq!(j[1]["events"][0]["call_start"]["name"], "f");
+    assert_eq!(j[1]["events"][1]["arguments_delta"]["delta"], "{\"a\":1}");
+    assert_eq!(j[2]["state"], "done");
+}
