@@ -105,3 +105,43 @@ fn api_from_path() {
     assert_eq!(Api::from_path("/v1/completions"), Api::Completion);
     assert_eq!(Api::from_path("/v1/models"), Api::Other);
 }
+
+#[test]
+fn a_second_writer_is_refused_and_appends_never_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut first = SessionWriter::open(&path, &write::new_header("t".into())).unwrap();
+    let err = SessionWriter::open(&path, &write::new_header("t".into())).unwrap_err();
+    assert!(err.to_string().contains("another toolscope process is writing this session"), "{err}");
+    // Bytes appended behind the writer's back (e.g. by an editor) are not overwritten:
+    // the file is opened O_APPEND.
+    first.append(&Line::Exchange(Box::new(exchange(1)))).unwrap();
+    let mut other = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut other, b"\n").unwrap();
+    first.append(&Line::Exchange(Box::new(exchange(2)))).unwrap();
+    drop(first);
+    let s = read_session(&path).unwrap();
+    assert_eq!(s.exchanges.iter().map(|e| e.id).collect::<Vec<_>>(), vec![1, 2]);
+    // Once the first writer is gone, a new one continues the ids.
+    let mut again = SessionWriter::open(&path, &write::new_header("t".into())).unwrap();
+    assert_eq!(again.next_id(), 3);
+}
+
+/// llama-server -v streams end with `__verbose.content: ""` (the raw text is not repeated in
+/// stream mode, build 11434, seen in sessions/a-two-tools-stream.jsonl): readers must fall back
+/// to the deltas rather than replay an empty raw text.
+#[test]
+fn empty_verbose_content_in_a_stream_is_not_the_raw_text() {
+    let mut ex = exchange(1);
+    let sse = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hi\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"__verbose\":{\"content\":\"\",\"stop\":true}}\n\n",
+        "data: [DONE]\n\n"
+    );
+    ex.response.as_mut().unwrap().chunks = Some(vec![Chunk { t_us: 1, data: Body::from_bytes(sse.as_bytes()) }]);
+    let r = toolscope::stream::decode_exchange(&ex).expect("decodes");
+    assert_eq!(r.message.content, "Hi");
+    assert_eq!(r.message.raw_text, None);
+    let body = serde_json::json!({"choices":[{"message":{"content":"Hi"}}],"__verbose":{"content":""}});
+    assert_eq!(toolscope::stream::message::from_response_json("openai", &body).unwrap().raw_text, None);
+}

@@ -22,7 +22,8 @@ impl SessionWriter {
     /// is then not written). A damaged last line is left in place and terminated, so the reader
     /// reports it and later lines stay readable.
     ///
-    /// Errors: I/O, or an existing file that is not a session.
+    /// Errors: I/O, an existing file that is not a session, or a session another writer holds
+    /// (exclusive advisory lock, released when the writer is dropped).
     pub fn open(path: &Path, header: &Header) -> anyhow::Result<SessionWriter> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
@@ -34,12 +35,16 @@ impl SessionWriter {
             let session = super::read_session_bytes(&path.display().to_string(), &bytes)?;
             next_id = session.exchanges.iter().map(|e| e.id).max().unwrap_or(0) + 1;
             let mut file = OpenOptions::new().append(true).open(path)?;
+            lock(&file, path)?;
             if !bytes.ends_with(b"\n") {
                 file.write_all(b"\n")?;
             }
             return Ok(SessionWriter { path: path.to_owned(), file, next_id });
         }
-        let file = OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
+        // O_APPEND: every line lands at the end of the file even if another process appended.
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        lock(&file, path)?;
+        file.set_len(0)?;
         let mut w = SessionWriter { path: path.to_owned(), file, next_id };
         w.append(&Line::Header(header.clone()))?;
         Ok(w)
@@ -63,6 +68,19 @@ impl SessionWriter {
         buf.push(b'\n');
         self.file.write_all(&buf)?;
         self.file.flush()
+    }
+}
+
+/// Takes an exclusive advisory lock for the writer's lifetime (released when the file closes), so
+/// two toolscope processes never write one session and exchange ids stay unique.
+fn lock(file: &File, path: &Path) -> anyhow::Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "{}: another toolscope process is writing this session; choose another --session path",
+            path.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => Err(anyhow::Error::new(e).context(format!("{}: cannot lock", path.display()))),
     }
 }
 

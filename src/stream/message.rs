@@ -67,6 +67,7 @@ pub fn from_response_json(api: &str, body: &Value) -> Option<AssistantMessage> {
         raw_text: body
             .pointer("/__verbose/content")
             .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
             .map(str::to_owned),
         ..Default::default()
     };

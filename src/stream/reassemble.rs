@@ -315,7 +315,10 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             b.r.message.usage = Some(u.clone());
         }
-        if let Some(raw) = v.pointer("/__verbose/content").and_then(Value::as_str) {
+        // llama-server -v (tools/server/server-context.cpp, build 11434) repeats `__verbose` in the
+        // final chunk of a stream with `content: ""`: the raw text is only known when non-empty;
+        // otherwise readers fall back to the concatenated deltas.
+        if let Some(raw) = v.pointer("/__verbose/content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             b.r.message.raw_text = Some(raw.to_owned());
         }
         let Some(choices) = v.get("choices").and_then(Value::as_array) else {
