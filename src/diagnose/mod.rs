@@ -251,7 +251,12 @@ impl ExchangeContext {
 pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(rules::tokens::bos_duplicate(cx));
-    out.extend(rules::tokens::pseudo_special(cx));
+    // A marker the parser needs (token.special_split, error) is not reported again as merely
+    // looking special (token.pseudo_special, warning).
+    let split = rules::tokens::special_split(cx);
+    let split_at: Vec<Option<usize>> = split.iter().map(|f| f.evidence.offset).collect();
+    out.extend(split);
+    out.extend(rules::tokens::pseudo_special(cx).into_iter().filter(|f| !split_at.contains(&f.evidence.offset)));
     out.extend(rules::server::parse_error(cx));
     out.extend(cx.stream_findings.iter().cloned());
     if cx.message.is_some() && !cx.failed() {

@@ -99,6 +99,22 @@ impl Syntax {
         })
     }
 
+    /// The marker texts this syntax's parser keys on: block starts and ends, wrappers, and the
+    /// `<think>`/`</think>` reasoning markers every syntax accepts. Used by the
+    /// `token.special_split` rule to ask whether each is one token in a vocabulary.
+    pub fn markers(self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for m in MARKERS.iter().filter(|m| m.syntax.is_none() || m.syntax == Some(self)) {
+            out.push(m.text);
+            if let MarkerKind::Block { end: End::Markers(ends, _) } = m.kind {
+                out.extend(ends.iter().copied());
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|t| seen.insert(*t));
+        out
+    }
+
     /// Detects the syntax a chat template teaches from the markers in its source text
     /// (the Jinja source, not a render). Most specific markers are checked first; `None` when
     /// the template has no known tool-call markers.

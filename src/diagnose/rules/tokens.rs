@@ -69,6 +69,79 @@ pub fn pseudo_special(cx: &ExchangeContext) -> Vec<Finding> {
     crate::tokens::pseudo_special(prompt, &crate::tokens::tokens_from_pieces(prompt, pieces))
 }
 
+/// `token.special_split`: a marker the parser of this exchange's tool-call syntax keys on
+/// (`<tool_call>`, `<|tool_call>`, `[TOOL_CALLS]`, `<think>`, …) stands in the server's render
+/// but is several ordinary pieces in this vocabulary, so the model writes it as sub-tokens and a
+/// token-level trigger (a grammar's trigger token, a streaming parser keyed on the special
+/// token) never sees it (vllm#58315, mlx-lm#1335). The syntax comes from the chat template's
+/// markers, else from the generated text. Only markers that look like control markers
+/// ([`crate::tokens::find_markers`]) count; evidence: first token of the first occurrence.
+pub fn special_split(cx: &ExchangeContext) -> Vec<Finding> {
+    let (Some(prompt), Some(pieces)) = (cx.server_prompt.as_deref(), cx.server_tokens.as_deref())
+    else {
+        return Vec::new();
+    };
+    let generated = cx.raw_text.as_deref().or(cx.message.as_ref().map(|m| m.content.as_str()));
+    let Some(syntax) = cx
+        .template
+        .as_deref()
+        .and_then(crate::parser::Syntax::detect_from_template)
+        .or_else(|| generated.and_then(crate::parser::Syntax::detect_from_text))
+    else {
+        return Vec::new();
+    };
+    split_markers(prompt, &crate::tokens::tokens_from_pieces(prompt, pieces), syntax)
+}
+
+/// [`special_split`] on a tokenized prompt for a known syntax.
+pub fn split_markers(
+    prompt: &str,
+    tokens: &[crate::tokens::Token],
+    syntax: crate::parser::Syntax,
+) -> Vec<Finding> {
+    use crate::finding::{Evidence, Pane, Rule};
+    let mut out = Vec::new();
+    for marker in syntax.markers() {
+        if crate::tokens::find_markers(marker) != [(0, marker.len())] {
+            continue;
+        }
+        let Some(start) = prompt.find(marker) else { continue };
+        let end = start + marker.len();
+        let covering: Vec<(usize, &crate::tokens::Token)> = tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.end > start && t.start < end && t.end > t.start)
+            .collect();
+        if covering.len() < 2 {
+            continue;
+        }
+        let list = covering
+            .iter()
+            .map(|(_, t)| format!("`{}`", t.piece.escape_debug()))
+            .collect::<Vec<_>>()
+            .join(",");
+        out.push(
+            Finding::new(
+                Rule::TokenSpecialSplit,
+                format!(
+                    "the {} parser needs `{marker}`, but this vocabulary has no such token: it is {} pieces ({list}), so the model writes it piece by piece and token-level triggers never fire",
+                    syntax.name(),
+                    covering.len()
+                ),
+                "use the model's own chat template (whose markers are special tokens in its vocabulary), or a parser that matches the marker as text",
+            )
+            .with_evidence(Evidence {
+                pane: Some(Pane::Template),
+                offset: Some(start),
+                token: Some(covering[0].0),
+                excerpt: Some(marker.to_owned()),
+                ..Default::default()
+            }),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +199,38 @@ mod tests {
         assert_eq!(f[0].rule, crate::finding::Rule::TokenPseudoSpecial);
         cx.server_tokens = Some(vec![t(1, "<|im_start|>"), t(87, "x"), t(5, "<tool_call>")]);
         assert!(pseudo_special(&cx).is_empty());
+    }
+
+    #[test]
+    fn special_split_names_the_parsers_marker_once() {
+        // SmolLM2 pieces of the Qwen3 template's markers (real-server.md: `<tool_call>` is 5
+        // pieces, `<think>` 3; `<|im_start|>` is one special token).
+        let prompt = "<|im_start|>system\n<tool_call>\n</tool_call><think>";
+        let toks = vec![
+            t(1, "<|im_start|>"), t(9690, "system"), t(198, "\n"),
+            t(28, "<"), t(2598, "tool"), t(79, "_"), t(6462, "call"), t(30, ">"), t(198, "\n"),
+            t(1790, "</"), t(2598, "tool"), t(79, "_"), t(6462, "call"), t(30, ">"),
+            t(28, "<"), t(28489, "think"), t(30, ">"),
+        ];
+        let mut cx = ExchangeContext::new(crate::session::Api::Openai);
+        cx.server_prompt = Some(prompt.into());
+        cx.server_tokens = Some(toks);
+        // No syntax known (no template, no generated text): nothing to say.
+        assert!(special_split(&cx).is_empty());
+        cx.template = Some("{{ '<tool_call>' }}".into());
+        let f = special_split(&cx);
+        let got: Vec<(&str, Option<usize>)> =
+            f.iter().map(|f| (f.evidence.excerpt.as_deref().unwrap(), f.evidence.token)).collect();
+        assert_eq!(got, vec![("<think>", Some(14)), ("<tool_call>", Some(3)), ("</tool_call>", Some(9))]);
+        assert!(f.iter().all(|f| f.rule == Rule::TokenSpecialSplit));
+        assert!(f[1].message.contains("hermes parser needs `<tool_call>`") && f[1].message.contains("5 pieces"), "{}", f[1].message);
+        // check_exchange reports those markers once, as special_split, not again as pseudo_special.
+        let all = crate::diagnose::check_exchange(&cx);
+        assert_eq!(all.iter().filter(|f| f.rule == Rule::TokenSpecialSplit).count(), 3);
+        assert_eq!(all.iter().filter(|f| f.rule == Rule::TokenPseudoSpecial).count(), 0, "{all:?}");
+        // With the markers as single special tokens there is nothing to report.
+        cx.server_prompt = Some("<tool_call></tool_call>".into());
+        cx.server_tokens = Some(vec![t(5, "<tool_call>"), t(6, "</tool_call>")]);
+        assert!(special_split(&cx).is_empty());
     }
 }
