@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""Reference renderer for the diff tests: Python jinja2 configured as transformers'
-apply_chat_template (trim_blocks, lstrip_blocks, loopcontrols, tojson with ensure_ascii=False,
-raise_exception, strftime_now).
+"""Reference renderer for the diff tests: a CLI wrapper around scripts/reference_render.py
+(Python jinja2 configured as transformers' apply_chat_template).
 
 usage: diff_reference_render.py TEMPLATE.jinja REQUEST.json [--bos TOKEN] [--eos TOKEN] [--now ISO] [--object-args]
 Prints the rendered prompt to stdout, exactly (no trailing newline added).
@@ -9,14 +8,15 @@ REQUEST.json is an OpenAI chat body: messages, tools, add_generation_prompt (def
 chat_template_kwargs (merged into the context). With --object-args, tool-call `arguments`
 strings holding a JSON object are parsed into objects first, as llama-server does for templates
 that iterate arguments (workaround::func_args_not_string, llama.cpp common/chat.cpp, build 11434).
+`strftime_now` uses --now (default 2026-01-02T03:04:05, naive).
 """
 import json
+import os
 import sys
 from datetime import datetime
 
-import jinja2
-import jinja2.ext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_render import make_env, render_one  # noqa: E402
 
 
 def main(argv):
@@ -49,22 +49,7 @@ def main(argv):
                     if isinstance(v, dict):
                         f["arguments"] = v
 
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
     now = datetime.fromisoformat(opts["now"]) if opts["now"] else datetime(2026, 1, 2, 3, 4, 5)
-
-    def strftime_now(fmt):
-        return now.strftime(fmt)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    tpl = env.from_string(source)
     ctx = {
         "messages": req.get("messages", []),
         "add_generation_prompt": req.get("add_generation_prompt", True),
@@ -74,7 +59,7 @@ def main(argv):
     if req.get("tools"):
         ctx["tools"] = req["tools"]
     ctx.update(req.get("chat_template_kwargs") or {})
-    sys.stdout.write(tpl.render(**ctx))
+    sys.stdout.write(render_one(make_env(now), source, ctx))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ The context is given ready-made (toolscope's RenderInput::context(): messages, t
 add_generation_prompt, bos_token, eos_token, chat_template_kwargs), so the comparison is between
 template engines only.
 
+This module is the single definition of that environment: scripts/diff_reference_render.py and
+scripts/schema-render.py are thin CLI wrappers that import `make_env` and `render_one` from here.
+
 Usage:
   reference_render.py < jobs.json            # render
   reference_render.py --bench N < jobs.json  # time compile and render (N renders per job)
@@ -70,6 +73,11 @@ def make_env(now):
     return env
 
 
+def render_one(env, template, context):
+    """Render template source `template` with `context` (a dict of template variables) in `env`."""
+    return env.from_string(template).render(**context)
+
+
 def parse_now(s):
     if not s:
         return datetime.fromtimestamp(0, tz=timezone.utc)
@@ -91,7 +99,7 @@ def main():
         ctx = job["context"]
         if bench is None:
             try:
-                prompt = env.from_string(job["template"]).render(**ctx)
+                prompt = render_one(env, job["template"], ctx)
                 out.write(json.dumps({"id": job["id"], "prompt": prompt}, ensure_ascii=False) + "\n")
             except Exception as e:  # noqa: BLE001 - any template failure is a result
                 out.write(json.dumps({"id": job["id"], "error": f"{type(e).__name__}: {e}"}, ensure_ascii=False) + "\n")

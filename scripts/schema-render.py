@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reference chat-template renders for the schema tests (issue 4).
 
-Renders a request with Python jinja2 configured as transformers' `apply_chat_template`
+A CLI wrapper around scripts/reference_render.py (`make_env`, `render_one`): renders a request
+with Python jinja2 configured as transformers' `apply_chat_template`
 (transformers 4.5x, src/transformers/utils/chat_template_utils.py: ImmutableSandboxedEnvironment,
 trim_blocks, lstrip_blocks, loopcontrols, a `tojson` filter with ensure_ascii=False,
 `raise_exception` and `strftime_now` globals).
@@ -31,50 +32,29 @@ import sys
 from datetime import datetime
 
 import jinja2
-from jinja2.ext import Extension, loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_render import make_env, render_one  # noqa: E402
 
-class GenerationTag(Extension):
-    """`{% generation %}…{% endgeneration %}` as a plain block (transformers' AssistantTracker)."""
-
-    tags = {"generation"}
-
-    def parse(self, parser):
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
-        return jinja2.nodes.Scope(body, lineno=lineno)
-
-
-def make_env():
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-    def strftime_now(fmt):
-        return datetime(2026, 1, 1, 12, 0, 0).strftime(fmt)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, GenerationTag])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    return env
+# strftime_now is pinned (naive) so renders are reproducible.
+NOW = datetime(2026, 1, 1, 12, 0, 0)
 
 
 def render(template_src, request):
-    env = make_env()
-    tmpl = env.from_string(template_src)
     kwargs = dict(request.get("chat_template_kwargs") or {})
-    return tmpl.render(
+    ctx = dict(
         messages=request.get("messages", []),
         tools=request.get("tools"),
         add_generation_prompt=request.get("add_generation_prompt", True),
         bos_token=request.get("bos_token", ""),
         eos_token=request.get("eos_token", ""),
-        **kwargs,
     )
+    # As before (keyword arguments to render()): a kwarg repeating a fixed name is an error.
+    for k, v in kwargs.items():
+        if k in ctx:
+            raise TypeError(f"render() got multiple values for keyword argument '{k}'")
+        ctx[k] = v
+    return render_one(make_env(NOW), template_src, ctx)
 
 
 def main(argv):

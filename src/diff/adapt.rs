@@ -1,8 +1,7 @@
 //! The stages `diff` builds on, in one place: template rendering ([`crate::template::render`]),
-//! schema loss ([`crate::schema::loss::schema_loss`]), tool-call syntax detection
+//! tool-call syntax detection
 //! ([`crate::parser::Syntax::detect_from_template`]) and tokenization ([`crate::tokens`]). Pure.
 
-use crate::finding::Finding;
 use crate::parser::Syntax;
 use crate::session::TokenPiece;
 use crate::template::render::{RenderOptions, render as render_template};
@@ -70,30 +69,19 @@ pub fn implied_syntax(template: &str) -> Option<String> {
     Some(name.to_owned())
 }
 
-/// Schema facts of `tools` that never reached `rendered` ([`crate::schema::loss::schema_loss`]:
-/// rules `schema.*`, evidence with the tool name and a JSON Pointer into the tool's
-/// parameters).
-pub fn schema_loss(tools: &serde_json::Value, rendered: &str) -> Vec<Finding> {
-    crate::schema::loss::schema_loss(tools, rendered)
-}
-
 /// Tokens of `prompt` under `vocab` (llama.cpp splitting with `parse_special`, no BOS added).
 pub fn tokenize(vocab: &Vocab, prompt: &str) -> Vec<DiffToken> {
-    tokens::tokenize(vocab, prompt)
-        .into_iter()
-        .map(|t| DiffToken {
-            text: t.piece,
-            special: t.special,
-            id: Some(t.id),
-        })
-        .collect()
+    diff_tokens(tokens::tokenize(vocab, prompt))
 }
 
 /// Tokens of `prompt` from a llama-server `/tokenize` answer (pieces aligned with the prompt;
 /// a piece that is one whole marker counts as special, since the server does not say).
 pub fn tokens_from_pieces(prompt: &str, pieces: &[TokenPiece]) -> Vec<DiffToken> {
-    tokens::tokens_from_pieces(prompt, pieces)
-        .into_iter()
+    diff_tokens(tokens::tokens_from_pieces(prompt, pieces))
+}
+
+fn diff_tokens(toks: Vec<tokens::Token>) -> Vec<DiffToken> {
+    toks.into_iter()
         .map(|t| DiffToken {
             text: t.piece,
             special: t.special,

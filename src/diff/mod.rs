@@ -307,7 +307,7 @@ fn losses(tools: Option<&Value>, prompt: &str) -> Vec<Loss> {
     let Some(tools) = tools else {
         return Vec::new();
     };
-    let mut v: Vec<Loss> = adapt::schema_loss(tools, prompt)
+    let mut v: Vec<Loss> = crate::schema::loss::schema_loss(tools, prompt)
         .into_iter()
         .map(|f| Loss {
             rule: f.rule.id().to_owned(),

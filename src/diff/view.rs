@@ -181,27 +181,26 @@ pub fn side_by_side(a: &str, b: &str, opts: ViewOptions) -> Vec<Row> {
 }
 
 fn deleted(la: &[&str], i: usize) -> Row {
-    let segs = split_markers(la[i], &[])
-        .into_iter()
-        .map(|t| Segment {
-            text: t.text,
-            changed: true,
-            special: t.special,
-        })
-        .collect();
     Row {
         kind: RowKind::Deleted,
-        left: Some(SideLine {
-            number: i + 1,
-            segments: merge(segs),
-        }),
+        left: Some(whole_line(la, i)),
         right: None,
         hidden: 0,
     }
 }
 
 fn inserted(lb: &[&str], j: usize) -> Row {
-    let segs = split_markers(lb[j], &[])
+    Row {
+        kind: RowKind::Inserted,
+        left: None,
+        right: Some(whole_line(lb, j)),
+        hidden: 0,
+    }
+}
+
+/// Line `i` (0-based) of `lines`, all of it marked changed.
+fn whole_line(lines: &[&str], i: usize) -> SideLine {
+    let segs = split_markers(lines[i], &[])
         .into_iter()
         .map(|t| Segment {
             text: t.text,
@@ -209,14 +208,9 @@ fn inserted(lb: &[&str], j: usize) -> Row {
             special: t.special,
         })
         .collect();
-    Row {
-        kind: RowKind::Inserted,
-        left: None,
-        right: Some(SideLine {
-            number: j + 1,
-            segments: merge(segs),
-        }),
-        hidden: 0,
+    SideLine {
+        number: i + 1,
+        segments: merge(segs),
     }
 }
 

@@ -163,16 +163,7 @@ async fn send(
         Ok(resp) => {
             let ttfb = t0.elapsed().as_micros() as u64;
             let status = resp.status().as_u16();
-            let headers: Vec<(String, String)> = resp
-                .headers()
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.as_str().to_ascii_lowercase(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect();
+            let headers = super::regenerate::recorded_headers(resp.headers());
             match resp.bytes().await {
                 Ok(bytes) => {
                     ex.response = Some(Response {

@@ -166,16 +166,7 @@ pub async fn regenerate(
         .with_context(|| format!("exchange {id}: POST {url}"))?;
     let ttfb = t0.elapsed().as_micros() as u64;
     let status = resp.status().as_u16();
-    let headers: Vec<(String, String)> = resp
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_ascii_lowercase(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
+    let headers = recorded_headers(resp.headers());
     let bytes = resp
         .bytes()
         .await
@@ -226,6 +217,20 @@ pub async fn regenerate(
         generated,
         raw_text,
     })
+}
+
+/// Response headers as a session records them: `(lower-case name, value)` pairs in the
+/// server's order, values decoded lossily as UTF-8. Shared with [`super::probe`].
+pub(crate) fn recorded_headers(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -126,6 +126,24 @@ impl Builder {
         });
     }
 
+    /// The event's data as JSON, or `None` after recording a `bad_json` (complete event) or
+    /// `truncated` (cut-off event) problem with an excerpt of the data.
+    fn event_json(&mut self, ev: &SseEvent) -> Option<Value> {
+        match serde_json::from_str(&ev.data) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let n = ev.index;
+                let kind = if ev.complete { "bad_json" } else { "truncated" };
+                self.problem(
+                    Some(n),
+                    kind,
+                    format!("event {n} data is not JSON: {e}: {}", excerpt(&ev.data)),
+                );
+                None
+            }
+        }
+    }
+
     fn new_call(&mut self, rec: CallRecord, event: usize) -> usize {
         self.r.message.tool_calls.push(rec);
         self.r.call_events.push(vec![event]);
@@ -289,17 +307,8 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
             done = Some(n);
             continue;
         }
-        let v: Value = match serde_json::from_str(&ev.data) {
-            Ok(v) => v,
-            Err(e) => {
-                let kind = if ev.complete { "bad_json" } else { "truncated" };
-                b.problem(
-                    Some(n),
-                    kind,
-                    format!("event {n} data is not JSON: {e}: {}", excerpt(&ev.data)),
-                );
-                continue;
-            }
+        let Some(v) = b.event_json(ev) else {
+            continue;
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
             b.error_event(n, err);
@@ -527,17 +536,8 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
             );
             continue;
         }
-        let v: Value = match serde_json::from_str(&ev.data) {
-            Ok(v) => v,
-            Err(e) => {
-                let kind = if ev.complete { "bad_json" } else { "truncated" };
-                b.problem(
-                    Some(n),
-                    kind,
-                    format!("event {n} data is not JSON: {e}: {}", excerpt(&ev.data)),
-                );
-                continue;
-            }
+        let Some(v) = b.event_json(ev) else {
+            continue;
         };
         // llama.cpp sends `event: error` with data `{code, message, type: "server_error"}`.
         let ty = if ev.event.as_deref() == Some("error") {
