@@ -105,10 +105,76 @@ pub struct ReplayView {
     pub raw: String,
     /// Where `raw` came from (`__verbose.content`, `stream deltas`, `message`).
     pub raw_source: String,
-    /// Steps per chunking, in [`Chunking::ALL`] order.
-    pub steps: Vec<Vec<ReplayStep>>,
-    /// Server view after `n` events, `n` = 0..=events.
-    pub server: Vec<ServerView>,
+    /// Chunk end offsets (bytes into `raw`) per chunking, in [`Chunking::ALL`] order. Steps are
+    /// materialized on demand ([`ReplayView::step`]) so per-character replays of long texts
+    /// stay small.
+    pub bounds: Vec<Vec<usize>>,
+    /// Recorded chunks: (end offset in `raw`, SSE events consumed by then).
+    pub recorded_events: Vec<(usize, usize)>,
+    /// Number of SSE events.
+    pub events: usize,
+    /// The server's whole reply (after every event).
+    pub server_final: ServerView,
+    /// Lengths of the server's reply after `n` events, `n` = 0..=events (see
+    /// [`ServerMark::view`]); lengths, not copies, so long streams stay small.
+    pub server_marks: Vec<ServerMark>,
+}
+
+impl ReplayView {
+    /// Steps in chunking `c` (index into [`Chunking::ALL`]).
+    pub fn len(&self, c: usize) -> usize {
+        self.bounds.get(c).map_or(0, Vec::len)
+    }
+
+    /// End offset of step `i` in chunking `c`.
+    pub fn end(&self, c: usize, i: usize) -> Option<usize> {
+        self.bounds.get(c)?.get(i).copied()
+    }
+
+    /// The first step of chunking `c` whose end reaches `end`.
+    pub fn find(&self, c: usize, end: usize) -> usize {
+        let b = self.bounds.get(c).map(Vec::as_slice).unwrap_or(&[]);
+        b.partition_point(|&e| e < end).min(b.len().saturating_sub(1))
+    }
+
+    /// Step `i` of chunking `c`: its chunk, the parser's state after it, and the server events
+    /// sent by the time the server had produced the same text.
+    pub fn step(&self, c: usize, i: usize) -> Option<ReplayStep> {
+        let b = self.bounds.get(c)?;
+        let end = *b.get(i)?;
+        let start = if i == 0 { 0 } else { b[i - 1] };
+        let chunk = self.raw.get(start..end).unwrap_or("").to_owned();
+        let ev = self.recorded_events.iter().find(|(e, _)| *e >= end).map_or(self.events, |(_, n)| *n);
+        Some(ReplayStep { events: vec![format!("text {chunk:?}")], state: "text".into(), buffer: String::new(), server_events: ev, end, chunk })
+    }
+}
+
+/// The server's reply after some events, as prefix lengths of the final [`ServerView`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerMark {
+    /// Bytes of `content` and `reasoning` delivered.
+    pub content: usize,
+    pub reasoning: usize,
+    /// Per call delivered so far: bytes of `name` and `arguments`.
+    pub calls: Vec<(usize, usize)>,
+    pub finish_reason: Option<String>,
+}
+
+impl ServerMark {
+    /// The reply as it stood at this mark.
+    pub fn view(&self, full: &ServerView) -> ServerView {
+        ServerView {
+            content: full.content.get(..self.content).unwrap_or("").to_owned(),
+            reasoning: full.reasoning.get(..self.reasoning).unwrap_or("").to_owned(),
+            calls: self
+                .calls
+                .iter()
+                .zip(&full.calls)
+                .map(|(&(n, a), c)| CallRecord { name: c.name.get(..n).unwrap_or("").to_owned(), arguments: c.arguments.get(..a).unwrap_or("").to_owned(), ..c.clone() })
+                .collect(),
+            finish_reason: self.finish_reason.clone(),
+        }
+    }
 }
 
 /// One tool of the request.
@@ -219,6 +285,7 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     let events = if ex.is_stream() { decode_events(&ex) } else { Vec::new() };
     let message = reply(&ex);
     let server = server_views(api, &events);
+    let server = &server;
     let tools = tool_entries(request.as_ref());
     let schema = schema_rows(request.as_ref());
     let template = template_view(&ex, request.as_ref(), ctx);
@@ -269,8 +336,8 @@ fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
     };
     if ex.is_stream() {
         let events = decode_events(ex);
-        let views = server_views(Some(ex.api()), &events);
-        let last = views.last()?;
+        let (last, _) = server_views(Some(ex.api()), &events);
+        let last = &last;
         let mut m = AssistantMessage {
             content: last.content.clone(),
             reasoning: last.reasoning.clone(),
@@ -376,9 +443,15 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
 
 /// The server's reply after 0, 1, …, n events (OpenAI `chat.completion.chunk` deltas or
 /// Anthropic `content_block_*` / `message_delta` events).
-pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> Vec<ServerView> {
+pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Vec<ServerMark>) {
     let mut cur = ServerView::default();
-    let mut out = vec![cur.clone()];
+    let mark = |v: &ServerView| ServerMark {
+        content: v.content.len(),
+        reasoning: v.reasoning.len(),
+        calls: v.calls.iter().map(|c| (c.name.len(), c.arguments.len())).collect(),
+        finish_reason: v.finish_reason.clone(),
+    };
+    let mut out = vec![mark(&cur)];
     // Anthropic: content block index -> call slot.
     let mut blocks: std::collections::BTreeMap<u64, usize> = Default::default();
     for e in events {
@@ -455,9 +528,9 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> Vec<ServerView>
                 }
             }
         }
-        out.push(cur.clone());
+        out.push(mark(&cur));
     }
-    out
+    (cur, out)
 }
 
 fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
@@ -568,17 +641,18 @@ fn is_marker(s: &str) -> bool {
     s.len() >= 3 && s.len() <= 40 && s.starts_with('<') && s.ends_with('>') && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
 }
 
-fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &[ServerView], message: Option<&AssistantMessage>) -> ReplayView {
+fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &(ServerView, Vec<ServerMark>), message: Option<&AssistantMessage>) -> ReplayView {
+    let (full, marks) = server;
     // Recorded chunks: the text each event added (reasoning, content, call arguments), in order.
     let mut recorded: Vec<(String, usize)> = Vec::new();
-    for (i, w) in server.windows(2).enumerate() {
+    for (i, w) in marks.windows(2).enumerate() {
         let (a, b) = (&w[0], &w[1]);
         let mut piece = String::new();
-        piece.push_str(b.reasoning.get(a.reasoning.len()..).unwrap_or(""));
-        piece.push_str(b.content.get(a.content.len()..).unwrap_or(""));
+        piece.push_str(full.reasoning.get(a.reasoning..b.reasoning).unwrap_or(""));
+        piece.push_str(full.content.get(a.content..b.content).unwrap_or(""));
         for (j, c) in b.calls.iter().enumerate() {
-            let before = a.calls.get(j).map_or(0, |x| x.arguments.len());
-            piece.push_str(c.arguments.get(before..).unwrap_or(""));
+            let before = a.calls.get(j).map_or(0, |x| x.1);
+            piece.push_str(full.calls[j].arguments.get(before..c.1).unwrap_or(""));
         }
         if !piece.is_empty() {
             recorded.push((piece, i + 1));
@@ -593,40 +667,26 @@ fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &[ServerView], mes
             (format!("{}{}", m.reasoning, m.content), "message")
         }
     };
-    let events_at = |end: usize| -> usize {
-        // The first recorded chunk whose cumulative length reaches `end`.
-        let mut acc = 0;
-        for (p, ev) in &recorded {
+    let mut acc = 0;
+    let recorded_events: Vec<(usize, usize)> = recorded
+        .iter()
+        .map(|(p, ev)| {
             acc += p.len();
-            if acc >= end {
-                return *ev;
-            }
-        }
-        events.len()
-    };
-    let mk = |chunks: Vec<String>| -> Vec<ReplayStep> {
-        let mut end = 0;
-        let mut steps = Vec::with_capacity(chunks.len());
-        for c in chunks {
-            end += c.len();
-            steps.push(ReplayStep {
-                state: "text".into(),
-                buffer: String::new(),
-                events: vec![format!("text {:?}", c)],
-                server_events: events_at(end),
-                end,
-                chunk: c,
-            });
-        }
-        steps
-    };
-    let recorded_chunks: Vec<String> = if raw_source == "stream deltas" { recorded.iter().map(|(p, _)| p.clone()).collect() } else { vec![raw.clone()] };
-    let per_char: Vec<String> = raw.chars().map(String::from).collect();
+            (acc, *ev)
+        })
+        .collect();
+    let recorded_bounds: Vec<usize> =
+        if raw_source == "stream deltas" { recorded_events.iter().map(|(e, _)| *e).collect() } else if raw.is_empty() { Vec::new() } else { vec![raw.len()] };
+    let per_char: Vec<usize> = raw.char_indices().map(|(i, c)| i + c.len_utf8()).collect();
+    let whole = if raw.is_empty() { Vec::new() } else { vec![raw.len()] };
     ReplayView {
-        steps: vec![mk(recorded_chunks), mk(per_char), mk(vec![raw.clone()])],
+        bounds: vec![recorded_bounds, per_char, whole],
+        recorded_events,
+        events: events.len(),
         raw,
         raw_source: raw_source.into(),
-        server: server.to_vec(),
+        server_final: full.clone(),
+        server_marks: marks.clone(),
     }
 }
 

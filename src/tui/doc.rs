@@ -365,8 +365,7 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
     let st = &theme.styles;
     let mut d = Doc::default();
     let ci = Chunking::ALL.iter().position(|c| *c == chunking).unwrap_or(0);
-    let steps = a.replay.steps.get(ci).map(Vec::as_slice).unwrap_or(&[]);
-    let Some(s) = steps.get(step) else {
+    let Some(s) = a.replay.step(ci, step) else {
         d.text("No generated text to replay.", st.muted, None);
         return d;
     };
@@ -390,10 +389,12 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
 pub fn server_view(a: &ExchangeAnalysis, n: usize, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let mut d = Doc::default();
-    let Some(v) = a.replay.server.get(n.min(a.replay.server.len().saturating_sub(1))) else {
+    let marks = &a.replay.server_marks;
+    let Some(m) = marks.get(n.min(marks.len().saturating_sub(1))) else {
         d.text("No server stream.", st.muted, None);
         return d;
     };
+    let v = &m.view(&a.replay.server_final);
     d.text(format!("after {n} of {} events", a.events.len()), st.muted, None);
     if !v.reasoning.is_empty() {
         d.text("reasoning_content", st.muted, None);

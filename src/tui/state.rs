@@ -176,7 +176,7 @@ pub struct State {
     pub epoch: u64,
 }
 
-const CACHE: usize = 16;
+const CACHE: usize = 8;
 
 impl State {
     /// A state showing a browser over `files` (several files, or a sessions folder), or the
@@ -894,9 +894,9 @@ fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
         3 => doc::stream(&a, theme),
         4 => {
             let ch = Chunking::ALL[s.chunking];
-            let steps = a.replay.steps.get(s.chunking).map_or(0, Vec::len);
+            let steps = a.replay.len(s.chunking);
             s.step = s.step.min(steps.saturating_sub(1));
-            let n = a.replay.steps.get(s.chunking).and_then(|v| v.get(s.step)).map_or(a.events.len(), |st| st.server_events);
+            let n = a.replay.step(s.chunking, s.step).map_or(a.events.len(), |st| st.server_events);
             s.server_doc = doc::server_view(&a, n, theme);
             doc::replay(&a, ch, s.step, theme)
         }
@@ -945,7 +945,7 @@ fn select_row(s: &mut SessionView, epoch: u64, _lh: usize, theme: &Theme, _ph: u
 
 fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effect> {
     let Some(a) = s.analysis.clone() else { return Vec::new() };
-    let n = a.replay.steps.get(s.chunking).map_or(0, Vec::len);
+    let n = a.replay.len(s.chunking);
     let before = (s.step, s.chunking);
     match action {
         Action::Left | Action::Up => s.step = s.step.saturating_sub(1),
@@ -956,10 +956,9 @@ fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effe
         Action::StepLast | Action::Bottom => s.step = n.saturating_sub(1),
         Action::Chunking => {
             // Keep the same text position across chunkings.
-            let end = a.replay.steps.get(s.chunking).and_then(|v| v.get(s.step)).map_or(0, |x| x.end);
+            let end = a.replay.end(s.chunking, s.step).unwrap_or(0);
             s.chunking = (s.chunking + 1) % Chunking::ALL.len();
-            let steps = a.replay.steps.get(s.chunking).map(Vec::as_slice).unwrap_or(&[]);
-            s.step = steps.iter().position(|x| x.end >= end).unwrap_or(steps.len().saturating_sub(1));
+            s.step = a.replay.find(s.chunking, end);
         }
         _ => {}
     }

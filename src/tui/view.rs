@@ -268,7 +268,7 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         (1, Some(a)) => format!("Schema · {} parameters", a.schema.len()),
         (2, Some(_)) => format!("Template · {}", if s.modes.local { "local" } else { "server" }),
         (3, Some(a)) => format!("Stream · {} events", a.events.len()),
-        (4, Some(a)) => format!("Replay · {} · step {}/{}", Chunking::ALL[s.chunking].label(), s.step + 1, a.replay.steps.get(s.chunking).map_or(0, Vec::len)),
+        (4, Some(a)) => format!("Replay · {} · step {}/{}", Chunking::ALL[s.chunking].label(), s.step + 1, a.replay.len(s.chunking)),
         (_, Some(_)) => format!("Findings · {}", state.findings().len()),
     };
     let b = block(&title, focused, state);
@@ -357,7 +357,6 @@ fn highlight_matches(line: &Line<'static>, q: &str, style: Style) -> Line<'stati
 fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::ExchangeAnalysis) {
     let st = &state.theme.styles;
     let Some(s) = &state.session else { return };
-    let steps = a.replay.steps.get(s.chunking).map(Vec::as_slice).unwrap_or(&[]);
     let [selector, bar, body] = Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let mut sel = vec![Span::styled("chunking: ", st.muted)];
     for (i, c) in Chunking::ALL.iter().enumerate() {
@@ -366,7 +365,7 @@ fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::Ex
     f.render_widget(Paragraph::new(Line::from(sel)), selector);
     // Timeline: one cell per step, or steps bucketed into the width.
     let w = bar.width.saturating_sub(12) as usize;
-    let n = steps.len();
+    let n = a.replay.len(s.chunking);
     let mut cells = vec![Span::styled(format!("{:>5}/{:<5} ", if n == 0 { 0 } else { s.step + 1 }, n), st.muted)];
     if n > 0 && w > 0 {
         let cur = s.step * w / n.max(1);
