@@ -89,6 +89,7 @@ async fn fake_upstream(listener: TcpListener, logs: Logs) {
                 }
                 for i in 0..events {
                     if reset == Some(i) {
+                        #[allow(deprecated)] // zero linger: an immediate RST, no blocking
                         let _ = s.set_linger(Some(Duration::ZERO));
                         drop(s);
                         return;

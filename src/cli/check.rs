@@ -1,16 +1,341 @@
-//! `toolscope check`.
+//! `toolscope check`: headless diagnosis of sessions, HAR files, or a bare request/response
+//! pair. Glue only: loads files (and a template URL), builds
+//! [`crate::diagnose::ExchangeContext`]s, runs [`crate::diagnose::check_exchange`], prints.
+//!
+//! Exit codes: 0 no warning or error, 1 at least one, 2 unusable input (message names the file
+//! and the position).
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::Format;
+use crate::diagnose::report::{CheckReport, ExchangeSummary};
+use crate::diagnose::{ExchangeContext, check_exchange, load, request};
+use crate::finding::Finding;
+use crate::session::{Api, Piece, TokenPiece};
+
+/// API of a bare request/response pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApiArg {
+    /// OpenAI chat completions (`/v1/chat/completions`).
+    Openai,
+    /// Anthropic messages (`/v1/messages`).
+    Anthropic,
+}
 
 /// Arguments of `toolscope check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remaining arguments (not implemented yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// Chat template: a .jinja file, tokenizer_config.json, or a llama-server URL (its /props).
+    #[arg(long, value_name = "SRC")]
+    pub template: Option<String>,
+    /// Vocabulary: tokenizer.json, .gguf, or a llama-server URL.
+    #[arg(long, value_name = "SRC")]
+    pub vocab: Option<String>,
+    /// Request body (JSON) of a bare pair.
+    #[arg(long, value_name = "F")]
+    pub request: Option<PathBuf>,
+    /// Non-streamed response body (JSON) of a bare pair.
+    #[arg(long, value_name = "F", conflicts_with = "response_sse")]
+    pub response: Option<PathBuf>,
+    /// Streamed response body (text/event-stream) of a bare pair.
+    #[arg(long, value_name = "F")]
+    pub response_sse: Option<PathBuf>,
+    /// A llama-server `/tokenize` answer with pieces (`{"tokens":[{"id","piece"}]}`).
+    #[arg(long, value_name = "F")]
+    pub tokens: Option<PathBuf>,
+    /// API of the bare pair (guessed from its bodies when omitted).
+    #[arg(long, value_enum)]
+    pub api: Option<ApiArg>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Session (.jsonl) or HAR files.
+    #[arg(value_name = "SESSION_OR_HAR")]
+    pub files: Vec<PathBuf>,
+}
+
+/// Reads a file, naming it in the error.
+fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
+}
+
+/// Parses JSON, naming the file, line and column on error.
+fn parse_json(path: &Path, bytes: &[u8]) -> anyhow::Result<Value> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: line {} column {}: not valid JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })
+}
+
+/// Reads a `/tokenize` answer: `{"tokens":[…]}` or a bare array; tokens are `{"id","piece"}`
+/// objects (piece a string or byte array) or bare ids.
+pub fn parse_tokens(path: &Path, v: &Value) -> anyhow::Result<Vec<TokenPiece>> {
+    let arr = v.get("tokens").unwrap_or(v).as_array().with_context(|| {
+        format!(
+            "{}: expected {{\"tokens\": [...]}} from llama-server /tokenize",
+            path.display()
+        )
+    })?;
+    arr.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if let Some(id) = t.as_u64() {
+                return Ok(TokenPiece {
+                    id: id as u32,
+                    piece: Piece::Text(String::new()),
+                });
+            }
+            serde_json::from_value::<TokenPiece>(t.clone())
+                .map_err(|e| anyhow::anyhow!("{}: /tokens/{i}: {e}", path.display()))
+        })
+        .collect()
+}
+
+/// What `--template` gave: the template text and BOS token, when found.
+#[derive(Debug, Default)]
+struct TemplateInfo {
+    template: Option<String>,
+    bos_token: Option<String>,
+}
+
+fn load_template(src: &str) -> anyhow::Result<TemplateInfo> {
+    if src.starts_with("http://") || src.starts_with("https://") {
+        let client = crate::record::client::ServerClient::new(src);
+        let props = super::runtime()
+            .block_on(client.props())
+            .with_context(|| format!("{src}: cannot fetch /props"))?;
+        return Ok(TemplateInfo {
+            template: props
+                .get("chat_template")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            bos_token: props
+                .get("bos_token")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+    }
+    let path = Path::new(src);
+    let bytes = read(path)?;
+    if src.ends_with(".json") {
+        let v = parse_json(path, &bytes)?;
+        let tok = |k: &str| {
+            v.get(k)
+                .and_then(|t| {
+                    t.as_str()
+                        .or_else(|| t.get("content").and_then(Value::as_str))
+                })
+                .map(str::to_owned)
+        };
+        return Ok(TemplateInfo {
+            template: v
+                .get("chat_template")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            bos_token: tok("bos_token"),
+        });
+    }
+    if bytes.starts_with(b"GGUF") {
+        // Reading templates out of GGUF files is the template module's job.
+        return Ok(TemplateInfo::default());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{src}: byte {}: template is not UTF-8",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    Ok(TemplateInfo {
+        template: Some(text),
+        bos_token: None,
+    })
+}
+
+/// Loads one session or HAR file into contexts (+ `session.damaged` findings).
+fn load_file(path: &Path) -> anyhow::Result<(Vec<ExchangeContext>, Vec<Finding>)> {
+    let bytes = read(path)?;
+    let name = path.display().to_string();
+    let looks_har = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("har"))
+        || (bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+            && serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("log").is_some()));
+    if looks_har {
+        let v = parse_json(path, &bytes)?;
+        let session = har_to_session(&name, &v)?;
+        return Ok(load::session_contexts(&session));
+    }
+    let session = crate::session::read_session_bytes(&name, &bytes)?;
+    Ok(load::session_contexts(&session))
+}
+
+/// HAR → session (the record module's importer, secrets redacted).
+fn har_to_session(name: &str, v: &Value) -> anyhow::Result<crate::session::read::Session> {
+    crate::session::har::har_to_session(name, v)
+}
+
+/// Builds the report for `args` (everything but printing).
+pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
+    let tpl = match &args.template {
+        Some(src) => load_template(src)?,
+        None => TemplateInfo::default(),
+    };
+    let mut report = CheckReport::default();
+    let add = |report: &mut CheckReport,
+               cx: &mut ExchangeContext,
+               fallback: u64,
+               source: &str,
+               listed: bool| {
+        if cx.template.is_none() {
+            cx.template = tpl.template.clone();
+        }
+        if let Some(b) = &tpl.bos_token {
+            cx.bos_token = Some(b.clone());
+        }
+        if listed {
+            report
+                .exchanges
+                .push(ExchangeSummary::from_context(cx, fallback, source));
+        }
+        report.findings.extend(check_exchange(cx));
+    };
+
+    for path in &args.files {
+        let (contexts, damaged) = load_file(path)?;
+        report.findings.extend(damaged);
+        for mut cx in contexts {
+            add(&mut report, &mut cx, 0, &path.display().to_string(), true);
+        }
+    }
+
+    let request = args
+        .request
+        .as_deref()
+        .map(|p| read(p).and_then(|b| parse_json(p, &b)))
+        .transpose()?;
+    let response = args
+        .response
+        .as_deref()
+        .map(|p| read(p).and_then(|b| parse_json(p, &b)))
+        .transpose()?;
+    let sse = args
+        .response_sse
+        .as_deref()
+        .map(|p| {
+            read(p).and_then(|b| {
+                String::from_utf8(b).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: byte {}: stream is not UTF-8",
+                        p.display(),
+                        e.utf8_error().valid_up_to()
+                    )
+                })
+            })
+        })
+        .transpose()?;
+    let tokens = args
+        .tokens
+        .as_deref()
+        .map(|p| {
+            read(p)
+                .and_then(|b| parse_json(p, &b))
+                .and_then(|v| parse_tokens(p, &v))
+        })
+        .transpose()?;
+    if args.vocab.is_some() {
+        eprintln!(
+            "toolscope: note: --vocab is read by the template/tokens module; token rules use --tokens here"
+        );
+    }
+
+    let api = match args.api {
+        Some(ApiArg::Openai) => Api::Openai,
+        Some(ApiArg::Anthropic) => Api::Anthropic,
+        None => request::guess_api(request.as_ref(), response.as_ref(), sse.as_deref()),
+    };
+    let have_response = response.is_some() || sse.is_some();
+    if have_response || (request.is_some() && args.template.is_none()) {
+        let mut cx = ExchangeContext::from_pair(api, request.clone(), response.clone());
+        cx.id = Some(1);
+
+        if let (Some(r), None) = (&response, &cx.message) {
+            let err = r.get("error").is_some();
+            if !err {
+                bail!(
+                    "{}: line 1 column 1: not a {} response (expected {})",
+                    args.response
+                        .as_deref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default(),
+                    api.as_str(),
+                    if api == Api::Anthropic {
+                        "a message object with \"content\""
+                    } else {
+                        "a chat completion with \"choices\""
+                    }
+                );
+            }
+            cx.status = Some(500);
+        }
+        if let Some(body) = &sse {
+            load::set_stream(&mut cx, body);
+        }
+        cx.server_tokens = tokens.clone();
+        let source = [
+            args.request.as_deref(),
+            args.response.as_deref().or(args.response_sse.as_deref()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+        add(&mut report, &mut cx, 1, &source, true);
+    } else if let Some(req) = &request {
+        // Pre-flight: a request and a template, no response.
+        let mut cx = ExchangeContext::new(api);
+        cx.request = Some(req.clone());
+        cx.server_tokens = tokens.clone();
+        add(&mut report, &mut cx, 1, "", false);
+        report
+            .findings
+            .extend(preflight(tpl.template.as_deref(), req));
+    } else if let Some(toks) = tokens {
+        let mut cx = ExchangeContext::new(api);
+        cx.server_tokens = Some(toks);
+        add(&mut report, &mut cx, 0, "", false);
+    } else if args.files.is_empty() {
+        bail!(
+            "nothing to check: give session/HAR files, --request/--response, --response-sse or --tokens"
+        );
+    }
+    Ok(report)
+}
+
+/// Pre-flight lint of a request against a template (schema and template rules).
+fn preflight(template: Option<&str>, _request: &Value) -> Vec<Finding> {
+    if template.is_some() {
+        eprintln!(
+            "toolscope: note: template pre-flight rules (schema.*, template.*) are not in this build yet"
+        );
+    }
+    Vec::new()
 }
 
 /// Runs `toolscope check`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`toolscope check` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let report = build_report(&args)?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Text => print!("{}", report.to_text()),
+    }
+    Ok(ExitCode::from(report.exit_code()))
 }

@@ -1,16 +1,166 @@
-//! `toolscope flatten`.
+//! `toolscope flatten TOOLS.json [--strategy NAME] [--template SRC] [--format text|json]`.
+//!
+//! Glue only: reads the files, calls [`crate::schema`], prints. Exit 0 on success, 2 on unusable
+//! input (the message names the file and the JSON line:column).
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::Format;
+use crate::schema::flatten::{FlattenOptions, Flattened, Strategy, flatten_tools};
+use crate::schema::rank::{Ranking, as_request, rank_strategies};
 
 /// Arguments of `toolscope flatten`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remaining arguments (not implemented yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// Tools to flatten: an OpenAI `tools` array or request, Anthropic tools, or an MCP
+    /// `tools/list` result (bare or a JSON-RPC response). `-` reads stdin.
+    pub tools: PathBuf,
+    /// How to write a node with several types: type-list, first-type, first-type-with-note,
+    /// string-with-note. Default: type-list, or with --template the strategy that loses least.
+    #[arg(long, value_parser = parse_strategy)]
+    pub strategy: Option<Strategy>,
+    /// Chat template (.jinja file or tokenizer_config.json): try every strategy, render each,
+    /// measure what the prompt loses, pick the best and show the ranking.
+    #[arg(long, value_name = "SRC")]
+    pub template: Option<PathBuf>,
+    /// How often a recursive `$ref` is expanded along one path before it is cut.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub recursion_depth: usize,
+    /// Output format: text (a report, then the flattened tools) or json
+    /// (`{"tools":…,"changes":[{"path","change","lost"}],"ranking":…}`).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also write the flattened tools (same shape as the input) to this file.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    Strategy::from_name(s).ok_or_else(|| {
+        format!("unknown strategy `{s}`; one of: {}", Strategy::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", "))
+    })
+}
+
+/// Reads a JSON file; errors name the file and the line:column.
+pub fn read_json(path: &Path) -> anyhow::Result<Value> {
+    let bytes = if path.as_os_str() == "-" {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b).context("reading stdin")?;
+        b
+    } else {
+        std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?
+    };
+    serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()))
+}
+
+/// Loads a chat template's source from a `.jinja` file or a `tokenizer_config.json`
+/// (`chat_template` string, or the `tool_use`/`default` entry of a named list).
+pub fn load_template(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: not UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to()))?;
+    if path.extension().is_some_and(|e| e == "json") {
+        let v: Value = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()))?;
+        match v.get("chat_template") {
+            Some(Value::String(s)) => return Ok(s.clone()),
+            Some(Value::Array(named)) => {
+                let pick = |n: &str| named.iter().find(|x| x.get("name").and_then(Value::as_str) == Some(n)).and_then(|x| x.get("template")).and_then(Value::as_str);
+                if let Some(s) = pick("tool_use").or_else(|| pick("default")) {
+                    return Ok(s.to_string());
+                }
+                bail!("{}: `chat_template` list has no `tool_use` or `default` entry", path.display())
+            }
+            _ => bail!("{}: no `chat_template` field", path.display()),
+        }
+    }
+    Ok(text)
 }
 
 /// Runs `toolscope flatten`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`toolscope flatten` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let doc = read_json(&args.tools)?;
+    let base = FlattenOptions { recursion_depth: args.recursion_depth, ..FlattenOptions::default() };
+    let (flat, ranking, template_name): (Flattened, Option<Ranking>, Option<String>) = match &args.template {
+        Some(tp) => {
+            let src = load_template(tp)?;
+            let (ranking, best) = rank_strategies(&doc, &base, |d| crate::schema::shim::render_request(&src, &as_request(d)))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
+            let flat = match args.strategy {
+                Some(s) => flatten_tools(&doc, &FlattenOptions { strategy: s, ..base.clone() }).map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?,
+                None => best,
+            };
+            (flat, Some(ranking), Some(tp.display().to_string()))
+        }
+        None => {
+            let o = FlattenOptions { strategy: args.strategy.unwrap_or_default(), ..base.clone() };
+            (flatten_tools(&doc, &o).map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?, None, None)
+        }
+    };
+    let chosen = match (&args.strategy, &ranking) {
+        (Some(s), _) => *s,
+        (None, Some(r)) => r.best().unwrap_or_default(),
+        (None, None) => Strategy::default(),
+    };
+    if let Some(out) = &args.output {
+        let text = serde_json::to_string_pretty(&flat.tools)? + "\n";
+        std::fs::write(out, text).with_context(|| format!("{}: cannot write", out.display()))?;
+    }
+    match args.format {
+        Format::Json => {
+            let mut v = json!({"tools": flat.tools, "changes": flat.changes, "strategy": chosen.name()});
+            if let Some(r) = &ranking {
+                v["ranking"] = serde_json::to_value(r)?;
+            }
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Format::Text => print!("{}", text_report(&args.tools.display().to_string(), &flat, chosen, ranking.as_ref(), template_name.as_deref())),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The human-readable report (text format).
+pub fn text_report(file: &str, flat: &Flattened, chosen: Strategy, ranking: Option<&Ranking>, template: Option<&str>) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let lossy = flat.lossy_changes();
+    let _ = writeln!(s, "{file}: {} change{} ({lossy} lossy), strategy {chosen}", flat.changes.len(), if flat.changes.len() == 1 { "" } else { "s" });
+    let mut last_tool: Option<&str> = None;
+    for c in &flat.changes {
+        let tool = c.tool.as_deref().unwrap_or("");
+        if last_tool != Some(tool) {
+            let _ = writeln!(s, "\n  {tool}");
+            last_tool = Some(tool);
+        }
+        let _ = writeln!(s, "    {}\n      {}", c.path, c.change);
+        if let Some(l) = &c.lost {
+            let _ = writeln!(s, "      lost: {l}");
+        }
+    }
+    if let Some(r) = ranking {
+        let _ = writeln!(s, "\nranking on {} (weighted loss of the original schema in the prompt; lower is better):", template.unwrap_or("the template"));
+        let row = |s: &mut String, label: &str, x: &crate::schema::rank::Ranked| {
+            let score = x.score.map(|v| v.to_string()).unwrap_or_else(|| "render error".into());
+            let _ = writeln!(s, "  {label:<24} {score:>6}{}", if x.lossy_changes > 0 { format!("   ({} lossy change{})", x.lossy_changes, if x.lossy_changes == 1 { "" } else { "s" }) } else { String::new() });
+            if let Some(e) = &x.render_error {
+                let _ = writeln!(s, "      {e}");
+            }
+            for l in x.lost.iter().take(6) {
+                let _ = writeln!(s, "      lost {l}");
+            }
+            if x.lost.len() > 6 {
+                let _ = writeln!(s, "      … {} more", x.lost.len() - 6);
+            }
+        };
+        for (i, x) in r.ranked.iter().enumerate() {
+            let label = format!("{}. {}", i + 1, x.strategy.map(|s| s.name()).unwrap_or("?"));
+            row(&mut s, &label, x);
+        }
+        row(&mut s, "   (as given)", &r.baseline);
+        let _ = writeln!(s, "chosen: {chosen}");
+    }
+    let _ = writeln!(s, "\nflattened tools:\n{}", serde_json::to_string_pretty(&flat.tools).unwrap_or_default());
+    s
 }

@@ -61,3 +61,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// serde_json's message without its trailing " at line L column C" (the caller prints the
+/// position first).
+pub fn json_reason(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    match msg.rsplit_once(" at line ") {
+        Some((reason, _)) => reason.to_owned(),
+        None => msg,
+    }
+}

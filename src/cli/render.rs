@@ -1,16 +1,198 @@
-//! `toolscope render`.
+//! `toolscope render --template SRC --request FILE [--vocab SRC] [--now T] [--strict]
+//! [--format text|json]`.
+//!
+//! `text` prints exactly the rendered prompt (no trailing newline added) and nothing else;
+//! `json` prints `{"prompt", "tokens": [{"id", "piece", "special"}], "findings": [...]}`.
+//! Errors (unreadable source, malformed request, template error) exit 2 naming the file and
+//! the position.
 
+use std::io::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use crate::cli::Format;
+use crate::record::client::ServerClient;
+use crate::template::{RenderInput, RenderOptions, TemplateSource, gguf, source::TemplateFormat};
+use crate::tokens::{self, Token, Vocab};
 
 /// Arguments of `toolscope render`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remaining arguments (not implemented yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// Template source: a .jinja file, tokenizer_config.json / chat_template.json, a .gguf, a
+    /// llama-server URL (reads GET /props), or an Ollama URL `http://host:11434/api/show?model=NAME`
+    /// (a Go template: shown, not rendered).
+    #[arg(long, value_name = "SRC")]
+    pub template: String,
+    /// Request body: an OpenAI chat body (messages, tools; optionally add_generation_prompt,
+    /// bos_token, eos_token, chat_template_kwargs beside them) or an Anthropic messages body.
+    #[arg(long, value_name = "FILE")]
+    pub request: std::path::PathBuf,
+    /// Vocabulary to split the prompt with: a .gguf, a HF tokenizer.json, or a llama-server URL
+    /// (POST /tokenize with pieces). Default: the template source's own vocabulary (GGUF).
+    #[arg(long, value_name = "SRC")]
+    pub vocab: Option<String>,
+    /// Clock for strftime_now, RFC 3339 (e.g. 2026-11-29T12:00:00Z). Default: the current time.
+    #[arg(long, value_name = "T")]
+    pub now: Option<String>,
+    /// Undefined variables are errors (with template line and column).
+    #[arg(long)]
+    pub strict: bool,
+    /// Which API the request body speaks (default: detected from its shape).
+    #[arg(long, value_parser = ["openai", "anthropic"])]
+    pub api: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+fn is_url(s: &str) -> bool {
+    s.starts_with("http://") || s.starts_with("https://")
+}
+
+/// Loads a template source from a path or URL (see [`Args::template`]).
+pub fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
+    if is_url(src) {
+        if let Some((base, model)) = ollama_url(src) {
+            let v = crate::cli::runtime().block_on(ServerClient::new(&base).ollama_show(&model))?;
+            return Ok(TemplateSource::from_ollama_show(src, &v)?);
+        }
+        let v = crate::cli::runtime().block_on(ServerClient::new(src).props())?;
+        let mut s = TemplateSource::from_props(&v)?;
+        s.origin = format!("{}/props", src.trim_end_matches('/'));
+        return Ok(s);
+    }
+    let path = Path::new(src);
+    if path.extension().is_some_and(|e| e == "gguf") {
+        let md = read_gguf(path)?;
+        return Ok(TemplateSource::from_gguf(src, &md)?);
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("{src}: cannot read"))?;
+    Ok(TemplateSource::from_bytes(src, &bytes)?)
+}
+
+fn read_gguf(path: &Path) -> anyhow::Result<gguf::GgufMetadata> {
+    let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    gguf::read_metadata(std::io::BufReader::with_capacity(1 << 20, f)).with_context(|| path.display().to_string())
+}
+
+fn ollama_url(src: &str) -> Option<(String, String)> {
+    let (base, rest) = src.split_once("/api/show")?;
+    let model = rest.trim_start_matches('?').split('&').find_map(|kv| kv.strip_prefix("model="))?;
+    Some((base.to_owned(), model.to_owned()))
+}
+
+/// A vocabulary: local, or a server that tokenizes for us.
+pub enum VocabSource {
+    Local(Box<Vocab>),
+    Server(String),
+}
+
+/// Loads `--vocab` (see [`Args::vocab`]).
+pub fn load_vocab(src: &str) -> anyhow::Result<VocabSource> {
+    if is_url(src) {
+        return Ok(VocabSource::Server(src.to_owned()));
+    }
+    let path = Path::new(src);
+    if path.extension().is_some_and(|e| e == "gguf") {
+        let md = read_gguf(path)?;
+        return Ok(VocabSource::Local(Box::new(Vocab::from_gguf(src, &md)?)));
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("{src}: cannot read"))?;
+    if gguf::is_gguf(&bytes) {
+        let md = gguf::read_metadata(&bytes[..]).with_context(|| src.to_owned())?;
+        return Ok(VocabSource::Local(Box::new(Vocab::from_gguf(src, &md)?)));
+    }
+    Ok(VocabSource::Local(Box::new(Vocab::from_tokenizer_json(src, &bytes)?)))
+}
+
+/// Whether a request body looks like an Anthropic messages body (top-level `system`, or
+/// content blocks of type `tool_use` / `tool_result` / `thinking`, or `stop_sequences`).
+pub fn looks_anthropic(body: &Value) -> bool {
+    if body.get("system").is_some() || body.get("stop_sequences").is_some() {
+        return true;
+    }
+    if body.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some())) {
+        return true;
+    }
+    body.get("messages").and_then(Value::as_array).is_some_and(|ms| {
+        ms.iter().any(|m| {
+            m.get("content").and_then(Value::as_array).is_some_and(|bs| {
+                bs.iter().any(|b| matches!(b.get("type").and_then(Value::as_str), Some("tool_use" | "tool_result" | "thinking")))
+            })
+        })
+    })
 }
 
 /// Runs `toolscope render`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`toolscope render` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let req_name = args.request.display().to_string();
+    let text = std::fs::read_to_string(&args.request).with_context(|| format!("{req_name}: cannot read"))?;
+    let body: Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{req_name}:{}:{}: malformed JSON: {e}", e.line(), e.column()))?;
+    if !body.is_object() {
+        bail!("{req_name}: the request must be a JSON object with \"messages\"");
+    }
+    let anthropic = match args.api.as_deref() {
+        Some("anthropic") => true,
+        Some(_) => false,
+        None => looks_anthropic(&body),
+    };
+    let now = match &args.now {
+        Some(t) => time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+            .with_context(|| format!("--now {t}: not an RFC 3339 time (e.g. 2026-11-29T12:00:00Z)"))?,
+        None => time::OffsetDateTime::now_utc(),
+    };
+    let source = load_template(&args.template)?;
+    if source.format == TemplateFormat::Go {
+        bail!(
+            "{}: this is an Ollama Go template; it is shown, not rendered:\n{}",
+            source.origin,
+            source.template
+        );
+    }
+    let input = if anthropic { RenderInput::from_anthropic_request(&body) } else { RenderInput::from_openai_request(&body) };
+    let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
+    for n in &input.notes {
+        eprintln!("toolscope: note: {req_name}{n}");
+    }
+    let template = source.select(&input);
+    if template.is_empty() {
+        bail!("{}: the source has no chat template", source.origin);
+    }
+    let opts = RenderOptions { now: Some(now), strict: args.strict, name: Some(source.origin.clone()), ..Default::default() };
+    let prompt = crate::template::render(template, &input, &opts)?;
+
+    match args.format {
+        Format::Text => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(prompt.as_bytes())?;
+            out.flush()?;
+        }
+        Format::Json => {
+            let vocab = match &args.vocab {
+                Some(v) => Some(load_vocab(v)?),
+                None => source.vocab.clone().map(|v| VocabSource::Local(Box::new(v))),
+            };
+            let (toks, bos): (Vec<Token>, (Option<u32>, Option<String>)) = match vocab {
+                Some(VocabSource::Local(v)) => (tokens::tokenize_prompt(&v, &prompt), (v.bos_id, v.bos_text().map(str::to_owned))),
+                Some(VocabSource::Server(url)) => {
+                    let pieces = crate::cli::runtime().block_on(ServerClient::new(&url).tokenize(&prompt))?;
+                    (tokens::tokens_from_pieces(&prompt, &pieces), (None, input.bos_token.clone()))
+                }
+                None => (Vec::new(), (None, None)),
+            };
+            let mut findings = Vec::new();
+            if !toks.is_empty() {
+                findings.extend(tokens::pseudo_special(&prompt, &toks));
+                findings.extend(tokens::bos_duplicate(&toks, bos.0, bos.1.as_deref()));
+            }
+            let tokens_json: Vec<Value> = toks.iter().map(|t| json!({"id": t.id, "piece": t.piece, "special": t.special})).collect();
+            let out = json!({"prompt": prompt, "tokens": tokens_json, "findings": findings});
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

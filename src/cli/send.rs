@@ -55,10 +55,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
         anyhow::bail!(
-            "{}: line {} column {}: not JSON: {e}",
+            "{}: line {} column {}: not valid JSON: {}",
             args.request.display(),
             e.line(),
-            e.column()
+            e.column(),
+            super::import::json_reason(&e)
         );
     }
     let mut headers = Vec::new();

@@ -15,6 +15,9 @@ pub struct ParsedCall {
     /// Byte range `[start, end)` of the call markup in the raw text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub span: Option<(usize, usize)>,
+    /// Call id written by the model (Mistral `[CALL_ID]`, Kimi `functions.N:IDX`, JSON `"id"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// A drift the parser accepted, made visible.

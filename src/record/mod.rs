@@ -13,6 +13,7 @@
 pub mod anthropic;
 pub mod client;
 pub mod llama;
+pub mod probe;
 pub mod proxy;
 pub mod recorder;
 pub mod redact;
@@ -20,3 +21,4 @@ pub mod send;
 pub mod summary;
 
 pub use recorder::RecordEvent;
+pub mod regenerate;

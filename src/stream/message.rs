@@ -64,7 +64,10 @@ pub fn from_response_json(api: &str, body: &Value) -> Option<AssistantMessage> {
     let mut m = AssistantMessage {
         model: body.get("model").and_then(Value::as_str).map(str::to_owned),
         usage: body.get("usage").cloned(),
-        raw_text: body.pointer("/__verbose/content").and_then(Value::as_str).map(str::to_owned),
+        raw_text: body
+            .pointer("/__verbose/content")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         ..Default::default()
     };
     match api {
@@ -72,34 +75,62 @@ pub fn from_response_json(api: &str, body: &Value) -> Option<AssistantMessage> {
             let blocks = body.get("content")?.as_array()?;
             for (i, b) in blocks.iter().enumerate() {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("text") => m.content.push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
-                    Some("thinking") => m.reasoning.push_str(b.get("thinking").and_then(Value::as_str).unwrap_or("")),
+                    Some("text") => m
+                        .content
+                        .push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
+                    Some("thinking") => m
+                        .reasoning
+                        .push_str(b.get("thinking").and_then(Value::as_str).unwrap_or("")),
                     Some("tool_use") => m.tool_calls.push(CallRecord {
                         index: Some(i as u64),
                         id: b.get("id").and_then(Value::as_str).map(str::to_owned),
-                        name: b.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                        name: b
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
                         arguments: b.get("input").map(|v| v.to_string()).unwrap_or_default(),
                     }),
                     _ => {}
                 }
             }
-            m.finish_reason = body.get("stop_reason").and_then(Value::as_str).map(str::to_owned);
-            m.stop_sequence = body.get("stop_sequence").and_then(Value::as_str).map(str::to_owned);
+            m.finish_reason = body
+                .get("stop_reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            m.stop_sequence = body
+                .get("stop_sequence")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
         }
         "completion" => {
             if let Some(c) = body.get("content").and_then(Value::as_str) {
                 m.content = c.to_owned();
-                m.finish_reason = body.get("stop_type").and_then(Value::as_str).map(str::to_owned);
+                m.finish_reason = body
+                    .get("stop_type")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
             } else {
                 let ch = body.pointer("/choices/0")?;
-                m.content = ch.get("text").and_then(Value::as_str).unwrap_or("").to_owned();
-                m.finish_reason = ch.get("finish_reason").and_then(Value::as_str).map(str::to_owned);
+                m.content = ch
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                m.finish_reason = ch
+                    .get("finish_reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
             }
         }
         _ => {
             let ch = body.pointer("/choices/0")?;
             let msg = ch.get("message")?;
-            m.content = msg.get("content").and_then(Value::as_str).unwrap_or("").to_owned();
+            m.content = msg
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
             m.reasoning = msg
                 .get("reasoning_content")
                 .or_else(|| msg.get("reasoning"))
@@ -112,7 +143,11 @@ pub fn from_response_json(api: &str, body: &Value) -> Option<AssistantMessage> {
                     m.tool_calls.push(CallRecord {
                         index: c.get("index").and_then(Value::as_u64).or(Some(i as u64)),
                         id: c.get("id").and_then(Value::as_str).map(str::to_owned),
-                        name: c.pointer("/function/name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                        name: c
+                            .pointer("/function/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
                         arguments: match args {
                             Some(Value::String(s)) => s.clone(),
                             Some(v) => v.to_string(),
@@ -121,7 +156,10 @@ pub fn from_response_json(api: &str, body: &Value) -> Option<AssistantMessage> {
                     });
                 }
             }
-            m.finish_reason = ch.get("finish_reason").and_then(Value::as_str).map(str::to_owned);
+            m.finish_reason = ch
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
         }
     }
     Some(m)

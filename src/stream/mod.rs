@@ -1,6 +1,16 @@
 //! SSE decoding and reassembly of OpenAI `chat.completion.chunk` and Anthropic message
 //! streams. Pure.
+//!
+//! Pipeline: recorded chunks → [`sse::SseDecoder`] (events with byte offsets, chunk index and
+//! receive time) → [`reassemble`] (the final [`AssistantMessage`] plus stream-contract
+//! findings) → [`compare`] (the server's tool calls against toolscope's own parse of the raw
+//! text).
 
+pub mod compare;
 pub mod message;
+pub mod reassemble;
+pub mod sse;
 
 pub use message::{AssistantMessage, CallRecord};
+pub use reassemble::{Reassembled, decode_exchange};
+pub use sse::{SseDecoder, SseEvent};

@@ -1,3 +1,22 @@
 //! Chat templates: sources (jinja file, tokenizer_config.json, GGUF metadata, server props) and
 //! rendering faithful to transformers' `apply_chat_template`. Pure (file and URL loading lives
 //! in [`crate::cli`] / [`crate::record`]).
+//!
+//! * [`source`] — [`source::TemplateSource`]: where a template comes from.
+//! * [`input`] — [`input::RenderInput`]: messages, tools and flags from an OpenAI or Anthropic
+//!   body, normalised as llama.cpp does.
+//! * [`render`] — [`render::render`]: minijinja configured as transformers' Jinja2.
+//! * [`pyfmt`] — Python `str`/`repr`/`json.dumps`/`strftime` for template values.
+//! * [`gguf`] — GGUF metadata reader.
+//! * [`divergence`] — `template.engine_divergence` against an engine's own render.
+
+pub mod divergence;
+pub mod gguf;
+pub mod input;
+pub mod pyfmt;
+pub mod render;
+pub mod source;
+
+pub use input::RenderInput;
+pub use render::{CompiledTemplate, RenderError, RenderErrorKind, RenderOptions, render};
+pub use source::TemplateSource;

@@ -17,13 +17,18 @@ pub fn cases_dir() -> PathBuf {
 /// True when setup artefacts must be present (`TOOLSCOPE_REQUIRE_SETUP=1`, set by
 /// scripts/test.sh and .ci/run; or `CI=true`).
 pub fn setup_required() -> bool {
-    std::env::var("TOOLSCOPE_REQUIRE_SETUP").is_ok_and(|v| v == "1") || std::env::var("CI").is_ok_and(|v| v == "true")
+    std::env::var("TOOLSCOPE_REQUIRE_SETUP").is_ok_and(|v| v == "1")
+        || std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
 fn cache() -> PathBuf {
     std::env::var_os("TOOLSCOPE_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| dirs::home_dir().unwrap_or_default().join(".cache/toolscope"))
+        .unwrap_or_else(|| {
+            dirs::home_dir()
+                .unwrap_or_default()
+                .join(".cache/toolscope")
+        })
 }
 
 fn artefact(env: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
@@ -31,36 +36,62 @@ fn artefact(env: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else if setup_required() {
-        panic!("{what} not found at {} (${env}); run scripts/setup.sh", p.display());
+        panic!(
+            "{what} not found at {} (${env}); run scripts/setup.sh",
+            p.display()
+        );
     } else {
-        eprintln!("SKIP: {what} not found at {}; run scripts/setup.sh (or scripts/test.sh)", p.display());
+        eprintln!(
+            "SKIP: {what} not found at {}; run scripts/setup.sh (or scripts/test.sh)",
+            p.display()
+        );
         None
     }
 }
 
 /// llama.cpp `models/templates/` (the template corpus).
 pub fn corpus() -> Option<PathBuf> {
-    artefact("TOOLSCOPE_CORPUS", cache().join("src/llama.cpp/models/templates"), "template corpus")
+    artefact(
+        "TOOLSCOPE_CORPUS",
+        cache().join("src/llama.cpp/models/templates"),
+        "template corpus",
+    )
 }
 
 /// llama.cpp source tree (build 11434).
 pub fn llama_src() -> Option<PathBuf> {
-    artefact("TOOLSCOPE_LLAMA_SRC", cache().join("src/llama.cpp"), "llama.cpp source")
+    artefact(
+        "TOOLSCOPE_LLAMA_SRC",
+        cache().join("src/llama.cpp"),
+        "llama.cpp source",
+    )
 }
 
 /// The llama-server binary.
 pub fn llama_server() -> Option<PathBuf> {
-    artefact("TOOLSCOPE_LLAMA_SERVER", cache().join("bin/llama-server"), "llama-server binary")
+    artefact(
+        "TOOLSCOPE_LLAMA_SERVER",
+        cache().join("bin/llama-server"),
+        "llama-server binary",
+    )
 }
 
 /// SmolLM2-135M-Instruct Q4_1 GGUF.
 pub fn smollm2() -> Option<PathBuf> {
-    artefact("TOOLSCOPE_SMOLLM2", cache().join("models/SmolLM2-135M-Instruct.Q4_1.gguf"), "SmolLM2 GGUF")
+    artefact(
+        "TOOLSCOPE_SMOLLM2",
+        cache().join("models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "SmolLM2 GGUF",
+    )
 }
 
 /// Gemma 3 270M Q4_K_M GGUF.
 pub fn gemma3() -> Option<PathBuf> {
-    artefact("TOOLSCOPE_GEMMA3", cache().join("models/gemma-3-270m-q4_k_m.gguf"), "Gemma 3 GGUF")
+    artefact(
+        "TOOLSCOPE_GEMMA3",
+        cache().join("models/gemma-3-270m-q4_k_m.gguf"),
+        "Gemma 3 GGUF",
+    )
 }
 
 /// Reads a case file `tests/cases/<case>/<file>` as JSON.

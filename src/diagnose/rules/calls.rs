@@ -1,0 +1,324 @@
+//! Tool-call rules: markup left in content, arguments, tool names, invented results.
+
+use serde_json::Value;
+
+use crate::diagnose::request::tools;
+use crate::diagnose::{ExchangeContext, markup};
+use crate::finding::{Evidence, Finding, Pane, Rule};
+
+/// `tool_call.leaked_as_text`: call markup in the visible content that the server did not turn
+/// into `tool_calls` (vllm#51701; llama-server with `tool_choice: none` or a template without
+/// tool support). One finding per markup block. Evidence: content pointer and byte offset.
+pub fn leaked_as_text(cx: &ExchangeContext) -> Vec<Finding> {
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let names: Vec<String> = tools(cx.request_or_null())
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    markup::find_call_markup(&m.content, &names)
+        .into_iter()
+        .map(|mk| {
+            let what = mk.name.as_deref().map(|n| format!(" calling {n:?}")).unwrap_or_default();
+            let delivered = if m.tool_calls.is_empty() { "the reply has no tool_calls".to_owned() } else { format!("only {} call(s) were delivered as tool_calls", m.tool_calls.len()) };
+            let mut ev = cx.content_evidence(Some(mk.offset), Some(markup::excerpt(&m.content, mk.offset, 80)));
+            ev.tool = mk.name.clone();
+            Finding::new(
+                Rule::ToolCallLeakedAsText,
+                format!("content holds a {} tool call{what} at byte {} ({})", mk.syntax, mk.offset, mk.marker.trim()),
+                format!("{delivered}: the server's parser did not recognise this syntax — use a template whose call syntax the server parses, or parse content client-side (toolscope parse)"),
+            )
+            .with_evidence(ev)
+        })
+        .collect()
+}
+
+/// Byte offset of serde_json's 1-based (line, column) in `text`.
+fn byte_offset(text: &str, line: usize, column: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            return (off + column.saturating_sub(1)).min(text.len());
+        }
+        off += l.len();
+    }
+    text.len()
+}
+
+/// `tool_call.args_invalid_json` (arguments that do not parse as JSON, e.g. a truncated or
+/// mis-concatenated stream) and `tool_call.args_schema_mismatch` (parsed arguments that fail the
+/// tool's JSON Schema, validated with the `jsonschema` crate). Evidence: the call's arguments
+/// pointer; the byte offset of the JSON error, or the failing instance path.
+pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let defs = tools(cx.request_or_null());
+    let mut out = Vec::new();
+    for (i, c) in m.tool_calls.iter().enumerate() {
+        match c.arguments_json() {
+            Err(e) => {
+                let off = byte_offset(&c.arguments, e.line(), e.column());
+                let mut ev = cx.call_evidence(i, true);
+                ev.offset = Some(off);
+                ev.excerpt = Some(markup::excerpt(&c.arguments, off.saturating_sub(20), 60));
+                let why = if e.is_eof() {
+                    "they end early (truncated?)".to_owned()
+                } else {
+                    format!("{e}")
+                };
+                out.push(
+                    Finding::new(
+                        Rule::ToolCallArgsInvalidJson,
+                        format!("arguments of call {i} ({:?}) are not valid JSON at byte {off}: {why}", c.name),
+                        "look at the raw stream: arguments deltas must concatenate to one JSON object; raise max_tokens if the call was cut",
+                    )
+                    .with_evidence(ev),
+                );
+            }
+            Ok(args) => {
+                let Some(schema) = defs
+                    .iter()
+                    .find(|d| d.name == c.name)
+                    .and_then(|d| d.schema.as_ref())
+                else {
+                    continue;
+                };
+                let validator = match jsonschema::validator_for(schema) {
+                    Ok(v) => v,
+                    Err(_) => continue, // an invalid schema is the schema rules' business
+                };
+                let errors: Vec<(String, String)> = validator
+                    .iter_errors(&args)
+                    .map(|e| (e.instance_path().to_string(), e.to_string()))
+                    .collect();
+                if errors.is_empty() {
+                    continue;
+                }
+                let mut ev = cx.call_evidence(i, true);
+                ev.excerpt = Some(markup::excerpt(&c.arguments, 0, 80));
+                let list: Vec<String> = errors
+                    .iter()
+                    .take(3)
+                    .map(|(p, msg)| {
+                        if p.is_empty() {
+                            msg.clone()
+                        } else {
+                            format!("{p}: {msg}")
+                        }
+                    })
+                    .collect();
+                let more = if errors.len() > 3 {
+                    format!(" (+{} more)", errors.len() - 3)
+                } else {
+                    String::new()
+                };
+                out.push(
+                    Finding::new(
+                        Rule::ToolCallArgsSchemaMismatch,
+                        format!("arguments of call {i} ({:?}) do not match its parameters schema: {}{more}", c.name, list.join("; ")),
+                        "check what the template showed the model of this schema (toolscope render / flatten); enable the server's grammar-constrained tool calls",
+                    )
+                    .with_evidence(Evidence { step: None, ..ev }),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `tool_call.unknown_tool`: a call names a tool the request did not offer.
+pub fn unknown_tool(cx: &ExchangeContext) -> Vec<Finding> {
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let names: Vec<String> = tools(cx.request_or_null())
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    m.tool_calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !names.contains(&c.name))
+        .map(|(i, c)| {
+            let offered = if names.is_empty() { "no tools were offered".to_owned() } else { format!("offered: {}", names.join(", ")) };
+            Finding::new(Rule::ToolCallUnknownTool, format!("call {i} names {:?}, which the request did not offer ({offered})", c.name), "the model invented or misspelt a tool name: constrain calls with a grammar, or map the name client-side")
+                .with_evidence(cx.call_evidence(i, false))
+        })
+        .collect()
+}
+
+/// `tool_call.hallucinated_result`: the model wrote a tool-result block (`<tool_response>`, …,
+/// see [`markup::find_result_markup`]) itself instead of stopping for the real result. Looks at
+/// content, then reasoning, then the raw text. Evidence: byte offset of the marker.
+pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let places: [(&str, Option<&str>); 3] = [
+        ("content", Some(&m.content)),
+        ("reasoning", Some(&m.reasoning)),
+        ("raw text", cx.raw_text.as_deref()),
+    ];
+    for (place, text) in places {
+        let Some(text) = text else { continue };
+        if let Some(&(at, marker)) = markup::find_result_markup(text).first() {
+            let ex = Some(markup::excerpt(text, at, 80));
+            let ev = match place {
+                "content" => cx.content_evidence(Some(at), ex),
+                "reasoning" => cx.reasoning_evidence(Some(at), ex),
+                _ => Evidence {
+                    pane: Some(Pane::Replay),
+                    offset: Some(at),
+                    excerpt: ex,
+                    ..Default::default()
+                },
+            };
+            return vec![Finding::new(
+                Rule::ToolCallHallucinatedResult,
+                format!("the model wrote a tool result itself ({marker} in the {place} at byte {at}) instead of waiting for the real one"),
+                "add the result marker to the stop strings, or make sure the template ends the turn after a call (tiny models often need a few-shot example)",
+            )
+            .with_evidence(ev)];
+        }
+    }
+    Vec::new()
+}
+
+/// The parsed value of call arguments, or the raw string when they are not JSON (for reports).
+pub fn arguments_value(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testutil::*;
+    use serde_json::json;
+
+    #[test]
+    fn leaked_hermes_block_case10() {
+        let req = json!({"tools": two_tools(), "tool_choice": "none"});
+        let cx = openai(
+            req,
+            oa_resp(
+                Some(
+                    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisbon\"}}\n</tool_call>",
+                ),
+                &[],
+                "stop",
+            ),
+        );
+        let f = leaked_as_text(&cx);
+        assert_eq!(ids(&f), ["tool_call.leaked_as_text"]);
+        assert_eq!(f[0].evidence.offset, Some(0));
+        assert_eq!(f[0].evidence.tool.as_deref(), Some("get_weather"));
+        assert!(
+            leaked_as_text(&openai(
+                json!({}),
+                oa_resp(Some("Sunny, 20 °C."), &[], "stop")
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn invalid_json_arguments() {
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(None, &[("get_time", "{\"city\": \"Lis")], "tool_calls"),
+        );
+        let f = args(&cx);
+        assert_eq!(ids(&f), ["tool_call.args_invalid_json"]);
+        assert_eq!(
+            f[0].evidence.pointer.as_deref(),
+            Some("/choices/0/message/tool_calls/0/function/arguments")
+        );
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                None,
+                &[("get_time", "{\"city\": \"Lisbon\"}}")],
+                "tool_calls",
+            ),
+        );
+        let f = args(&cx);
+        assert_eq!(ids(&f), ["tool_call.args_invalid_json"]);
+        assert_eq!(f[0].evidence.offset, Some(18));
+    }
+
+    #[test]
+    fn schema_mismatch_arguments() {
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                None,
+                &[("get_time", "{\"city\": 5}"), ("get_weather", "{}")],
+                "tool_calls",
+            ),
+        );
+        let f = args(&cx);
+        assert_eq!(
+            ids(&f),
+            [
+                "tool_call.args_schema_mismatch",
+                "tool_call.args_schema_mismatch"
+            ]
+        );
+        assert!(f[0].message.contains("/city"), "{}", f[0].message);
+        assert!(f[1].message.contains("city"), "{}", f[1].message);
+        let ok = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                None,
+                &[("get_time", "{\"city\": \"Lisbon\"}")],
+                "tool_calls",
+            ),
+        );
+        assert!(args(&ok).is_empty());
+    }
+
+    #[test]
+    fn unknown_tool_named() {
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(None, &[("get_stock", "{}")], "tool_calls"),
+        );
+        let f = unknown_tool(&cx);
+        assert_eq!(ids(&f), ["tool_call.unknown_tool"]);
+        assert!(f[0].message.contains("get_weather, get_time"));
+        assert!(
+            unknown_tool(&openai(
+                json!({"tools": two_tools()}),
+                oa_resp(None, &[("get_time", "{}")], "tool_calls")
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn hallucinated_tool_response() {
+        let cx = openai(
+            json!({"tools": two_tools()}),
+            oa_resp(
+                Some("Let me check.\n<tool_response>\n{\"temp\": 20}\n</tool_response>"),
+                &[],
+                "stop",
+            ),
+        );
+        let f = hallucinated_result(&cx);
+        assert_eq!(ids(&f), ["tool_call.hallucinated_result"]);
+        assert_eq!(f[0].evidence.offset, Some(14));
+        assert!(
+            hallucinated_result(&openai(
+                json!({}),
+                oa_resp(Some("<tool_call>x</tool_call>"), &[], "stop")
+            ))
+            .is_empty()
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! `finish_reason` / `stop_reason` consistency with the calls delivered.
+
+use serde_json::Value;
+
+use crate::diagnose::ExchangeContext;
+use crate::diagnose::request::{self, ToolChoice};
+use crate::finding::{Finding, Rule};
+use crate::session::Api;
+
+/// `finish.mismatch` (vllm#53255, vllm#53269, ollama#17274): the finish reason disagrees with
+/// the calls — `tool_calls`/`tool_use` without any call; calls delivered with
+/// `stop`/`end_turn` (except OpenAI's documented `stop` when `tool_choice` named a function);
+/// or a reply cut by the token limit (usage reaches `max_tokens`, or arguments end mid-JSON)
+/// reported as `tool_calls`/`tool_use`. Evidence: the finish reason's pointer or SSE event.
+pub fn mismatch(cx: &ExchangeContext) -> Vec<Finding> {
+    let Some(m) = &cx.message else {
+        return Vec::new();
+    };
+    let Some(finish) = m.finish_reason.as_deref() else {
+        return Vec::new();
+    };
+    let n = m.tool_calls.len();
+    let says_calls = matches!(finish, "tool_calls" | "tool_use" | "function_call");
+    let says_stop = matches!(finish, "stop" | "end_turn" | "eos");
+    let named = matches!(
+        ToolChoice::from_request(cx.api, cx.request_or_null()),
+        ToolChoice::Named(_)
+    );
+    let msg = if says_calls && n == 0 {
+        format!("finish reason is {finish:?} but the reply has no tool calls")
+    } else if says_stop && n > 0 && !(cx.api == Api::Openai && named && finish == "stop") {
+        let want = if cx.api == Api::Anthropic {
+            "tool_use"
+        } else {
+            "tool_calls"
+        };
+        format!(
+            "the reply has {n} tool call(s) but finish reason is {finish:?} (expected {want:?}); clients that branch on it never run the call"
+        )
+    } else if says_calls && truncated(cx, m) {
+        format!(
+            "the reply was cut by the token limit but finish reason is {finish:?} (expected \"length\"/\"max_tokens\"); the call is incomplete"
+        )
+    } else {
+        return Vec::new();
+    };
+    let mut ev = cx.finish_evidence();
+    ev.excerpt = Some(finish.to_owned());
+    vec![Finding::new(Rule::FinishMismatch, msg, "trust the tool_calls array over finish_reason, and report the server bug; raise max_tokens when replies are cut").with_evidence(ev)]
+}
+
+fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
+    let cut_args = m
+        .tool_calls
+        .iter()
+        .any(|c| matches!(c.arguments_json(), Err(e) if e.is_eof()));
+    let used = m
+        .usage
+        .as_ref()
+        .and_then(|u| {
+            u.get("completion_tokens")
+                .or_else(|| u.get("output_tokens"))
+        })
+        .and_then(Value::as_u64);
+    let limit = request::max_tokens(cx.request_or_null());
+    cut_args || matches!((used, limit), (Some(u), Some(l)) if u >= l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testutil::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_calls_without_calls() {
+        let f = mismatch(&openai(json!({}), oa_resp(Some("hi"), &[], "tool_calls")));
+        assert_eq!(ids(&f), ["finish.mismatch"]);
+        assert_eq!(
+            f[0].evidence.pointer.as_deref(),
+            Some("/choices/0/finish_reason")
+        );
+    }
+
+    #[test]
+    fn calls_with_stop() {
+        let f = mismatch(&openai(
+            json!({"tools": two_tools()}),
+            oa_resp(None, &[("get_time", "{}")], "stop"),
+        ));
+        assert_eq!(ids(&f), ["finish.mismatch"]);
+        let named = json!({"tools": two_tools(), "tool_choice": {"type": "function", "function": {"name": "get_time"}}});
+        assert!(mismatch(&openai(named, oa_resp(None, &[("get_time", "{}")], "stop"))).is_empty());
+        let a = anthropic(
+            json!({}),
+            json!({"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}], "stop_reason": "end_turn"}),
+        );
+        assert_eq!(ids(&mismatch(&a)), ["finish.mismatch"]);
+    }
+
+    #[test]
+    fn truncation_reported_as_tool_calls() {
+        let f = mismatch(&openai(
+            json!({}),
+            oa_resp(None, &[("get_time", "{\"city\": \"Li")], "tool_calls"),
+        ));
+        assert_eq!(ids(&f), ["finish.mismatch"]);
+        let mut r = oa_resp(None, &[("get_time", "{}")], "tool_calls");
+        r["usage"] = json!({"completion_tokens": 16});
+        assert_eq!(
+            ids(&mismatch(&openai(json!({"max_tokens": 16}), r.clone()))),
+            ["finish.mismatch"]
+        );
+        assert!(mismatch(&openai(json!({"max_tokens": 17}), r)).is_empty());
+    }
+}

@@ -1,0 +1,778 @@
+//! The incremental parser: feed raw model text in chunks of any size, get events.
+//!
+//! Streaming rule: plain text is released as soon as it cannot be the start of a marker; a call
+//! block is held until it closes and then parsed whole; a reply starting with `{` is held to the
+//! end. Every decision depends only on the text, never on where chunks were cut, so any chunking
+//! gives the same events concatenated (the property tests check this).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::body::{self, Note, RawCall};
+use super::syntax::{
+    End, HARMONY_CALL_ENDS, HARMONY_REASONING_ENDS, MARKERS, Marker, MarkerKind, NON_CONSUMED, Syntax,
+};
+use super::tools::ToolIndex;
+use super::types::{Malformed, ParsedCall, Repair};
+
+/// One thing the parser emitted.
+///
+/// JSON shape (`steps[].events[]` of `toolscope parse --format json`): `{"content":"…"}`,
+/// `{"reasoning":"…"}`, `{"call_start":{"index","name","syntax","offset"}}`,
+/// `{"arguments_delta":{"index","delta"}}`, `{"call_end":{…ParsedCall}}`, `{"repair":{…}}`,
+/// `{"malformed":{…}}`, `{"content_to_reasoning":{"bytes"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// Content text released.
+    Content(String),
+    /// Reasoning text released.
+    Reasoning(String),
+    /// A call begins (emitted when its block has closed and parsed).
+    CallStart { index: usize, name: String, syntax: Syntax, offset: usize },
+    /// Argument text of call `index` (the whole arguments JSON, serialized, in one delta).
+    ArgumentsDelta { index: usize, delta: String },
+    /// Call `index` is complete.
+    CallEnd { index: usize, call: ParsedCall },
+    /// A drift was accepted.
+    Repair(Repair),
+    /// A block did not parse; its text was released as content.
+    Malformed(Malformed),
+    /// An orphan `</think>` showed that the prompt opened the thinking block: all `bytes` of
+    /// content released so far were reasoning (llama.cpp's "thinking forced open").
+    ContentToReasoning { bytes: usize },
+}
+
+/// Options beyond syntax and tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ParserOptions {
+    /// The prompt ended inside an open thinking block (`<think>` in the generation prompt):
+    /// the text starts as reasoning until `</think>`.
+    pub reasoning_open: bool,
+}
+
+/// What the parser is doing between chunks (the trace's "state" column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateKind {
+    /// Plain text; nothing held (or only leading whitespace).
+    Plain,
+    /// Holding a possible marker start (the held text is its prefix).
+    PartialMarker,
+    /// Inside a call block of `syntax`, holding its text until it closes.
+    InCall,
+    /// Holding a reply that starts with `{` (bare JSON) until the end.
+    HoldingJson,
+    /// Inside reasoning (held text, if any, may be the start of its end marker).
+    InReasoning,
+    /// Right after a block, holding whitespace to see whether one stray `}`/`]` follows.
+    AfterCall,
+    /// Holding a harmony message header until `<|message|>`.
+    InHeader,
+    /// `finish()` was called.
+    Done,
+}
+
+/// The parser's state: kind, syntax of the block (if any), and the held text as the absolute
+/// byte range `[held_start, held_end)` of the input fed so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct State {
+    pub kind: StateKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syntax: Option<Syntax>,
+    pub held_start: usize,
+    pub held_end: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Mode {
+    /// Nothing but whitespace released yet, no call, no content: bare JSON still possible.
+    Start,
+    Text,
+    Reasoning { ends: &'static [&'static str] },
+    /// `body`: offset in buf where the body starts; `scan`: where to resume the end search.
+    Block { marker: &'static Marker, start: usize, body: usize, scan: usize, name: Option<String> },
+    Header { start: usize, body: usize },
+    HoldJson,
+    AfterBlock,
+}
+
+/// The tolerant incremental tool-call parser.
+///
+/// `Parser::new(Some(Syntax::Hermes), Some(&tools))`, then `.feed(chunk)` for each chunk
+/// (returns the events it produced), then `.finish()`. `syntax: None` = auto: every syntax's
+/// markers are active. Memory: holds only the unreleased text (a partial marker, an open block,
+/// or a bare-JSON reply). Never panics on any input.
+#[derive(Debug, Clone)]
+pub struct Parser {
+    syntax: Option<Syntax>,
+    markers: Vec<&'static Marker>,
+    first: [bool; 256],
+    needles: Vec<u8>,
+    tools: std::sync::Arc<ToolIndex>,
+    buf: String,
+    /// Absolute offset of `buf[0]`.
+    base: usize,
+    mode: Mode,
+    /// Non-whitespace content released (bare JSON no longer possible).
+    started: bool,
+    /// Bytes of content released so far.
+    content_len: usize,
+    calls: usize,
+    saw_reasoning: bool,
+    bare_json_failed: bool,
+    done: bool,
+    /// Events before this index in the caller's vector belong to earlier calls (never merged into).
+    floor: usize,
+    /// Kimi K2 markers active (calls may open inside `<think>`).
+    kimi: bool,
+}
+
+const HARMONY_CALL: Marker =
+    Marker { text: "", syntax: Some(Syntax::GptOss), kind: MarkerKind::Block { end: End::Markers(HARMONY_CALL_ENDS, true) } };
+const HARMONY_HDR_ENDS: &[&str] = &["<|message|>"];
+
+impl Parser {
+    /// A parser for `syntax` (`None` = auto) with the request's tools (see
+    /// [`ToolIndex::from_value`] for the accepted shapes).
+    pub fn new(syntax: Option<Syntax>, tools: Option<&Value>) -> Parser {
+        Parser::with_options(syntax, tools, ParserOptions::default())
+    }
+
+    /// As [`Parser::new`], with options.
+    pub fn with_options(syntax: Option<Syntax>, tools: Option<&Value>, opts: ParserOptions) -> Parser {
+        Parser::with_index(syntax, std::sync::Arc::new(ToolIndex::from_value(tools)), opts)
+    }
+
+    /// As [`Parser::with_options`], sharing an already built tool index.
+    pub fn with_index(syntax: Option<Syntax>, tools: std::sync::Arc<ToolIndex>, opts: ParserOptions) -> Parser {
+        let mut markers: Vec<&'static Marker> = Vec::new();
+        for m in MARKERS {
+            let active = match (m.syntax, syntax) {
+                (None, _) | (_, None) => true,
+                (Some(ms), Some(s)) => ms == s || (s == Syntax::Hermes && m.text == "<tool_call>"),
+            };
+            // one marker per text
+            if active && !markers.iter().any(|x| x.text == m.text) {
+                markers.push(m);
+            }
+        }
+        let kimi = markers.iter().any(|m| m.syntax == Some(Syntax::KimiK2));
+        let mut first = [false; 256];
+        let mut needles = Vec::new();
+        for m in &markers {
+            let b = m.text.as_bytes()[0];
+            if !first[b as usize] {
+                first[b as usize] = true;
+                needles.push(b);
+            }
+        }
+        Parser {
+            syntax,
+            markers,
+            first,
+            needles,
+            tools,
+            buf: String::new(),
+            base: 0,
+            mode: if opts.reasoning_open {
+                Mode::Reasoning { ends: if kimi { super::syntax::THINK_ENDS_KIMI } else { super::syntax::THINK_ENDS } }
+            } else {
+                Mode::Start
+            },
+            started: false,
+            content_len: 0,
+            calls: 0,
+            saw_reasoning: opts.reasoning_open,
+            bare_json_failed: false,
+            done: false,
+            floor: 0,
+            kimi,
+        }
+    }
+
+    /// The syntax given at construction (`None` = auto).
+    pub fn syntax(&self) -> Option<Syntax> {
+        self.syntax
+    }
+
+    /// Feeds one chunk; returns the events it caused (possibly none while text is held).
+    pub fn feed(&mut self, chunk: &str) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.feed_into(chunk, &mut out);
+        out
+    }
+
+    /// As [`Parser::feed`], appending to `out` (no allocation when nothing is emitted).
+    pub fn feed_into(&mut self, chunk: &str, out: &mut Vec<Event>) {
+        if self.done {
+            return;
+        }
+        self.buf.push_str(chunk);
+        self.floor = out.len();
+        self.run(false, out);
+    }
+
+    /// Ends the input: releases held text, closes an unclosed block (parsed if possible,
+    /// repair `missing_end_marker`; else malformed), decides a held bare-JSON reply.
+    pub fn finish(&mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.finish_into(&mut out);
+        out
+    }
+
+    /// As [`Parser::finish`], appending to `out`.
+    pub fn finish_into(&mut self, out: &mut Vec<Event>) {
+        if self.done {
+            return;
+        }
+        self.floor = out.len();
+        self.run(true, out);
+        self.done = true;
+    }
+
+    /// The current state (for the replay trace).
+    pub fn state(&self) -> State {
+        let held_start = self.base;
+        let held_end = self.base + self.buf.len();
+        let (kind, syntax) = match &self.mode {
+            _ if self.done => (StateKind::Done, None),
+            Mode::Start | Mode::Text if self.buf.is_empty() || self.buf.trim().is_empty() => (StateKind::Plain, None),
+            Mode::Start | Mode::Text => (StateKind::PartialMarker, None),
+            Mode::Reasoning { .. } => (StateKind::InReasoning, None),
+            Mode::Block { marker, .. } => (StateKind::InCall, marker.syntax),
+            Mode::Header { .. } => (StateKind::InHeader, Some(Syntax::GptOss)),
+            Mode::HoldJson => (StateKind::HoldingJson, None),
+            Mode::AfterBlock => (StateKind::AfterCall, None),
+        };
+        State { kind, syntax, held_start, held_end }
+    }
+
+    fn emit_content(&mut self, s: &str, out: &mut Vec<Event>) {
+        if s.is_empty() {
+            return;
+        }
+        if !self.started && !s.trim().is_empty() {
+            self.started = true;
+        }
+        self.content_len += s.len();
+        if out.len() > self.floor
+            && let Some(Event::Content(prev)) = out.last_mut()
+        {
+            prev.push_str(s);
+        } else {
+            out.push(Event::Content(s.to_string()));
+        }
+    }
+
+    fn emit_reasoning(&self, s: &str, out: &mut Vec<Event>) {
+        if s.is_empty() {
+            return;
+        }
+        if out.len() > self.floor
+            && let Some(Event::Reasoning(prev)) = out.last_mut()
+        {
+            prev.push_str(s);
+        } else {
+            out.push(Event::Reasoning(s.to_string()));
+        }
+    }
+
+    /// Mode to return to after an element ends.
+    fn text_mode(&self) -> Mode {
+        if !self.started && self.calls == 0 && !self.bare_json_failed { Mode::Start } else { Mode::Text }
+    }
+
+    /// Finds the earliest marker in `s` (relative), among active markers. Returns
+    /// `Ok((pos, marker))` for a full match, `Err(Some(pos))` when `s[pos..]` is a proper prefix of
+    /// a marker (only possible at the end), `Err(None)` when none.
+    fn find_marker(&self, s: &str, eof: bool) -> Result<(usize, &'static Marker), Option<usize>> {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let p = match self.needles.len() {
+                1 => memchr::memchr(self.needles[0], &b[i..]),
+                2 => memchr::memchr2(self.needles[0], self.needles[1], &b[i..]),
+                3 => memchr::memchr3(self.needles[0], self.needles[1], self.needles[2], &b[i..]),
+                _ => b[i..].iter().position(|c| self.first[*c as usize]),
+            };
+            let Some(p) = p else { return Err(None) };
+            let at = i + p;
+            let rest = &b[at..];
+            let mut best: Option<&'static Marker> = None;
+            let mut partial = false;
+            for m in &self.markers {
+                let mt = m.text.as_bytes();
+                if mt[0] != rest[0] {
+                    continue;
+                }
+                if rest.len() >= mt.len() {
+                    if &rest[..mt.len()] == mt && best.is_none_or(|x| x.text.len() < mt.len()) {
+                        best = Some(m);
+                    }
+                } else if mt.starts_with(rest) {
+                    partial = true;
+                }
+            }
+            // a longer marker may still complete (e.g. `<tool_call>` vs a longer one): prefer waiting
+            if partial && !(eof && best.is_some()) {
+                return Err(Some(at));
+            }
+            if let Some(m) = best {
+                return Ok((at, m));
+            }
+            i = at + 1;
+        }
+        Err(None)
+    }
+
+    fn run(&mut self, eof: bool, out: &mut Vec<Event>) {
+        let mut pos = 0usize;
+        loop {
+            let progressed = self.step(&mut pos, eof, out);
+            if !progressed {
+                break;
+            }
+        }
+        if pos > 0 {
+            self.buf.drain(..pos);
+            self.base += pos;
+            // shift buffer-relative offsets in the mode
+            match &mut self.mode {
+                Mode::Block { start, body, scan, .. } => {
+                    *start -= pos;
+                    *body -= pos;
+                    *scan -= pos;
+                }
+                Mode::Header { start, body } => {
+                    *start -= pos;
+                    *body -= pos;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// One step of the state machine from `pos`; false when it needs more input (or is done).
+    fn step(&mut self, pos: &mut usize, eof: bool, out: &mut Vec<Event>) -> bool {
+        let len = self.buf.len();
+        match self.mode.clone() {
+            Mode::Start => {
+                let s = &self.buf[*pos..];
+                let t = s.trim_start();
+                if t.is_empty() {
+                    if eof {
+                        let s = s.to_string();
+                        self.emit_content(&s, out);
+                        *pos = len;
+                    }
+                    return false;
+                }
+                let lead = s.len() - t.len();
+                if t.starts_with('{') {
+                    self.mode = Mode::HoldJson;
+                    return true;
+                }
+                // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
+                let harmony = self.markers.iter().any(|m| m.syntax == Some(Syntax::GptOss));
+                if harmony {
+                    const TO: &str = "to=";
+                    if t.len() < TO.len() && TO.starts_with(t) && !eof {
+                        return false;
+                    }
+                    if t.starts_with(TO) {
+                        let ws = s[..lead].to_string();
+                        self.emit_content_ws(&ws);
+                        self.mode = Mode::Header { start: *pos + lead, body: *pos + lead };
+                        return true;
+                    }
+                }
+                self.mode = Mode::Text;
+                true
+            }
+            Mode::Text => {
+                let s = &self.buf[*pos..];
+                if s.is_empty() {
+                    return false;
+                }
+                match self.find_marker(s, eof) {
+                    Ok((at, m)) => {
+                        let before = s[..at].to_string();
+                        self.emit_content(&before, out);
+                        *pos += at;
+                        self.enter_marker(m, pos, out);
+                        true
+                    }
+                    Err(Some(at)) => {
+                        let before = s[..at].to_string();
+                        if eof {
+                            let all = s.to_string();
+                            self.emit_content(&all, out);
+                            *pos = len;
+                        } else {
+                            self.emit_content(&before, out);
+                            *pos += at;
+                        }
+                        false
+                    }
+                    Err(None) => {
+                        let all = s.to_string();
+                        self.emit_content(&all, out);
+                        *pos = len;
+                        false
+                    }
+                }
+            }
+            Mode::Reasoning { ends } => {
+                let s = &self.buf[*pos..];
+                match find_any(s, ends) {
+                    Ok((at, end)) => {
+                        let r = s[..at].to_string();
+                        self.emit_reasoning(&r, out);
+                        *pos += at;
+                        if !NON_CONSUMED.contains(&end) {
+                            *pos += end.len();
+                        }
+                        self.mode = self.text_mode();
+                        true
+                    }
+                    Err(hold) => {
+                        let cut = if eof { s.len() } else { hold.unwrap_or(s.len()) };
+                        let r = s[..cut].to_string();
+                        self.emit_reasoning(&r, out);
+                        *pos += cut;
+                        false
+                    }
+                }
+            }
+            Mode::Header { start, body } => {
+                let s = &self.buf[body..];
+                match find_any(s, HARMONY_HDR_ENDS) {
+                    Ok((at, end)) => {
+                        let h = body::harmony_header(&s[..at]);
+                        *pos = body + at + end.len();
+                        if let Some(name) = h.recipient {
+                            // `functions.N` is a call of tool N; any other recipient is a built-in
+                            // tool (python, browser.*, container.*), marked with a leading `!`
+                            let name = match name.strip_prefix("functions.") {
+                                Some(n) => n.to_string(),
+                                None => format!("!{name}"),
+                            };
+                            self.mode = Mode::Block { marker: &HARMONY_CALL, start, body: *pos, scan: *pos, name: Some(name) };
+                        } else if h.channel.as_deref() == Some("analysis") {
+                            self.saw_reasoning = true;
+                            self.mode = Mode::Reasoning { ends: HARMONY_REASONING_ENDS };
+                        } else {
+                            self.mode = self.text_mode();
+                        }
+                        true
+                    }
+                    Err(_) if eof => {
+                        // unterminated header: keep as text
+                        let t = self.buf[start..].to_string();
+                        self.emit_content(&t, out);
+                        *pos = len;
+                        self.mode = Mode::Text;
+                        false
+                    }
+                    Err(_) => {
+                        *pos = start;
+                        false
+                    }
+                }
+            }
+            Mode::HoldJson => {
+                if !eof {
+                    return false;
+                }
+                self.decide_bare_json(pos, out);
+                true
+            }
+            Mode::AfterBlock => {
+                let s = &self.buf[*pos..];
+                let t = s.trim_start();
+                if t.is_empty() {
+                    if eof {
+                        self.mode = self.text_mode();
+                        return true;
+                    }
+                    return false;
+                }
+                let lead = s.len() - t.len();
+                if t.starts_with('}') || t.starts_with(']') {
+                    let c = &t[..1];
+                    out.push(Event::Repair(Repair {
+                        kind: "stray_closer".into(),
+                        message: format!("dropped one stray `{c}` after the call block"),
+                        offset: self.base + *pos + lead,
+                    }));
+                    *pos += lead + 1;
+                }
+                self.mode = self.text_mode();
+                true
+            }
+            Mode::Block { marker, start, body, scan, name } => {
+                let s = &self.buf[body..];
+                let found: Option<(usize, usize)> = match marker.kind {
+                    MarkerKind::Block { end: End::Markers(ends, _) } => {
+                        let from = scan - body;
+                        match find_any(&s[from..], ends) {
+                            Ok((at, end)) => {
+                                let consumed = if NON_CONSUMED.contains(&end) { 0 } else { end.len() };
+                                Some((from + at, from + at + consumed))
+                            }
+                            Err(hold) => {
+                                let new_scan = body + from + hold.unwrap_or(s.len() - from);
+                                self.mode = Mode::Block { marker, start, body, scan: new_scan, name: name.clone() };
+                                None
+                            }
+                        }
+                    }
+                    MarkerKind::Block { end: End::MistralJson } => body::mistral_end(s).map(|e| (e, e)),
+                    _ => None,
+                };
+                match found {
+                    Some((end_at, after)) => {
+                        let body_text = self.buf[body..body + end_at].to_string();
+                        let whole = self.buf[start..body + after].to_string();
+                        let abs = self.base + start;
+                        self.close_block(marker, &body_text, &whole, abs, self.base + body, name.as_deref(), false, out);
+                        *pos = body + after;
+                        true
+                    }
+                    None if eof => {
+                        let body_text = self.buf[body..].to_string();
+                        let whole = self.buf[start..].to_string();
+                        let abs = self.base + start;
+                        let eof_ok = matches!(marker.kind, MarkerKind::Block { end: End::Markers(_, true) });
+                        self.close_block(marker, &body_text, &whole, abs, self.base + body, name.as_deref(), !eof_ok, out);
+                        *pos = len;
+                        true
+                    }
+                    None => {
+                        *pos = start;
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    fn emit_content_ws(&mut self, _ws: &str) {
+        // leading whitespace before a harmony header is dropped (not content)
+    }
+
+    fn enter_marker(&mut self, m: &'static Marker, pos: &mut usize, out: &mut Vec<Event>) {
+        let after = *pos + m.text.len();
+        match m.kind {
+            MarkerKind::Block { .. } => {
+                self.mode = Mode::Block { marker: m, start: *pos, body: after, scan: after, name: None };
+            }
+            MarkerKind::Reasoning { ends } => {
+                self.saw_reasoning = true;
+                let ends = if m.text == "<think>" && self.kimi { super::syntax::THINK_ENDS_KIMI } else { ends };
+                self.mode = Mode::Reasoning { ends };
+            }
+            MarkerKind::OrphanThinkClose => {
+                if !self.saw_reasoning && self.calls == 0 {
+                    self.saw_reasoning = true;
+                    if self.content_len > 0 {
+                        out.push(Event::ContentToReasoning { bytes: self.content_len });
+                    }
+                    self.content_len = 0;
+                    self.started = false;
+                    self.mode = self.text_mode();
+                } else {
+                    // a second `</think>`: plain text
+                    self.emit_content(m.text, out);
+                    self.mode = Mode::Text;
+                }
+            }
+            MarkerKind::Drop => {
+                self.mode = if matches!(self.mode, Mode::Start) { Mode::Start } else { Mode::Text };
+                if !matches!(self.mode, Mode::Start) {
+                    self.mode = self.text_mode();
+                }
+            }
+            MarkerKind::HarmonyHeader => {
+                self.mode = Mode::Header { start: *pos, body: after };
+            }
+        }
+        *pos = after;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn close_block(
+        &mut self,
+        marker: &'static Marker,
+        body_text: &str,
+        whole: &str,
+        abs: usize,
+        body_abs: usize,
+        name: Option<&str>,
+        unclosed: bool,
+        out: &mut Vec<Event>,
+    ) {
+        if let Some(builtin) = name.and_then(|n| n.strip_prefix('!')) {
+            // llama.cpp drops unsolicited built-in tool messages (test-chat.cpp, gpt-oss); we
+            // drop them from content too, but list them
+            out.push(Event::Malformed(Malformed {
+                syntax: Syntax::GptOss.name().to_string(),
+                message: format!("message to the built-in tool `{builtin}` (not a declared function); left out of content"),
+                offset: abs,
+                text: whole.to_string(),
+            }));
+            self.mode = Mode::AfterBlock;
+            return;
+        }
+        let res = self.parse_body(marker, body_text, name);
+        match res {
+            Ok((calls, notes)) if !calls.is_empty() => {
+                for n in notes {
+                    out.push(Event::Repair(Repair { kind: n.kind.into(), message: n.message, offset: body_abs + n.offset }));
+                }
+                if unclosed {
+                    out.push(Event::Repair(Repair {
+                        kind: "missing_end_marker".into(),
+                        message: "the text ended inside a call block; parsed it as if closed".into(),
+                        offset: abs + whole.len(),
+                    }));
+                }
+                let span = (abs, abs + whole.len());
+                for c in calls {
+                    self.emit_call(c, span, out);
+                }
+                self.mode = Mode::AfterBlock;
+            }
+            Ok(_) | Err(_) => {
+                let message = match res {
+                    Err(m) => m,
+                    _ => "no call in the block".into(),
+                };
+                let message = if unclosed { format!("{message} (block not closed before the end of the text)") } else { message };
+                out.push(Event::Malformed(Malformed {
+                    syntax: marker.syntax.map(Syntax::name).unwrap_or("unknown").to_string(),
+                    message,
+                    offset: abs,
+                    text: whole.to_string(),
+                }));
+                self.emit_content(whole, out);
+                self.mode = Mode::Text;
+            }
+        }
+    }
+
+    fn emit_call(&mut self, c: RawCall, span: (usize, usize), out: &mut Vec<Event>) {
+        let index = self.calls;
+        self.calls += 1;
+        out.push(Event::CallStart { index, name: c.name.clone(), syntax: c.syntax, offset: span.0 });
+        out.push(Event::ArgumentsDelta { index, delta: c.arguments.to_string() });
+        out.push(Event::CallEnd {
+            index,
+            call: ParsedCall { name: c.name, arguments: c.arguments, syntax: Some(c.syntax.name().to_string()), span: Some(span), id: c.id },
+        });
+    }
+
+    fn parse_body(&self, marker: &'static Marker, b: &str, name: Option<&str>) -> body::BodyResult {
+        let tools = &*self.tools;
+        match (marker.syntax, marker.text) {
+            (_, "<tool_call>") => body::hermes(b, tools),
+            (_, "<function=") => body::qwen_function(b, tools),
+            (_, "<|tool_call>") => body::gemma4(b),
+            (_, "<|python_tag|>") => body::json_block(b, Syntax::Llama3),
+            (_, "[TOOL_CALLS]") => body::mistral(b),
+            (_, "<｜tool▁calls▁begin｜>") => body::deepseek(b, false),
+            (_, "<｜tool▁call▁begin｜>") => body::deepseek(b, true),
+            (_, "<|tool_calls_section_begin|>") => body::kimi(b, false),
+            (_, "<|tool_call_begin|>") => body::kimi(b, true),
+            (_, "<invoke") => body::invoke(b, tools),
+            (_, "<function_call>") => body::json_block(b, Syntax::FunctionCall),
+            (_, "```tool_call") => body::json_block(b, Syntax::ToolCallFence),
+            (Some(Syntax::GptOss), "") => body::harmony_call(b, name.unwrap_or("")),
+            _ => Err("unknown block".into()),
+        }
+    }
+
+    /// At the end of a reply that started with `{`: a call when it is call-shaped JSON and
+    /// (the syntax is llama3, the name is a declared tool, or tool_choice required a call);
+    /// otherwise the text is parsed as ordinary text.
+    fn decide_bare_json(&mut self, pos: &mut usize, out: &mut Vec<Event>) {
+        let s = self.buf[*pos..].to_string();
+        let mut notes: Vec<Note> = Vec::new();
+        let abs = self.base + *pos;
+        if let Ok((v, lead, end)) = body::first_json(&s) {
+            let looks_call = v.get("name").and_then(Value::as_str).is_some()
+                || v.get("function").and_then(|f| f.get("name")).and_then(Value::as_str).is_some();
+            let native = self.syntax == Some(Syntax::Llama3);
+            let sx = if native { Syntax::Llama3 } else { self.syntax.unwrap_or(Syntax::Llama3) };
+            if looks_call
+                && let Ok(calls) = body::json_calls(v, sx, lead, &mut notes)
+                && (native || self.tools.required || calls.iter().all(|c| self.tools.knows(&c.name)))
+            {
+                let rest = &s[end..];
+                let t = rest.trim_start();
+                let mut consumed = end;
+                if t.starts_with('}') || t.starts_with(']') {
+                    let off = end + (rest.len() - t.len());
+                    notes.push(Note { kind: "stray_closer", message: format!("dropped one stray `{}` after the JSON", &t[..1]), offset: off });
+                    consumed = off + 1;
+                }
+                if !native || self.syntax.is_none() {
+                    let why = if self.tools.required { "tool_choice required a call" } else { "the name is a declared tool" };
+                    out.push(Event::Repair(Repair {
+                        kind: "bare_json".into(),
+                        message: format!("read a bare JSON object as a tool call ({why})"),
+                        offset: abs + lead,
+                    }));
+                }
+                for n in notes {
+                    out.push(Event::Repair(Repair { kind: n.kind.into(), message: n.message, offset: abs + n.offset }));
+                }
+                let span = (abs + lead, abs + consumed);
+                for c in calls {
+                    let c = RawCall { syntax: if native { Syntax::Llama3 } else { c.syntax }, ..c };
+                    self.emit_call(c, span, out);
+                }
+                *pos += consumed;
+                self.mode = Mode::Text;
+                return;
+            }
+        }
+        // not a call: read as ordinary text (markers inside still count)
+        self.bare_json_failed = true;
+        self.mode = Mode::Text;
+    }
+}
+
+/// Earliest occurrence of any of `ends` in `s`: `Ok((pos, end))`, or `Err(Some(p))` when
+/// `s[p..]` is a proper prefix of one of them (hold from `p`), `Err(None)` when neither.
+fn find_any(s: &str, ends: &[&'static str]) -> Result<(usize, &'static str), Option<usize>> {
+    let b = s.as_bytes();
+    let mut best: Option<(usize, &'static str)> = None;
+    for &e in ends {
+        if let Some(p) = memchr::memmem::find(b, e.as_bytes())
+            && best.is_none_or(|(bp, _)| p < bp)
+        {
+            best = Some((p, e));
+        }
+    }
+    if let Some(x) = best {
+        return Ok(x);
+    }
+    // partial at the end
+    let mut hold: Option<usize> = None;
+    for &e in ends {
+        let eb = e.as_bytes();
+        let maxk = eb.len().saturating_sub(1).min(b.len());
+        for k in (1..=maxk).rev() {
+            if b[b.len() - k..] == eb[..k] {
+                let p = b.len() - k;
+                if hold.is_none_or(|h| p < h) {
+                    hold = Some(p);
+                }
+                break;
+            }
+        }
+    }
+    Err(hold)
+}

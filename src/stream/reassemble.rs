@@ -1,0 +1,884 @@
+//! Reassembly of decoded SSE events into the final assistant message, with stream-contract
+//! findings.
+//!
+//! OpenAI `chat.completion.chunk` streams: `choices[0].delta` carries `content`,
+//! `reasoning_content` (llama.cpp, vLLM, SGLang) or `reasoning` (Ollama, newer vLLM) and
+//! `tool_calls[]` deltas `{index, id, type, function: {name, arguments}}`; arguments are
+//! concatenated per `index`; `finish_reason`, `usage` (often in a last chunk with empty
+//! `choices`) and `data: [DONE]` end it (OpenAI API reference "The chat completion chunk
+//! object"; llama.cpp tools/server/server-common.cpp `format_oai_sse`, build 11434, which sends
+//! an error as `data: {"error": {code, message, type}}`).
+//!
+//! Anthropic message streams: `message_start`, `content_block_start` (`text`, `thinking`,
+//! `tool_use`), `content_block_delta` (`text_delta`, `input_json_delta`, `thinking_delta`,
+//! `signature_delta`), `content_block_stop`, `message_delta` (`stop_reason`, `stop_sequence`,
+//! `usage`), `message_stop`, `ping`, `error` (Anthropic "Streaming Messages" documentation;
+//! llama.cpp `format_anthropic_sse`, which sends `event: error` with data
+//! `{code, message, type}` rather than Anthropic's `{"type":"error","error":{…}}`; both are read).
+//!
+//! Reassembly is lenient, as a forgiving client would be: a tool-call delta without `index`
+//! continues the last call (or starts one when it carries a new `id`), an Anthropic delta for a
+//! block never started creates it. Every such fault is still reported as a finding whose
+//! `evidence.event` is the 0-based SSE event number.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::message::{AssistantMessage, CallRecord, from_response_json};
+use super::sse::{SseEvent, decode_bytes, decode_chunks};
+use crate::finding::{Evidence, Finding, Pane, Rule};
+use crate::session::{Api, Exchange};
+
+/// The result of decoding one response.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reassembled {
+    /// The final message as a client would have assembled it.
+    pub message: AssistantMessage,
+    /// Stream-contract findings (`stream.missing_index`, `stream.missing_id`,
+    /// `stream.name_repeated`, `tool_call.args_invalid_json`, `finish.mismatch`,
+    /// `server.parse_error` for a parse-failure error event), evidence in pane `stream`.
+    pub findings: Vec<Finding>,
+    /// The decoded SSE events (empty for a non-streamed body).
+    pub events: Vec<SseEvent>,
+    /// Faults that have no rule id: error events that are not parse failures, event data that is
+    /// not JSON, a missing `[DONE]` / `message_stop`, events after the end, a truncated last
+    /// event.
+    pub problems: Vec<StreamProblem>,
+    /// For each entry of `message.tool_calls`, the SSE events that contributed to it.
+    pub call_events: Vec<Vec<usize>>,
+    /// Event number where `finish_reason` / `stop_reason` arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_event: Option<usize>,
+}
+
+/// A fault in a stream that is not a finding rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamProblem {
+    /// 0-based SSE event number, when tied to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<usize>,
+    /// `error_event`, `bad_json`, `no_end`, `after_end`, `truncated`, `extra_choice`.
+    pub kind: String,
+    pub message: String,
+}
+
+fn ev_evidence(event: usize) -> Evidence {
+    Evidence {
+        pane: Some(Pane::Stream),
+        event: Some(event),
+        ..Default::default()
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    const MAX: usize = 120;
+    if s.len() <= MAX {
+        return s.to_owned();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// True when an error message is a server's tool-call / output parse failure (llama.cpp:
+/// "The model produced output that does not match the expected … format", "Failed to parse
+/// tool call arguments", …).
+pub fn is_parse_error_message(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains("does not match the expected")
+        || m.contains("failed to parse")
+        || m.contains("parse error")
+}
+
+#[derive(Default)]
+struct Builder {
+    r: Reassembled,
+    /// last event that appended arguments, per call
+    last_args_event: Vec<Option<usize>>,
+}
+
+impl Builder {
+    fn finding(
+        &mut self,
+        rule: Rule,
+        event: usize,
+        message: String,
+        hint: &str,
+        tool: Option<&str>,
+        ex: Option<&str>,
+    ) {
+        let mut e = ev_evidence(event);
+        e.tool = tool.filter(|t| !t.is_empty()).map(str::to_owned);
+        e.excerpt = ex.map(excerpt);
+        self.r
+            .findings
+            .push(Finding::new(rule, message, hint).with_evidence(e));
+    }
+
+    fn problem(&mut self, event: Option<usize>, kind: &str, message: String) {
+        self.r.problems.push(StreamProblem {
+            event,
+            kind: kind.to_owned(),
+            message,
+        });
+    }
+
+    fn new_call(&mut self, rec: CallRecord, event: usize) -> usize {
+        self.r.message.tool_calls.push(rec);
+        self.r.call_events.push(vec![event]);
+        self.last_args_event.push(None);
+        self.r.message.tool_calls.len() - 1
+    }
+
+    fn touch(&mut self, call: usize, event: usize) {
+        let evs = &mut self.r.call_events[call];
+        if evs.last() != Some(&event) {
+            evs.push(event);
+        }
+    }
+
+    fn error_event(&mut self, event: usize, err: &Value) {
+        let msg = err
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| err.to_string());
+        if is_parse_error_message(&msg) {
+            self.finding(
+                Rule::ServerParseError,
+                event,
+                format!("the server ended the stream with a parse error: {}", excerpt(&msg)),
+                "Regenerate the exchange as a raw completion and replay toolscope's parser on the raw text to see where the output broke the expected format.",
+                None,
+                Some(&msg),
+            );
+        }
+        self.problem(Some(event), "error_event", format!("error event: {msg}"));
+    }
+
+    /// Checks each call's concatenated arguments and the finish reason; `api` chooses the
+    /// finish vocabulary.
+    fn finish(mut self, api: Api) -> Reassembled {
+        for (i, c) in self.r.message.tool_calls.iter().enumerate() {
+            if let Err(e) = c.arguments_json() {
+                let ev = self.last_args_event[i]
+                    .or(self.r.call_events[i].last().copied())
+                    .unwrap_or(0);
+                let mut evd = ev_evidence(ev);
+                evd.tool = Some(c.name.clone()).filter(|n| !n.is_empty());
+                evd.excerpt = Some(excerpt(&c.arguments));
+                self.r.findings.push(
+                    Finding::new(
+                        Rule::ToolCallArgsInvalidJson,
+                        format!(
+                            "arguments of tool call {} ({}) do not concatenate to JSON: {e} (events {:?})",
+                            i,
+                            if c.name.is_empty() { "unnamed" } else { &c.name },
+                            self.r.call_events[i]
+                        ),
+                        "Check the argument deltas for a lost, duplicated or reordered piece; a cut-off object usually means the generation hit max_tokens.",
+                    )
+                    .with_evidence(evd),
+                );
+            }
+        }
+        let fe = self.r.finish_event;
+        self.r
+            .findings
+            .extend(finish_findings(&self.r.message, api, |mut f| {
+                f.evidence = match fe {
+                    Some(e) => ev_evidence(e),
+                    None => Evidence {
+                        pane: Some(Pane::Stream),
+                        ..Default::default()
+                    },
+                };
+                f
+            }));
+        self.r
+    }
+}
+
+/// `finish.mismatch` checks on a final message (stream or not). OpenAI vocabulary for
+/// [`Api::Openai`] (`stop`, `length`, `tool_calls`), Anthropic for [`Api::Anthropic`]
+/// (`end_turn`, `max_tokens`, `stop_sequence`, `tool_use`):
+/// * the finish says tool calls but there are none;
+/// * there are tool calls but the finish says a normal stop;
+/// * the finish says tool calls but a call's arguments are cut off (not JSON) — the generation
+///   really stopped at the length limit.
+///
+/// `place` sets each finding's evidence.
+pub fn finish_findings(
+    m: &AssistantMessage,
+    api: Api,
+    place: impl Fn(Finding) -> Finding,
+) -> Vec<Finding> {
+    let Some(fr) = m.finish_reason.as_deref() else {
+        return Vec::new();
+    };
+    let (calls_word, stop_words, length_word): (&str, &[&str], &str) = match api {
+        Api::Anthropic => ("tool_use", &["end_turn", "stop_sequence"], "max_tokens"),
+        _ => ("tool_calls", &["stop"], "length"),
+    };
+    let n = m.tool_calls.len();
+    let mut out = Vec::new();
+    let hint = "Clients branch on the finish reason: make the server report it consistently with the calls it sent (or fix the client to look at the calls).";
+    if fr == calls_word && n == 0 {
+        out.push(Finding::new(
+            Rule::FinishMismatch,
+            format!("finish reason is \"{fr}\" but the message has no tool calls"),
+            hint,
+        ));
+    } else if n > 0 && stop_words.contains(&fr) {
+        out.push(Finding::new(
+            Rule::FinishMismatch,
+            format!("the message has {n} tool call(s) but the finish reason is \"{fr}\", not \"{calls_word}\""),
+            hint,
+        ));
+    } else if fr == calls_word {
+        if let Some(c) = m.tool_calls.iter().find(|c| c.arguments_json().is_err()) {
+            out.push(Finding::new(
+                Rule::FinishMismatch,
+                format!(
+                    "finish reason is \"{fr}\" but the arguments of {} are cut off: the generation most likely stopped at the length limit (\"{length_word}\")",
+                    if c.name.is_empty() { "a call" } else { &c.name }
+                ),
+                "Raise max_tokens; a server should report the length stop rather than a completed call.",
+            ));
+        }
+    }
+    out.into_iter().map(place).collect()
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn args_text(v: Option<&Value>) -> Option<String> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    }
+}
+
+/// Reassembles an OpenAI `chat.completion.chunk` stream (first choice, `index` 0; other choices
+/// are noted as problems). Shape: see [`Reassembled`].
+pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
+    let mut b = Builder::default();
+    b.r.events = events.to_vec();
+    let mut done: Option<usize> = None;
+    let mut last_call: Option<usize> = None;
+    let mut extra_choice_noted = false;
+    for ev in events {
+        let n = ev.index;
+        if let Some(d) = done {
+            b.problem(
+                Some(n),
+                "after_end",
+                format!("event {n} arrives after [DONE] (event {d})"),
+            );
+            continue;
+        }
+        if ev.data.trim() == "[DONE]" {
+            done = Some(n);
+            continue;
+        }
+        let v: Value = match serde_json::from_str(&ev.data) {
+            Ok(v) => v,
+            Err(e) => {
+                let kind = if ev.complete { "bad_json" } else { "truncated" };
+                b.problem(
+                    Some(n),
+                    kind,
+                    format!("event {n} data is not JSON: {e}: {}", excerpt(&ev.data)),
+                );
+                continue;
+            }
+        };
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            b.error_event(n, err);
+            continue;
+        }
+        if ev.event.as_deref() == Some("error") {
+            b.error_event(n, &v);
+            continue;
+        }
+        if b.r.message.model.is_none() {
+            b.r.message.model = str_field(&v, "model").map(str::to_owned);
+        }
+        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+            b.r.message.usage = Some(u.clone());
+        }
+        if let Some(raw) = v.pointer("/__verbose/content").and_then(Value::as_str) {
+            b.r.message.raw_text = Some(raw.to_owned());
+        }
+        let Some(choices) = v.get("choices").and_then(Value::as_array) else {
+            continue;
+        };
+        for ch in choices {
+            if ch.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                if !extra_choice_noted {
+                    extra_choice_noted = true;
+                    b.problem(
+                        Some(n),
+                        "extra_choice",
+                        "the stream carries more than one choice; only choice 0 is reassembled"
+                            .into(),
+                    );
+                }
+                continue;
+            }
+            let delta = ch
+                .get("delta")
+                .or_else(|| ch.get("message"))
+                .unwrap_or(&Value::Null);
+            if let Some(s) = str_field(delta, "content") {
+                b.r.message.content.push_str(s);
+            }
+            if let Some(s) =
+                str_field(delta, "reasoning_content").or_else(|| str_field(delta, "reasoning"))
+            {
+                b.r.message.reasoning.push_str(s);
+            }
+            if let Some(tcs) = delta.get("tool_calls").and_then(Value::as_array) {
+                for tc in tcs {
+                    let idx = tc.get("index").and_then(Value::as_u64);
+                    let id = str_field(tc, "id").filter(|s| !s.is_empty());
+                    let name = tc
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty());
+                    let args = args_text(tc.pointer("/function/arguments"));
+                    let calls = &b.r.message.tool_calls;
+                    let slot = match idx {
+                        Some(i) => match calls.iter().rposition(|c| c.index == Some(i)) {
+                            Some(k) => match (id, calls[k].id.as_deref()) {
+                                (Some(new), Some(old)) if new != old => {
+                                    b.finding(
+                                        Rule::StreamMissingIndex,
+                                        n,
+                                        format!("index {i} is reused for a new call (id {new}, earlier call id {old}): the index does not identify the call"),
+                                        "Each parallel tool call needs its own `index`; clients merge deltas by index and would concatenate both calls.",
+                                        name,
+                                        None,
+                                    );
+                                    None
+                                }
+                                _ => Some(k),
+                            },
+                            None => None,
+                        },
+                        None => {
+                            let cont = match (last_call, id) {
+                                (Some(k), Some(new)) => (b.r.message.tool_calls[k]
+                                    .id
+                                    .as_deref()
+                                    .is_none_or(|old| old == new))
+                                .then_some(k),
+                                (Some(k), None) => Some(k),
+                                (None, _) => None,
+                            };
+                            let tool = name
+                                .map(str::to_owned)
+                                .or(cont.map(|k| b.r.message.tool_calls[k].name.clone()));
+                            b.finding(
+                                Rule::StreamMissingIndex,
+                                n,
+                                match cont {
+                                    Some(k) => format!("tool-call delta without `index` in event {n}; taken as a continuation of call {k}"),
+                                    None => format!("tool-call delta without `index` in event {n}; taken as a new call"),
+                                },
+                                "Every `tool_calls[]` delta must carry `index` (OpenAI chat.completion.chunk); strict clients drop or misplace it.",
+                                tool.as_deref(),
+                                None,
+                            );
+                            cont
+                        }
+                    };
+                    let k = match slot {
+                        Some(k) => {
+                            b.touch(k, n);
+                            let call = &mut b.r.message.tool_calls[k];
+                            if call.id.is_none() {
+                                call.id = id.map(str::to_owned);
+                            }
+                            if let Some(nm) = name {
+                                if call.name.is_empty() {
+                                    call.name = nm.to_owned();
+                                } else {
+                                    let old = call.name.clone();
+                                    let msg = if nm == old {
+                                        format!(
+                                            "the name \"{nm}\" of call {k} is sent again in event {n}"
+                                        )
+                                    } else if nm.starts_with(&old) {
+                                        call.name = nm.to_owned();
+                                        format!(
+                                            "the name of call {k} is re-sent in event {n} as \"{nm}\" (was \"{old}\")"
+                                        )
+                                    } else {
+                                        call.name.push_str(nm);
+                                        format!(
+                                            "the name of call {k} continues in event {n} (\"{old}\" + \"{nm}\")"
+                                        )
+                                    };
+                                    b.finding(
+                                        Rule::StreamNameRepeated,
+                                        n,
+                                        msg,
+                                        "Send `function.name` once, in the first delta of a call; clients that concatenate every string field end up with a doubled name.",
+                                        Some(&old),
+                                        None,
+                                    );
+                                }
+                            }
+                            k
+                        }
+                        None => {
+                            let k = b.new_call(
+                                CallRecord {
+                                    index: idx,
+                                    id: id.map(str::to_owned),
+                                    name: name.unwrap_or("").to_owned(),
+                                    arguments: String::new(),
+                                },
+                                n,
+                            );
+                            if id.is_none() {
+                                b.finding(
+                                    Rule::StreamMissingId,
+                                    n,
+                                    format!("the first delta of tool call {k} (event {n}) has no `id`"),
+                                    "The first delta of each call must carry `id`; clients need it to send the tool result back (tool_call_id).",
+                                    name,
+                                    None,
+                                );
+                            }
+                            k
+                        }
+                    };
+                    if let Some(a) = args {
+                        if !a.is_empty() {
+                            b.r.message.tool_calls[k].arguments.push_str(&a);
+                            b.last_args_event[k] = Some(n);
+                        }
+                    }
+                    last_call = Some(k);
+                }
+            }
+            if let Some(fr) = str_field(ch, "finish_reason") {
+                b.r.message.finish_reason = Some(fr.to_owned());
+                b.r.finish_event = Some(n);
+            }
+        }
+    }
+    end_checks(&mut b, done.is_some(), "[DONE]");
+    b.finish(Api::Openai)
+}
+
+fn end_checks(b: &mut Builder, ended: bool, end_name: &str) {
+    if let Some(last) = b.r.events.last().filter(|e| !e.complete) {
+        let (i, off) = (last.index, last.offset);
+        b.problem(
+            Some(i),
+            "truncated",
+            format!("the stream ends inside event {i} (byte {off}): no blank line after it"),
+        );
+    }
+    if !ended && !b.r.problems.iter().any(|p| p.kind == "error_event") {
+        b.problem(
+            None,
+            "no_end",
+            format!("the stream ends without {end_name}"),
+        );
+    }
+}
+
+/// Reassembles an Anthropic Messages stream. Shape: see [`Reassembled`]; `finish_reason` holds
+/// `stop_reason`, `stop_sequence` the matched stop sequence, `usage` the `message_start` usage
+/// updated by `message_delta` usage.
+pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Text,
+        Thinking,
+        Tool(usize),
+        Other,
+    }
+    let mut b = Builder::default();
+    b.r.events = events.to_vec();
+    let mut blocks: Vec<(u64, Kind, Option<String>)> = Vec::new(); // (index, kind, start input)
+    let mut done: Option<usize> = None;
+    let mut last_block: Option<u64> = None;
+    for ev in events {
+        let n = ev.index;
+        if let Some(d) = done {
+            b.problem(
+                Some(n),
+                "after_end",
+                format!("event {n} arrives after message_stop (event {d})"),
+            );
+            continue;
+        }
+        let v: Value = match serde_json::from_str(&ev.data) {
+            Ok(v) => v,
+            Err(e) => {
+                let kind = if ev.complete { "bad_json" } else { "truncated" };
+                b.problem(
+                    Some(n),
+                    kind,
+                    format!("event {n} data is not JSON: {e}: {}", excerpt(&ev.data)),
+                );
+                continue;
+            }
+        };
+        // llama.cpp sends `event: error` with data `{code, message, type: "server_error"}`.
+        let ty = if ev.event.as_deref() == Some("error") {
+            "error"
+        } else {
+            str_field(&v, "type").or(ev.event.as_deref()).unwrap_or("")
+        };
+        match ty {
+            "message_start" => {
+                let m = v.get("message").unwrap_or(&Value::Null);
+                b.r.message.model = str_field(m, "model").map(str::to_owned);
+                if let Some(u) = m.get("usage").filter(|u| !u.is_null()) {
+                    b.r.message.usage = Some(u.clone());
+                }
+            }
+            "content_block_start" => {
+                let idx = v.get("index").and_then(Value::as_u64);
+                let i = match idx {
+                    Some(i) => i,
+                    None => {
+                        let i = last_block.map_or(0, |l| l + 1);
+                        b.finding(
+                            Rule::StreamMissingIndex,
+                            n,
+                            format!("content_block_start without `index` in event {n}; taken as block {i}"),
+                            "Every content_block_* event must carry the block `index`.",
+                            None,
+                            None,
+                        );
+                        i
+                    }
+                };
+                let cb = v.get("content_block").unwrap_or(&Value::Null);
+                let kind = match str_field(cb, "type").unwrap_or("") {
+                    "text" => {
+                        b.r.message
+                            .content
+                            .push_str(str_field(cb, "text").unwrap_or(""));
+                        Kind::Text
+                    }
+                    "thinking" => {
+                        b.r.message
+                            .reasoning
+                            .push_str(str_field(cb, "thinking").unwrap_or(""));
+                        Kind::Thinking
+                    }
+                    "tool_use" | "server_tool_use" => {
+                        let id = str_field(cb, "id").filter(|s| !s.is_empty());
+                        let name = str_field(cb, "name").unwrap_or("");
+                        let k = b.new_call(
+                            CallRecord {
+                                index: Some(i),
+                                id: id.map(str::to_owned),
+                                name: name.to_owned(),
+                                arguments: String::new(),
+                            },
+                            n,
+                        );
+                        if id.is_none() {
+                            b.finding(
+                                Rule::StreamMissingId,
+                                n,
+                                format!("tool_use block {i} (event {n}) has no `id`"),
+                                "A tool_use block needs its `id`; the client answers with a tool_result carrying tool_use_id.",
+                                Some(name),
+                                None,
+                            );
+                        }
+                        Kind::Tool(k)
+                    }
+                    _ => Kind::Other,
+                };
+                let start_input = cb
+                    .get("input")
+                    .filter(|x| x.as_object().is_some_and(|o| !o.is_empty()))
+                    .map(Value::to_string);
+                blocks.retain(|(j, _, _)| *j != i);
+                blocks.push((i, kind, start_input));
+                last_block = Some(i);
+            }
+            "content_block_delta" => {
+                let d = v.get("delta").unwrap_or(&Value::Null);
+                let dty = str_field(d, "type").unwrap_or("");
+                let idx = v.get("index").and_then(Value::as_u64);
+                let i = match idx {
+                    Some(i) => i,
+                    None => {
+                        let i = last_block.unwrap_or(0);
+                        b.finding(
+                            Rule::StreamMissingIndex,
+                            n,
+                            format!("content_block_delta without `index` in event {n}; taken as block {i}"),
+                            "Every content_block_* event must carry the block `index`.",
+                            None,
+                            None,
+                        );
+                        i
+                    }
+                };
+                let mut kind = blocks.iter().find(|(j, _, _)| *j == i).map(|x| x.1);
+                if kind.is_none() {
+                    b.finding(
+                        Rule::StreamMissingIndex,
+                        n,
+                        format!("content_block_delta for block {i} in event {n}, but no content_block_start opened block {i}"),
+                        "Send content_block_start before the deltas of a block.",
+                        None,
+                        None,
+                    );
+                    let k = match dty {
+                        "text_delta" => Kind::Text,
+                        "thinking_delta" | "signature_delta" => Kind::Thinking,
+                        "input_json_delta" => {
+                            let k = b.new_call(
+                                CallRecord {
+                                    index: Some(i),
+                                    ..Default::default()
+                                },
+                                n,
+                            );
+                            Kind::Tool(k)
+                        }
+                        _ => Kind::Other,
+                    };
+                    blocks.push((i, k, None));
+                    kind = Some(k);
+                }
+                last_block = Some(i);
+                match (dty, kind) {
+                    ("text_delta", _) => {
+                        b.r.message
+                            .content
+                            .push_str(str_field(d, "text").unwrap_or(""))
+                    }
+                    ("thinking_delta", _) => {
+                        b.r.message
+                            .reasoning
+                            .push_str(str_field(d, "thinking").unwrap_or(""))
+                    }
+                    ("input_json_delta", Some(Kind::Tool(k))) => {
+                        b.touch(k, n);
+                        let pj = str_field(d, "partial_json").unwrap_or("");
+                        if !pj.is_empty() {
+                            b.r.message.tool_calls[k].arguments.push_str(pj);
+                            b.last_args_event[k] = Some(n);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(i) = v.get("index").and_then(Value::as_u64) {
+                    if let Some((_, Kind::Tool(k), Some(input))) =
+                        blocks.iter().find(|(j, _, _)| *j == i)
+                    {
+                        let k = *k;
+                        b.touch(k, n);
+                        if b.r.message.tool_calls[k].arguments.is_empty() {
+                            b.r.message.tool_calls[k].arguments = input.clone();
+                        }
+                    }
+                }
+            }
+            "message_delta" => {
+                let d = v.get("delta").unwrap_or(&Value::Null);
+                if let Some(sr) = str_field(d, "stop_reason") {
+                    b.r.message.finish_reason = Some(sr.to_owned());
+                    b.r.finish_event = Some(n);
+                }
+                if let Some(ss) = str_field(d, "stop_sequence") {
+                    b.r.message.stop_sequence = Some(ss.to_owned());
+                }
+                if let Some(u) = v.get("usage").and_then(Value::as_object) {
+                    let mut merged =
+                        b.r.message
+                            .usage
+                            .take()
+                            .and_then(|x| x.as_object().cloned())
+                            .unwrap_or_default();
+                    for (k, x) in u {
+                        merged.insert(k.clone(), x.clone());
+                    }
+                    b.r.message.usage = Some(Value::Object(merged));
+                }
+            }
+            "message_stop" => done = Some(n),
+            "ping" => {}
+            "error" => {
+                let err = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+                b.error_event(n, err);
+            }
+            _ => {}
+        }
+    }
+    // A tool block whose input came whole in content_block_start and never got a stop.
+    for (_, kind, input) in &blocks {
+        if let (Kind::Tool(k), Some(input)) = (kind, input) {
+            if b.r.message.tool_calls[*k].arguments.is_empty() {
+                b.r.message.tool_calls[*k].arguments = input.clone();
+            }
+        }
+    }
+    end_checks(&mut b, done.is_some(), "message_stop");
+    b.finish(Api::Anthropic)
+}
+
+/// Reassembles a raw-completion stream: llama-server `/completion` (`data: {"content", "stop",
+/// "stop_type", …}`) or OpenAI `/v1/completions` (`choices[0].text`, `finish_reason`).
+pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
+    let mut b = Builder::default();
+    b.r.events = events.to_vec();
+    let mut done = false;
+    for ev in events {
+        let n = ev.index;
+        if ev.data.trim() == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let v: Value = match serde_json::from_str(&ev.data) {
+            Ok(v) => v,
+            Err(e) => {
+                b.problem(
+                    Some(n),
+                    if ev.complete { "bad_json" } else { "truncated" },
+                    format!("event {n} data is not JSON: {e}"),
+                );
+                continue;
+            }
+        };
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            b.error_event(n, err);
+            continue;
+        }
+        if let Some(c) = str_field(&v, "content") {
+            b.r.message.content.push_str(c);
+            if v.get("stop").and_then(Value::as_bool) == Some(true) {
+                done = true;
+                b.r.message.finish_reason = str_field(&v, "stop_type").map(str::to_owned);
+                b.r.finish_event = Some(n);
+                b.r.message.stop_sequence = str_field(&v, "stopping_word")
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned);
+            }
+        } else if let Some(ch) = v.pointer("/choices/0") {
+            b.r.message
+                .content
+                .push_str(str_field(ch, "text").unwrap_or(""));
+            if let Some(fr) = str_field(ch, "finish_reason") {
+                b.r.message.finish_reason = Some(fr.to_owned());
+                b.r.finish_event = Some(n);
+            }
+        }
+        if b.r.message.model.is_none() {
+            b.r.message.model = str_field(&v, "model").map(str::to_owned);
+        }
+        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+            b.r.message.usage = Some(u.clone());
+        }
+    }
+    end_checks(&mut b, done, "a final event");
+    b.finish(Api::Completion)
+}
+
+/// Findings for a non-streamed body already read into `m`: invalid argument JSON (evidence
+/// pointer into the body) and finish mismatches.
+fn json_findings(api: Api, m: &AssistantMessage) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (i, c) in m.tool_calls.iter().enumerate() {
+        if let Err(e) = c.arguments_json() {
+            let pointer = match api {
+                Api::Anthropic => format!("/content/{}/input", c.index.unwrap_or(i as u64)),
+                _ => format!("/choices/0/message/tool_calls/{i}/function/arguments"),
+            };
+            out.push(
+                Finding::new(
+                    Rule::ToolCallArgsInvalidJson,
+                    format!("arguments of tool call {i} ({}) are not JSON: {e}", c.name),
+                    "The server returned the model's arguments verbatim; a cut-off object usually means max_tokens was hit.",
+                )
+                .with_evidence(Evidence {
+                    pane: Some(Pane::Stream),
+                    tool: Some(c.name.clone()).filter(|n| !n.is_empty()),
+                    pointer: Some(pointer),
+                    excerpt: Some(excerpt(&c.arguments)),
+                    ..Default::default()
+                }),
+            );
+        }
+    }
+    let pointer = match api {
+        Api::Anthropic => "/stop_reason",
+        _ => "/choices/0/finish_reason",
+    };
+    out.extend(finish_findings(m, api, |f| {
+        f.with_evidence(Evidence {
+            pane: Some(Pane::Stream),
+            pointer: Some(pointer.to_owned()),
+            ..Default::default()
+        })
+    }));
+    out
+}
+
+/// Decodes one recorded exchange's response: SSE (recorded chunks, or a body whose
+/// `content-type` is `text/event-stream`) or a JSON body, by the API of the request path
+/// (`/v1/chat/completions` → OpenAI, `/v1/messages` → Anthropic, `/completion`,
+/// `/v1/completions` → raw completion). Findings carry the exchange id.
+///
+/// Returns `None` for other paths, a missing response, or a non-stream body that is not a
+/// message (e.g. an HTTP error body `{"error": …}`; status-based rules are diagnose's).
+pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
+    let api = ex.api();
+    if api == Api::Other {
+        return None;
+    }
+    let resp = ex.response.as_ref()?;
+    let is_sse = resp.chunks.is_some()
+        || ex
+            .response_header("content-type")
+            .is_some_and(|c| c.contains("text/event-stream"));
+    let mut r = if is_sse {
+        let events = match &resp.chunks {
+            Some(chunks) => {
+                let bytes: Vec<(Vec<u8>, u64)> =
+                    chunks.iter().map(|c| (c.data.to_bytes(), c.t_us)).collect();
+                decode_chunks(bytes.iter().map(|(b, t)| (b.as_slice(), Some(*t))))
+            }
+            None => decode_bytes(&ex.response_bytes()),
+        };
+        match api {
+            Api::Openai => reassemble_openai(&events),
+            Api::Anthropic => reassemble_anthropic(&events),
+            _ => reassemble_completion(&events),
+        }
+    } else {
+        let body: Value = resp.body.as_ref()?.json().ok()?;
+        let m = from_response_json(api.as_str(), &body)?;
+        Reassembled {
+            findings: json_findings(api, &m),
+            message: m,
+            ..Default::default()
+        }
+    };
+    for f in &mut r.findings {
+        f.exchange = Some(ex.id);
+    }
+    Some(r)
+}

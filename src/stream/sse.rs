@@ -1,0 +1,374 @@
+//! Server-sent events decoding, correct for any chunk boundary.
+//!
+//! Follows the WHATWG HTML Living Standard, §9.2.6 "Interpreting an event stream":
+//! lines end in CRLF, LF or CR; a line starting with `:` is a comment; `field: value` strips one
+//! space after the colon; `data` lines are joined with LF; `event`, `id` (ignored when it
+//! contains U+0000) and `retry` (ASCII digits only) are kept; an empty line dispatches the event
+//! when its data buffer is not empty; one leading UTF-8 BOM is stripped; invalid UTF-8 decodes to
+//! U+FFFD.
+//!
+//! Two deliberate departures, both for an inspector rather than a browser:
+//! * a truncated stream's last, unterminated event is reported by [`SseDecoder::finish`] with
+//!   `complete: false` instead of being discarded (the spec discards it);
+//! * [`SseEvent::id`] is the `id:` field given *in this event's block*, not the persistent
+//!   "last event ID" (that one is [`SseDecoder::last_event_id`]).
+//!
+//! Why not the `eventsource-stream` crate (0.2.3): it is an async `Stream` adaptor that yields
+//! only `{event, data, id, retry}`, with no byte offsets, chunk index or receive time; it drops
+//! a truncated final event and a final line ended by a lone CR at end of stream; and a chunk with
+//! invalid (not merely split) UTF-8 is buffered forever. The decoder here works on bytes, splits
+//! lines on the ASCII bytes CR/LF (which never occur inside a multi-byte UTF-8 sequence, so a
+//! character split across chunks is simply reassembled in the line buffer), and is synchronous
+//! and pure.
+
+use serde::{Deserialize, Serialize};
+
+/// One dispatched server-sent event.
+///
+/// Byte offsets count from the first byte of the response body (a BOM included).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SseEvent {
+    /// 0-based event number in the stream (the number findings cite as `evidence.event`).
+    pub index: usize,
+    /// `event:` field; `None` when absent or empty (a browser would report type `message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// `data:` lines joined with `\n` (no trailing newline).
+    pub data: String,
+    /// `id:` field given in this event's block, if any (values containing U+0000 are ignored,
+    /// as the spec says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `retry:` given in this event's block, in milliseconds (ASCII digits only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<u64>,
+    /// 0-based index of the chunk in which the event was completed (the chunk holding the end of
+    /// the blank line that dispatched it; for a truncated event, the last chunk).
+    pub chunk: usize,
+    /// Byte offset of the event's first line (field or comment) in the body.
+    pub offset: usize,
+    /// Byte offset just past the event's last line terminator, i.e. where the dispatching blank
+    /// line starts (for a truncated event: the end of the body). `body[offset..end]` is the
+    /// event's text.
+    pub end: usize,
+    /// Receive time of the completing chunk, microseconds from the request start, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_us: Option<u64>,
+    /// `false` for the final event of a truncated stream (no blank line after it).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub complete: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// A place in the byte stream where a line was not valid UTF-8 (decoded with U+FFFD).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SseProblem {
+    /// Byte offset of the first invalid byte in the body.
+    pub offset: usize,
+    /// What was wrong, in words.
+    pub message: String,
+}
+
+/// Incremental SSE decoder: feed byte chunks as they arrive, collect events.
+///
+/// ```
+/// use toolscope::stream::sse::SseDecoder;
+/// let mut d = SseDecoder::new();
+/// let mut ev = d.feed(b"data: a\r", Some(10));
+/// ev.extend(d.feed(b"\n\r\n", Some(20)));
+/// assert_eq!(ev[0].data, "a");
+/// assert_eq!((ev[0].chunk, ev[0].t_us), (1, Some(20)));
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct SseDecoder {
+    /// Bytes of the current, unterminated line.
+    line: Vec<u8>,
+    /// Absolute offset of the current line's first byte.
+    line_start: usize,
+    /// Total bytes fed.
+    pos: usize,
+    /// Previous chunk ended in CR: an LF starting the next chunk belongs to that CRLF.
+    skip_lf: bool,
+    /// Up to 3 leading bytes held back until we know whether they are a BOM.
+    bom_state: BomState,
+    chunk: usize,
+    chunks_seen: usize,
+    t_us: Option<u64>,
+    // event block being built
+    data: String,
+    has_data: bool,
+    event: Option<String>,
+    id: Option<String>,
+    retry: Option<u64>,
+    block_start: Option<usize>,
+    // stream state
+    next_index: usize,
+    last_event_id: String,
+    reconnection_ms: Option<u64>,
+    problems: Vec<SseProblem>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum BomState {
+    /// Nothing seen yet; bytes of a possible BOM prefix matched so far.
+    #[default]
+    Start,
+    Matched(u8),
+    Done,
+}
+
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> SseDecoder {
+        SseDecoder::default()
+    }
+
+    /// Feeds the next chunk (any size, any boundary) received at `t_us` microseconds from the
+    /// request start, returning the events it completed, in order.
+    pub fn feed(&mut self, bytes: &[u8], t_us: Option<u64>) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        self.feed_into(bytes, t_us, &mut out);
+        out
+    }
+
+    /// Like [`SseDecoder::feed`], appending to `out`.
+    pub fn feed_into(&mut self, mut bytes: &[u8], t_us: Option<u64>, out: &mut Vec<SseEvent>) {
+        self.chunk = self.chunks_seen;
+        self.chunks_seen += 1;
+        self.t_us = t_us;
+        // Strip one leading BOM, which itself may be split across chunks.
+        while self.bom_state != BomState::Done && !bytes.is_empty() {
+            let matched = match self.bom_state {
+                BomState::Start => 0,
+                BomState::Matched(n) => n,
+                BomState::Done => unreachable!(),
+            };
+            if bytes[0] == BOM[matched as usize] {
+                bytes = &bytes[1..];
+                self.pos += 1;
+                if matched + 1 == 3 {
+                    self.bom_state = BomState::Done;
+                    self.line_start = self.pos;
+                } else {
+                    self.bom_state = BomState::Matched(matched + 1);
+                }
+            } else {
+                // Not a BOM: the held bytes are ordinary line content.
+                self.bom_state = BomState::Done;
+                self.line.extend_from_slice(&BOM[..matched as usize]);
+                self.line_start = 0;
+            }
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.skip_lf {
+                self.skip_lf = false;
+                if bytes[i] == b'\n' {
+                    i += 1;
+                    self.pos += 1;
+                    self.line_start = self.pos;
+                    continue;
+                }
+            }
+            let rest = &bytes[i..];
+            match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+                None => {
+                    self.line.extend_from_slice(rest);
+                    self.pos += rest.len();
+                    break;
+                }
+                Some(k) => {
+                    let term = rest[k];
+                    let line_start = self.line_start;
+                    if self.line.is_empty() {
+                        self.process_line(&rest[..k], line_start, out);
+                    } else {
+                        let mut line = std::mem::take(&mut self.line);
+                        line.extend_from_slice(&rest[..k]);
+                        self.process_line(&line, line_start, out);
+                        line.clear();
+                        self.line = line;
+                    }
+                    self.pos += k + 1;
+                    i += k + 1;
+                    if term == b'\r' {
+                        if i < bytes.len() {
+                            if bytes[i] == b'\n' {
+                                i += 1;
+                                self.pos += 1;
+                            }
+                        } else {
+                            self.skip_lf = true;
+                        }
+                    }
+                    self.line_start = self.pos;
+                }
+            }
+        }
+    }
+
+    /// Ends the stream. Returns the pending event when the stream stopped inside one (a last
+    /// line without terminator, or field lines without the blank line): `complete: false`.
+    /// Returns `None` when the stream ended cleanly.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        if self.bom_state == BomState::Start || matches!(self.bom_state, BomState::Matched(_)) {
+            if let BomState::Matched(n) = self.bom_state {
+                self.line.extend_from_slice(&BOM[..n as usize]);
+                self.line_start = 0;
+            }
+            self.bom_state = BomState::Done;
+        }
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            let mut sink = Vec::new();
+            let start = self.line_start;
+            self.process_line(&line, start, &mut sink);
+            debug_assert!(sink.is_empty());
+        }
+        self.block_start?;
+        let ev = self.take_event(self.pos, false);
+        self.reset_block();
+        ev
+    }
+
+    /// The spec's "last event ID" after everything fed so far (persists across events).
+    pub fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+
+    /// The reconnection time set by the last valid `retry:` field, in milliseconds.
+    pub fn retry(&self) -> Option<u64> {
+        self.reconnection_ms
+    }
+
+    /// Bytes fed so far.
+    pub fn bytes_seen(&self) -> usize {
+        self.pos
+    }
+
+    /// Lines that were not valid UTF-8 (decoded lossily), with their offsets.
+    pub fn problems(&self) -> &[SseProblem] {
+        &self.problems
+    }
+
+    fn reset_block(&mut self) {
+        self.data.clear();
+        self.has_data = false;
+        self.event = None;
+        self.id = None;
+        self.retry = None;
+        self.block_start = None;
+    }
+
+    fn take_event(&mut self, end: usize, complete: bool) -> Option<SseEvent> {
+        if !self.has_data {
+            return None;
+        }
+        let mut data = std::mem::take(&mut self.data);
+        if data.ends_with('\n') {
+            data.pop();
+        }
+        let ev = SseEvent {
+            index: self.next_index,
+            event: self.event.take().filter(|e| !e.is_empty()),
+            data,
+            id: self.id.take(),
+            retry: self.retry.take(),
+            chunk: self.chunk,
+            offset: self.block_start.unwrap_or(end),
+            end,
+            t_us: self.t_us,
+            complete,
+        };
+        self.next_index += 1;
+        Some(ev)
+    }
+
+    fn process_line(&mut self, raw: &[u8], start: usize, out: &mut Vec<SseEvent>) {
+        if raw.is_empty() {
+            // Dispatch.
+            if let Some(ev) = self.take_event(start, true) {
+                out.push(ev);
+            }
+            self.reset_block();
+            return;
+        }
+        if self.block_start.is_none() {
+            self.block_start = Some(start);
+        }
+        if raw[0] == b':' {
+            return; // comment
+        }
+        let line = match std::str::from_utf8(raw) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(e) => {
+                self.problems.push(SseProblem {
+                    offset: start + e.valid_up_to(),
+                    message: format!(
+                        "invalid UTF-8 at byte {} (decoded as U+FFFD)",
+                        start + e.valid_up_to()
+                    ),
+                });
+                String::from_utf8_lossy(raw)
+            }
+        };
+        let (field, value) = match line.find(':') {
+            Some(c) => {
+                let v = &line[c + 1..];
+                (&line[..c], v.strip_prefix(' ').unwrap_or(v))
+            }
+            None => (&line[..], ""),
+        };
+        match field {
+            "data" => {
+                self.data.push_str(value);
+                self.data.push('\n');
+                self.has_data = true;
+            }
+            "event" => self.event = Some(value.to_owned()),
+            "id" => {
+                if !value.contains('\0') {
+                    self.id = Some(value.to_owned());
+                    self.last_event_id = value.to_owned();
+                }
+            }
+            "retry" => {
+                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                    if let Ok(ms) = value.parse::<u64>() {
+                        self.retry = Some(ms);
+                        self.reconnection_ms = Some(ms);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Decodes a whole recorded stream: `chunks` are `(bytes, t_us)` in receive order. The last
+/// event is included with `complete: false` when the stream was truncated.
+pub fn decode_chunks<'a, I>(chunks: I) -> Vec<SseEvent>
+where
+    I: IntoIterator<Item = (&'a [u8], Option<u64>)>,
+{
+    let mut d = SseDecoder::new();
+    let mut out = Vec::new();
+    for (bytes, t) in chunks {
+        d.feed_into(bytes, t, &mut out);
+    }
+    out.extend(d.finish());
+    out
+}
+
+/// Decodes a whole body given as one buffer (chunk 0, no receive times).
+pub fn decode_bytes(body: &[u8]) -> Vec<SseEvent> {
+    decode_chunks([(body, None)])
+}

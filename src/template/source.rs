@@ -1,0 +1,237 @@
+//! Where a chat template comes from: a `.jinja` file, a HF `tokenizer_config.json` (or
+//! `chat_template.json`), GGUF metadata, llama-server `GET /props`, or Ollama `POST /api/show`
+//! (a Go template: displayed only). Pure: the CLI layer reads files and fetches URLs.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::gguf::{self, GgufMetadata};
+use super::input::RenderInput;
+use crate::tokens::Vocab;
+
+/// The template language of a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateFormat {
+    /// A Jinja2 chat template (HF, GGUF, llama-server): renderable.
+    #[default]
+    Jinja,
+    /// An Ollama Go `text/template`: shown, not rendered.
+    Go,
+}
+
+/// A chat template with what its source knows about the model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TemplateSource {
+    /// The default template text.
+    pub template: String,
+    /// Named templates (HF list form `[{"name", "template"}]`, GGUF
+    /// `tokenizer.chat_template.<name>`, `/props` `chat_template_tool_use`), e.g. `tool_use`.
+    /// The default one is also under `default` when the source names it.
+    pub named: BTreeMap<String, String>,
+    /// BOS text, when the source knows it.
+    pub bos_token: Option<String>,
+    /// EOS text, when the source knows it.
+    pub eos_token: Option<String>,
+    /// File name or URL, for messages.
+    pub origin: String,
+    /// The vocabulary, when the source carries one (GGUF).
+    pub vocab: Option<Vocab>,
+    /// Jinja or Go.
+    pub format: TemplateFormat,
+}
+
+/// A template source that cannot be used, naming the source and (for JSON) the position.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct SourceError {
+    pub origin: String,
+    pub message: String,
+}
+
+fn err(origin: &str, message: impl Into<String>) -> SourceError {
+    SourceError { origin: origin.to_owned(), message: message.into() }
+}
+
+/// A token given as a string or as a HF AddedToken object `{"content": …}`.
+fn token_text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o.get("content").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    }
+}
+
+impl TemplateSource {
+    /// Detects the kind from the bytes: GGUF magic → [`TemplateSource::from_gguf`]; a JSON
+    /// object with `chat_template` → tokenizer_config.json / chat_template.json (or
+    /// llama-server `/props`); a JSON object with `template` and `modelfile` or `details` →
+    /// Ollama `/api/show`; a JSON `tokenizer.json` → error (use it as `--vocab`); anything else
+    /// that is UTF-8 → a `.jinja` template. Errors: invalid UTF-8 (with byte offset), JSON
+    /// without a template (with line/column for malformed JSON), damaged GGUF header.
+    pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<TemplateSource, SourceError> {
+        if gguf::is_gguf(bytes) {
+            let md = gguf::read_metadata(bytes).map_err(|e| err(name, e.to_string()))?;
+            return TemplateSource::from_gguf(name, &md);
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| err(name, format!("not UTF-8 at byte {} (and not a GGUF file)", e.valid_up_to())))?;
+        let trimmed = text.trim_start();
+        let looks_json = name.ends_with(".json") || (trimmed.starts_with('{') && !trimmed.starts_with("{%") && !trimmed.starts_with("{{") && !trimmed.starts_with("{#"));
+        if looks_json {
+            let v: Value = match serde_json::from_str(text) {
+                Ok(v) => v,
+                Err(e) if name.ends_with(".json") => {
+                    return Err(err(name, format!("malformed JSON at line {}, column {}: {e}", e.line(), e.column())));
+                }
+                Err(_) => return Ok(TemplateSource::from_jinja(name, text)),
+            };
+            if v.get("chat_template").is_some() && v.get("default_generation_settings").is_some() {
+                return TemplateSource::from_props(&v).map(|mut s| {
+                    s.origin = name.to_owned();
+                    s
+                });
+            }
+            if v.get("chat_template").is_some() {
+                return TemplateSource::from_tokenizer_config(name, &v);
+            }
+            if v.get("template").and_then(Value::as_str).is_some() && (v.get("modelfile").is_some() || v.get("details").is_some()) {
+                return TemplateSource::from_ollama_show(name, &v);
+            }
+            if v.get("model").is_some() && v.get("added_tokens").is_some() {
+                return Err(err(name, "this is a tokenizer.json (a vocabulary, no chat template): pass it as --vocab, and the tokenizer_config.json as --template"));
+            }
+            return Err(err(name, "JSON has no \"chat_template\" (expected tokenizer_config.json, chat_template.json or llama-server /props)"));
+        }
+        Ok(TemplateSource::from_jinja(name, text))
+    }
+
+    /// A bare Jinja template.
+    pub fn from_jinja(name: &str, text: &str) -> TemplateSource {
+        TemplateSource { template: text.to_owned(), origin: name.to_owned(), ..Default::default() }
+    }
+
+    /// From a HF `tokenizer_config.json` value: `chat_template` is a string or a list of
+    /// `{"name", "template"}` (the `default` entry, else the first, becomes [`Self::template`]);
+    /// `bos_token` / `eos_token` are strings or AddedToken objects.
+    pub fn from_tokenizer_config(name: &str, v: &Value) -> Result<TemplateSource, SourceError> {
+        let mut src = TemplateSource { origin: name.to_owned(), ..Default::default() };
+        match v.get("chat_template") {
+            Some(Value::String(s)) => src.template = s.clone(),
+            Some(Value::Array(list)) => {
+                for (i, item) in list.iter().enumerate() {
+                    let n = item.get("name").and_then(Value::as_str);
+                    let t = item.get("template").and_then(Value::as_str);
+                    match (n, t) {
+                        (Some(n), Some(t)) => {
+                            src.named.insert(n.to_owned(), t.to_owned());
+                        }
+                        _ => return Err(err(name, format!("/chat_template/{i} is not {{\"name\", \"template\"}}"))),
+                    }
+                }
+                src.template = match src.named.get("default") {
+                    Some(t) => t.clone(),
+                    None => list.first().and_then(|i| i.get("template")).and_then(Value::as_str).unwrap_or_default().to_owned(),
+                };
+            }
+            _ => return Err(err(name, "/chat_template is neither a string nor a list of named templates")),
+        }
+        src.bos_token = token_text(v.get("bos_token"));
+        src.eos_token = token_text(v.get("eos_token"));
+        Ok(src)
+    }
+
+    /// From llama-server `GET /props` (tools/server/server-context.cpp, build 11434):
+    /// `chat_template`, `chat_template_tool_use` (when the model has one), `bos_token`,
+    /// `eos_token`. Errors: no `chat_template` string.
+    pub fn from_props(v: &Value) -> Result<TemplateSource, SourceError> {
+        let origin = v.get("model_path").and_then(Value::as_str).map(|p| format!("/props ({p})")).unwrap_or_else(|| "/props".into());
+        let template = v.get("chat_template").and_then(Value::as_str).ok_or_else(|| err(&origin, "/props has no \"chat_template\" string"))?;
+        let mut src = TemplateSource { template: template.to_owned(), origin, ..Default::default() };
+        if let Some(t) = v.get("chat_template_tool_use").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            src.named.insert("tool_use".into(), t.to_owned());
+            src.named.insert("default".into(), template.to_owned());
+        }
+        src.bos_token = token_text(v.get("bos_token"));
+        src.eos_token = token_text(v.get("eos_token"));
+        Ok(src)
+    }
+
+    /// From Ollama `POST /api/show`: the `template` field is a Go template ([`TemplateFormat::Go`]),
+    /// kept for display; it cannot be rendered as Jinja.
+    pub fn from_ollama_show(name: &str, v: &Value) -> Result<TemplateSource, SourceError> {
+        let t = v.get("template").and_then(Value::as_str).ok_or_else(|| err(name, "/api/show answer has no \"template\""))?;
+        Ok(TemplateSource { template: t.to_owned(), origin: name.to_owned(), format: TemplateFormat::Go, ..Default::default() })
+    }
+
+    /// From GGUF metadata: `tokenizer.chat_template` (and `tokenizer.chat_template.<name>`),
+    /// the vocabulary ([`Vocab::from_gguf`]) and BOS/EOS texts from it. A GGUF without a chat
+    /// template yields an empty template (llama.cpp then falls back to chatml) — still useful as
+    /// a vocabulary. Errors: a token list that cannot be turned into a vocabulary.
+    pub fn from_gguf(name: &str, md: &GgufMetadata) -> Result<TemplateSource, SourceError> {
+        let mut src = TemplateSource { origin: name.to_owned(), ..Default::default() };
+        src.template = md.get_str("tokenizer.chat_template").unwrap_or_default().to_owned();
+        for (k, v) in &md.kv {
+            if let Some(n) = k.strip_prefix("tokenizer.chat_template.")
+                && let Some(t) = v.as_str()
+            {
+                src.named.insert(n.to_owned(), t.to_owned());
+            }
+        }
+        if !src.named.is_empty() && !src.template.is_empty() {
+            src.named.entry("default".into()).or_insert_with(|| src.template.clone());
+        }
+        if md.get("tokenizer.ggml.tokens").is_some() {
+            let vocab = Vocab::from_gguf(name, md).map_err(|e| err(name, e.message))?;
+            src.bos_token = vocab.bos_text().map(str::to_owned);
+            src.eos_token = vocab.eos_text().map(str::to_owned);
+            src.vocab = Some(vocab);
+        }
+        Ok(src)
+    }
+
+    /// The template to render for `input`, as transformers picks from a named list: `tool_use`
+    /// when the request passes `tools` and the source has one, else `default`, else
+    /// [`Self::template`].
+    pub fn select(&self, input: &RenderInput) -> &str {
+        if input.tools.is_some()
+            && let Some(t) = self.named.get("tool_use")
+        {
+            return t;
+        }
+        self.named.get("default").map(String::as_str).unwrap_or(&self.template)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tokenizer_config_named_list() {
+        let v = json!({"chat_template": [{"name": "default", "template": "D"}, {"name": "tool_use", "template": "T"}],
+                       "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>"});
+        let bytes = serde_json::to_vec(&v).unwrap();
+        let s = TemplateSource::from_bytes("tokenizer_config.json", &bytes).unwrap();
+        assert_eq!(s.template, "D");
+        assert_eq!(s.bos_token.as_deref(), Some("<s>"));
+        assert_eq!(s.eos_token.as_deref(), Some("</s>"));
+        let with_tools = RenderInput::from_openai_request(&json!({"messages": [], "tools": []}));
+        let without = RenderInput::from_openai_request(&json!({"messages": []}));
+        assert_eq!(s.select(&with_tools), "T");
+        assert_eq!(s.select(&without), "D");
+    }
+
+    #[test]
+    fn detection() {
+        assert_eq!(TemplateSource::from_bytes("t.jinja", b"{{ bos_token }}").unwrap().template, "{{ bos_token }}");
+        let e = TemplateSource::from_bytes("x.json", b"{\"a\": ").unwrap_err();
+        assert!(e.message.contains("line 1"), "{e}");
+        let e = TemplateSource::from_bytes("t.jinja", &[0x7b, 0xff]).unwrap_err();
+        assert!(e.message.contains("byte 1"), "{e}");
+        let o = TemplateSource::from_bytes("show.json", br#"{"template": "{{ .Prompt }}", "details": {}}"#).unwrap();
+        assert_eq!(o.format, TemplateFormat::Go);
+    }
+}

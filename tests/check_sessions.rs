@@ -1,0 +1,217 @@
+//! `toolscope check` on session files: exchanges listed, streamed and failed exchanges
+//! diagnosed, damaged lines reported while the rest is checked.
+
+mod support;
+
+use std::io::Write;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use toolscope::session::write::new_header;
+use toolscope::session::{Body, Chunk, Exchange, Line, Request, Response, SessionWriter};
+
+fn exchange(
+    id: u64,
+    path: &str,
+    req: Value,
+    status: u16,
+    body: Option<&str>,
+    chunks: Option<Vec<&str>>,
+) -> Exchange {
+    Exchange {
+        id,
+        started: "2026-11-29T18:00:00.000000Z".into(),
+        request: Request {
+            method: "POST".into(),
+            path: path.into(),
+            headers: vec![],
+            body: Body::Text {
+                text: req.to_string(),
+            },
+        },
+        response: Some(Response {
+            status,
+            headers: vec![],
+            body: body.map(|b| Body::Text { text: b.into() }),
+            chunks: chunks.map(|c| {
+                c.into_iter()
+                    .enumerate()
+                    .map(|(i, t)| Chunk {
+                        t_us: i as u64 * 1000,
+                        data: Body::Text { text: t.into() },
+                    })
+                    .collect()
+            }),
+        }),
+        ..Default::default()
+    }
+}
+
+fn run(args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(support::bin())
+        .arg("check")
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), v, stdout)
+}
+
+#[test]
+fn session_with_stream_parse_error_and_damaged_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = SessionWriter::open(&path, &new_header("2026-11-29T18:00:00Z".into())).unwrap();
+    let tools = json!([{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]);
+    // 1: a stream whose finish_reason says tool_calls but whose call arguments were cut.
+    let sse = vec![
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"path\\\": \\\"no\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n",
+    ];
+    w.append(&Line::Exchange(Box::new(exchange(
+        1,
+        "/v1/chat/completions",
+        json!({"model": "m", "stream": true, "tools": tools}),
+        200,
+        None,
+        Some(sse),
+    ))))
+    .unwrap();
+    // 2: llama-server's own parser gave up.
+    let err = json!({"error": {"code": 500, "message": "The model produced output that does not match the expected peg-native format", "type": "server_error"}});
+    w.append(&Line::Exchange(Box::new(exchange(
+        2,
+        "/v1/chat/completions",
+        json!({"model": "m", "tools": tools}),
+        500,
+        Some(&err.to_string()),
+        None,
+    ))))
+    .unwrap();
+    drop(w);
+    // a damaged line in the middle, then a clean exchange 3
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(b"{\"type\":\"exchange\",\"id\":9,\"star\n")
+        .unwrap();
+    let ok = json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Done."}}]});
+    let line = serde_json::to_string(&Line::Exchange(Box::new(exchange(
+        3,
+        "/v1/chat/completions",
+        json!({"model": "m"}),
+        200,
+        Some(&ok.to_string()),
+        None,
+    ))))
+    .unwrap();
+    writeln!(f, "{line}").unwrap();
+    drop(f);
+
+    let (code, v, out) = run(&["--format", "json", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    let ex = v["exchanges"].as_array().unwrap();
+    assert_eq!(
+        ex.iter()
+            .map(|e| e["index"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        ex[0]["tool_calls"][0]["arguments"], "{\"path\": \"no",
+        "non-JSON arguments are kept as the raw string"
+    );
+    let by = |rule: &str| {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let invalid = by("tool_call.args_invalid_json");
+    assert_eq!(invalid.len(), 1);
+    assert_eq!(invalid[0]["exchange"], 1);
+    let fm = by("finish.mismatch");
+    assert_eq!(fm.len(), 1);
+    assert_eq!(
+        fm[0]["evidence"]["event"], 2,
+        "the event that carried finish_reason"
+    );
+    let pe = by("server.parse_error");
+    assert_eq!(pe.len(), 1);
+    assert_eq!(pe[0]["exchange"], 2);
+    assert_eq!(pe[0]["evidence"]["pointer"], "/error/message");
+    let dmg = by("session.damaged");
+    assert_eq!(dmg.len(), 1);
+    assert!(
+        dmg[0]["message"].as_str().unwrap().contains("line 4"),
+        "{}",
+        dmg[0]
+    );
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["exchange"] != 3),
+        "exchange 3 is clean"
+    );
+
+    // text output groups by exchange
+    let (code, _, text) = run(&[path.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let i1 = text.find("#1 openai").unwrap();
+    let i2 = text.find("#2 openai").unwrap();
+    let i3 = text.find("#3 openai").unwrap();
+    let pe_at = text.find("server.parse_error").unwrap();
+    assert!(i1 < i2 && i2 < pe_at && pe_at < i3, "{text}");
+    assert!(text[i3..].contains("ok: no findings"), "{text}");
+}
+
+#[test]
+fn not_a_session_is_unusable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.jsonl");
+    std::fs::write(&path, "hello\n").unwrap();
+    let out = Command::new(support::bin())
+        .args(["check", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("x.jsonl") && err.contains("line 1"), "{err}");
+}
+
+#[test]
+fn har_file_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.har");
+    let req = support::case_json("10-call-leaked-with-choice-none", "request.json");
+    let resp = support::case_json("10-call-leaked-with-choice-none", "response.json");
+    let har = json!({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [{
+        "startedDateTime": "2026-11-29T18:00:00.000Z", "time": 10,
+        "request": {"method": "POST", "url": "http://127.0.0.1:8080/v1/chat/completions", "httpVersion": "HTTP/1.1", "headers": [{"name": "Content-Type", "value": "application/json"}],
+                    "queryString": [], "cookies": [], "headersSize": -1, "bodySize": -1, "postData": {"mimeType": "application/json", "text": req.to_string()}},
+        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "headers": [{"name": "Content-Type", "value": "application/json"}], "cookies": [],
+                     "content": {"size": -1, "mimeType": "application/json", "text": resp.to_string()}, "redirectURL": "", "headersSize": -1, "bodySize": -1},
+        "cache": {}, "timings": {"send": 0, "wait": 10, "receive": 0}}]}});
+    std::fs::write(&path, har.to_string()).unwrap();
+    let (code, v, out) = run(&["--format", "json", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    let mut rules: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    rules.sort();
+    assert_eq!(
+        rules,
+        ["tool_call.leaked_as_text", "tool_choice.none_ignored"]
+    );
+}
