@@ -179,3 +179,18 @@ async fn live_proxy_events_grow_a_stream_in_place() {
     let s = drive(&mut tui, vec![]).await;
     assert!(s.contains("Stream · 5 events") && s.contains("1 exchanges"), "{s}");
 }
+
+#[tokio::test]
+async fn findings_of_the_server_parse_error_exchange() {
+    // Exchange 4 is llama-server's HTTP 500 "does not match the expected peg-native format"
+    // (tests/data fixture, from shared/notes/real-server.md): diagnose reports server.parse_error.
+    let mut tui = app();
+    let s = drive(&mut tui, typed("G 6")).await;
+    assert!(s.contains("server.parse_error"), "{s}");
+    // Filtering by rule keeps exactly that exchange.
+    let mut ev = typed("esc f");
+    ev.extend(text("rule:server"));
+    ev.extend(typed("enter"));
+    let s = drive(&mut tui, ev).await;
+    assert!(s.contains("1/4 exchanges"), "{s}");
+}

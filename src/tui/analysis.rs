@@ -256,8 +256,16 @@ pub struct Context<'a> {
 
 /// The list row of an exchange. Errors from decoding are shown in the row, not raised.
 pub fn summarize(ex: &Exchange) -> Summary {
+    summarize_in(ex, None)
+}
+
+/// [`summarize`] with the session context, so the findings column counts diagnose's findings.
+pub fn summarize_in(ex: &Exchange, ctx: Option<Context<'_>>) -> Summary {
     let message = reply(ex);
-    let findings = exchange_findings(ex, message.as_ref().map(|(m, _)| m));
+    let mut findings = exchange_findings(ex, message.as_ref().map(|(m, _)| m));
+    if let Some(ctx) = ctx {
+        findings.extend(diagnose(ex, ctx));
+    }
     Summary {
         id: ex.id,
         method: ex.request.method.clone(),
@@ -282,15 +290,27 @@ pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {
 pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     let request = ex.request_json();
     let api = Some(ex.api());
-    let events = if ex.is_stream() { decode_events(&ex) } else { Vec::new() };
+    let decoded = crate::stream::decode_exchange(&ex);
+    let events = match &decoded {
+        Some(d) if !d.events.is_empty() => events_from(&ex, &d.events),
+        _ if ex.is_stream() => decode_events(&ex),
+        _ => Vec::new(),
+    };
     let message = reply(&ex);
     let server = server_views(api, &events);
     let server = &server;
     let tools = tool_entries(request.as_ref());
-    let schema = schema_rows(request.as_ref());
+    let mut schema = schema_rows(request.as_ref());
     let template = template_view(&ex, request.as_ref(), ctx);
     let replay = replay_view(&ex, &events, &server, message.as_ref().map(|(m, _)| m));
-    let findings = exchange_findings(&ex, message.as_ref().map(|(m, _)| m));
+    let mut findings = exchange_findings(&ex, message.as_ref().map(|(m, _)| m));
+    findings.extend(diagnose(&ex, ctx));
+    // Schema: flattening and facts lost between the tools and the server's prompt.
+    if let Some(tools) = request.as_ref().and_then(|r| r.get("tools")) {
+        let loss = template.server.as_deref().map(|p| crate::schema::loss::schema_loss(tools, p)).unwrap_or_default();
+        apply_schema(&mut schema, tools, &loss);
+        findings.extend(loss.into_iter().map(|f| f.in_exchange(Some(ex.id))));
+    }
     let mut summary = summarize(&ex);
     summary.rules = findings.iter().map(|f| f.rule).collect();
     ExchangeAnalysis {
@@ -309,8 +329,72 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     }
 }
 
-/// Findings about one exchange. The diagnose module supplies these once it lands; until then,
-/// only what the session itself records.
+/// Maps the stream module's SSE events to the Stream pane's rows (size = bytes up to the next
+/// event).
+fn events_from(ex: &Exchange, evs: &[crate::stream::SseEvent]) -> Vec<StreamEvent> {
+    let total = ex.response_bytes().len();
+    evs.iter()
+        .enumerate()
+        .map(|(i, e)| StreamEvent {
+            index: e.index,
+            event: e.event.clone(),
+            data: e.data.clone(),
+            size: evs.get(i + 1).map_or(total, |n| n.offset).saturating_sub(e.offset),
+            chunk: e.chunk,
+            t_us: e.t_us,
+        })
+        .collect()
+}
+
+/// diagnose's findings for a chat exchange (with the server render and `/props` template).
+fn diagnose(ex: &Exchange, ctx: Context<'_>) -> Vec<Finding> {
+    if !matches!(ex.api(), Api::Openai | Api::Anthropic) {
+        return Vec::new();
+    }
+    let mut cx = crate::diagnose::load::exchange_context(ex);
+    if let Some((prompt, tokens)) = ctx.server_render {
+        cx.server_prompt = prompt.map(str::to_owned);
+        cx.server_tokens = tokens.map(<[_]>::to_vec);
+    }
+    if let Some(p) = ctx.header.props.as_ref() {
+        cx.template = p.get("chat_template").and_then(Value::as_str).map(str::to_owned);
+        cx.bos_token = p.get("bos_token").and_then(Value::as_str).map(str::to_owned);
+    }
+    crate::diagnose::check_exchange(&cx)
+}
+
+/// Fills the Schema rows from `schema::flatten` (flattened fragment, change, what was lost)
+/// and marks parameters a `schema.*` finding says never reached the prompt.
+fn apply_schema(rows: &mut [SchemaRow], tools: &Value, loss: &[Finding]) {
+    let Ok(flat) = crate::schema::flatten::flatten_tools(tools, &crate::schema::flatten::FlattenOptions::default()) else { return };
+    let names: Vec<String> = tools
+        .as_array()
+        .map(|a| a.iter().map(|t| t.get("function").unwrap_or(t).get("name").and_then(Value::as_str).unwrap_or("(unnamed)").to_owned()).collect())
+        .unwrap_or_default();
+    for r in rows.iter_mut() {
+        let Some(ti) = names.iter().position(|n| *n == r.tool) else { continue };
+        let base = if tools.pointer(&format!("/{ti}/function/parameters")).is_some() { format!("/{ti}/function/parameters") } else { format!("/{ti}/input_schema") };
+        let path = format!("{base}{}", r.pointer);
+        r.flattened = flat.tools.pointer(&path).map(|v| v.to_string()).filter(|f| *f != r.original);
+        let ch: Vec<String> = flat
+            .changes
+            .iter()
+            .filter(|c| c.path == path)
+            .map(|c| match &c.lost {
+                Some(l) => format!("{} (lost: {l})", c.change),
+                None => c.change.clone(),
+            })
+            .collect();
+        if !ch.is_empty() {
+            r.change = Some(ch.join("; "));
+        }
+        r.lost_in_prompt = loss.iter().any(|f| {
+            f.evidence.tool.as_deref().is_none_or(|t| t == r.tool) && f.evidence.pointer.as_deref().is_some_and(|p| p == r.pointer || p.ends_with(&format!("parameters{}", r.pointer)))
+        });
+    }
+}
+
+/// Findings the session itself records (partial exchanges).
 fn exchange_findings(ex: &Exchange, _message: Option<&AssistantMessage>) -> Vec<Finding> {
     let mut out = Vec::new();
     if ex.is_partial() {

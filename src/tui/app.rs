@@ -114,7 +114,10 @@ impl<B: Backend> Tui<B> {
                     let mut batch = Vec::new();
                     for row in rows {
                         let sum = match src.load(row) {
-                            Ok(ex) => analysis::summarize(&ex),
+                            Ok(ex) => {
+                                let ctx = analysis::Context { header: &src.header, server_render: src.server_render(ex.id) };
+                                analysis::summarize_in(&ex, Some(ctx))
+                            }
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
                         batch.push((row, sum));

@@ -158,7 +158,7 @@ pub fn schema(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
             d.push(Line::from(vec![Span::styled("    flattened  ", st.muted), Span::styled(f.clone(), st.diff_added)]), Some(i));
         }
         if let Some(c) = &r.change {
-            d.push(Line::from(vec![Span::styled("    lost       ", st.muted), Span::styled(c.clone(), st.severity_warning)]), Some(i));
+            d.push(Line::from(vec![Span::styled("    change     ", st.muted), Span::styled(c.clone(), st.severity_warning)]), Some(i));
         }
         if r.lost_in_prompt {
             d.push(Line::from(Span::styled("    never reached the prompt", st.severity_error)), Some(i));
