@@ -162,3 +162,37 @@ async fn browser_empty_state() {
     assert!(s.contains("No sessions in sessions/ yet.") && s.contains("toolscope proxy"), "{s}");
     insta::assert_snapshot!(s);
 }
+
+/// The shipped recordings in sessions/ (recorded from the real llama-server by the recorder).
+async fn run_session(file: &str, spec: &str) -> Option<String> {
+    let p = PathBuf::from("sessions").join(file);
+    if !p.exists() {
+        eprintln!("SKIP: {} not present", p.display());
+        return None;
+    }
+    let mut tui = app(vec![p], None);
+    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
+    Some(screen(&tui))
+}
+
+#[tokio::test]
+async fn shipped_gemma4_anyof_findings_and_schema() {
+    let Some(s) = run_session("c-gemma4-template-anyof.jsonl", "6").await else { return };
+    insta::assert_snapshot!("shipped_gemma4_findings", s);
+    let Some(s) = run_session("c-gemma4-template-anyof.jsonl", "2").await else { return };
+    insta::assert_snapshot!("shipped_gemma4_schema", s);
+}
+
+#[tokio::test]
+async fn shipped_two_tools_stream() {
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "4").await else { return };
+    insta::assert_snapshot!("shipped_two_tools_stream", s);
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "5 end").await else { return };
+    insta::assert_snapshot!("shipped_two_tools_replay", s);
+}
+
+#[tokio::test]
+async fn shipped_anthropic_named_tool_choice() {
+    let Some(s) = run_session("b-anthropic-named-tool-choice.jsonl", "6").await else { return };
+    insta::assert_snapshot!("shipped_anthropic_findings", s);
+}
