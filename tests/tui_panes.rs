@@ -112,7 +112,8 @@ async fn pane_stream_event_json() {
 async fn pane_replay() {
     // Exchange 2 delivers 9 argument deltas: {"  quantity  ":  12  ,"  shelf  ":"  B  "}
     let s = run("j 5 l l").await;
-    assert!(s.contains("step 3/9"), "{s}");
+    // 9 argument deltas + the parser's finish() step.
+    assert!(s.contains("step 3/10"), "{s}");
     insta::assert_snapshot!(s);
 }
 
@@ -120,7 +121,8 @@ async fn pane_replay() {
 async fn pane_replay_per_char() {
     let s = run("j 5 c end").await;
     // {"quantity":12,"shelf":"B"} is 27 characters.
-    assert!(s.contains("step 27/27"), "{s}");
+    // + the finish() step.
+    assert!(s.contains("step 28/28"), "{s}");
     insta::assert_snapshot!(s);
 }
 
@@ -185,9 +187,9 @@ async fn shipped_gemma4_anyof_findings_and_schema() {
 
 #[tokio::test]
 async fn shipped_two_tools_stream() {
-    let Some(s) = run_session("a-two-tools-stream.jsonl", "4").await else { return };
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "j 4").await else { return };
     insta::assert_snapshot!("shipped_two_tools_stream", s);
-    let Some(s) = run_session("a-two-tools-stream.jsonl", "5 end").await else { return };
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "j 5 end").await else { return };
     insta::assert_snapshot!("shipped_two_tools_replay", s);
 }
 

@@ -99,8 +99,13 @@ pub struct ReplayStep {
 }
 
 /// The Replay pane's model.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ReplayView {
+    /// toolscope's parser trace per chunking (`parser::trace::Trace`); `None` when the text is
+    /// too long to trace per character (> 64 KiB).
+    pub traces: Vec<Option<std::sync::Arc<crate::parser::trace::Trace>>>,
+    /// Syntax the parser used (detected from the server's template, else from the text).
+    pub syntax: Option<String>,
     /// The raw generated text.
     pub raw: String,
     /// Where `raw` came from (`__verbose.content`, `stream deltas`, `message`).
@@ -123,7 +128,8 @@ pub struct ReplayView {
 impl ReplayView {
     /// Steps in chunking `c` (index into [`Chunking::ALL`]).
     pub fn len(&self, c: usize) -> usize {
-        self.bounds.get(c).map_or(0, Vec::len)
+        let t = self.traces.get(c).and_then(|t| t.as_ref()).map_or(0, |t| t.len());
+        self.bounds.get(c).map_or(0, Vec::len).max(t)
     }
 
     /// End offset of step `i` in chunking `c`.
@@ -140,13 +146,35 @@ impl ReplayView {
     /// Step `i` of chunking `c`: its chunk, the parser's state after it, and the server events
     /// sent by the time the server had produced the same text.
     pub fn step(&self, c: usize, i: usize) -> Option<ReplayStep> {
+        if i >= self.len(c) {
+            return None;
+        }
         let b = self.bounds.get(c)?;
-        let end = *b.get(i)?;
-        let start = if i == 0 { 0 } else { b[i - 1] };
+        let end = b.get(i).copied().unwrap_or(self.raw.len());
+        let start = if i == 0 { 0 } else { b.get(i - 1).copied().unwrap_or(self.raw.len()) };
         let chunk = self.raw.get(start..end).unwrap_or("").to_owned();
         let ev = self.recorded_events.iter().find(|(e, _)| *e >= end).map_or(self.events, |(_, n)| *n);
-        Some(ReplayStep { events: vec![format!("text {chunk:?}")], state: "text".into(), buffer: String::new(), server_events: ev, end, chunk })
+        let Some(trace) = self.traces.get(c).and_then(|t| t.as_ref()) else {
+            return Some(ReplayStep { events: vec![format!("text {chunk:?}")], state: "(not traced: text too long)".into(), buffer: String::new(), server_events: ev, end, chunk });
+        };
+        let v = trace.state_at(i);
+        let mut events: Vec<String> = v.events.iter().map(|e| short(&format!("{e:?}"), 160)).collect();
+        for call in v.tool_calls {
+            events.push(format!("→ call {}({})", call.name, short(&call.arguments.to_string(), 120)));
+        }
+        for m in v.malformed {
+            events.push(format!("✗ malformed {}: {}", m.syntax, m.message));
+        }
+        let state = match v.state.syntax {
+            Some(sx) => format!("{:?} ({})", v.state.kind, sx.name()),
+            None => format!("{:?}", v.state.kind),
+        };
+        Some(ReplayStep { events, state, buffer: v.held.to_owned(), server_events: ev, end, chunk: if v.chunk.is_empty() && i >= b.len() { "(finish)".into() } else { chunk } })
     }
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n { s.to_owned() } else { s.chars().take(n).collect::<String>() + "…" }
 }
 
 /// The server's reply after some events, as prefix lengths of the final [`ServerView`].
@@ -302,7 +330,8 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     let tools = tool_entries(request.as_ref());
     let mut schema = schema_rows(request.as_ref());
     let template = template_view(&ex, request.as_ref(), ctx);
-    let replay = replay_view(&ex, &events, &server, message.as_ref().map(|(m, _)| m));
+    let mut replay = replay_view(&ex, &events, &server, message.as_ref().map(|(m, _)| m));
+    trace_replay(&mut replay, ctx.header, request.as_ref());
     let mut findings = exchange_findings(&ex, message.as_ref().map(|(m, _)| m));
     findings.extend(diagnose(&ex, ctx));
     // Schema: flattening and facts lost between the tools and the server's prompt.
@@ -327,6 +356,34 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
         findings,
         exchange: ex,
     }
+}
+
+/// Runs toolscope's parser over the raw text for each chunking (`parser::trace::Trace`).
+fn trace_replay(r: &mut ReplayView, header: &Header, request: Option<&Value>) {
+    use crate::parser::Syntax;
+    let template = header.props.as_ref().and_then(|p| p.get("chat_template")).and_then(Value::as_str);
+    let syntax = template.and_then(Syntax::detect_from_template).or_else(|| Syntax::detect_from_text(&r.raw));
+    r.syntax = syntax.map(|s| s.name().to_owned());
+    let tools = request.and_then(|q| q.get("tools"));
+    r.traces = r
+        .bounds
+        .iter()
+        .map(|b| {
+            if b.len() > 64 * 1024 {
+                return None;
+            }
+            let mut start = 0;
+            let chunks: Vec<String> = b
+                .iter()
+                .map(|&e| {
+                    let c = r.raw.get(start..e).unwrap_or("").to_owned();
+                    start = e;
+                    c
+                })
+                .collect();
+            Some(std::sync::Arc::new(crate::parser::trace::Trace::record(&chunks, syntax, tools)))
+        })
+        .collect();
 }
 
 /// Maps the stream module's SSE events to the Stream pane's rows (size = bytes up to the next
@@ -764,6 +821,8 @@ fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &(ServerView, Vec<
     let per_char: Vec<usize> = raw.char_indices().map(|(i, c)| i + c.len_utf8()).collect();
     let whole = if raw.is_empty() { Vec::new() } else { vec![raw.len()] };
     ReplayView {
+        traces: Vec::new(),
+        syntax: None,
         bounds: vec![recorded_bounds, per_char, whole],
         recorded_events,
         events: events.len(),

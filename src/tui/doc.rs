@@ -371,6 +371,7 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
     };
     d.copy.push(a.replay.raw[..s.end.min(a.replay.raw.len())].to_owned());
     d.push(Line::from(vec![Span::styled("chunk   ", st.muted), Span::styled(format!("{:?}", s.chunk), st.accent)]), Some(0));
+    d.push(Line::from(vec![Span::styled("syntax  ", st.muted), Span::styled(a.replay.syntax.clone().unwrap_or_else(|| "auto".into()), st.info)]), Some(0));
     d.push(Line::from(vec![Span::styled("state   ", st.muted), Span::styled(s.state.clone(), st.header)]), Some(0));
     d.push(Line::from(vec![Span::styled("buffer  ", st.muted), Span::styled(format!("{:?}", s.buffer), st.base)]), Some(0));
     d.text("events", st.muted, Some(0));
