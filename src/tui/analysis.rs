@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::session::{Api, Exchange, Header, TokenPiece};
-use crate::stream::message::{from_response_json, AssistantMessage, CallRecord};
+use crate::stream::message::{AssistantMessage, CallRecord, from_response_json};
 
 /// One row of the exchanges list. Cheap to compute (one exchange decode), kept for every row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -128,7 +128,11 @@ pub struct ReplayView {
 impl ReplayView {
     /// Steps in chunking `c` (index into [`Chunking::ALL`]).
     pub fn len(&self, c: usize) -> usize {
-        let t = self.traces.get(c).and_then(|t| t.as_ref()).map_or(0, |t| t.len());
+        let t = self
+            .traces
+            .get(c)
+            .and_then(|t| t.as_ref())
+            .map_or(0, |t| t.len());
         self.bounds.get(c).map_or(0, Vec::len).max(t)
     }
 
@@ -140,7 +144,8 @@ impl ReplayView {
     /// The first step of chunking `c` whose end reaches `end`.
     pub fn find(&self, c: usize, end: usize) -> usize {
         let b = self.bounds.get(c).map(Vec::as_slice).unwrap_or(&[]);
-        b.partition_point(|&e| e < end).min(b.len().saturating_sub(1))
+        b.partition_point(|&e| e < end)
+            .min(b.len().saturating_sub(1))
     }
 
     /// Step `i` of chunking `c`: its chunk, the parser's state after it, and the server events
@@ -151,16 +156,39 @@ impl ReplayView {
         }
         let b = self.bounds.get(c)?;
         let end = b.get(i).copied().unwrap_or(self.raw.len());
-        let start = if i == 0 { 0 } else { b.get(i - 1).copied().unwrap_or(self.raw.len()) };
+        let start = if i == 0 {
+            0
+        } else {
+            b.get(i - 1).copied().unwrap_or(self.raw.len())
+        };
         let chunk = self.raw.get(start..end).unwrap_or("").to_owned();
-        let ev = self.recorded_events.iter().find(|(e, _)| *e >= end).map_or(self.events, |(_, n)| *n);
+        let ev = self
+            .recorded_events
+            .iter()
+            .find(|(e, _)| *e >= end)
+            .map_or(self.events, |(_, n)| *n);
         let Some(trace) = self.traces.get(c).and_then(|t| t.as_ref()) else {
-            return Some(ReplayStep { events: vec![format!("text {chunk:?}")], state: "(not traced: text too long)".into(), buffer: String::new(), server_events: ev, end, chunk });
+            return Some(ReplayStep {
+                events: vec![format!("text {chunk:?}")],
+                state: "(not traced: text too long)".into(),
+                buffer: String::new(),
+                server_events: ev,
+                end,
+                chunk,
+            });
         };
         let v = trace.state_at(i);
-        let mut events: Vec<String> = v.events.iter().map(|e| short(&format!("{e:?}"), 160)).collect();
+        let mut events: Vec<String> = v
+            .events
+            .iter()
+            .map(|e| short(&format!("{e:?}"), 160))
+            .collect();
         for call in v.tool_calls {
-            events.push(format!("→ call {}({})", call.name, short(&call.arguments.to_string(), 120)));
+            events.push(format!(
+                "→ call {}({})",
+                call.name,
+                short(&call.arguments.to_string(), 120)
+            ));
         }
         for m in v.malformed {
             events.push(format!("✗ malformed {}: {}", m.syntax, m.message));
@@ -169,12 +197,27 @@ impl ReplayView {
             Some(sx) => format!("{:?} ({})", v.state.kind, sx.name()),
             None => format!("{:?}", v.state.kind),
         };
-        Some(ReplayStep { events, state, buffer: v.held.to_owned(), server_events: ev, end, chunk: if v.chunk.is_empty() && i >= b.len() { "(finish)".into() } else { chunk } })
+        Some(ReplayStep {
+            events,
+            state,
+            buffer: v.held.to_owned(),
+            server_events: ev,
+            end,
+            chunk: if v.chunk.is_empty() && i >= b.len() {
+                "(finish)".into()
+            } else {
+                chunk
+            },
+        })
     }
 }
 
 fn short(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_owned() } else { s.chars().take(n).collect::<String>() + "…" }
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        s.chars().take(n).collect::<String>() + "…"
+    }
 }
 
 /// The server's reply after some events, as prefix lengths of the final [`ServerView`].
@@ -193,12 +236,20 @@ impl ServerMark {
     pub fn view(&self, full: &ServerView) -> ServerView {
         ServerView {
             content: full.content.get(..self.content).unwrap_or("").to_owned(),
-            reasoning: full.reasoning.get(..self.reasoning).unwrap_or("").to_owned(),
+            reasoning: full
+                .reasoning
+                .get(..self.reasoning)
+                .unwrap_or("")
+                .to_owned(),
             calls: self
                 .calls
                 .iter()
                 .zip(&full.calls)
-                .map(|(&(n, a), c)| CallRecord { name: c.name.get(..n).unwrap_or("").to_owned(), arguments: c.arguments.get(..a).unwrap_or("").to_owned(), ..c.clone() })
+                .map(|(&(n, a), c)| CallRecord {
+                    name: c.name.get(..n).unwrap_or("").to_owned(),
+                    arguments: c.arguments.get(..a).unwrap_or("").to_owned(),
+                    ..c.clone()
+                })
                 .collect(),
             finish_reason: self.finish_reason.clone(),
         }
@@ -298,7 +349,9 @@ pub fn summarize_in(ex: &Exchange, ctx: Option<Context<'_>>) -> Summary {
         id: ex.id,
         method: ex.request.method.clone(),
         path: ex.request.path.clone(),
-        model: ex.model().or_else(|| message.as_ref().and_then(|(m, _)| m.model.clone())),
+        model: ex
+            .model()
+            .or_else(|| message.as_ref().and_then(|(m, _)| m.model.clone())),
         status: ex.response.as_ref().map(|r| r.status),
         tool_calls: message.as_ref().map_or(0, |(m, _)| m.tool_calls.len()),
         rules: findings.iter().map(|f| f.rule).collect(),
@@ -311,7 +364,14 @@ pub fn summarize_in(ex: &Exchange, ctx: Option<Context<'_>>) -> Summary {
 
 /// Row for an exchange line that could not be decoded.
 pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {
-    Summary { id: id.unwrap_or(0), method: "?".into(), path: "(damaged line)".into(), error: Some(error), rules: vec![Rule::SessionDamaged], ..Default::default() }
+    Summary {
+        id: id.unwrap_or(0),
+        method: "?".into(),
+        path: "(damaged line)".into(),
+        error: Some(error),
+        rules: vec![Rule::SessionDamaged],
+        ..Default::default()
+    }
 }
 
 /// Full analysis of one exchange (runs off the UI task).
@@ -336,7 +396,11 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     findings.extend(diagnose(&ex, ctx));
     // Schema: flattening and facts lost between the tools and the server's prompt.
     if let Some(tools) = request.as_ref().and_then(|r| r.get("tools")) {
-        let loss = template.server.as_deref().map(|p| crate::schema::loss::schema_loss(tools, p)).unwrap_or_default();
+        let loss = template
+            .server
+            .as_deref()
+            .map(|p| crate::schema::loss::schema_loss(tools, p))
+            .unwrap_or_default();
         apply_schema(&mut schema, tools, &loss);
         findings.extend(loss.into_iter().map(|f| f.in_exchange(Some(ex.id))));
     }
@@ -361,8 +425,14 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
 /// Runs toolscope's parser over the raw text for each chunking (`parser::trace::Trace`).
 fn trace_replay(r: &mut ReplayView, header: &Header, request: Option<&Value>) {
     use crate::parser::Syntax;
-    let template = header.props.as_ref().and_then(|p| p.get("chat_template")).and_then(Value::as_str);
-    let syntax = template.and_then(Syntax::detect_from_template).or_else(|| Syntax::detect_from_text(&r.raw));
+    let template = header
+        .props
+        .as_ref()
+        .and_then(|p| p.get("chat_template"))
+        .and_then(Value::as_str);
+    let syntax = template
+        .and_then(Syntax::detect_from_template)
+        .or_else(|| Syntax::detect_from_text(&r.raw));
     r.syntax = syntax.map(|s| s.name().to_owned());
     let tools = request.and_then(|q| q.get("tools"));
     r.traces = r
@@ -381,7 +451,9 @@ fn trace_replay(r: &mut ReplayView, header: &Header, request: Option<&Value>) {
                     c
                 })
                 .collect();
-            Some(std::sync::Arc::new(crate::parser::trace::Trace::record(&chunks, syntax, tools)))
+            Some(std::sync::Arc::new(crate::parser::trace::Trace::record(
+                &chunks, syntax, tools,
+            )))
         })
         .collect();
 }
@@ -396,7 +468,10 @@ fn events_from(ex: &Exchange, evs: &[crate::stream::SseEvent]) -> Vec<StreamEven
             index: e.index,
             event: e.event.clone(),
             data: e.data.clone(),
-            size: evs.get(i + 1).map_or(total, |n| n.offset).saturating_sub(e.offset),
+            size: evs
+                .get(i + 1)
+                .map_or(total, |n| n.offset)
+                .saturating_sub(e.offset),
             chunk: e.chunk,
             t_us: e.t_us,
         })
@@ -414,8 +489,14 @@ fn diagnose(ex: &Exchange, ctx: Context<'_>) -> Vec<Finding> {
         cx.server_tokens = tokens.map(<[_]>::to_vec);
     }
     if let Some(p) = ctx.header.props.as_ref() {
-        cx.template = p.get("chat_template").and_then(Value::as_str).map(str::to_owned);
-        cx.bos_token = p.get("bos_token").and_then(Value::as_str).map(str::to_owned);
+        cx.template = p
+            .get("chat_template")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        cx.bos_token = p
+            .get("bos_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
     }
     crate::diagnose::check_exchange(&cx)
 }
@@ -423,16 +504,45 @@ fn diagnose(ex: &Exchange, ctx: Context<'_>) -> Vec<Finding> {
 /// Fills the Schema rows from `schema::flatten` (flattened fragment, change, what was lost)
 /// and marks parameters a `schema.*` finding says never reached the prompt.
 fn apply_schema(rows: &mut [SchemaRow], tools: &Value, loss: &[Finding]) {
-    let Ok(flat) = crate::schema::flatten::flatten_tools(tools, &crate::schema::flatten::FlattenOptions::default()) else { return };
+    let Ok(flat) = crate::schema::flatten::flatten_tools(
+        tools,
+        &crate::schema::flatten::FlattenOptions::default(),
+    ) else {
+        return;
+    };
     let names: Vec<String> = tools
         .as_array()
-        .map(|a| a.iter().map(|t| t.get("function").unwrap_or(t).get("name").and_then(Value::as_str).unwrap_or("(unnamed)").to_owned()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    t.get("function")
+                        .unwrap_or(t)
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(unnamed)")
+                        .to_owned()
+                })
+                .collect()
+        })
         .unwrap_or_default();
     for r in rows.iter_mut() {
-        let Some(ti) = names.iter().position(|n| *n == r.tool) else { continue };
-        let base = if tools.pointer(&format!("/{ti}/function/parameters")).is_some() { format!("/{ti}/function/parameters") } else { format!("/{ti}/input_schema") };
+        let Some(ti) = names.iter().position(|n| *n == r.tool) else {
+            continue;
+        };
+        let base = if tools
+            .pointer(&format!("/{ti}/function/parameters"))
+            .is_some()
+        {
+            format!("/{ti}/function/parameters")
+        } else {
+            format!("/{ti}/input_schema")
+        };
         let path = format!("{base}{}", r.pointer);
-        r.flattened = flat.tools.pointer(&path).map(|v| v.to_string()).filter(|f| *f != r.original);
+        r.flattened = flat
+            .tools
+            .pointer(&path)
+            .map(|v| v.to_string())
+            .filter(|f| *f != r.original);
         let ch: Vec<String> = flat
             .changes
             .iter()
@@ -446,7 +556,10 @@ fn apply_schema(rows: &mut [SchemaRow], tools: &Value, loss: &[Finding]) {
             r.change = Some(ch.join("; "));
         }
         r.lost_in_prompt = loss.iter().any(|f| {
-            f.evidence.tool.as_deref().is_none_or(|t| t == r.tool) && f.evidence.pointer.as_deref().is_some_and(|p| p == r.pointer || p.ends_with(&format!("parameters{}", r.pointer)))
+            f.evidence.tool.as_deref().is_none_or(|t| t == r.tool)
+                && f.evidence.pointer.as_deref().is_some_and(|p| {
+                    p == r.pointer || p.ends_with(&format!("parameters{}", r.pointer))
+                })
         });
     }
 }
@@ -489,10 +602,17 @@ fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
         for e in events.iter().rev() {
             if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
                 if m.model.is_none() {
-                    m.model = v.get("model").or_else(|| v.pointer("/message/model")).and_then(Value::as_str).map(str::to_owned);
+                    m.model = v
+                        .get("model")
+                        .or_else(|| v.pointer("/message/model"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
                 }
                 if m.raw_text.is_none() {
-                    m.raw_text = v.pointer("/__verbose/content").and_then(Value::as_str).map(str::to_owned);
+                    m.raw_text = v
+                        .pointer("/__verbose/content")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
                 }
             }
         }
@@ -506,7 +626,9 @@ fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
 /// a blank line; `\r\n`, `\r` and `\n` line ends; `:` comments ignored). Each event carries the
 /// chunk in which it completed and that chunk's receive time.
 pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
-    let Some(chunks) = ex.response.as_ref().and_then(|r| r.chunks.as_ref()) else { return Vec::new() };
+    let Some(chunks) = ex.response.as_ref().and_then(|r| r.chunks.as_ref()) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     let mut pending: Vec<u8> = Vec::new();
     let mut block_size = 0usize;
@@ -516,7 +638,9 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
         pending.extend_from_slice(&c.data.to_bytes());
         // Consume complete lines.
         loop {
-            let Some(nl) = pending.iter().position(|&b| b == b'\n' || b == b'\r') else { break };
+            let Some(nl) = pending.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                break;
+            };
             let mut end = nl + 1;
             if pending[nl] == b'\r' {
                 if nl + 1 == pending.len() {
@@ -547,7 +671,10 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
                 continue;
             }
             let (field, value) = match line.find(':') {
-                Some(p) => (&line[..p], line[p + 1..].strip_prefix(' ').unwrap_or(&line[p + 1..])),
+                Some(p) => (
+                    &line[..p],
+                    line[p + 1..].strip_prefix(' ').unwrap_or(&line[p + 1..]),
+                ),
                 None => (line.as_str(), ""),
             };
             match field {
@@ -589,7 +716,11 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Ve
     let mark = |v: &ServerView| ServerMark {
         content: v.content.len(),
         reasoning: v.reasoning.len(),
-        calls: v.calls.iter().map(|c| (c.name.len(), c.arguments.len())).collect(),
+        calls: v
+            .calls
+            .iter()
+            .map(|c| (c.name.len(), c.arguments.len()))
+            .collect(),
         finish_reason: v.finish_reason.clone(),
     };
     let mut out = vec![mark(&cur)];
@@ -601,12 +732,19 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Ve
                 match v.get("type").and_then(Value::as_str) {
                     Some("content_block_start") => {
                         let idx = v.get("index").and_then(Value::as_u64).unwrap_or(0);
-                        if let Some(b) = v.get("content_block").filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")) {
+                        if let Some(b) = v
+                            .get("content_block")
+                            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                        {
                             blocks.insert(idx, cur.calls.len());
                             cur.calls.push(CallRecord {
                                 index: Some(idx),
                                 id: b.get("id").and_then(Value::as_str).map(str::to_owned),
-                                name: b.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                                name: b
+                                    .get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                                    .to_owned(),
                                 arguments: String::new(),
                             });
                         }
@@ -638,17 +776,38 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Ve
                 if let Some(t) = d.get("content").and_then(Value::as_str) {
                     cur.content.push_str(t);
                 }
-                if let Some(t) = d.get("reasoning_content").or_else(|| d.get("reasoning")).and_then(Value::as_str) {
+                if let Some(t) = d
+                    .get("reasoning_content")
+                    .or_else(|| d.get("reasoning"))
+                    .and_then(Value::as_str)
+                {
                     cur.reasoning.push_str(t);
                 }
                 if let Some(calls) = d.get("tool_calls").and_then(Value::as_array) {
                     for c in calls {
                         let index = c.get("index").and_then(Value::as_u64);
-                        let slot = match index.and_then(|i| cur.calls.iter().position(|x| x.index == Some(i))) {
-                            Some(s) if c.get("id").is_none() || cur.calls[s].id.is_none() || cur.calls[s].id.as_deref() == c.get("id").and_then(Value::as_str) => s,
-                            _ if index.is_none() && c.get("id").is_none() && !cur.calls.is_empty() => cur.calls.len() - 1,
+                        let slot = match index
+                            .and_then(|i| cur.calls.iter().position(|x| x.index == Some(i)))
+                        {
+                            Some(s)
+                                if c.get("id").is_none()
+                                    || cur.calls[s].id.is_none()
+                                    || cur.calls[s].id.as_deref()
+                                        == c.get("id").and_then(Value::as_str) =>
+                            {
+                                s
+                            }
+                            _ if index.is_none()
+                                && c.get("id").is_none()
+                                && !cur.calls.is_empty() =>
+                            {
+                                cur.calls.len() - 1
+                            }
                             _ => {
-                                cur.calls.push(CallRecord { index, ..Default::default() });
+                                cur.calls.push(CallRecord {
+                                    index,
+                                    ..Default::default()
+                                });
                                 cur.calls.len() - 1
                             }
                         };
@@ -675,7 +834,12 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Ve
 }
 
 fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
-    let Some(tools) = request.and_then(|r| r.get("tools")).and_then(Value::as_array) else { return Vec::new() };
+    let Some(tools) = request
+        .and_then(|r| r.get("tools"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
     tools
         .iter()
         .enumerate()
@@ -683,9 +847,20 @@ fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
             let f = t.get("function").unwrap_or(t);
             let params = f.get("parameters").or_else(|| f.get("input_schema"));
             ToolEntry {
-                name: f.get("name").and_then(Value::as_str).unwrap_or("(unnamed)").to_owned(),
-                description: f.get("description").and_then(Value::as_str).unwrap_or("").to_owned(),
-                params: params.and_then(|p| p.get("properties")).and_then(Value::as_object).map_or(0, |o| o.len()),
+                name: f
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("(unnamed)")
+                    .to_owned(),
+                description: f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                params: params
+                    .and_then(|p| p.get("properties"))
+                    .and_then(Value::as_object)
+                    .map_or(0, |o| o.len()),
                 json: serde_json::to_string_pretty(t).unwrap_or_default(),
                 pointer: format!("/tools/{i}"),
             }
@@ -694,7 +869,12 @@ fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
 }
 
 fn schema_rows(request: Option<&Value>) -> Vec<SchemaRow> {
-    let Some(tools) = request.and_then(|r| r.get("tools")).and_then(Value::as_array) else { return Vec::new() };
+    let Some(tools) = request
+        .and_then(|r| r.get("tools"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
     let mut rows = Vec::new();
     for t in tools {
         let f = t.get("function").unwrap_or(t);
@@ -707,18 +887,36 @@ fn schema_rows(request: Option<&Value>) -> Vec<SchemaRow> {
 }
 
 fn walk_schema(tool: &str, pointer: &str, schema: &Value, rows: &mut Vec<SchemaRow>) {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
     for (k, v) in props {
-        let p = format!("{pointer}/properties/{}", k.replace('~', "~0").replace('/', "~1"));
-        rows.push(SchemaRow { tool: tool.to_owned(), pointer: p.clone(), original: v.to_string(), flattened: None, change: None, lost_in_prompt: false });
+        let p = format!(
+            "{pointer}/properties/{}",
+            k.replace('~', "~0").replace('/', "~1")
+        );
+        rows.push(SchemaRow {
+            tool: tool.to_owned(),
+            pointer: p.clone(),
+            original: v.to_string(),
+            flattened: None,
+            change: None,
+            lost_in_prompt: false,
+        });
         walk_schema(tool, &p, v, rows);
     }
 }
 
 fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> TemplateView {
     let props = ctx.header.props.as_ref();
-    let bos_token = props.and_then(|p| p.get("bos_token")).and_then(Value::as_str).map(str::to_owned);
-    let mut v = TemplateView { bos_token: bos_token.clone(), ..Default::default() };
+    let bos_token = props
+        .and_then(|p| p.get("bos_token"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut v = TemplateView {
+        bos_token: bos_token.clone(),
+        ..Default::default()
+    };
     if let Some((prompt, tokens)) = ctx.server_render {
         if let Some(p) = prompt {
             v.server = Some(p.to_owned());
@@ -727,7 +925,12 @@ fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> T
         v.tokens = tokens.map(<[TokenPiece]>::to_vec);
     }
     if v.server.is_none() {
-        let verbose = ex.response.as_ref().and_then(|r| r.body.as_ref()).and_then(|b| b.json().ok()).and_then(|b| b.pointer("/__verbose/prompt").cloned());
+        let verbose = ex
+            .response
+            .as_ref()
+            .and_then(|r| r.body.as_ref())
+            .and_then(|b| b.json().ok())
+            .and_then(|b| b.pointer("/__verbose/prompt").cloned());
         if let Some(Value::String(p)) = verbose {
             v.server = Some(p);
             v.server_source = Some("server __verbose.prompt".into());
@@ -779,10 +982,19 @@ fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> T
 
 /// `<…>` or `<|…|>` with no whitespace inside, 3..=40 bytes.
 fn is_marker(s: &str) -> bool {
-    s.len() >= 3 && s.len() <= 40 && s.starts_with('<') && s.ends_with('>') && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
+    s.len() >= 3
+        && s.len() <= 40
+        && s.starts_with('<')
+        && s.ends_with('>')
+        && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
 }
 
-fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &(ServerView, Vec<ServerMark>), message: Option<&AssistantMessage>) -> ReplayView {
+fn replay_view(
+    ex: &Exchange,
+    events: &[StreamEvent],
+    server: &(ServerView, Vec<ServerMark>),
+    message: Option<&AssistantMessage>,
+) -> ReplayView {
     let (full, marks) = server;
     // Recorded chunks: the text each event added (reasoning, content, call arguments), in order.
     let mut recorded: Vec<(String, usize)> = Vec::new();
@@ -802,7 +1014,10 @@ fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &(ServerView, Vec<
     let verbose = message.and_then(|m| m.raw_text.clone());
     let (raw, raw_source) = match (verbose, ex.is_stream()) {
         (Some(r), _) => (r, "__verbose.content"),
-        (None, true) => (recorded.iter().map(|(p, _)| p.as_str()).collect(), "stream deltas"),
+        (None, true) => (
+            recorded.iter().map(|(p, _)| p.as_str()).collect(),
+            "stream deltas",
+        ),
         (None, false) => {
             let m = message.cloned().unwrap_or_default();
             (format!("{}{}", m.reasoning, m.content), "message")
@@ -816,10 +1031,19 @@ fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &(ServerView, Vec<
             (acc, *ev)
         })
         .collect();
-    let recorded_bounds: Vec<usize> =
-        if raw_source == "stream deltas" { recorded_events.iter().map(|(e, _)| *e).collect() } else if raw.is_empty() { Vec::new() } else { vec![raw.len()] };
+    let recorded_bounds: Vec<usize> = if raw_source == "stream deltas" {
+        recorded_events.iter().map(|(e, _)| *e).collect()
+    } else if raw.is_empty() {
+        Vec::new()
+    } else {
+        vec![raw.len()]
+    };
     let per_char: Vec<usize> = raw.char_indices().map(|(i, c)| i + c.len_utf8()).collect();
-    let whole = if raw.is_empty() { Vec::new() } else { vec![raw.len()] };
+    let whole = if raw.is_empty() {
+        Vec::new()
+    } else {
+        vec![raw.len()]
+    };
     ReplayView {
         traces: Vec::new(),
         syntax: None,
@@ -838,8 +1062,15 @@ pub fn session_findings(warnings: &[crate::session::ReadWarning]) -> Vec<Finding
     warnings
         .iter()
         .map(|w| {
-            Finding::new(Rule::SessionDamaged, format!("line {}: {}", w.line, w.message), "the other lines are intact; re-record the lost exchange if you need it")
-                .with_evidence(Evidence { excerpt: Some(w.to_string()), ..Default::default() })
+            Finding::new(
+                Rule::SessionDamaged,
+                format!("line {}: {}", w.line, w.message),
+                "the other lines are intact; re-record the lost exchange if you need it",
+            )
+            .with_evidence(Evidence {
+                excerpt: Some(w.to_string()),
+                ..Default::default()
+            })
         })
         .collect()
 }
