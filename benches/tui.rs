@@ -10,8 +10,8 @@ use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyEvent, KeyEventKind, KeyEventState};
-use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use toolscope::session::{Body, Chunk, Exchange, Line, Request, Response, Timings};
 use toolscope::tui::keymap::{Key, Keymap};
 use toolscope::tui::theme::Theme;
@@ -22,7 +22,12 @@ const TARGET_STREAM: usize = 100 * 1024;
 
 fn vm_hwm_kb() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 fn generate(path: &std::path::Path) -> u64 {
@@ -32,7 +37,9 @@ fn generate(path: &std::path::Path) -> u64 {
     w.write_all(b"\n").unwrap();
     let tools = r#"[{"type":"function","function":{"name":"get_weather","description":"Current weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"units":{"anyOf":[{"type":"string"},{"type":"null"}]}},"required":["city"]}}}]"#;
     for id in 1..=EXCHANGES {
-        let body = format!(r#"{{"model":"smollm2","stream":true,"messages":[{{"role":"user","content":"question {id}"}}],"tools":{tools}}}"#);
+        let body = format!(
+            r#"{{"model":"smollm2","stream":true,"messages":[{{"role":"user","content":"question {id}"}}],"tools":{tools}}}"#
+        );
         let mut chunks = Vec::new();
         let mut size = 0;
         let mut t = 150_000u64;
@@ -42,17 +49,38 @@ fn generate(path: &std::path::Path) -> u64 {
                 "data: {{\"choices\":[{{\"finish_reason\":null,\"index\":0,\"delta\":{{\"content\":\"token {i} of exchange {id} with some more words\"}}}}],\"created\":1764417600,\"id\":\"chatcmpl-{id}\",\"model\":\"SmolLM2-135M-Instruct.Q4_1.gguf\",\"object\":\"chat.completion.chunk\"}}\n\n"
             );
             size += text.len();
-            chunks.push(Chunk { t_us: t, data: Body::Text { text } });
+            chunks.push(Chunk {
+                t_us: t,
+                data: Body::Text { text },
+            });
             t += 9_000 + (i % 7) * 300;
             i += 1;
         }
-        chunks.push(Chunk { t_us: t, data: Body::Text { text: "data: [DONE]\n\n".into() } });
+        chunks.push(Chunk {
+            t_us: t,
+            data: Body::Text {
+                text: "data: [DONE]\n\n".into(),
+            },
+        });
         let ex = Exchange {
             id,
             started: "2026-11-29T12:00:01.000000Z".into(),
-            request: Request { method: "POST".into(), path: "/v1/chat/completions".into(), headers: vec![("content-type".into(), "application/json".into())], body: Body::Text { text: body } },
-            response: Some(Response { status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], body: None, chunks: Some(chunks) }),
-            timings: Timings { ttfb_us: Some(150_000), total_us: Some(t) },
+            request: Request {
+                method: "POST".into(),
+                path: "/v1/chat/completions".into(),
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: Body::Text { text: body },
+            },
+            response: Some(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "text/event-stream".into())],
+                body: None,
+                chunks: Some(chunks),
+            }),
+            timings: Timings {
+                ttfb_us: Some(150_000),
+                total_us: Some(t),
+            },
             ..Default::default()
         };
         serde_json::to_writer(&mut w, &Line::Exchange(Box::new(ex))).unwrap();
@@ -64,7 +92,12 @@ fn generate(path: &std::path::Path) -> u64 {
 
 fn key(k: &str) -> Event {
     let key = Key::parse(k).unwrap();
-    Event::Key(KeyEvent { code: key.code, modifiers: key.mods, kind: KeyEventKind::Press, state: KeyEventState::NONE })
+    Event::Key(KeyEvent {
+        code: key.code,
+        modifiers: key.mods,
+        kind: KeyEventKind::Press,
+        state: KeyEventState::NONE,
+    })
 }
 
 fn stats(name: &str, mut v: Vec<Duration>) {
@@ -84,17 +117,30 @@ fn main() {
     let path = dir.path().join("big.jsonl");
     let t = Instant::now();
     let size = generate(&path);
-    println!("generated {} ({:.1} MB, {EXCHANGES} exchanges) in {:.2?}", path.display(), size as f64 / 1e6, t.elapsed());
+    println!(
+        "generated {} ({:.1} MB, {EXCHANGES} exchanges) in {:.2?}",
+        path.display(),
+        size as f64 / 1e6,
+        t.elapsed()
+    );
     let hwm_before = vm_hwm_kb().unwrap_or(0);
     // Drop the generator's page cache advantage? No: a user's freshly recorded file is cached too.
 
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let _guard = rt.enter();
     let t0 = Instant::now();
     let theme = Theme::resolve(Some("dark"), None, false).unwrap();
     let mut state = State::new(Keymap::default(), theme, (160, 50));
     let fx = state.open_files(vec![path.clone()], None);
-    let mut tui = Tui::new(Terminal::new(TestBackend::new(160, 50)).unwrap(), state, false);
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(160, 50)).unwrap(),
+        state,
+        false,
+    );
     tui.run_effects(fx);
     tui.draw().unwrap();
     let first_any = t0.elapsed();
@@ -103,7 +149,10 @@ fn main() {
         tui.pump().unwrap();
         let ready = tui.state.session.as_ref().is_some_and(|s| {
             let h = (s.list.offset + 20).min(s.visible.len());
-            h > 0 && s.visible[s.list.offset..h].iter().all(|&r| s.summaries[r].is_some())
+            h > 0
+                && s.visible[s.list.offset..h]
+                    .iter()
+                    .all(|&r| s.summaries[r].is_some())
         });
         if ready {
             break t0.elapsed();
@@ -117,12 +166,25 @@ fn main() {
         }
         std::thread::sleep(Duration::from_micros(200));
     };
-    println!("first frame (any)            {:>8.1} ms", first_any.as_secs_f64() * 1e3);
-    println!("first frame with rows        {:>8.1} ms   (goal ≤ 1500 ms)", first_rows.as_secs_f64() * 1e3);
-    println!("first frame with panes       {:>8.1} ms", first_pane.as_secs_f64() * 1e3);
+    println!(
+        "first frame (any)            {:>8.1} ms",
+        first_any.as_secs_f64() * 1e3
+    );
+    println!(
+        "first frame with rows        {:>8.1} ms   (goal ≤ 1500 ms)",
+        first_rows.as_secs_f64() * 1e3
+    );
+    println!(
+        "first frame with panes       {:>8.1} ms",
+        first_pane.as_secs_f64() * 1e3
+    );
 
     let mut list = Vec::new();
-    for k in std::iter::repeat_n("j", 300).chain(std::iter::repeat_n("pgdn", 60)).chain(["G", "g"]).chain(std::iter::repeat_n("k", 5)) {
+    for k in std::iter::repeat_n("j", 300)
+        .chain(std::iter::repeat_n("pgdn", 60))
+        .chain(["G", "g"])
+        .chain(std::iter::repeat_n("k", 5))
+    {
         let t = Instant::now();
         tui.input(&key(k)).unwrap();
         list.push(t.elapsed());
@@ -131,12 +193,20 @@ fn main() {
     // Let the background summaries finish (all 2,000 rows) and time that.
     let t_all = loop {
         tui.pump().unwrap();
-        if tui.state.session.as_ref().is_some_and(|s| s.summarized >= s.source.len()) {
+        if tui
+            .state
+            .session
+            .as_ref()
+            .is_some_and(|s| s.summarized >= s.source.len())
+        {
             break t0.elapsed();
         }
         std::thread::sleep(Duration::from_millis(1));
     };
-    println!("all rows summarized          {:>8.1} ms (background)", t_all.as_secs_f64() * 1e3);
+    println!(
+        "all rows summarized          {:>8.1} ms (background)",
+        t_all.as_secs_f64() * 1e3
+    );
     // Wait for the selected exchange's analysis, then scroll the Stream pane.
     tui.input(&key("4")).unwrap();
     while tui.state.analysis().is_none() || tui.pending() > 0 {
@@ -145,7 +215,10 @@ fn main() {
     }
     tui.pump().unwrap();
     let mut pane = Vec::new();
-    for k in std::iter::repeat_n("j", 300).chain(std::iter::repeat_n("pgdn", 20)).chain(["G", "g"]) {
+    for k in std::iter::repeat_n("j", 300)
+        .chain(std::iter::repeat_n("pgdn", 20))
+        .chain(["G", "g"])
+    {
         let t = Instant::now();
         tui.input(&key(k)).unwrap();
         pane.push(t.elapsed());
@@ -162,14 +235,21 @@ fn main() {
     let t = Instant::now();
     tui.input(&key("f")).unwrap();
     for c in "status:200".chars() {
-        tui.input(&Event::Key(KeyEvent::new(crossterm::event::KeyCode::Char(c), crossterm::event::KeyModifiers::NONE))).unwrap();
+        tui.input(&Event::Key(KeyEvent::new(
+            crossterm::event::KeyCode::Char(c),
+            crossterm::event::KeyModifiers::NONE,
+        )))
+        .unwrap();
     }
     tui.input(&key("enter")).unwrap();
     let filter = t.elapsed();
     stats("list scroll (j/PgDn/G/g)", list);
     stats("stream pane scroll", pane);
     stats("replay step", replay);
-    println!("filter over 2,000 rows       {:>8.1} ms (12 keys, 12 frames)", filter.as_secs_f64() * 1e3);
+    println!(
+        "filter over 2,000 rows       {:>8.1} ms (12 keys, 12 frames)",
+        filter.as_secs_f64() * 1e3
+    );
     let hwm = vm_hwm_kb().unwrap_or(0);
     println!(
         "peak memory VmHWM            {:>8.1} MB  (before opening: {:.1} MB; file {:.1} MB; ratio {:.2}×, goal ≤ 3×)",

@@ -2,9 +2,12 @@
 
 use std::path::PathBuf;
 
-use crossterm::event::{Event, KeyEvent, KeyEventKind, KeyEventState, MouseButton, MouseEvent, MouseEventKind, KeyModifiers};
-use ratatui::backend::TestBackend;
+use crossterm::event::{
+    Event, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseButton, MouseEvent,
+    MouseEventKind,
+};
 use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use toolscope::tui::keymap::{Key, Keymap};
 use toolscope::tui::theme::Theme;
 use toolscope::tui::{State, Tui};
@@ -17,14 +20,23 @@ fn app() -> Tui<TestBackend> {
     let theme = Theme::resolve(Some("dark"), None, true).unwrap();
     let mut state = State::new(Keymap::default(), theme, (110, 34));
     let fx = state.open_files(vec![fixture()], None);
-    let mut tui = Tui::new(Terminal::new(TestBackend::new(110, 34)).unwrap(), state, true);
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(110, 34)).unwrap(),
+        state,
+        true,
+    );
     tui.run_effects(fx);
     tui
 }
 
 fn key(k: &str) -> std::io::Result<Event> {
     let key = Key::parse(k).unwrap();
-    Ok(Event::Key(KeyEvent { code: key.code, modifiers: key.mods, kind: KeyEventKind::Press, state: KeyEventState::NONE }))
+    Ok(Event::Key(KeyEvent {
+        code: key.code,
+        modifiers: key.mods,
+        kind: KeyEventKind::Press,
+        state: KeyEventState::NONE,
+    }))
 }
 
 fn typed(spec: &str) -> Vec<std::io::Result<Event>> {
@@ -32,12 +44,26 @@ fn typed(spec: &str) -> Vec<std::io::Result<Event>> {
 }
 
 fn text(s: &str) -> Vec<std::io::Result<Event>> {
-    s.chars().map(|c| Ok(Event::Key(KeyEvent::new(crossterm::event::KeyCode::Char(c), KeyModifiers::NONE)))).collect()
+    s.chars()
+        .map(|c| {
+            Ok(Event::Key(KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                KeyModifiers::NONE,
+            )))
+        })
+        .collect()
 }
 
 fn screen(tui: &Tui<TestBackend>) -> String {
     let buf = tui.terminal.backend().buffer();
-    (0..buf.area.height).map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n").collect()
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
 }
 
 async fn drive(tui: &mut Tui<TestBackend>, events: Vec<std::io::Result<Event>>) -> String {
@@ -85,7 +111,10 @@ async fn search_moves_to_match_and_n_cycles() {
     let s = drive(&mut tui, ev).await;
     assert!(s.contains("match 1/1"), "{s}");
     let sel = tui.state.session.as_ref().unwrap();
-    assert_eq!(sel.visible[sel.list.cursor], 2, "the /v1/messages exchange is row 3");
+    assert_eq!(
+        sel.visible[sel.list.cursor], 2,
+        "the /v1/messages exchange is row 3"
+    );
 }
 
 #[tokio::test]
@@ -103,14 +132,22 @@ async fn tab_and_number_keys_switch_panes() {
 async fn findings_enter_jumps_to_evidence() {
     // Exchange 3 of a copy with a partial outcome: its finding points at the Stream pane.
     let src = std::fs::read_to_string(fixture()).unwrap();
-    let patched = src.replacen("\"outcome\":\"complete\"}", "\"outcome\":\"client_disconnected\",\"error\":\"client closed the connection\"}", 1);
+    let patched = src.replacen(
+        "\"outcome\":\"complete\"}",
+        "\"outcome\":\"client_disconnected\",\"error\":\"client closed the connection\"}",
+        1,
+    );
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jsonl");
     std::fs::write(&p, patched).unwrap();
     let theme = Theme::resolve(Some("dark"), None, true).unwrap();
     let mut state = State::new(Keymap::default(), theme, (110, 34));
     let fx = state.open_files(vec![p], None);
-    let mut tui = Tui::new(Terminal::new(TestBackend::new(110, 34)).unwrap(), state, true);
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(110, 34)).unwrap(),
+        state,
+        true,
+    );
     tui.run_effects(fx);
     let s = drive(&mut tui, typed("6 enter")).await;
     assert_eq!(tui.state.session.as_ref().unwrap().pane, 3, "{s}");
@@ -122,9 +159,23 @@ async fn mouse_click_on_tab_and_row() {
     let _ = drive(&mut tui, vec![]).await;
     let areas = toolscope::tui::view::areas(ratatui::layout::Rect::new(0, 0, 110, 34), &tui.state);
     let tab5 = toolscope::tui::view::tab_ranges()[4];
-    let click = |x, y| Ok(Event::Mouse(MouseEvent { kind: MouseEventKind::Down(MouseButton::Left), column: x, row: y, modifiers: KeyModifiers::NONE }));
+    let click = |x, y| {
+        Ok(Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        }))
+    };
     // Row 2 of the list: border + header + 2nd row.
-    let s = drive(&mut tui, vec![click(areas.tabs.x + tab5.0 + 1, areas.tabs.y), click(5, areas.list.y + 3)]).await;
+    let s = drive(
+        &mut tui,
+        vec![
+            click(areas.tabs.x + tab5.0 + 1, areas.tabs.y),
+            click(5, areas.list.y + 3),
+        ],
+    )
+    .await;
     let sess = tui.state.session.as_ref().unwrap();
     assert_eq!(sess.pane, 4, "{s}");
     assert_eq!(sess.list.cursor, 1, "{s}");
@@ -139,7 +190,10 @@ async fn copy_uses_clipboard_hook() {
     assert!(s.contains("copied"), "{s}");
     let got = copied.lock().unwrap().clone();
     // Event 1 of exchange 2 carries the call id and name.
-    assert!(got.contains("call_Kx82bN0aQ") && got.contains("stock_shelf"), "{got}");
+    assert!(
+        got.contains("call_Kx82bN0aQ") && got.contains("stock_shelf"),
+        "{got}"
+    );
 }
 
 #[tokio::test]
@@ -158,24 +212,78 @@ async fn live_proxy_events_grow_a_stream_in_place() {
     use toolscope::session::{Body, Request};
     let theme = Theme::resolve(Some("dark"), None, true).unwrap();
     let mut state = State::new(Keymap::default(), theme, (110, 34));
-    let session = toolscope::session::read::Session { path: "live.jsonl".into(), ..Default::default() };
-    let fx = state.show_source(std::sync::Arc::new(toolscope::tui::source::SessionSource::from_session(session)), true);
-    let mut tui = Tui::new(Terminal::new(TestBackend::new(110, 34)).unwrap(), state, true);
+    let session = toolscope::session::read::Session {
+        path: "live.jsonl".into(),
+        ..Default::default()
+    };
+    let fx = state.show_source(
+        std::sync::Arc::new(toolscope::tui::source::SessionSource::from_session(session)),
+        true,
+    );
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(110, 34)).unwrap(),
+        state,
+        true,
+    );
     tui.run_effects(fx);
     let tx = tui.sender();
     let send = |ev| tx.send(toolscope::tui::Message::Record(ev)).unwrap();
     let body = r#"{"model":"smollm2","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-    send(RecordEvent::Started { id: 1, started: "2026-11-29T18:00:00Z".into(), request: Request { method: "POST".into(), path: "/v1/chat/completions".into(), headers: vec![], body: Body::Text { text: body.into() } } });
-    send(RecordEvent::Head { id: 1, status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], ttfb_us: 1000 });
+    send(RecordEvent::Started {
+        id: 1,
+        started: "2026-11-29T18:00:00Z".into(),
+        request: Request {
+            method: "POST".into(),
+            path: "/v1/chat/completions".into(),
+            headers: vec![],
+            body: Body::Text { text: body.into() },
+        },
+    });
+    send(RecordEvent::Head {
+        id: 1,
+        status: 200,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        ttfb_us: 1000,
+    });
     for (i, word) in ["Hel", "lo", " there"].iter().enumerate() {
-        let data = format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{word}\"}}}}]}}\n\n");
-        send(RecordEvent::Chunk { id: 1, t_us: 2000 + i as u64 * 1000, bytes: bytes::Bytes::from(data) });
+        let data = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{word}\"}}}}]}}\n\n"
+        );
+        send(RecordEvent::Chunk {
+            id: 1,
+            t_us: 2000 + i as u64 * 1000,
+            bytes: bytes::Bytes::from(data),
+        });
     }
     let s = drive(&mut tui, typed("4")).await;
     assert!(s.contains("● live") && s.contains("1 exchanges"), "{s}");
     assert!(s.contains("Stream · 3 events"), "{s}");
     // Two more chunks arrive: the same row grows.
-    send(RecordEvent::Chunk { id: 1, t_us: 9000, bytes: bytes::Bytes::from("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n") });
+    send(RecordEvent::Chunk {
+        id: 1,
+        t_us: 9000,
+        bytes: bytes::Bytes::from(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+        ),
+    });
     let s = drive(&mut tui, vec![]).await;
-    assert!(s.contains("Stream · 5 events") && s.contains("1 exchanges"), "{s}");
+    assert!(
+        s.contains("Stream · 5 events") && s.contains("1 exchanges"),
+        "{s}"
+    );
+}
+
+#[tokio::test]
+async fn findings_of_the_server_parse_error_exchange() {
+    // Exchange 4 is llama-server's HTTP 500 "does not match the expected peg-native format"
+    // (tests/data fixture, from shared/notes/real-server.md): diagnose reports server.parse_error.
+    let mut tui = app();
+    let s = drive(&mut tui, typed("G 6")).await;
+    assert!(s.contains("server.parse_error"), "{s}");
+    // Filtering by rule keeps exactly that exchange.
+    let mut ev = typed("esc f");
+    ev.extend(text("rule:server"));
+    ev.extend(typed("enter"));
+    let s = drive(&mut tui, ev).await;
+    assert!(s.contains("1/4 exchanges"), "{s}");
 }

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 
 use crossterm::event::{Event, KeyEvent, KeyEventKind, KeyEventState};
-use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use toolscope::tui::keymap::{Key, Keymap};
 use toolscope::tui::theme::Theme;
 use toolscope::tui::{State, Tui};
@@ -23,7 +23,11 @@ fn app(files: Vec<PathBuf>, dir: Option<PathBuf>) -> Tui<TestBackend> {
     let theme = Theme::resolve(Some("dark"), None, false).unwrap();
     let mut state = State::new(Keymap::default(), theme, (110, 34));
     let fx = state.open_files(files, dir);
-    let mut tui = Tui::new(Terminal::new(TestBackend::new(110, 34)).unwrap(), state, true);
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(110, 34)).unwrap(),
+        state,
+        true,
+    );
     tui.run_effects(fx);
     tui
 }
@@ -33,7 +37,12 @@ fn keys(spec: &str) -> Vec<std::io::Result<Event>> {
     spec.split_whitespace()
         .map(|k| {
             let key = Key::parse(k).unwrap();
-            Ok(Event::Key(KeyEvent { code: key.code, modifiers: key.mods, kind: KeyEventKind::Press, state: KeyEventState::NONE }))
+            Ok(Event::Key(KeyEvent {
+                code: key.code,
+                modifiers: key.mods,
+                kind: KeyEventKind::Press,
+                state: KeyEventState::NONE,
+            }))
         })
         .collect()
 }
@@ -59,7 +68,10 @@ async fn run(spec: &str) -> String {
 #[tokio::test]
 async fn pane_tools() {
     let s = run("1").await;
-    assert!(s.contains("Tools · 2") && s.contains("▾ get_weather"), "{s}");
+    assert!(
+        s.contains("Tools · 2") && s.contains("▾ get_weather"),
+        "{s}"
+    );
     insta::assert_snapshot!(s);
 }
 
@@ -82,7 +94,10 @@ async fn pane_schema() {
 async fn pane_template_server_render() {
     let s = run("3").await;
     // The recorded /tokenize pieces split <tool_call> into 5 ordinary pieces.
-    assert!(s.contains("pseudo-special") && s.contains("<tool_call>"), "{s}");
+    assert!(
+        s.contains("pseudo-special") && s.contains("<tool_call>"),
+        "{s}"
+    );
     insta::assert_snapshot!(s);
 }
 
@@ -112,7 +127,8 @@ async fn pane_stream_event_json() {
 async fn pane_replay() {
     // Exchange 2 delivers 9 argument deltas: {"  quantity  ":  12  ,"  shelf  ":"  B  "}
     let s = run("j 5 l l").await;
-    assert!(s.contains("step 3/9"), "{s}");
+    // 9 argument deltas + the parser's finish() step.
+    assert!(s.contains("step 3/10"), "{s}");
     insta::assert_snapshot!(s);
 }
 
@@ -120,7 +136,8 @@ async fn pane_replay() {
 async fn pane_replay_per_char() {
     let s = run("j 5 c end").await;
     // {"quantity":12,"shelf":"B"} is 27 characters.
-    assert!(s.contains("step 27/27"), "{s}");
+    // + the finish() step.
+    assert!(s.contains("step 28/28"), "{s}");
     insta::assert_snapshot!(s);
 }
 
@@ -148,7 +165,10 @@ async fn browser_over_folder() {
     let mut tui = app(files, Some(dir.path().to_owned()));
     tui.run(futures::stream::iter(keys("j"))).await.unwrap();
     let s = screen(&tui);
-    assert!(s.contains("a.jsonl") && s.contains("b.jsonl") && s.contains("llama-server"), "{s}");
+    assert!(
+        s.contains("a.jsonl") && s.contains("b.jsonl") && s.contains("llama-server"),
+        "{s}"
+    );
     insta::assert_snapshot!(s);
 }
 
@@ -159,6 +179,53 @@ async fn browser_empty_state() {
     let _ = dir;
     tui.run(futures::stream::iter(keys(""))).await.unwrap();
     let s = screen(&tui);
-    assert!(s.contains("No sessions in sessions/ yet.") && s.contains("toolscope proxy"), "{s}");
+    assert!(
+        s.contains("No sessions in sessions/ yet.") && s.contains("toolscope proxy"),
+        "{s}"
+    );
     insta::assert_snapshot!(s);
+}
+
+/// The shipped recordings in sessions/ (recorded from the real llama-server by the recorder).
+async fn run_session(file: &str, spec: &str) -> Option<String> {
+    let p = PathBuf::from("sessions").join(file);
+    if !p.exists() {
+        eprintln!("SKIP: {} not present", p.display());
+        return None;
+    }
+    let mut tui = app(vec![p], None);
+    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
+    Some(screen(&tui))
+}
+
+#[tokio::test]
+async fn shipped_gemma4_anyof_findings_and_schema() {
+    let Some(s) = run_session("c-gemma4-template-anyof.jsonl", "6").await else {
+        return;
+    };
+    insta::assert_snapshot!("shipped_gemma4_findings", s);
+    let Some(s) = run_session("c-gemma4-template-anyof.jsonl", "2").await else {
+        return;
+    };
+    insta::assert_snapshot!("shipped_gemma4_schema", s);
+}
+
+#[tokio::test]
+async fn shipped_two_tools_stream() {
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "j 4").await else {
+        return;
+    };
+    insta::assert_snapshot!("shipped_two_tools_stream", s);
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "j 5 end").await else {
+        return;
+    };
+    insta::assert_snapshot!("shipped_two_tools_replay", s);
+}
+
+#[tokio::test]
+async fn shipped_anthropic_named_tool_choice() {
+    let Some(s) = run_session("b-anthropic-named-tool-choice.jsonl", "6").await else {
+        return;
+    };
+    insta::assert_snapshot!("shipped_anthropic_findings", s);
 }

@@ -30,7 +30,10 @@ pub fn run_with_theme(files: Vec<PathBuf>, theme: Option<String>) -> anyhow::Res
             anyhow::bail!("{}: no such file", f.display());
         }
     }
-    let opts = crate::tui::Options { theme, no_color: crate::tui::theme::no_color_env() };
+    let opts = crate::tui::Options {
+        theme,
+        no_color: crate::tui::theme::no_color_env(),
+    };
     crate::tui::run(files, &opts)?;
     Ok(ExitCode::SUCCESS)
 }

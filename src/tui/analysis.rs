@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::session::{Api, Exchange, Header, TokenPiece};
-use crate::stream::message::{from_response_json, AssistantMessage, CallRecord};
+use crate::stream::message::{AssistantMessage, CallRecord, from_response_json};
 
 /// One row of the exchanges list. Cheap to compute (one exchange decode), kept for every row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -99,16 +99,161 @@ pub struct ReplayStep {
 }
 
 /// The Replay pane's model.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ReplayView {
+    /// toolscope's parser trace per chunking (`parser::trace::Trace`); `None` when the text is
+    /// too long to trace per character (> 64 KiB).
+    pub traces: Vec<Option<std::sync::Arc<crate::parser::trace::Trace>>>,
+    /// Syntax the parser used (detected from the server's template, else from the text).
+    pub syntax: Option<String>,
     /// The raw generated text.
     pub raw: String,
     /// Where `raw` came from (`__verbose.content`, `stream deltas`, `message`).
     pub raw_source: String,
-    /// Steps per chunking, in [`Chunking::ALL`] order.
-    pub steps: Vec<Vec<ReplayStep>>,
-    /// Server view after `n` events, `n` = 0..=events.
-    pub server: Vec<ServerView>,
+    /// Chunk end offsets (bytes into `raw`) per chunking, in [`Chunking::ALL`] order. Steps are
+    /// materialized on demand ([`ReplayView::step`]) so per-character replays of long texts
+    /// stay small.
+    pub bounds: Vec<Vec<usize>>,
+    /// Recorded chunks: (end offset in `raw`, SSE events consumed by then).
+    pub recorded_events: Vec<(usize, usize)>,
+    /// Number of SSE events.
+    pub events: usize,
+    /// The server's whole reply (after every event).
+    pub server_final: ServerView,
+    /// Lengths of the server's reply after `n` events, `n` = 0..=events (see
+    /// [`ServerMark::view`]); lengths, not copies, so long streams stay small.
+    pub server_marks: Vec<ServerMark>,
+}
+
+impl ReplayView {
+    /// Steps in chunking `c` (index into [`Chunking::ALL`]).
+    pub fn len(&self, c: usize) -> usize {
+        let t = self
+            .traces
+            .get(c)
+            .and_then(|t| t.as_ref())
+            .map_or(0, |t| t.len());
+        self.bounds.get(c).map_or(0, Vec::len).max(t)
+    }
+
+    /// End offset of step `i` in chunking `c`.
+    pub fn end(&self, c: usize, i: usize) -> Option<usize> {
+        self.bounds.get(c)?.get(i).copied()
+    }
+
+    /// The first step of chunking `c` whose end reaches `end`.
+    pub fn find(&self, c: usize, end: usize) -> usize {
+        let b = self.bounds.get(c).map(Vec::as_slice).unwrap_or(&[]);
+        b.partition_point(|&e| e < end)
+            .min(b.len().saturating_sub(1))
+    }
+
+    /// Step `i` of chunking `c`: its chunk, the parser's state after it, and the server events
+    /// sent by the time the server had produced the same text.
+    pub fn step(&self, c: usize, i: usize) -> Option<ReplayStep> {
+        if i >= self.len(c) {
+            return None;
+        }
+        let b = self.bounds.get(c)?;
+        let end = b.get(i).copied().unwrap_or(self.raw.len());
+        let start = if i == 0 {
+            0
+        } else {
+            b.get(i - 1).copied().unwrap_or(self.raw.len())
+        };
+        let chunk = self.raw.get(start..end).unwrap_or("").to_owned();
+        let ev = self
+            .recorded_events
+            .iter()
+            .find(|(e, _)| *e >= end)
+            .map_or(self.events, |(_, n)| *n);
+        let Some(trace) = self.traces.get(c).and_then(|t| t.as_ref()) else {
+            return Some(ReplayStep {
+                events: vec![format!("text {chunk:?}")],
+                state: "(not traced: text too long)".into(),
+                buffer: String::new(),
+                server_events: ev,
+                end,
+                chunk,
+            });
+        };
+        let v = trace.state_at(i);
+        let mut events: Vec<String> = v
+            .events
+            .iter()
+            .map(|e| short(&format!("{e:?}"), 160))
+            .collect();
+        for call in v.tool_calls {
+            events.push(format!(
+                "→ call {}({})",
+                call.name,
+                short(&call.arguments.to_string(), 120)
+            ));
+        }
+        for m in v.malformed {
+            events.push(format!("✗ malformed {}: {}", m.syntax, m.message));
+        }
+        let state = match v.state.syntax {
+            Some(sx) => format!("{:?} ({})", v.state.kind, sx.name()),
+            None => format!("{:?}", v.state.kind),
+        };
+        Some(ReplayStep {
+            events,
+            state,
+            buffer: v.held.to_owned(),
+            server_events: ev,
+            end,
+            chunk: if v.chunk.is_empty() && i >= b.len() {
+                "(finish)".into()
+            } else {
+                chunk
+            },
+        })
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        s.chars().take(n).collect::<String>() + "…"
+    }
+}
+
+/// The server's reply after some events, as prefix lengths of the final [`ServerView`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerMark {
+    /// Bytes of `content` and `reasoning` delivered.
+    pub content: usize,
+    pub reasoning: usize,
+    /// Per call delivered so far: bytes of `name` and `arguments`.
+    pub calls: Vec<(usize, usize)>,
+    pub finish_reason: Option<String>,
+}
+
+impl ServerMark {
+    /// The reply as it stood at this mark.
+    pub fn view(&self, full: &ServerView) -> ServerView {
+        ServerView {
+            content: full.content.get(..self.content).unwrap_or("").to_owned(),
+            reasoning: full
+                .reasoning
+                .get(..self.reasoning)
+                .unwrap_or("")
+                .to_owned(),
+            calls: self
+                .calls
+                .iter()
+                .zip(&full.calls)
+                .map(|(&(n, a), c)| CallRecord {
+                    name: c.name.get(..n).unwrap_or("").to_owned(),
+                    arguments: c.arguments.get(..a).unwrap_or("").to_owned(),
+                    ..c.clone()
+                })
+                .collect(),
+            finish_reason: self.finish_reason.clone(),
+        }
+    }
 }
 
 /// One tool of the request.
@@ -190,13 +335,23 @@ pub struct Context<'a> {
 
 /// The list row of an exchange. Errors from decoding are shown in the row, not raised.
 pub fn summarize(ex: &Exchange) -> Summary {
+    summarize_in(ex, None)
+}
+
+/// [`summarize`] with the session context, so the findings column counts diagnose's findings.
+pub fn summarize_in(ex: &Exchange, ctx: Option<Context<'_>>) -> Summary {
     let message = reply(ex);
-    let findings = exchange_findings(ex, message.as_ref().map(|(m, _)| m));
+    let mut findings = exchange_findings(ex, message.as_ref().map(|(m, _)| m));
+    if let Some(ctx) = ctx {
+        findings.extend(diagnose(ex, ctx));
+    }
     Summary {
         id: ex.id,
         method: ex.request.method.clone(),
         path: ex.request.path.clone(),
-        model: ex.model().or_else(|| message.as_ref().and_then(|(m, _)| m.model.clone())),
+        model: ex
+            .model()
+            .or_else(|| message.as_ref().and_then(|(m, _)| m.model.clone())),
         status: ex.response.as_ref().map(|r| r.status),
         tool_calls: message.as_ref().map_or(0, |(m, _)| m.tool_calls.len()),
         rules: findings.iter().map(|f| f.rule).collect(),
@@ -209,21 +364,46 @@ pub fn summarize(ex: &Exchange) -> Summary {
 
 /// Row for an exchange line that could not be decoded.
 pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {
-    Summary { id: id.unwrap_or(0), method: "?".into(), path: "(damaged line)".into(), error: Some(error), rules: vec![Rule::SessionDamaged], ..Default::default() }
+    Summary {
+        id: id.unwrap_or(0),
+        method: "?".into(),
+        path: "(damaged line)".into(),
+        error: Some(error),
+        rules: vec![Rule::SessionDamaged],
+        ..Default::default()
+    }
 }
 
 /// Full analysis of one exchange (runs off the UI task).
 pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     let request = ex.request_json();
     let api = Some(ex.api());
-    let events = if ex.is_stream() { decode_events(&ex) } else { Vec::new() };
+    let decoded = crate::stream::decode_exchange(&ex);
+    let events = match &decoded {
+        Some(d) if !d.events.is_empty() => events_from(&ex, &d.events),
+        _ if ex.is_stream() => decode_events(&ex),
+        _ => Vec::new(),
+    };
     let message = reply(&ex);
     let server = server_views(api, &events);
+    let server = &server;
     let tools = tool_entries(request.as_ref());
-    let schema = schema_rows(request.as_ref());
+    let mut schema = schema_rows(request.as_ref());
     let template = template_view(&ex, request.as_ref(), ctx);
-    let replay = replay_view(&ex, &events, &server, message.as_ref().map(|(m, _)| m));
-    let findings = exchange_findings(&ex, message.as_ref().map(|(m, _)| m));
+    let mut replay = replay_view(&ex, &events, &server, message.as_ref().map(|(m, _)| m));
+    trace_replay(&mut replay, ctx.header, request.as_ref());
+    let mut findings = exchange_findings(&ex, message.as_ref().map(|(m, _)| m));
+    findings.extend(diagnose(&ex, ctx));
+    // Schema: flattening and facts lost between the tools and the server's prompt.
+    if let Some(tools) = request.as_ref().and_then(|r| r.get("tools")) {
+        let loss = template
+            .server
+            .as_deref()
+            .map(|p| crate::schema::loss::schema_loss(tools, p))
+            .unwrap_or_default();
+        apply_schema(&mut schema, tools, &loss);
+        findings.extend(loss.into_iter().map(|f| f.in_exchange(Some(ex.id))));
+    }
     let mut summary = summarize(&ex);
     summary.rules = findings.iter().map(|f| f.rule).collect();
     ExchangeAnalysis {
@@ -242,8 +422,149 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     }
 }
 
-/// Findings about one exchange. The diagnose module supplies these once it lands; until then,
-/// only what the session itself records.
+/// Runs toolscope's parser over the raw text for each chunking (`parser::trace::Trace`).
+fn trace_replay(r: &mut ReplayView, header: &Header, request: Option<&Value>) {
+    use crate::parser::Syntax;
+    let template = header
+        .props
+        .as_ref()
+        .and_then(|p| p.get("chat_template"))
+        .and_then(Value::as_str);
+    let syntax = template
+        .and_then(Syntax::detect_from_template)
+        .or_else(|| Syntax::detect_from_text(&r.raw));
+    r.syntax = syntax.map(|s| s.name().to_owned());
+    let tools = request.and_then(|q| q.get("tools"));
+    r.traces = r
+        .bounds
+        .iter()
+        .map(|b| {
+            if b.len() > 64 * 1024 {
+                return None;
+            }
+            let mut start = 0;
+            let chunks: Vec<String> = b
+                .iter()
+                .map(|&e| {
+                    let c = r.raw.get(start..e).unwrap_or("").to_owned();
+                    start = e;
+                    c
+                })
+                .collect();
+            Some(std::sync::Arc::new(crate::parser::trace::Trace::record(
+                &chunks, syntax, tools,
+            )))
+        })
+        .collect();
+}
+
+/// Maps the stream module's SSE events to the Stream pane's rows (size = bytes up to the next
+/// event).
+fn events_from(ex: &Exchange, evs: &[crate::stream::SseEvent]) -> Vec<StreamEvent> {
+    let total = ex.response_bytes().len();
+    evs.iter()
+        .enumerate()
+        .map(|(i, e)| StreamEvent {
+            index: e.index,
+            event: e.event.clone(),
+            data: e.data.clone(),
+            size: evs
+                .get(i + 1)
+                .map_or(total, |n| n.offset)
+                .saturating_sub(e.offset),
+            chunk: e.chunk,
+            t_us: e.t_us,
+        })
+        .collect()
+}
+
+/// diagnose's findings for a chat exchange (with the server render and `/props` template).
+fn diagnose(ex: &Exchange, ctx: Context<'_>) -> Vec<Finding> {
+    if !matches!(ex.api(), Api::Openai | Api::Anthropic) {
+        return Vec::new();
+    }
+    let mut cx = crate::diagnose::load::exchange_context(ex);
+    if let Some((prompt, tokens)) = ctx.server_render {
+        cx.server_prompt = prompt.map(str::to_owned);
+        cx.server_tokens = tokens.map(<[_]>::to_vec);
+    }
+    if let Some(p) = ctx.header.props.as_ref() {
+        cx.template = p
+            .get("chat_template")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        cx.bos_token = p
+            .get("bos_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    crate::diagnose::check_exchange(&cx)
+}
+
+/// Fills the Schema rows from `schema::flatten` (flattened fragment, change, what was lost)
+/// and marks parameters a `schema.*` finding says never reached the prompt.
+fn apply_schema(rows: &mut [SchemaRow], tools: &Value, loss: &[Finding]) {
+    let Ok(flat) = crate::schema::flatten::flatten_tools(
+        tools,
+        &crate::schema::flatten::FlattenOptions::default(),
+    ) else {
+        return;
+    };
+    let names: Vec<String> = tools
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    t.get("function")
+                        .unwrap_or(t)
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(unnamed)")
+                        .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for r in rows.iter_mut() {
+        let Some(ti) = names.iter().position(|n| *n == r.tool) else {
+            continue;
+        };
+        let base = if tools
+            .pointer(&format!("/{ti}/function/parameters"))
+            .is_some()
+        {
+            format!("/{ti}/function/parameters")
+        } else {
+            format!("/{ti}/input_schema")
+        };
+        let path = format!("{base}{}", r.pointer);
+        r.flattened = flat
+            .tools
+            .pointer(&path)
+            .map(|v| v.to_string())
+            .filter(|f| *f != r.original);
+        let ch: Vec<String> = flat
+            .changes
+            .iter()
+            .filter(|c| c.path == path)
+            .map(|c| match &c.lost {
+                Some(l) => format!("{} (lost: {l})", c.change),
+                None => c.change.clone(),
+            })
+            .collect();
+        if !ch.is_empty() {
+            r.change = Some(ch.join("; "));
+        }
+        r.lost_in_prompt = loss.iter().any(|f| {
+            f.evidence.tool.as_deref().is_none_or(|t| t == r.tool)
+                && f.evidence.pointer.as_deref().is_some_and(|p| {
+                    p == r.pointer || p.ends_with(&format!("parameters{}", r.pointer))
+                })
+        });
+    }
+}
+
+/// Findings the session itself records (partial exchanges).
 fn exchange_findings(ex: &Exchange, _message: Option<&AssistantMessage>) -> Vec<Finding> {
     let mut out = Vec::new();
     if ex.is_partial() {
@@ -269,8 +590,8 @@ fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
     };
     if ex.is_stream() {
         let events = decode_events(ex);
-        let views = server_views(Some(ex.api()), &events);
-        let last = views.last()?;
+        let (last, _) = server_views(Some(ex.api()), &events);
+        let last = &last;
         let mut m = AssistantMessage {
             content: last.content.clone(),
             reasoning: last.reasoning.clone(),
@@ -281,10 +602,17 @@ fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
         for e in events.iter().rev() {
             if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
                 if m.model.is_none() {
-                    m.model = v.get("model").or_else(|| v.pointer("/message/model")).and_then(Value::as_str).map(str::to_owned);
+                    m.model = v
+                        .get("model")
+                        .or_else(|| v.pointer("/message/model"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
                 }
                 if m.raw_text.is_none() {
-                    m.raw_text = v.pointer("/__verbose/content").and_then(Value::as_str).map(str::to_owned);
+                    m.raw_text = v
+                        .pointer("/__verbose/content")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
                 }
             }
         }
@@ -298,7 +626,9 @@ fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
 /// a blank line; `\r\n`, `\r` and `\n` line ends; `:` comments ignored). Each event carries the
 /// chunk in which it completed and that chunk's receive time.
 pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
-    let Some(chunks) = ex.response.as_ref().and_then(|r| r.chunks.as_ref()) else { return Vec::new() };
+    let Some(chunks) = ex.response.as_ref().and_then(|r| r.chunks.as_ref()) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     let mut pending: Vec<u8> = Vec::new();
     let mut block_size = 0usize;
@@ -308,7 +638,9 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
         pending.extend_from_slice(&c.data.to_bytes());
         // Consume complete lines.
         loop {
-            let Some(nl) = pending.iter().position(|&b| b == b'\n' || b == b'\r') else { break };
+            let Some(nl) = pending.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                break;
+            };
             let mut end = nl + 1;
             if pending[nl] == b'\r' {
                 if nl + 1 == pending.len() {
@@ -339,7 +671,10 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
                 continue;
             }
             let (field, value) = match line.find(':') {
-                Some(p) => (&line[..p], line[p + 1..].strip_prefix(' ').unwrap_or(&line[p + 1..])),
+                Some(p) => (
+                    &line[..p],
+                    line[p + 1..].strip_prefix(' ').unwrap_or(&line[p + 1..]),
+                ),
                 None => (line.as_str(), ""),
             };
             match field {
@@ -376,9 +711,19 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
 
 /// The server's reply after 0, 1, …, n events (OpenAI `chat.completion.chunk` deltas or
 /// Anthropic `content_block_*` / `message_delta` events).
-pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> Vec<ServerView> {
+pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Vec<ServerMark>) {
     let mut cur = ServerView::default();
-    let mut out = vec![cur.clone()];
+    let mark = |v: &ServerView| ServerMark {
+        content: v.content.len(),
+        reasoning: v.reasoning.len(),
+        calls: v
+            .calls
+            .iter()
+            .map(|c| (c.name.len(), c.arguments.len()))
+            .collect(),
+        finish_reason: v.finish_reason.clone(),
+    };
+    let mut out = vec![mark(&cur)];
     // Anthropic: content block index -> call slot.
     let mut blocks: std::collections::BTreeMap<u64, usize> = Default::default();
     for e in events {
@@ -387,12 +732,19 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> Vec<ServerView>
                 match v.get("type").and_then(Value::as_str) {
                     Some("content_block_start") => {
                         let idx = v.get("index").and_then(Value::as_u64).unwrap_or(0);
-                        if let Some(b) = v.get("content_block").filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")) {
+                        if let Some(b) = v
+                            .get("content_block")
+                            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                        {
                             blocks.insert(idx, cur.calls.len());
                             cur.calls.push(CallRecord {
                                 index: Some(idx),
                                 id: b.get("id").and_then(Value::as_str).map(str::to_owned),
-                                name: b.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                                name: b
+                                    .get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                                    .to_owned(),
                                 arguments: String::new(),
                             });
                         }
@@ -424,17 +776,38 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> Vec<ServerView>
                 if let Some(t) = d.get("content").and_then(Value::as_str) {
                     cur.content.push_str(t);
                 }
-                if let Some(t) = d.get("reasoning_content").or_else(|| d.get("reasoning")).and_then(Value::as_str) {
+                if let Some(t) = d
+                    .get("reasoning_content")
+                    .or_else(|| d.get("reasoning"))
+                    .and_then(Value::as_str)
+                {
                     cur.reasoning.push_str(t);
                 }
                 if let Some(calls) = d.get("tool_calls").and_then(Value::as_array) {
                     for c in calls {
                         let index = c.get("index").and_then(Value::as_u64);
-                        let slot = match index.and_then(|i| cur.calls.iter().position(|x| x.index == Some(i))) {
-                            Some(s) if c.get("id").is_none() || cur.calls[s].id.is_none() || cur.calls[s].id.as_deref() == c.get("id").and_then(Value::as_str) => s,
-                            _ if index.is_none() && c.get("id").is_none() && !cur.calls.is_empty() => cur.calls.len() - 1,
+                        let slot = match index
+                            .and_then(|i| cur.calls.iter().position(|x| x.index == Some(i)))
+                        {
+                            Some(s)
+                                if c.get("id").is_none()
+                                    || cur.calls[s].id.is_none()
+                                    || cur.calls[s].id.as_deref()
+                                        == c.get("id").and_then(Value::as_str) =>
+                            {
+                                s
+                            }
+                            _ if index.is_none()
+                                && c.get("id").is_none()
+                                && !cur.calls.is_empty() =>
+                            {
+                                cur.calls.len() - 1
+                            }
                             _ => {
-                                cur.calls.push(CallRecord { index, ..Default::default() });
+                                cur.calls.push(CallRecord {
+                                    index,
+                                    ..Default::default()
+                                });
                                 cur.calls.len() - 1
                             }
                         };
@@ -455,13 +828,18 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> Vec<ServerView>
                 }
             }
         }
-        out.push(cur.clone());
+        out.push(mark(&cur));
     }
-    out
+    (cur, out)
 }
 
 fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
-    let Some(tools) = request.and_then(|r| r.get("tools")).and_then(Value::as_array) else { return Vec::new() };
+    let Some(tools) = request
+        .and_then(|r| r.get("tools"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
     tools
         .iter()
         .enumerate()
@@ -469,9 +847,20 @@ fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
             let f = t.get("function").unwrap_or(t);
             let params = f.get("parameters").or_else(|| f.get("input_schema"));
             ToolEntry {
-                name: f.get("name").and_then(Value::as_str).unwrap_or("(unnamed)").to_owned(),
-                description: f.get("description").and_then(Value::as_str).unwrap_or("").to_owned(),
-                params: params.and_then(|p| p.get("properties")).and_then(Value::as_object).map_or(0, |o| o.len()),
+                name: f
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("(unnamed)")
+                    .to_owned(),
+                description: f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                params: params
+                    .and_then(|p| p.get("properties"))
+                    .and_then(Value::as_object)
+                    .map_or(0, |o| o.len()),
                 json: serde_json::to_string_pretty(t).unwrap_or_default(),
                 pointer: format!("/tools/{i}"),
             }
@@ -480,7 +869,12 @@ fn tool_entries(request: Option<&Value>) -> Vec<ToolEntry> {
 }
 
 fn schema_rows(request: Option<&Value>) -> Vec<SchemaRow> {
-    let Some(tools) = request.and_then(|r| r.get("tools")).and_then(Value::as_array) else { return Vec::new() };
+    let Some(tools) = request
+        .and_then(|r| r.get("tools"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
     let mut rows = Vec::new();
     for t in tools {
         let f = t.get("function").unwrap_or(t);
@@ -493,18 +887,36 @@ fn schema_rows(request: Option<&Value>) -> Vec<SchemaRow> {
 }
 
 fn walk_schema(tool: &str, pointer: &str, schema: &Value, rows: &mut Vec<SchemaRow>) {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
     for (k, v) in props {
-        let p = format!("{pointer}/properties/{}", k.replace('~', "~0").replace('/', "~1"));
-        rows.push(SchemaRow { tool: tool.to_owned(), pointer: p.clone(), original: v.to_string(), flattened: None, change: None, lost_in_prompt: false });
+        let p = format!(
+            "{pointer}/properties/{}",
+            k.replace('~', "~0").replace('/', "~1")
+        );
+        rows.push(SchemaRow {
+            tool: tool.to_owned(),
+            pointer: p.clone(),
+            original: v.to_string(),
+            flattened: None,
+            change: None,
+            lost_in_prompt: false,
+        });
         walk_schema(tool, &p, v, rows);
     }
 }
 
 fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> TemplateView {
     let props = ctx.header.props.as_ref();
-    let bos_token = props.and_then(|p| p.get("bos_token")).and_then(Value::as_str).map(str::to_owned);
-    let mut v = TemplateView { bos_token: bos_token.clone(), ..Default::default() };
+    let bos_token = props
+        .and_then(|p| p.get("bos_token"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut v = TemplateView {
+        bos_token: bos_token.clone(),
+        ..Default::default()
+    };
     if let Some((prompt, tokens)) = ctx.server_render {
         if let Some(p) = prompt {
             v.server = Some(p.to_owned());
@@ -513,7 +925,12 @@ fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> T
         v.tokens = tokens.map(<[TokenPiece]>::to_vec);
     }
     if v.server.is_none() {
-        let verbose = ex.response.as_ref().and_then(|r| r.body.as_ref()).and_then(|b| b.json().ok()).and_then(|b| b.pointer("/__verbose/prompt").cloned());
+        let verbose = ex
+            .response
+            .as_ref()
+            .and_then(|r| r.body.as_ref())
+            .and_then(|b| b.json().ok())
+            .and_then(|b| b.pointer("/__verbose/prompt").cloned());
         if let Some(Value::String(p)) = verbose {
             v.server = Some(p);
             v.server_source = Some("server __verbose.prompt".into());
@@ -565,20 +982,30 @@ fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> T
 
 /// `<…>` or `<|…|>` with no whitespace inside, 3..=40 bytes.
 fn is_marker(s: &str) -> bool {
-    s.len() >= 3 && s.len() <= 40 && s.starts_with('<') && s.ends_with('>') && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
+    s.len() >= 3
+        && s.len() <= 40
+        && s.starts_with('<')
+        && s.ends_with('>')
+        && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
 }
 
-fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &[ServerView], message: Option<&AssistantMessage>) -> ReplayView {
+fn replay_view(
+    ex: &Exchange,
+    events: &[StreamEvent],
+    server: &(ServerView, Vec<ServerMark>),
+    message: Option<&AssistantMessage>,
+) -> ReplayView {
+    let (full, marks) = server;
     // Recorded chunks: the text each event added (reasoning, content, call arguments), in order.
     let mut recorded: Vec<(String, usize)> = Vec::new();
-    for (i, w) in server.windows(2).enumerate() {
+    for (i, w) in marks.windows(2).enumerate() {
         let (a, b) = (&w[0], &w[1]);
         let mut piece = String::new();
-        piece.push_str(b.reasoning.get(a.reasoning.len()..).unwrap_or(""));
-        piece.push_str(b.content.get(a.content.len()..).unwrap_or(""));
+        piece.push_str(full.reasoning.get(a.reasoning..b.reasoning).unwrap_or(""));
+        piece.push_str(full.content.get(a.content..b.content).unwrap_or(""));
         for (j, c) in b.calls.iter().enumerate() {
-            let before = a.calls.get(j).map_or(0, |x| x.arguments.len());
-            piece.push_str(c.arguments.get(before..).unwrap_or(""));
+            let before = a.calls.get(j).map_or(0, |x| x.1);
+            piece.push_str(full.calls[j].arguments.get(before..c.1).unwrap_or(""));
         }
         if !piece.is_empty() {
             recorded.push((piece, i + 1));
@@ -587,46 +1014,46 @@ fn replay_view(ex: &Exchange, events: &[StreamEvent], server: &[ServerView], mes
     let verbose = message.and_then(|m| m.raw_text.clone());
     let (raw, raw_source) = match (verbose, ex.is_stream()) {
         (Some(r), _) => (r, "__verbose.content"),
-        (None, true) => (recorded.iter().map(|(p, _)| p.as_str()).collect(), "stream deltas"),
+        (None, true) => (
+            recorded.iter().map(|(p, _)| p.as_str()).collect(),
+            "stream deltas",
+        ),
         (None, false) => {
             let m = message.cloned().unwrap_or_default();
             (format!("{}{}", m.reasoning, m.content), "message")
         }
     };
-    let events_at = |end: usize| -> usize {
-        // The first recorded chunk whose cumulative length reaches `end`.
-        let mut acc = 0;
-        for (p, ev) in &recorded {
+    let mut acc = 0;
+    let recorded_events: Vec<(usize, usize)> = recorded
+        .iter()
+        .map(|(p, ev)| {
             acc += p.len();
-            if acc >= end {
-                return *ev;
-            }
-        }
-        events.len()
+            (acc, *ev)
+        })
+        .collect();
+    let recorded_bounds: Vec<usize> = if raw_source == "stream deltas" {
+        recorded_events.iter().map(|(e, _)| *e).collect()
+    } else if raw.is_empty() {
+        Vec::new()
+    } else {
+        vec![raw.len()]
     };
-    let mk = |chunks: Vec<String>| -> Vec<ReplayStep> {
-        let mut end = 0;
-        let mut steps = Vec::with_capacity(chunks.len());
-        for c in chunks {
-            end += c.len();
-            steps.push(ReplayStep {
-                state: "text".into(),
-                buffer: String::new(),
-                events: vec![format!("text {:?}", c)],
-                server_events: events_at(end),
-                end,
-                chunk: c,
-            });
-        }
-        steps
+    let per_char: Vec<usize> = raw.char_indices().map(|(i, c)| i + c.len_utf8()).collect();
+    let whole = if raw.is_empty() {
+        Vec::new()
+    } else {
+        vec![raw.len()]
     };
-    let recorded_chunks: Vec<String> = if raw_source == "stream deltas" { recorded.iter().map(|(p, _)| p.clone()).collect() } else { vec![raw.clone()] };
-    let per_char: Vec<String> = raw.chars().map(String::from).collect();
     ReplayView {
-        steps: vec![mk(recorded_chunks), mk(per_char), mk(vec![raw.clone()])],
+        traces: Vec::new(),
+        syntax: None,
+        bounds: vec![recorded_bounds, per_char, whole],
+        recorded_events,
+        events: events.len(),
         raw,
         raw_source: raw_source.into(),
-        server: server.to_vec(),
+        server_final: full.clone(),
+        server_marks: marks.clone(),
     }
 }
 
@@ -635,8 +1062,15 @@ pub fn session_findings(warnings: &[crate::session::ReadWarning]) -> Vec<Finding
     warnings
         .iter()
         .map(|w| {
-            Finding::new(Rule::SessionDamaged, format!("line {}: {}", w.line, w.message), "the other lines are intact; re-record the lost exchange if you need it")
-                .with_evidence(Evidence { excerpt: Some(w.to_string()), ..Default::default() })
+            Finding::new(
+                Rule::SessionDamaged,
+                format!("line {}: {}", w.line, w.message),
+                "the other lines are intact; re-record the lost exchange if you need it",
+            )
+            .with_evidence(Evidence {
+                excerpt: Some(w.to_string()),
+                ..Default::default()
+            })
         })
         .collect()
 }

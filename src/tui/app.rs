@@ -2,13 +2,13 @@
 //! reports through one message queue, and a frame is drawn only when the queue has drained, so
 //! a burst of messages (summaries, live SSE updates) costs one frame.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossterm::event::Event;
 use futures::{Stream, StreamExt};
-use ratatui::backend::Backend;
 use ratatui::Terminal;
+use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
 use super::analysis;
@@ -64,8 +64,21 @@ impl<B: Backend> Tui<B> {
     /// A controller over `terminal`. `inline` runs background work synchronously (tests).
     pub fn new(terminal: Terminal<B>, state: State, inline: bool) -> Tui<B> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let worker = Worker { tx: tx.clone(), inline, pending: Arc::new(AtomicUsize::new(0)), wanted: Arc::new(AtomicUsize::new(0)) };
-        Tui { terminal, state, tx, rx, worker, clipboard: Box::new(|_| {}), frames: 0 }
+        let worker = Worker {
+            tx: tx.clone(),
+            inline,
+            pending: Arc::new(AtomicUsize::new(0)),
+            wanted: Arc::new(AtomicUsize::new(0)),
+        };
+        Tui {
+            terminal,
+            state,
+            tx,
+            rx,
+            worker,
+            clipboard: Box::new(|_| {}),
+            frames: 0,
+        }
     }
 
     /// Sets what `y` does with the copied text (the binary writes OSC 52).
@@ -99,36 +112,60 @@ impl<B: Backend> Tui<B> {
         match e {
             Effect::Copy(text) => {
                 (self.clipboard)(&text);
-                self.state.status = Some(format!("copied {} bytes to the clipboard (OSC 52)", text.len()));
+                self.state.status = Some(format!(
+                    "copied {} bytes to the clipboard (OSC 52)",
+                    text.len()
+                ));
             }
             Effect::Open { epoch, path } => self.worker.spawn(move |tx| {
                 let mut progress = |done, total| {
                     let _ = tx.send(Message::IndexProgress { epoch, done, total });
                 };
-                let result = SessionSource::open(&path, &mut progress).map(Arc::new).map_err(|e| format!("{e:#}"));
+                let result = SessionSource::open(&path, &mut progress)
+                    .map(Arc::new)
+                    .map_err(|e| format!("{e:#}"));
                 let _ = tx.send(Message::Opened { epoch, result });
             }),
             Effect::Summarize { epoch, rows } => {
-                let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else { return };
+                let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
+                    return;
+                };
                 self.worker.spawn(move |tx| {
                     let mut batch = Vec::new();
                     for row in rows {
                         let sum = match src.load(row) {
-                            Ok(ex) => analysis::summarize(&ex),
+                            Ok(ex) => {
+                                let ctx = analysis::Context {
+                                    header: &src.header,
+                                    server_render: src.server_render(ex.id),
+                                };
+                                analysis::summarize_in(&ex, Some(ctx))
+                            }
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
                         batch.push((row, sum));
                         if batch.len() >= 256 {
-                            if tx.send(Message::Summaries { epoch, items: std::mem::take(&mut batch) }).is_err() {
+                            if tx
+                                .send(Message::Summaries {
+                                    epoch,
+                                    items: std::mem::take(&mut batch),
+                                })
+                                .is_err()
+                            {
                                 return;
                             }
                         }
                     }
-                    let _ = tx.send(Message::Summaries { epoch, items: batch });
+                    let _ = tx.send(Message::Summaries {
+                        epoch,
+                        items: batch,
+                    });
                 });
             }
             Effect::Analyze { epoch, row } => {
-                let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else { return };
+                let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
+                    return;
+                };
                 self.worker.wanted.store(row + 1, Ordering::SeqCst);
                 let wanted = self.worker.wanted.clone();
                 self.worker.spawn(move |tx| {
@@ -138,16 +175,31 @@ impl<B: Backend> Tui<B> {
                     let a = match src.load(row) {
                         Ok(ex) => {
                             let id = ex.id;
-                            let ctx = analysis::Context { header: &src.header, server_render: src.server_render(id) };
+                            let ctx = analysis::Context {
+                                header: &src.header,
+                                server_render: src.server_render(id),
+                            };
                             analysis::analyze(row, ex, ctx)
                         }
                         Err(e) => {
-                            let mut a = analysis::ExchangeAnalysis { row, summary: analysis::damaged_summary(src.rows[row].id, e.clone()), ..Default::default() };
-                            a.findings.push(crate::finding::Finding::new(crate::finding::Rule::SessionDamaged, format!("{}: {e}", src.name), "the other lines are intact; re-record this exchange"));
+                            let mut a = analysis::ExchangeAnalysis {
+                                row,
+                                summary: analysis::damaged_summary(src.rows[row].id, e.clone()),
+                                ..Default::default()
+                            };
+                            a.findings.push(crate::finding::Finding::new(
+                                crate::finding::Rule::SessionDamaged,
+                                format!("{}: {e}", src.name),
+                                "the other lines are intact; re-record this exchange",
+                            ));
                             a
                         }
                     };
-                    let _ = tx.send(Message::Analyzed { epoch, row, analysis: Arc::new(a) });
+                    let _ = tx.send(Message::Analyzed {
+                        epoch,
+                        row,
+                        analysis: Arc::new(a),
+                    });
                 });
             }
         }
@@ -184,7 +236,9 @@ impl<B: Backend> Tui<B> {
     /// Draws one frame now.
     pub fn draw(&mut self) -> std::io::Result<()> {
         let state = &self.state;
-        self.terminal.draw(|f| super::view::draw(state, f)).map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.terminal
+            .draw(|f| super::view::draw(state, f))
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         self.frames += 1;
         Ok(())
     }

@@ -46,7 +46,10 @@ impl Doc {
 
     /// Plain text of line `i` (for search).
     pub fn plain(&self, i: usize) -> String {
-        self.lines.get(i).map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).unwrap_or_default()
+        self.lines
+            .get(i)
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .unwrap_or_default()
     }
 
     /// First line of `item`.
@@ -64,12 +67,18 @@ impl Doc {
                 .anchors
                 .iter()
                 .filter_map(|(a, l)| match a {
-                    Anchor::Pointer(q) if p.ends_with(q.as_str()) || p.starts_with(q.as_str()) => Some((q.len(), *l)),
+                    Anchor::Pointer(q) if p.ends_with(q.as_str()) || p.starts_with(q.as_str()) => {
+                        Some((q.len(), *l))
+                    }
                     _ => None,
                 })
                 .max()
                 .map(|(_, l)| l),
-            Anchor::Offset(o) => self.anchors.iter().filter_map(|(a, l)| matches!(a, Anchor::Offset(x) if x <= o).then_some(*l)).max(),
+            Anchor::Offset(o) => self
+                .anchors
+                .iter()
+                .filter_map(|(a, l)| matches!(a, Anchor::Offset(x) if x <= o).then_some(*l))
+                .max(),
             _ => None,
         }
     }
@@ -100,13 +109,18 @@ pub fn tools(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
     for (i, t) in a.tools.iter().enumerate() {
         d.copy.push(t.json.clone());
         let open = !modes.collapsed.contains(&i);
-        d.anchors.push((Anchor::Tool(t.name.clone()), d.lines.len()));
-        d.anchors.push((Anchor::Pointer(t.pointer.clone()), d.lines.len()));
+        d.anchors
+            .push((Anchor::Tool(t.name.clone()), d.lines.len()));
+        d.anchors
+            .push((Anchor::Pointer(t.pointer.clone()), d.lines.len()));
         d.push(
             Line::from(vec![
                 Span::styled(if open { "▾ " } else { "▸ " }, st.accent),
                 Span::styled(t.name.clone(), st.title),
-                Span::styled(format!("  ({} params)  {}", t.params, t.description), st.muted),
+                Span::styled(
+                    format!("  ({} params)  {}", t.params, t.description),
+                    st.muted,
+                ),
             ]),
             Some(i),
         );
@@ -118,7 +132,8 @@ pub fn tools(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
                 if let Some(rest) = trimmed.strip_prefix('"') {
                     if let Some(end) = rest.find("\":") {
                         let key = &rest[..end];
-                        d.anchors.push((Anchor::Pointer(format!("/properties/{key}")), d.lines.len()));
+                        d.anchors
+                            .push((Anchor::Pointer(format!("/properties/{key}")), d.lines.len()));
                     }
                 }
                 let mut spans = vec![Span::raw("  ")];
@@ -140,28 +155,67 @@ pub fn schema(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
     }
     let flattened = a.schema.iter().any(|r| r.flattened.is_some());
     if !flattened {
-        d.text("Flattened schema: not computed for this build (original parameters shown).", st.muted, None);
+        d.text(
+            "Flattened schema: not computed for this build (original parameters shown).",
+            st.muted,
+            None,
+        );
     }
     let mut tool = "";
     for (i, r) in a.schema.iter().enumerate() {
         if r.tool != tool {
             tool = &r.tool;
-            d.anchors.push((Anchor::Tool(tool.to_owned()), d.lines.len()));
+            d.anchors
+                .push((Anchor::Tool(tool.to_owned()), d.lines.len()));
             d.text(tool.to_owned(), st.title, None);
         }
         d.copy.push(r.original.clone());
-        d.anchors.push((Anchor::Pointer(r.pointer.clone()), d.lines.len()));
-        let mark = if r.lost_in_prompt { Span::styled("✗ ", st.severity_error) } else if r.change.is_some() { Span::styled("~ ", st.severity_warning) } else { Span::raw("  ") };
-        d.push(Line::from(vec![mark, Span::styled(r.pointer.clone(), st.header)]), Some(i));
-        d.push(Line::from(vec![Span::styled("    original   ", st.muted), Span::styled(r.original.clone(), st.base)]), Some(i));
+        d.anchors
+            .push((Anchor::Pointer(r.pointer.clone()), d.lines.len()));
+        let mark = if r.lost_in_prompt {
+            Span::styled("✗ ", st.severity_error)
+        } else if r.change.is_some() {
+            Span::styled("~ ", st.severity_warning)
+        } else {
+            Span::raw("  ")
+        };
+        d.push(
+            Line::from(vec![mark, Span::styled(r.pointer.clone(), st.header)]),
+            Some(i),
+        );
+        d.push(
+            Line::from(vec![
+                Span::styled("    original   ", st.muted),
+                Span::styled(r.original.clone(), st.base),
+            ]),
+            Some(i),
+        );
         if let Some(f) = &r.flattened {
-            d.push(Line::from(vec![Span::styled("    flattened  ", st.muted), Span::styled(f.clone(), st.diff_added)]), Some(i));
+            d.push(
+                Line::from(vec![
+                    Span::styled("    flattened  ", st.muted),
+                    Span::styled(f.clone(), st.diff_added),
+                ]),
+                Some(i),
+            );
         }
         if let Some(c) = &r.change {
-            d.push(Line::from(vec![Span::styled("    lost       ", st.muted), Span::styled(c.clone(), st.severity_warning)]), Some(i));
+            d.push(
+                Line::from(vec![
+                    Span::styled("    change     ", st.muted),
+                    Span::styled(c.clone(), st.severity_warning),
+                ]),
+                Some(i),
+            );
         }
         if r.lost_in_prompt {
-            d.push(Line::from(Span::styled("    never reached the prompt", st.severity_error)), Some(i));
+            d.push(
+                Line::from(Span::styled(
+                    "    never reached the prompt",
+                    st.severity_error,
+                )),
+                Some(i),
+            );
         }
     }
     d
@@ -180,7 +234,12 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             None => (None, "local render: not available in this build".to_owned()),
         }
     } else {
-        (t.server.clone(), t.server_source.clone().unwrap_or_else(|| "server render: not recorded (record with a llama-server upstream)".into()))
+        (
+            t.server.clone(),
+            t.server_source.clone().unwrap_or_else(|| {
+                "server render: not recorded (record with a llama-server upstream)".into()
+            }),
+        )
     };
     let bos = match (t.bos_count, &t.bos_token) {
         (Some(n), Some(b)) => format!("  BOS {b} ×{n}{}", if n > 1 { " (doubled!)" } else { "" }),
@@ -189,16 +248,29 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
     };
     d.push(
         Line::from(vec![
-            Span::styled(format!("[{}] ", if modes.tokens { "tokens" } else { "text" }), st.accent),
+            Span::styled(
+                format!("[{}] ", if modes.tokens { "tokens" } else { "text" }),
+                st.accent,
+            ),
             Span::styled(origin, st.info),
-            Span::styled(bos, if t.bos_count.unwrap_or(0) > 1 { st.severity_error } else { st.muted }),
+            Span::styled(
+                bos,
+                if t.bos_count.unwrap_or(0) > 1 {
+                    st.severity_error
+                } else {
+                    st.muted
+                },
+            ),
         ]),
         None,
     );
     if !t.pseudo_specials.is_empty() {
         d.push(
             Line::from(vec![
-                Span::styled("pseudo-special (split into ordinary pieces): ", st.severity_warning),
+                Span::styled(
+                    "pseudo-special (split into ordinary pieces): ",
+                    st.severity_warning,
+                ),
                 Span::styled(t.pseudo_specials.join(" "), st.pseudo_special),
             ]),
             None,
@@ -206,12 +278,20 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
     }
     if modes.tokens && !modes.local {
         match &t.tokens {
-            None => d.text("No token pieces recorded for this exchange.", st.muted, None),
+            None => d.text(
+                "No token pieces recorded for this exchange.",
+                st.muted,
+                None,
+            ),
             Some(tokens) => {
                 let mut off = 0;
                 for (i, tok) in tokens.iter().enumerate() {
                     let piece = String::from_utf8_lossy(tok.piece.as_bytes()).into_owned();
-                    let style = if t.specials.contains(&piece) { st.special_token } else { st.base };
+                    let style = if t.specials.contains(&piece) {
+                        st.special_token
+                    } else {
+                        st.base
+                    };
                     d.anchors.push((Anchor::Token(i), d.lines.len()));
                     d.anchors.push((Anchor::Offset(off), d.lines.len()));
                     off += tok.piece.as_bytes().len();
@@ -231,8 +311,16 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
     }
     let Some(prompt) = prompt else { return d };
     d.copy.push(prompt.clone());
-    let mut markers: Vec<(&str, Style)> = t.specials.iter().map(|s| (s.as_str(), st.special_token)).collect();
-    markers.extend(t.pseudo_specials.iter().map(|s| (s.as_str(), st.pseudo_special)));
+    let mut markers: Vec<(&str, Style)> = t
+        .specials
+        .iter()
+        .map(|s| (s.as_str(), st.special_token))
+        .collect();
+    markers.extend(
+        t.pseudo_specials
+            .iter()
+            .map(|s| (s.as_str(), st.pseudo_special)),
+    );
     let mut off = 0;
     for line in prompt.split('\n') {
         d.anchors.push((Anchor::Offset(off), d.lines.len()));
@@ -246,7 +334,10 @@ fn mark_spans(line: &str, markers: &[(&str, Style)], base: Style) -> Vec<Span<'s
     let mut spans = Vec::new();
     let mut rest = line;
     while !rest.is_empty() {
-        let hit = markers.iter().filter_map(|(m, s)| rest.find(m).map(|p| (p, *m, *s))).min_by_key(|(p, m, _)| (*p, usize::MAX - m.len()));
+        let hit = markers
+            .iter()
+            .filter_map(|(m, s)| rest.find(m).map(|p| (p, *m, *s)))
+            .min_by_key(|(p, m, _)| (*p, usize::MAX - m.len()));
         match hit {
             Some((p, m, s)) => {
                 if p > 0 {
@@ -269,11 +360,16 @@ pub fn stream(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let mut d = Doc::default();
     if a.events.is_empty() {
-        let what = if a.exchange.is_stream() { "The stream has no events." } else { "Not a streamed response (no SSE events); the body is shown on copy." };
+        let what = if a.exchange.is_stream() {
+            "The stream has no events."
+        } else {
+            "Not a streamed response (no SSE events); the body is shown on copy."
+        };
         d.text(what, st.muted, None);
         if let Some(b) = a.exchange.response.as_ref().and_then(|r| r.body.as_ref()) {
             d.copy.push(b.to_text().into_owned());
-            for l in highlight::json_lines(&pretty(&b.to_text()), theme.syntect.as_deref(), st.base) {
+            for l in highlight::json_lines(&pretty(&b.to_text()), theme.syntect.as_deref(), st.base)
+            {
                 d.push(l, Some(0));
             }
         }
@@ -282,14 +378,20 @@ pub fn stream(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
     for e in &a.events {
         d.anchors.push((Anchor::Event(e.index), d.lines.len()));
         d.copy.push(e.data.clone());
-        let t = e.t_us.map(|t| format!("{:>9.1}ms", t as f64 / 1000.0)).unwrap_or_else(|| "          —".into());
+        let t = e
+            .t_us
+            .map(|t| format!("{:>9.1}ms", t as f64 / 1000.0))
+            .unwrap_or_else(|| "          —".into());
         let preview: String = e.data.chars().take(200).collect();
         d.push(
             Line::from(vec![
                 Span::styled(format!("{:>4} ", e.index), st.muted),
                 Span::styled(t, st.info),
                 Span::styled(format!("{:>6}B ", e.size), st.muted),
-                Span::styled(format!("{:<20} ", e.event.as_deref().unwrap_or("message")), st.accent),
+                Span::styled(
+                    format!("{:<20} ", e.event.as_deref().unwrap_or("message")),
+                    st.accent,
+                ),
                 Span::styled(preview, st.base),
             ]),
             Some(e.index),
@@ -300,7 +402,10 @@ pub fn stream(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
 
 /// Pretty-prints JSON text; non-JSON is returned as is.
 pub fn pretty(s: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(s).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or_else(|| s.to_owned())
+    serde_json::from_str::<serde_json::Value>(s)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| s.to_owned())
 }
 
 /// Findings pane: exchange findings, then session-level ones.
@@ -317,8 +422,13 @@ pub fn findings(list: &[Finding], theme: &Theme) -> Doc {
             Severity::Warning => ("warning", st.severity_warning),
             Severity::Info => ("info   ", st.severity_info),
         };
-        d.copy.push(serde_json::to_string_pretty(f).unwrap_or_default());
-        let scope = if f.exchange.is_some() { "" } else { "[session] " };
+        d.copy
+            .push(serde_json::to_string_pretty(f).unwrap_or_default());
+        let scope = if f.exchange.is_some() {
+            ""
+        } else {
+            "[session] "
+        };
         d.push(
             Line::from(vec![
                 Span::styled(format!("{} ", sev.0), sev.1),
@@ -350,12 +460,30 @@ pub fn findings(list: &[Finding], theme: &Theme) -> Doc {
             ev.push(format!("token {t}"));
         }
         if !ev.is_empty() {
-            d.push(Line::from(vec![Span::raw("          "), Span::styled(ev.join("  "), st.accent)]), Some(i));
+            d.push(
+                Line::from(vec![
+                    Span::raw("          "),
+                    Span::styled(ev.join("  "), st.accent),
+                ]),
+                Some(i),
+            );
         }
         if let Some(x) = &f.evidence.excerpt {
-            d.push(Line::from(vec![Span::raw("          "), Span::styled(x.clone(), st.muted)]), Some(i));
+            d.push(
+                Line::from(vec![
+                    Span::raw("          "),
+                    Span::styled(x.clone(), st.muted),
+                ]),
+                Some(i),
+            );
         }
-        d.push(Line::from(vec![Span::styled("          hint: ", st.muted), Span::styled(f.hint.clone(), st.info)]), Some(i));
+        d.push(
+            Line::from(vec![
+                Span::styled("          hint: ", st.muted),
+                Span::styled(f.hint.clone(), st.info),
+            ]),
+            Some(i),
+        );
     }
     d
 }
@@ -364,24 +492,65 @@ pub fn findings(list: &[Finding], theme: &Theme) -> Doc {
 pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let mut d = Doc::default();
-    let ci = Chunking::ALL.iter().position(|c| *c == chunking).unwrap_or(0);
-    let steps = a.replay.steps.get(ci).map(Vec::as_slice).unwrap_or(&[]);
-    let Some(s) = steps.get(step) else {
+    let ci = Chunking::ALL
+        .iter()
+        .position(|c| *c == chunking)
+        .unwrap_or(0);
+    let Some(s) = a.replay.step(ci, step) else {
         d.text("No generated text to replay.", st.muted, None);
         return d;
     };
-    d.copy.push(a.replay.raw[..s.end.min(a.replay.raw.len())].to_owned());
-    d.push(Line::from(vec![Span::styled("chunk   ", st.muted), Span::styled(format!("{:?}", s.chunk), st.accent)]), Some(0));
-    d.push(Line::from(vec![Span::styled("state   ", st.muted), Span::styled(s.state.clone(), st.header)]), Some(0));
-    d.push(Line::from(vec![Span::styled("buffer  ", st.muted), Span::styled(format!("{:?}", s.buffer), st.base)]), Some(0));
+    d.copy
+        .push(a.replay.raw[..s.end.min(a.replay.raw.len())].to_owned());
+    d.push(
+        Line::from(vec![
+            Span::styled("chunk   ", st.muted),
+            Span::styled(format!("{:?}", s.chunk), st.accent),
+        ]),
+        Some(0),
+    );
+    d.push(
+        Line::from(vec![
+            Span::styled("syntax  ", st.muted),
+            Span::styled(
+                a.replay.syntax.clone().unwrap_or_else(|| "auto".into()),
+                st.info,
+            ),
+        ]),
+        Some(0),
+    );
+    d.push(
+        Line::from(vec![
+            Span::styled("state   ", st.muted),
+            Span::styled(s.state.clone(), st.header),
+        ]),
+        Some(0),
+    );
+    d.push(
+        Line::from(vec![
+            Span::styled("buffer  ", st.muted),
+            Span::styled(format!("{:?}", s.buffer), st.base),
+        ]),
+        Some(0),
+    );
     d.text("events", st.muted, Some(0));
     for e in &s.events {
-        d.push(Line::from(vec![Span::raw("  "), Span::styled(e.clone(), st.base)]), Some(0));
+        d.push(
+            Line::from(vec![Span::raw("  "), Span::styled(e.clone(), st.base)]),
+            Some(0),
+        );
     }
-    d.text(format!("raw text so far ({})", a.replay.raw_source), st.muted, Some(0));
+    d.text(
+        format!("raw text so far ({})", a.replay.raw_source),
+        st.muted,
+        Some(0),
+    );
     let upto = floor_char(&a.replay.raw, s.end);
     for l in a.replay.raw[..upto].split('\n') {
-        d.push(Line::from(vec![Span::raw("  "), Span::styled(l.to_owned(), st.base)]), Some(0));
+        d.push(
+            Line::from(vec![Span::raw("  "), Span::styled(l.to_owned(), st.base)]),
+            Some(0),
+        );
     }
     d
 }
@@ -390,11 +559,17 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
 pub fn server_view(a: &ExchangeAnalysis, n: usize, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let mut d = Doc::default();
-    let Some(v) = a.replay.server.get(n.min(a.replay.server.len().saturating_sub(1))) else {
+    let marks = &a.replay.server_marks;
+    let Some(m) = marks.get(n.min(marks.len().saturating_sub(1))) else {
         d.text("No server stream.", st.muted, None);
         return d;
     };
-    d.text(format!("after {n} of {} events", a.events.len()), st.muted, None);
+    let v = &m.view(&a.replay.server_final);
+    d.text(
+        format!("after {n} of {} events", a.events.len()),
+        st.muted,
+        None,
+    );
     if !v.reasoning.is_empty() {
         d.text("reasoning_content", st.muted, None);
         for l in v.reasoning.split('\n') {
@@ -408,7 +583,10 @@ pub fn server_view(a: &ExchangeAnalysis, n: usize, theme: &Theme) -> Doc {
     for c in &v.calls {
         d.push(
             Line::from(vec![
-                Span::styled(format!("call[{}] ", c.index.map_or("?".into(), |i| i.to_string())), st.muted),
+                Span::styled(
+                    format!("call[{}] ", c.index.map_or("?".into(), |i| i.to_string())),
+                    st.muted,
+                ),
                 Span::styled(c.name.clone(), st.title),
                 Span::styled(format!(" {}", c.arguments), st.base),
             ]),
@@ -416,7 +594,13 @@ pub fn server_view(a: &ExchangeAnalysis, n: usize, theme: &Theme) -> Doc {
         );
     }
     if let Some(f) = &v.finish_reason {
-        d.push(Line::from(vec![Span::styled("finish_reason ", st.muted), Span::styled(f.clone(), st.accent)]), None);
+        d.push(
+            Line::from(vec![
+                Span::styled("finish_reason ", st.muted),
+                Span::styled(f.clone(), st.accent),
+            ]),
+            None,
+        );
     }
     d
 }

@@ -41,15 +41,23 @@ pub fn json_lines(text: &str, theme: Option<&str>, base: Style) -> Vec<Line<'sta
         },
     };
     let Some(th) = th else {
-        return text.lines().map(|l| Line::from(Span::styled(l.to_owned(), base))).collect();
+        return text
+            .lines()
+            .map(|l| Line::from(Span::styled(l.to_owned(), base)))
+            .collect();
     };
     let ss = syntaxes();
-    let syntax = ss.find_syntax_by_extension("json").unwrap_or_else(|| ss.find_syntax_plain_text());
+    let syntax = ss
+        .find_syntax_by_extension("json")
+        .unwrap_or_else(|| ss.find_syntax_plain_text());
     let mut h = HighlightLines::new(syntax, th);
     let mut out = Vec::new();
     for line in syntect::util::LinesWithEndings::from(text) {
         if line.len() > MAX_LINE {
-            out.push(Line::from(Span::styled(line.trim_end_matches(['\n', '\r']).to_owned(), base)));
+            out.push(Line::from(Span::styled(
+                line.trim_end_matches(['\n', '\r']).to_owned(),
+                base,
+            )));
             continue;
         }
         match h.highlight_line(line, ss) {
@@ -61,7 +69,11 @@ pub fn json_lines(text: &str, theme: Option<&str>, base: Style) -> Vec<Line<'sta
                         if s.is_empty() {
                             return None;
                         }
-                        let mut style = base.fg(Color::Rgb(st.foreground.r, st.foreground.g, st.foreground.b));
+                        let mut style = base.fg(Color::Rgb(
+                            st.foreground.r,
+                            st.foreground.g,
+                            st.foreground.b,
+                        ));
                         if st.font_style.contains(FontStyle::BOLD) {
                             style = style.add_modifier(Modifier::BOLD);
                         }
@@ -73,7 +85,10 @@ pub fn json_lines(text: &str, theme: Option<&str>, base: Style) -> Vec<Line<'sta
                     .collect();
                 out.push(Line::from(spans));
             }
-            Err(_) => out.push(Line::from(Span::styled(line.trim_end_matches(['\n', '\r']).to_owned(), base))),
+            Err(_) => out.push(Line::from(Span::styled(
+                line.trim_end_matches(['\n', '\r']).to_owned(),
+                base,
+            ))),
         }
     }
     out

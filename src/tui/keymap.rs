@@ -96,12 +96,15 @@ pub struct Key {
 impl Key {
     /// Normalizes a crossterm key event (uppercase letters carry no SHIFT; BackTab no SHIFT).
     pub fn from_event(e: &KeyEvent) -> Key {
-        let mut mods = e.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let mut mods =
+            e.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
         if matches!(e.code, KeyCode::Char(_) | KeyCode::BackTab) {
             mods.remove(KeyModifiers::SHIFT);
         }
         let code = match e.code {
-            KeyCode::Char(c) if mods.contains(KeyModifiers::CONTROL) => KeyCode::Char(c.to_ascii_lowercase()),
+            KeyCode::Char(c) if mods.contains(KeyModifiers::CONTROL) => {
+                KeyCode::Char(c.to_ascii_lowercase())
+            }
             c => c,
         };
         Key { code, mods }
@@ -147,7 +150,9 @@ impl Key {
             "pgdn" | "pagedown" => KeyCode::PageDown,
             "backspace" => KeyCode::Backspace,
             "delete" | "del" => KeyCode::Delete,
-            f if f.len() >= 2 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => KeyCode::F(f[1..].parse().unwrap_or(1)),
+            f if f.len() >= 2 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
+                KeyCode::F(f[1..].parse().unwrap_or(1))
+            }
             _ => {
                 let mut chars = rest.chars();
                 match (chars.next(), chars.next()) {
@@ -237,59 +242,211 @@ impl Default for Keymap {
         use Ctx::*;
         let b = |action, keys: &[&str], contexts: &[Ctx], help, footer| Binding {
             action,
-            keys: keys.iter().map(|k| Key::parse(k).expect("default key parses")).collect(),
+            keys: keys
+                .iter()
+                .map(|k| Key::parse(k).expect("default key parses"))
+                .collect(),
             contexts: contexts.to_vec(),
             help,
             footer,
         };
         let mut bindings = vec![
             b(Action::Quit, &["ctrl-c"], &[Global], "quit", false),
-            b(Action::Back, &["q", "esc"], &[Global], "back (quit from the top)", true),
+            b(
+                Action::Back,
+                &["q", "esc"],
+                &[Global],
+                "back (quit from the top)",
+                true,
+            ),
             b(Action::Help, &["?", "f1"], &[Global], "this help", true),
             b(Action::Up, &["k", "up"], &[Global], "up", false),
             b(Action::Down, &["j", "down"], &[Global], "down", false),
-            b(Action::PageUp, &["pgup", "ctrl-u"], &[Global], "page up", false),
-            b(Action::PageDown, &["pgdn", "ctrl-d"], &[Global], "page down", false),
-            b(Action::Top, &["g", "home"], &[Browser, List, Tools, Template, Stream, Findings, Detail], "first", false),
-            b(Action::Bottom, &["G", "end"], &[Browser, List, Tools, Template, Stream, Findings, Detail], "last", false),
+            b(
+                Action::PageUp,
+                &["pgup", "ctrl-u"],
+                &[Global],
+                "page up",
+                false,
+            ),
+            b(
+                Action::PageDown,
+                &["pgdn", "ctrl-d"],
+                &[Global],
+                "page down",
+                false,
+            ),
+            b(
+                Action::Top,
+                &["g", "home"],
+                &[Browser, List, Tools, Template, Stream, Findings, Detail],
+                "first",
+                false,
+            ),
+            b(
+                Action::Bottom,
+                &["G", "end"],
+                &[Browser, List, Tools, Template, Stream, Findings, Detail],
+                "last",
+                false,
+            ),
             b(Action::Select, &["enter"], &[Browser], "open session", true),
-            b(Action::Select, &["enter"], &[List], "inspect exchange", true),
-            b(Action::NextPane, &["tab"], &[List, Detail], "next pane", true),
-            b(Action::PrevPane, &["backtab"], &[List, Detail], "previous pane", false),
-            b(Action::Search, &["/"], &[Browser, List, Detail], "search", true),
-            b(Action::SearchNext, &["n"], &[Browser, List, Detail], "next match", false),
-            b(Action::SearchPrev, &["N"], &[Browser, List, Detail], "previous match", false),
-            b(Action::Filter, &["f"], &[List], "filter (path: model: rule: status:)", true),
-            b(Action::Copy, &["y"], &[List, Detail], "copy focused item (OSC 52)", true),
+            b(
+                Action::Select,
+                &["enter"],
+                &[List],
+                "inspect exchange",
+                true,
+            ),
+            b(
+                Action::NextPane,
+                &["tab"],
+                &[List, Detail],
+                "next pane",
+                true,
+            ),
+            b(
+                Action::PrevPane,
+                &["backtab"],
+                &[List, Detail],
+                "previous pane",
+                false,
+            ),
+            b(
+                Action::Search,
+                &["/"],
+                &[Browser, List, Detail],
+                "search",
+                true,
+            ),
+            b(
+                Action::SearchNext,
+                &["n"],
+                &[Browser, List, Detail],
+                "next match",
+                false,
+            ),
+            b(
+                Action::SearchPrev,
+                &["N"],
+                &[Browser, List, Detail],
+                "previous match",
+                false,
+            ),
+            b(
+                Action::Filter,
+                &["f"],
+                &[List],
+                "filter (path: model: rule: status:)",
+                true,
+            ),
+            b(
+                Action::Copy,
+                &["y"],
+                &[List, Detail],
+                "copy focused item (OSC 52)",
+                true,
+            ),
             b(Action::Left, &["h", "left"], &[Tools], "collapse", false),
             b(Action::Right, &["l", "right"], &[Tools], "expand", false),
-            b(Action::Toggle, &["space", "enter"], &[Tools], "collapse/expand tool", true),
-            b(Action::TemplateTokens, &["t"], &[Template], "prompt text / token pieces", true),
-            b(Action::TemplateSource, &["s"], &[Template], "local render / server render", true),
-            b(Action::Select, &["enter"], &[Stream], "show event JSON", true),
+            b(
+                Action::Toggle,
+                &["space", "enter"],
+                &[Tools],
+                "collapse/expand tool",
+                true,
+            ),
+            b(
+                Action::TemplateTokens,
+                &["t"],
+                &[Template],
+                "prompt text / token pieces",
+                true,
+            ),
+            b(
+                Action::TemplateSource,
+                &["s"],
+                &[Template],
+                "local render / server render",
+                true,
+            ),
+            b(
+                Action::Select,
+                &["enter"],
+                &[Stream],
+                "show event JSON",
+                true,
+            ),
             b(Action::Left, &["h", "left"], &[Replay], "step back", true),
-            b(Action::Right, &["l", "right"], &[Replay], "step forward", true),
-            b(Action::StepFirst, &["home", "g"], &[Replay], "first step", false),
-            b(Action::StepLast, &["end", "G"], &[Replay], "last step", false),
-            b(Action::Chunking, &["c"], &[Replay], "chunking: recorded / per char / whole", true),
-            b(Action::Select, &["enter"], &[Findings], "jump to evidence", true),
+            b(
+                Action::Right,
+                &["l", "right"],
+                &[Replay],
+                "step forward",
+                true,
+            ),
+            b(
+                Action::StepFirst,
+                &["home", "g"],
+                &[Replay],
+                "first step",
+                false,
+            ),
+            b(
+                Action::StepLast,
+                &["end", "G"],
+                &[Replay],
+                "last step",
+                false,
+            ),
+            b(
+                Action::Chunking,
+                &["c"],
+                &[Replay],
+                "chunking: recorded / per char / whole",
+                true,
+            ),
+            b(
+                Action::Select,
+                &["enter"],
+                &[Findings],
+                "jump to evidence",
+                true,
+            ),
         ];
         for n in 1..=6u8 {
             let key = n.to_string();
-            bindings.push(b(Action::Pane(n), &[key.as_str()], &[List, Detail], PANE_HELP[n as usize - 1], false));
+            bindings.push(b(
+                Action::Pane(n),
+                &[key.as_str()],
+                &[List, Detail],
+                PANE_HELP[n as usize - 1],
+                false,
+            ));
         }
         Keymap { bindings }
     }
 }
 
-const PANE_HELP: [&str; 6] = ["Tools pane", "Schema pane", "Template pane", "Stream pane", "Replay pane", "Findings pane"];
+const PANE_HELP: [&str; 6] = [
+    "Tools pane",
+    "Schema pane",
+    "Template pane",
+    "Stream pane",
+    "Replay pane",
+    "Findings pane",
+];
 
 impl Keymap {
     /// The action bound to `key` in the first matching context of `ctxs` (most specific
     /// first), then Global.
     pub fn action(&self, key: Key, ctxs: &[Ctx]) -> Option<Action> {
         for ctx in ctxs.iter().chain(std::iter::once(&Ctx::Global)) {
-            if let Some(b) = self.bindings.iter().find(|b| b.contexts.contains(ctx) && b.keys.contains(&key)) {
+            if let Some(b) = self
+                .bindings
+                .iter()
+                .find(|b| b.contexts.contains(ctx) && b.keys.contains(&key))
+            {
                 return Some(b.action);
             }
         }
@@ -322,16 +479,24 @@ impl Keymap {
     pub fn merge_toml(&mut self, src: &str, origin: &str) -> anyhow::Result<()> {
         let file: KeymapFile = toml::from_str(src).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         for (name, keys) in file.keys {
-            let parsed: Vec<Key> = keys.iter().map(|k| Key::parse(k)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!("{origin}: keys.{name}: {e}"))?;
+            let parsed: Vec<Key> = keys
+                .iter()
+                .map(|k| Key::parse(k))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("{origin}: keys.{name}: {e}"))?;
             let mut found = false;
             for b in self.bindings.iter_mut().filter(|b| b.action.name() == name) {
                 b.keys = parsed.clone();
                 found = true;
             }
             if !found {
-                let mut names: Vec<String> = self.bindings.iter().map(|b| b.action.name()).collect();
+                let mut names: Vec<String> =
+                    self.bindings.iter().map(|b| b.action.name()).collect();
                 names.dedup();
-                anyhow::bail!("{origin}: keys.{name}: unknown action (known: {})", names.join(", "));
+                anyhow::bail!(
+                    "{origin}: keys.{name}: unknown action (known: {})",
+                    names.join(", ")
+                );
             }
         }
         Ok(())
@@ -340,8 +505,12 @@ impl Keymap {
     /// Defaults merged with `<config_dir>/keymap.toml` when it exists.
     pub fn load(config_dir: Option<&std::path::Path>) -> anyhow::Result<Keymap> {
         let mut km = Keymap::default();
-        if let Some(p) = config_dir.map(|d| d.join("keymap.toml")).filter(|p| p.is_file()) {
-            let src = std::fs::read_to_string(&p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        if let Some(p) = config_dir
+            .map(|d| d.join("keymap.toml"))
+            .filter(|p| p.is_file())
+        {
+            let src =
+                std::fs::read_to_string(&p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
             km.merge_toml(&src, &p.display().to_string())?;
         }
         Ok(km)
@@ -354,10 +523,34 @@ mod tests {
 
     #[test]
     fn parses_key_forms() {
-        assert_eq!(Key::parse("ctrl-c").unwrap(), Key { code: KeyCode::Char('c'), mods: KeyModifiers::CONTROL });
-        assert_eq!(Key::parse("<Ctrl-d>").unwrap(), Key { code: KeyCode::Char('d'), mods: KeyModifiers::CONTROL });
-        assert_eq!(Key::parse("G").unwrap(), Key { code: KeyCode::Char('G'), mods: KeyModifiers::NONE });
-        assert_eq!(Key::parse("shift-tab").unwrap(), Key { code: KeyCode::BackTab, mods: KeyModifiers::NONE });
+        assert_eq!(
+            Key::parse("ctrl-c").unwrap(),
+            Key {
+                code: KeyCode::Char('c'),
+                mods: KeyModifiers::CONTROL
+            }
+        );
+        assert_eq!(
+            Key::parse("<Ctrl-d>").unwrap(),
+            Key {
+                code: KeyCode::Char('d'),
+                mods: KeyModifiers::CONTROL
+            }
+        );
+        assert_eq!(
+            Key::parse("G").unwrap(),
+            Key {
+                code: KeyCode::Char('G'),
+                mods: KeyModifiers::NONE
+            }
+        );
+        assert_eq!(
+            Key::parse("shift-tab").unwrap(),
+            Key {
+                code: KeyCode::BackTab,
+                mods: KeyModifiers::NONE
+            }
+        );
         assert!(Key::parse("nokey").is_err());
     }
 
@@ -371,19 +564,35 @@ mod tests {
     fn specific_context_wins() {
         let km = Keymap::default();
         let right = Key::parse("right").unwrap();
-        assert_eq!(km.action(right, &[Ctx::Replay, Ctx::Detail]), Some(Action::Right));
+        assert_eq!(
+            km.action(right, &[Ctx::Replay, Ctx::Detail]),
+            Some(Action::Right)
+        );
         let g = Key::parse("g").unwrap();
-        assert_eq!(km.action(g, &[Ctx::Replay, Ctx::Detail]), Some(Action::StepFirst));
+        assert_eq!(
+            km.action(g, &[Ctx::Replay, Ctx::Detail]),
+            Some(Action::StepFirst)
+        );
         assert_eq!(km.action(g, &[Ctx::List]), Some(Action::Top));
     }
 
     #[test]
     fn user_override_replaces_keys() {
         let mut km = Keymap::default();
-        km.merge_toml("[keys]\ndown = [\"ctrl-n\"]\n", "keymap.toml").unwrap();
-        assert_eq!(km.action(Key::parse("ctrl-n").unwrap(), &[Ctx::List]), Some(Action::Down));
+        km.merge_toml("[keys]\ndown = [\"ctrl-n\"]\n", "keymap.toml")
+            .unwrap();
+        assert_eq!(
+            km.action(Key::parse("ctrl-n").unwrap(), &[Ctx::List]),
+            Some(Action::Down)
+        );
         assert_eq!(km.action(Key::parse("j").unwrap(), &[Ctx::List]), None);
-        let e = km.merge_toml("[keys]\nfly = [\"x\"]\n", "keymap.toml").unwrap_err().to_string();
-        assert!(e.contains("keys.fly") && e.contains("unknown action"), "{e}");
+        let e = km
+            .merge_toml("[keys]\nfly = [\"x\"]\n", "keymap.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("keys.fly") && e.contains("unknown action"),
+            "{e}"
+        );
     }
 }

@@ -16,11 +16,21 @@ pub enum Message {
     /// Indexing progress: bytes scanned of total.
     IndexProgress { epoch: u64, done: u64, total: u64 },
     /// A session file was indexed (or failed: message names file and line).
-    Opened { epoch: u64, result: Result<Arc<SessionSource>, String> },
+    Opened {
+        epoch: u64,
+        result: Result<Arc<SessionSource>, String>,
+    },
     /// List rows summarized (row, summary), in batches.
-    Summaries { epoch: u64, items: Vec<(usize, Summary)> },
+    Summaries {
+        epoch: u64,
+        items: Vec<(usize, Summary)>,
+    },
     /// One exchange analysed for the panes.
-    Analyzed { epoch: u64, row: usize, analysis: Arc<ExchangeAnalysis> },
+    Analyzed {
+        epoch: u64,
+        row: usize,
+        analysis: Arc<ExchangeAnalysis>,
+    },
     /// The live proxy recorded or updated an exchange (an in-flight stream arrives repeatedly,
     /// growing, and replaces the earlier copy by id).
     Live(Box<Exchange>),

@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
 use crossterm::execute;
-use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
 
 pub use app::Tui;
 pub use message::Message;
@@ -73,7 +73,8 @@ fn setup_terminal() -> anyhow::Result<Terminal<CrosstermBackend<std::io::Stdout>
         restore_terminal();
         prev(info);
     }));
-    let terminal = ratatui::try_init().map_err(|e| anyhow::anyhow!("cannot initialise the terminal: {e}"))?;
+    let terminal =
+        ratatui::try_init().map_err(|e| anyhow::anyhow!("cannot initialise the terminal: {e}"))?;
     let _ = execute!(std::io::stdout(), EnableMouseCapture);
     Ok(terminal)
 }
@@ -99,7 +100,10 @@ pub fn run(files: Vec<PathBuf>, opts: &Options) -> anyhow::Result<()> {
     } else {
         state.open_files(files, None)
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let terminal = setup_terminal()?;
     let result = rt.block_on(async move {
         let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
@@ -124,7 +128,11 @@ pub async fn run_live_records(
     opts: &Options,
 ) -> anyhow::Result<()> {
     let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
-    let session = crate::session::read::Session { path: name, header, ..Default::default() };
+    let session = crate::session::read::Session {
+        path: name,
+        header,
+        ..Default::default()
+    };
     let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
     let terminal = setup_terminal()?;
     let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
@@ -156,7 +164,11 @@ pub async fn run_live(
     opts: &Options,
 ) -> anyhow::Result<()> {
     let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
-    let session = crate::session::read::Session { path: name, header, ..Default::default() };
+    let session = crate::session::read::Session {
+        path: name,
+        header,
+        ..Default::default()
+    };
     let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
     let terminal = setup_terminal()?;
     let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);

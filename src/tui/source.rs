@@ -65,7 +65,10 @@ impl SessionSource {
     /// Errors (message names the file and line): unreadable file, a first line that is not a
     /// `toolscope-session/1` header, an unparsable HAR.
     pub fn open(path: &Path, progress: Progress<'_>) -> anyhow::Result<SessionSource> {
-        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("har")) {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("har"))
+        {
             return Self::open_har(path);
         }
         Self::index_file(path, progress)
@@ -74,7 +77,12 @@ impl SessionSource {
     fn open_har(path: &Path) -> anyhow::Result<SessionSource> {
         let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            anyhow::anyhow!("{}: line {} column {}: not JSON: {e}", path.display(), e.line(), e.column())
+            anyhow::anyhow!(
+                "{}: line {} column {}: not JSON: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
         })?;
         let session = crate::session::har::har_to_session(&path.display().to_string(), &value)?;
         Ok(Self::from_session(session))
@@ -85,7 +93,12 @@ impl SessionSource {
         let mut exchanges = session.exchanges;
         exchanges.sort_by_key(|e| e.id);
         let rows = (0..exchanges.len())
-            .map(|i| RowRef { line: 0, offset: i as u64, len: 0, id: Some(exchanges[i].id) })
+            .map(|i| RowRef {
+                line: 0,
+                offset: i as u64,
+                len: 0,
+                id: Some(exchanges[i].id),
+            })
             .collect();
         SessionSource {
             name: session.path,
@@ -106,7 +119,11 @@ impl SessionSource {
         let name = path.display().to_string();
         let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut reader = BufReader::with_capacity(1 << 20, file.try_clone().map_err(|e| anyhow::anyhow!("{name}: {e}"))?);
+        let mut reader = BufReader::with_capacity(
+            1 << 20,
+            file.try_clone()
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
+        );
         let mut src = SessionSource {
             name: name.clone(),
             header: Header::default(),
@@ -123,7 +140,9 @@ impl SessionSource {
         let mut next_report = 0u64;
         loop {
             buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(|e| anyhow::anyhow!("{name}: line {}: {e}", line_no + 1))?;
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| anyhow::anyhow!("{name}: line {}: {e}", line_no + 1))?;
             if n == 0 {
                 break;
             }
@@ -143,30 +162,54 @@ impl SessionSource {
             }
             let peek = peek_exchange(raw);
             if have_header && complete && peek.is_some() {
-                src.rows.push(RowRef { line: line_no, offset: start, len: raw.len() as u64, id: peek.flatten() });
+                src.rows.push(RowRef {
+                    line: line_no,
+                    offset: start,
+                    len: raw.len() as u64,
+                    id: peek.flatten(),
+                });
                 continue;
             }
             match serde_json::from_slice::<Line>(raw) {
                 Ok(Line::Header(h)) if !have_header => {
                     if !h.format.starts_with("toolscope-session/") {
-                        anyhow::bail!("{name}: line {line_no}: not a toolscope session (format is {:?})", h.format);
+                        anyhow::bail!(
+                            "{name}: line {line_no}: not a toolscope session (format is {:?})",
+                            h.format
+                        );
                     }
                     if h.format != crate::session::FORMAT {
-                        anyhow::bail!("{name}: line {line_no}: unsupported session format {:?} (this toolscope reads {})", h.format, crate::session::FORMAT);
+                        anyhow::bail!(
+                            "{name}: line {line_no}: unsupported session format {:?} (this toolscope reads {})",
+                            h.format,
+                            crate::session::FORMAT
+                        );
                     }
                     src.header = h;
                     have_header = true;
                 }
                 Ok(_) if !have_header => {
-                    anyhow::bail!("{name}: line {line_no}: not a toolscope session (a line comes before any header)")
+                    anyhow::bail!(
+                        "{name}: line {line_no}: not a toolscope session (a line comes before any header)"
+                    )
                 }
-                Ok(Line::Header(_)) => src.warnings.push(ReadWarning { line: line_no, column: None, message: "second header line ignored".into() }),
-                Ok(Line::Exchange(e)) => {
-                    src.rows.push(RowRef { line: line_no, offset: start, len: raw.len() as u64, id: Some(e.id) })
-                }
+                Ok(Line::Header(_)) => src.warnings.push(ReadWarning {
+                    line: line_no,
+                    column: None,
+                    message: "second header line ignored".into(),
+                }),
+                Ok(Line::Exchange(e)) => src.rows.push(RowRef {
+                    line: line_no,
+                    offset: start,
+                    len: raw.len() as u64,
+                    id: Some(e.id),
+                }),
                 Ok(Line::Annotation(a)) => src.annotations.entry(a.exchange()).or_default().push(a),
                 Err(e) if !have_header => {
-                    anyhow::bail!("{name}: line {line_no} column {}: not a toolscope session: {e}", e.column())
+                    anyhow::bail!(
+                        "{name}: line {line_no} column {}: not a toolscope session: {e}",
+                        e.column()
+                    )
                 }
                 Err(e) => {
                     let message = if e.is_eof() {
@@ -174,7 +217,11 @@ impl SessionSource {
                     } else {
                         format!("unreadable line skipped: {e}")
                     };
-                    src.warnings.push(ReadWarning { line: line_no, column: Some(e.column()), message });
+                    src.warnings.push(ReadWarning {
+                        line: line_no,
+                        column: Some(e.column()),
+                        message,
+                    });
                 }
             }
         }
@@ -200,16 +247,27 @@ impl SessionSource {
     ///
     /// Errors: `"line N column C: …"` when the line is damaged or the file changed.
     pub fn load(&self, row: usize) -> Result<Exchange, String> {
-        let r = self.rows.get(row).ok_or_else(|| format!("no exchange #{row}"))?;
+        let r = self
+            .rows
+            .get(row)
+            .ok_or_else(|| format!("no exchange #{row}"))?;
         match &self.backing {
-            Backing::Memory(v) => v.get(r.offset as usize).cloned().ok_or_else(|| format!("no exchange #{row}")),
+            Backing::Memory(v) => v
+                .get(r.offset as usize)
+                .cloned()
+                .ok_or_else(|| format!("no exchange #{row}")),
             Backing::File(f) => {
                 let mut bytes = vec![0u8; r.len as usize];
-                read_exact_at(f, &mut bytes, r.offset).map_err(|e| format!("line {}: {e}", r.line))?;
+                read_exact_at(f, &mut bytes, r.offset)
+                    .map_err(|e| format!("line {}: {e}", r.line))?;
                 match serde_json::from_slice::<Line>(&bytes) {
                     Ok(Line::Exchange(e)) => Ok(*e),
                     Ok(_) => Err(format!("line {}: not an exchange line", r.line)),
-                    Err(e) => Err(format!("line {} column {}: unreadable line: {e}", r.line, e.column())),
+                    Err(e) => Err(format!(
+                        "line {} column {}: unreadable line: {e}",
+                        r.line,
+                        e.column()
+                    )),
                 }
             }
         }
@@ -220,19 +278,39 @@ impl SessionSource {
     /// start in memory).
     pub fn push_live(&mut self, exchange: Exchange) -> usize {
         if let Backing::File(_) = self.backing {
-            let all: Vec<Exchange> = (0..self.rows.len()).filter_map(|i| self.load(i).ok()).collect();
-            self.rows = (0..all.len()).map(|i| RowRef { line: 0, offset: i as u64, len: 0, id: Some(all[i].id) }).collect();
+            let all: Vec<Exchange> = (0..self.rows.len())
+                .filter_map(|i| self.load(i).ok())
+                .collect();
+            self.rows = (0..all.len())
+                .map(|i| RowRef {
+                    line: 0,
+                    offset: i as u64,
+                    len: 0,
+                    id: Some(all[i].id),
+                })
+                .collect();
             self.backing = Backing::Memory(Arc::new(all));
         }
-        let Backing::Memory(v) = &mut self.backing else { unreachable!() };
+        let Backing::Memory(v) = &mut self.backing else {
+            unreachable!()
+        };
         let v = Arc::make_mut(v);
         if let Some(pos) = v.iter().position(|e| e.id == exchange.id) {
             v[pos] = exchange;
-            return self.rows.iter().position(|r| r.offset == pos as u64).unwrap_or(0);
+            return self
+                .rows
+                .iter()
+                .position(|r| r.offset == pos as u64)
+                .unwrap_or(0);
         }
         v.push(exchange);
         let i = v.len() - 1;
-        self.rows.push(RowRef { line: 0, offset: i as u64, len: 0, id: Some(v[i].id) });
+        self.rows.push(RowRef {
+            line: 0,
+            offset: i as u64,
+            len: 0,
+            id: Some(v[i].id),
+        });
         self.rows.len() - 1
     }
 
@@ -252,15 +330,37 @@ impl SessionSource {
             }
         };
         match ev {
-            R::Started { id, started, request } => {
-                let ex = Exchange { id: *id, started: started.clone(), request: request.clone(), outcome: crate::session::Outcome::Complete, ..Default::default() };
+            R::Started {
+                id,
+                started,
+                request,
+            } => {
+                let ex = Exchange {
+                    id: *id,
+                    started: started.clone(),
+                    request: request.clone(),
+                    outcome: crate::session::Outcome::Complete,
+                    ..Default::default()
+                };
                 Some(self.push_live(ex))
             }
-            R::Head { id, status, headers, ttfb_us } => {
+            R::Head {
+                id,
+                status,
+                headers,
+                ttfb_us,
+            } => {
                 let row = find(self, *id)?;
-                let sse = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with("text/event-stream"));
+                let sse = headers.iter().any(|(k, v)| {
+                    k.eq_ignore_ascii_case("content-type") && v.starts_with("text/event-stream")
+                });
                 with(self, row, &mut |e| {
-                    e.response = Some(Response { status: *status, headers: headers.clone(), body: None, chunks: sse.then(Vec::new) });
+                    e.response = Some(Response {
+                        status: *status,
+                        headers: headers.clone(),
+                        body: None,
+                        chunks: sse.then(Vec::new),
+                    });
                     e.timings.ttfb_us = Some(*ttfb_us);
                 });
                 Some(row)
@@ -270,7 +370,10 @@ impl SessionSource {
                 with(self, row, &mut |e| {
                     let r = e.response.get_or_insert_with(Response::default);
                     match &mut r.chunks {
-                        Some(c) => c.push(Chunk { t_us: *t_us, data: Body::from_bytes(bytes) }),
+                        Some(c) => c.push(Chunk {
+                            t_us: *t_us,
+                            data: Body::from_bytes(bytes),
+                        }),
                         None => {
                             let mut b = r.body.take().map(|b| b.to_bytes()).unwrap_or_default();
                             b.extend_from_slice(bytes);
@@ -283,7 +386,10 @@ impl SessionSource {
             }
             R::Ended(ex) => Some(self.push_live((**ex).clone())),
             R::Annotated(a) => {
-                self.annotations.entry(a.exchange()).or_default().push(a.clone());
+                self.annotations
+                    .entry(a.exchange())
+                    .or_default()
+                    .push(a.clone());
                 find(self, a.exchange())
             }
             R::Warning(_) => None,
@@ -291,10 +397,19 @@ impl SessionSource {
     }
 
     /// llama-server's own render of exchange `id`, if fetched: `(prompt, tokens)`.
-    pub fn server_render(&self, id: u64) -> Option<(Option<&str>, Option<&[crate::session::TokenPiece]>)> {
-        self.annotations.get(&id)?.iter().rev().find_map(|a| match a {
-            Annotation::ServerRender { prompt, tokens, .. } => Some((prompt.as_deref(), tokens.as_deref())),
-        })
+    pub fn server_render(
+        &self,
+        id: u64,
+    ) -> Option<(Option<&str>, Option<&[crate::session::TokenPiece]>)> {
+        self.annotations
+            .get(&id)?
+            .iter()
+            .rev()
+            .find_map(|a| match a {
+                Annotation::ServerRender { prompt, tokens, .. } => {
+                    Some((prompt.as_deref(), tokens.as_deref()))
+                }
+            })
     }
 }
 
@@ -321,15 +436,27 @@ fn peek_exchange(raw: &[u8]) -> Option<Option<u64>> {
         return None;
     }
     let rest = &raw[PREFIX.len()..];
-    let Some(rest) = rest.strip_prefix(br#""id":"#) else { return Some(None) };
-    let digits: Vec<u8> = rest.iter().take_while(|b| b.is_ascii_digit()).copied().collect();
-    Some(std::str::from_utf8(&digits).ok().and_then(|s| s.parse().ok()))
+    let Some(rest) = rest.strip_prefix(br#""id":"#) else {
+        return Some(None);
+    };
+    let digits: Vec<u8> = rest
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .copied()
+        .collect();
+    Some(
+        std::str::from_utf8(&digits)
+            .ok()
+            .and_then(|s| s.parse().ok()),
+    )
 }
 
 /// Session files (`*.jsonl`, `*.har`) directly inside `dir`, sorted by name. A missing folder
 /// is an empty list.
 pub fn list_sessions(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl" || e == "har"))
@@ -342,6 +469,9 @@ pub fn list_sessions(dir: &Path) -> Vec<PathBuf> {
 pub fn first_line(path: &Path, limit: usize) -> Option<String> {
     let f = std::fs::File::open(path).ok()?;
     let mut buf = Vec::new();
-    BufReader::new(f).take(limit as u64).read_until(b'\n', &mut buf).ok()?;
+    BufReader::new(f)
+        .take(limit as u64)
+        .read_until(b'\n', &mut buf)
+        .ok()?;
     Some(String::from_utf8_lossy(&buf).into_owned())
 }

@@ -20,7 +20,9 @@ use super::theme::Theme;
 use super::view;
 
 /// Pane titles in tab order (number keys 1–6).
-pub const PANES: [&str; 6] = ["Tools", "Schema", "Template", "Stream", "Replay", "Findings"];
+pub const PANES: [&str; 6] = [
+    "Tools", "Schema", "Template", "Stream", "Replay", "Findings",
+];
 
 /// Which part has the keyboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +38,10 @@ pub enum Overlay {
     /// `?` help, scrolled by this many lines.
     Help(usize),
     /// A one-line prompt at the bottom.
-    Input { kind: InputKind, text: String },
+    Input {
+        kind: InputKind,
+        text: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,13 +181,25 @@ pub struct State {
     pub epoch: u64,
 }
 
-const CACHE: usize = 16;
+const CACHE: usize = 8;
 
 impl State {
     /// A state showing a browser over `files` (several files, or a sessions folder), or the
     /// single file directly. Returns the effects to start.
     pub fn new(keymap: Keymap, theme: Theme, size: (u16, u16)) -> State {
-        State { keymap, theme, size, screen: Screen::Browser, browser: None, session: None, overlay: Overlay::None, status: None, loading: None, quit: false, epoch: 0 }
+        State {
+            keymap,
+            theme,
+            size,
+            screen: Screen::Browser,
+            browser: None,
+            session: None,
+            overlay: Overlay::None,
+            status: None,
+            loading: None,
+            quit: false,
+            epoch: 0,
+        }
     }
 
     /// Opens the browser over `files` (`dir` = the folder they came from, for the empty state).
@@ -199,16 +216,29 @@ impl State {
                     .and_then(|l| serde_json::from_str::<crate::session::Line>(&l).ok())
                     .map(|l| match l {
                         crate::session::Line::Header(h) => {
-                            let engine = h.engine.map(|e| format!("{} {}", e.kind, e.model.unwrap_or_default())).unwrap_or_default();
+                            let engine = h
+                                .engine
+                                .map(|e| format!("{} {}", e.kind, e.model.unwrap_or_default()))
+                                .unwrap_or_default();
                             format!("{}  {}", h.created, engine.trim())
                         }
                         _ => String::new(),
                     })
-                    .unwrap_or_else(|| if path.extension().is_some_and(|e| e == "har") { "HAR".into() } else { String::new() });
+                    .unwrap_or_else(|| {
+                        if path.extension().is_some_and(|e| e == "har") {
+                            "HAR".into()
+                        } else {
+                            String::new()
+                        }
+                    });
                 BrowserEntry { path, size, info }
             })
             .collect();
-        self.browser = Some(Browser { entries, scroll: Scroll::default(), dir });
+        self.browser = Some(Browser {
+            entries,
+            scroll: Scroll::default(),
+            dir,
+        });
         self.screen = Screen::Browser;
         Vec::new()
     }
@@ -216,8 +246,15 @@ impl State {
     /// Starts indexing `path`.
     pub fn open_session(&mut self, path: PathBuf) -> Vec<Effect> {
         self.epoch += 1;
-        self.loading = Some(Loading { what: path.display().to_string(), done: 0, total: 0 });
-        vec![Effect::Open { epoch: self.epoch, path }]
+        self.loading = Some(Loading {
+            what: path.display().to_string(),
+            done: 0,
+            total: 0,
+        });
+        vec![Effect::Open {
+            epoch: self.epoch,
+            path,
+        }]
     }
 
     /// Shows an in-memory session (live proxy, tests).
@@ -256,9 +293,18 @@ impl State {
         let mut fx = Vec::new();
         if n > 0 {
             let h = self.list_height();
-            fx.push(Effect::Summarize { epoch: self.epoch, rows: 0..n.min(h + 1) });
-            fx.push(Effect::Summarize { epoch: self.epoch, rows: 0..n });
-            fx.push(Effect::Analyze { epoch: self.epoch, row: 0 });
+            fx.push(Effect::Summarize {
+                epoch: self.epoch,
+                rows: 0..n.min(h + 1),
+            });
+            fx.push(Effect::Summarize {
+                epoch: self.epoch,
+                rows: 0..n,
+            });
+            fx.push(Effect::Analyze {
+                epoch: self.epoch,
+                row: 0,
+            });
             if let Some(s) = &mut self.session {
                 s.analyzing = Some(0);
             }
@@ -322,7 +368,10 @@ impl State {
                     for (row, sum) in items {
                         if s.live_pending.remove(&row) && s.live_dirty.remove(&row) {
                             s.live_pending.insert(row);
-                            fx.push(Effect::Summarize { epoch, rows: row..row + 1 });
+                            fx.push(Effect::Summarize {
+                                epoch,
+                                rows: row..row + 1,
+                            });
                         }
                         if let Some(slot) = s.summaries.get_mut(row) {
                             if slot.is_none() {
@@ -337,7 +386,11 @@ impl State {
                 }
                 fx
             }
-            Message::Analyzed { epoch, row, analysis } if epoch == self.epoch => {
+            Message::Analyzed {
+                epoch,
+                row,
+                analysis,
+            } if epoch == self.epoch => {
                 let h = self.pane_height();
                 let theme = self.theme.clone();
                 if let Some(s) = &mut self.session {
@@ -351,7 +404,9 @@ impl State {
                         }
                         *slot = Some(analysis.summary.clone());
                     }
-                    if s.analyzing == Some(row) || s.live && s.analysis.as_ref().is_some_and(|a| a.row == row) {
+                    if s.analyzing == Some(row)
+                        || s.live && s.analysis.as_ref().is_some_and(|a| a.row == row)
+                    {
                         let same = s.analysis.as_ref().is_some_and(|a| a.row == row);
                         s.analysis = Some(analysis);
                         s.analyzing = None;
@@ -390,15 +445,21 @@ impl State {
             return Vec::new();
         }
         let epoch = self.epoch;
-        let Some(s) = &mut self.session else { return Vec::new() };
-        let Some(row) = Arc::make_mut(&mut s.source).apply_record(&ev) else { return Vec::new() };
+        let Some(s) = &mut self.session else {
+            return Vec::new();
+        };
+        let Some(row) = Arc::make_mut(&mut s.source).apply_record(&ev) else {
+            return Vec::new();
+        };
         self.live_changed(row, epoch)
     }
 
     /// A live row changed: re-summarize it and re-analyse it when selected, at most one
     /// request in flight per row (later changes are picked up when it returns).
     fn live_changed(&mut self, row: usize, epoch: u64) -> Vec<Effect> {
-        let Some(s) = &mut self.session else { return Vec::new() };
+        let Some(s) = &mut self.session else {
+            return Vec::new();
+        };
         if row >= s.summaries.len() {
             s.summaries.resize(row + 1, None);
             if s.filter.is_empty() {
@@ -408,7 +469,10 @@ impl State {
         s.cache.remove(&row);
         let mut fx = Vec::new();
         if s.live_pending.insert(row) {
-            fx.push(Effect::Summarize { epoch, rows: row..row + 1 });
+            fx.push(Effect::Summarize {
+                epoch,
+                rows: row..row + 1,
+            });
         } else {
             s.live_dirty.insert(row);
         }
@@ -426,7 +490,9 @@ impl State {
 
     fn on_live(&mut self, ex: crate::session::Exchange) -> Vec<Effect> {
         let epoch = self.epoch;
-        let Some(s) = &mut self.session else { return Vec::new() };
+        let Some(s) = &mut self.session else {
+            return Vec::new();
+        };
         let src = Arc::make_mut(&mut s.source);
         let row = src.push_live(ex);
         if row >= s.summaries.len() {
@@ -436,7 +502,10 @@ impl State {
             }
         }
         s.cache.remove(&row);
-        let mut fx = vec![Effect::Summarize { epoch, rows: row..row + 1 }];
+        let mut fx = vec![Effect::Summarize {
+            epoch,
+            rows: row..row + 1,
+        }];
         let selected = s.visible.get(s.list.cursor).copied();
         if selected == Some(row) || s.analysis.is_none() {
             if s.analysis.is_none() {
@@ -467,7 +536,12 @@ impl State {
                         KeyCode::Backspace => {
                             text.pop();
                         }
-                        KeyCode::Char('c') if k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => self.quit = true,
+                        KeyCode::Char('c')
+                            if k.modifiers
+                                .contains(crossterm::event::KeyModifiers::CONTROL) =>
+                        {
+                            self.quit = true
+                        }
                         KeyCode::Char(c) => text.push(c),
                         _ => {}
                     }
@@ -508,12 +582,22 @@ impl State {
                 return Vec::new();
             }
             Action::Search => {
-                self.overlay = Overlay::Input { kind: InputKind::Search, text: String::new() };
+                self.overlay = Overlay::Input {
+                    kind: InputKind::Search,
+                    text: String::new(),
+                };
                 return Vec::new();
             }
             Action::Filter => {
-                let cur = self.session.as_ref().map(|s| s.filter.clone()).unwrap_or_default();
-                self.overlay = Overlay::Input { kind: InputKind::Filter, text: cur };
+                let cur = self
+                    .session
+                    .as_ref()
+                    .map(|s| s.filter.clone())
+                    .unwrap_or_default();
+                self.overlay = Overlay::Input {
+                    kind: InputKind::Filter,
+                    text: cur,
+                };
                 return Vec::new();
             }
             _ => {}
@@ -541,7 +625,9 @@ impl State {
             Action::PageDown => b.scroll.move_by(h as isize, len, h),
             Action::Top => b.scroll.set(0, len, h),
             Action::Bottom => b.scroll.set(len.saturating_sub(1), len, h),
-            Action::SearchNext | Action::SearchPrev => self.search_step(action == Action::SearchNext),
+            Action::SearchNext | Action::SearchPrev => {
+                self.search_step(action == Action::SearchNext)
+            }
             Action::Select => {
                 if let Some(e) = b.entries.get(b.scroll.cursor) {
                     let p = e.path.clone();
@@ -558,7 +644,9 @@ impl State {
         let ph = self.pane_height();
         let epoch = self.epoch;
         let has_browser = self.browser.is_some();
-        let Some(s) = &mut self.session else { return Vec::new() };
+        let Some(s) = &mut self.session else {
+            return Vec::new();
+        };
         let theme = self.theme.clone();
         match (s.focus, action) {
             (_, Action::Back) => {
@@ -579,7 +667,11 @@ impl State {
             }
             (_, Action::NextPane) | (_, Action::PrevPane) => {
                 if s.focus == Focus::Detail {
-                    s.pane = if action == Action::NextPane { (s.pane + 1) % 6 } else { (s.pane + 5) % 6 };
+                    s.pane = if action == Action::NextPane {
+                        (s.pane + 1) % 6
+                    } else {
+                        (s.pane + 5) % 6
+                    };
                 }
                 s.focus = Focus::Detail;
                 s.search = None;
@@ -698,32 +790,58 @@ impl State {
                     (Screen::Browser, _) => self
                         .browser
                         .as_ref()
-                        .map(|b| b.entries.iter().enumerate().filter(|(_, e)| format!("{} {}", e.path.display(), e.info).to_lowercase().contains(&needle)).map(|(i, _)| i).collect())
+                        .map(|b| {
+                            b.entries
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, e)| {
+                                    format!("{} {}", e.path.display(), e.info)
+                                        .to_lowercase()
+                                        .contains(&needle)
+                                })
+                                .map(|(i, _)| i)
+                                .collect()
+                        })
                         .unwrap_or_default(),
                     (_, Some(s)) if s.focus == Focus::List => s
                         .visible
                         .iter()
                         .enumerate()
-                        .filter(|(_, r)| s.summaries[**r].as_ref().is_some_and(|x| row_text(x).to_lowercase().contains(&needle)))
+                        .filter(|(_, r)| {
+                            s.summaries[**r]
+                                .as_ref()
+                                .is_some_and(|x| row_text(x).to_lowercase().contains(&needle))
+                        })
                         .map(|(i, _)| i)
                         .collect(),
                     (_, Some(s)) => {
-                        let d = if s.pane == 4 { &s.docs[4] } else { &s.docs[s.pane] };
-                        (0..d.lines.len()).filter(|&i| d.plain(i).to_lowercase().contains(&needle)).collect()
+                        let d = if s.pane == 4 {
+                            &s.docs[4]
+                        } else {
+                            &s.docs[s.pane]
+                        };
+                        (0..d.lines.len())
+                            .filter(|&i| d.plain(i).to_lowercase().contains(&needle))
+                            .collect()
                     }
                     _ => Vec::new(),
                 };
                 if matches.is_empty() {
                     self.status = Some(format!("no match for {q:?}"));
                 }
-                let search = Search { query: q, matches, current: usize::MAX };
+                let search = Search {
+                    query: q,
+                    matches,
+                    current: usize::MAX,
+                };
                 match &mut self.session {
                     Some(s) if self.screen == Screen::Session => s.search = Some(search),
                     _ => {
                         if let Some(b) = &mut self.browser {
                             if let Some(&m) = search.matches.first() {
                                 let len = b.entries.len();
-                                b.scroll.set(m, len, (self.size.1 as usize).saturating_sub(6));
+                                b.scroll
+                                    .set(m, len, (self.size.1 as usize).saturating_sub(6));
                             }
                         }
                         return Vec::new();
@@ -735,7 +853,10 @@ impl State {
                 let epoch = self.epoch;
                 let theme = self.theme.clone();
                 if let Some(s) = &mut self.session {
-                    if s.focus == Focus::List && s.analysis.as_ref().map(|a| a.row) != s.visible.get(s.list.cursor).copied() {
+                    if s.focus == Focus::List
+                        && s.analysis.as_ref().map(|a| a.row)
+                            != s.visible.get(s.list.cursor).copied()
+                    {
                         return select_row(s, epoch, lh, &theme, ph);
                     }
                 }
@@ -761,7 +882,12 @@ impl State {
             (search.current + n - 1) % n
         };
         let line = search.matches[search.current];
-        self.status = Some(format!("match {}/{} for {:?}", search.current + 1, n, search.query));
+        self.status = Some(format!(
+            "match {}/{} for {:?}",
+            search.current + 1,
+            n,
+            search.query
+        ));
         match s.focus {
             Focus::List => {
                 let len = s.visible.len();
@@ -779,7 +905,13 @@ impl State {
         let Some(s) = &mut self.session else { return };
         let f = Filter::parse(&s.filter);
         let keep = s.visible.get(s.list.cursor).copied();
-        s.visible = (0..s.summaries.len()).filter(|&r| s.summaries[r].as_ref().map_or(f.is_empty(), |x| f.matches(x))).collect();
+        s.visible = (0..s.summaries.len())
+            .filter(|&r| {
+                s.summaries[r]
+                    .as_ref()
+                    .map_or(f.is_empty(), |x| f.matches(x))
+            })
+            .collect();
         if let Some(k) = keep {
             if let Some(p) = s.visible.iter().position(|&r| r == k) {
                 s.list.cursor = p;
@@ -795,7 +927,11 @@ impl State {
         let pos = Position { x, y };
         match kind {
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
-                let a = if kind == MouseEventKind::ScrollDown { Action::Down } else { Action::Up };
+                let a = if kind == MouseEventKind::ScrollDown {
+                    Action::Down
+                } else {
+                    Action::Up
+                };
                 if let Some(s) = &mut self.session {
                     if self.screen == Screen::Session {
                         if areas.list.contains(pos) {
@@ -839,7 +975,9 @@ impl State {
                 let ph = self.pane_height();
                 let epoch = self.epoch;
                 let theme = self.theme.clone();
-                let Some(s) = &mut self.session else { return Vec::new() };
+                let Some(s) = &mut self.session else {
+                    return Vec::new();
+                };
                 if areas.list.contains(pos) {
                     s.focus = Focus::List;
                     let first = areas.list.y + 2;
@@ -874,13 +1012,19 @@ impl State {
 
     /// Findings shown in the Findings pane: the exchange's, then the session's.
     pub fn findings(&self) -> Vec<Finding> {
-        let Some(s) = &self.session else { return Vec::new() };
+        let Some(s) = &self.session else {
+            return Vec::new();
+        };
         findings_of(s)
     }
 }
 
 fn findings_of(s: &SessionView) -> Vec<Finding> {
-    let mut v: Vec<Finding> = s.analysis.as_ref().map(|a| a.findings.clone()).unwrap_or_default();
+    let mut v: Vec<Finding> = s
+        .analysis
+        .as_ref()
+        .map(|a| a.findings.clone())
+        .unwrap_or_default();
     v.extend(s.session_findings.iter().cloned());
     v
 }
@@ -894,9 +1038,12 @@ fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
         3 => doc::stream(&a, theme),
         4 => {
             let ch = Chunking::ALL[s.chunking];
-            let steps = a.replay.steps.get(s.chunking).map_or(0, Vec::len);
+            let steps = a.replay.len(s.chunking);
             s.step = s.step.min(steps.saturating_sub(1));
-            let n = a.replay.steps.get(s.chunking).and_then(|v| v.get(s.step)).map_or(a.events.len(), |st| st.server_events);
+            let n = a
+                .replay
+                .step(s.chunking, s.step)
+                .map_or(a.events.len(), |st| st.server_events);
             s.server_doc = doc::server_view(&a, n, theme);
             doc::replay(&a, ch, s.step, theme)
         }
@@ -910,7 +1057,13 @@ fn rebuild_all(s: &mut SessionView, theme: &Theme) {
     }
 }
 
-fn select_row(s: &mut SessionView, epoch: u64, _lh: usize, theme: &Theme, _ph: usize) -> Vec<Effect> {
+fn select_row(
+    s: &mut SessionView,
+    epoch: u64,
+    _lh: usize,
+    theme: &Theme,
+    _ph: usize,
+) -> Vec<Effect> {
     let Some(&row) = s.visible.get(s.list.cursor) else {
         s.analysis = None;
         s.docs = Default::default();
@@ -920,9 +1073,16 @@ fn select_row(s: &mut SessionView, epoch: u64, _lh: usize, theme: &Theme, _ph: u
     // Make sure the rows on screen are summarized.
     let lo = s.list.offset;
     let hi = (lo + _lh + 1).min(s.visible.len());
-    let missing: Vec<usize> = s.visible[lo..hi].iter().copied().filter(|&r| s.summaries[r].is_none()).collect();
+    let missing: Vec<usize> = s.visible[lo..hi]
+        .iter()
+        .copied()
+        .filter(|&r| s.summaries[r].is_none())
+        .collect();
     if let (Some(&a), Some(&b)) = (missing.iter().min(), missing.iter().max()) {
-        fx.push(Effect::Summarize { epoch, rows: a..b + 1 });
+        fx.push(Effect::Summarize {
+            epoch,
+            rows: a..b + 1,
+        });
     }
     if let Some(a) = s.cache.get(&row).cloned() {
         let same = s.analysis.as_ref().is_some_and(|x| x.row == row);
@@ -944,8 +1104,10 @@ fn select_row(s: &mut SessionView, epoch: u64, _lh: usize, theme: &Theme, _ph: u
 }
 
 fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effect> {
-    let Some(a) = s.analysis.clone() else { return Vec::new() };
-    let n = a.replay.steps.get(s.chunking).map_or(0, Vec::len);
+    let Some(a) = s.analysis.clone() else {
+        return Vec::new();
+    };
+    let n = a.replay.len(s.chunking);
     let before = (s.step, s.chunking);
     match action {
         Action::Left | Action::Up => s.step = s.step.saturating_sub(1),
@@ -956,10 +1118,9 @@ fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effe
         Action::StepLast | Action::Bottom => s.step = n.saturating_sub(1),
         Action::Chunking => {
             // Keep the same text position across chunkings.
-            let end = a.replay.steps.get(s.chunking).and_then(|v| v.get(s.step)).map_or(0, |x| x.end);
+            let end = a.replay.end(s.chunking, s.step).unwrap_or(0);
             s.chunking = (s.chunking + 1) % Chunking::ALL.len();
-            let steps = a.replay.steps.get(s.chunking).map(Vec::as_slice).unwrap_or(&[]);
-            s.step = steps.iter().position(|x| x.end >= end).unwrap_or(steps.len().saturating_sub(1));
+            s.step = a.replay.find(s.chunking, end);
         }
         _ => {}
     }
@@ -971,7 +1132,9 @@ fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effe
 
 fn jump_to_evidence(s: &mut SessionView, theme: &Theme, ph: usize) {
     let list = findings_of(s);
-    let Some(Some(i)) = s.docs[5].items.get(s.panes[5].cursor).copied() else { return };
+    let Some(Some(i)) = s.docs[5].items.get(s.panes[5].cursor).copied() else {
+        return;
+    };
     let Some(f) = list.get(i) else { return };
     let ev = &f.evidence;
     let pane = match ev.pane {
@@ -1025,11 +1188,22 @@ fn jump_to_evidence(s: &mut SessionView, theme: &Theme, ph: usize) {
 
 fn copy_effect(s: &SessionView) -> Vec<Effect> {
     let text = match s.focus {
-        Focus::List => s.analysis.as_ref().and_then(|a| serde_json::to_string(&a.exchange).ok()),
+        Focus::List => s
+            .analysis
+            .as_ref()
+            .and_then(|a| serde_json::to_string(&a.exchange).ok()),
         Focus::Detail => {
             let d = &s.docs[s.pane];
-            let item = d.items.get(s.panes[s.pane].cursor).copied().flatten().unwrap_or(0);
-            d.copy.get(item).cloned().or_else(|| d.copy.first().cloned())
+            let item = d
+                .items
+                .get(s.panes[s.pane].cursor)
+                .copied()
+                .flatten()
+                .unwrap_or(0);
+            d.copy
+                .get(item)
+                .cloned()
+                .or_else(|| d.copy.first().cloned())
         }
     };
     text.map(|t| vec![Effect::Copy(t)]).unwrap_or_default()
@@ -1062,7 +1236,9 @@ impl Filter {
             terms: s
                 .split_whitespace()
                 .map(|t| match t.split_once(':') {
-                    Some((k, v)) if ["path", "model", "rule", "status"].contains(&k) => (k.to_owned(), v.to_lowercase()),
+                    Some((k, v)) if ["path", "model", "rule", "status"].contains(&k) => {
+                        (k.to_owned(), v.to_lowercase())
+                    }
                     _ => (String::new(), t.to_lowercase()),
                 })
                 .collect(),
@@ -1079,7 +1255,11 @@ impl Filter {
         self.terms.iter().all(|(k, v)| match k.as_str() {
             "path" => path.contains(v),
             "model" => model.contains(v),
-            "status" => s.status.map(|x| x.to_string()).unwrap_or_else(|| "none".into()).starts_with(v.as_str()),
+            "status" => s
+                .status
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "none".into())
+                .starts_with(v.as_str()),
             "rule" => s.rules.iter().any(|r| r.id().starts_with(v.as_str())),
             _ => path.contains(v) || model.contains(v),
         })

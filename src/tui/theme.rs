@@ -16,7 +16,10 @@ use serde::Deserialize;
 pub const BUILTIN: &[(&str, &str)] = &[
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 /// A theme file.
@@ -176,9 +179,14 @@ impl Styles {
             border_focused: s.fg(p.border_focused),
             title: s.fg(p.primary).add_modifier(Modifier::BOLD),
             tab: s.fg(p.muted),
-            tab_active: s.fg(p.primary).add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            tab_active: s
+                .fg(p.primary)
+                .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
             header: s.fg(p.primary).add_modifier(Modifier::BOLD),
-            selected: s.fg(p.selection_fg).bg(p.selection_bg).add_modifier(Modifier::BOLD),
+            selected: s
+                .fg(p.selection_fg)
+                .bg(p.selection_bg)
+                .add_modifier(Modifier::BOLD),
             selected_unfocused: s.bg(p.selection_bg),
             status_ok: s.fg(p.success),
             status_error: s.fg(p.error).add_modifier(Modifier::BOLD),
@@ -186,7 +194,9 @@ impl Styles {
             severity_warning: s.fg(p.warning).add_modifier(Modifier::BOLD),
             severity_info: s.fg(p.info),
             special_token: s.fg(p.special).add_modifier(Modifier::BOLD),
-            pseudo_special: s.fg(p.error).add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
+            pseudo_special: s
+                .fg(p.error)
+                .add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
             search_match: s.bg(p.match_bg).add_modifier(Modifier::BOLD),
             key: s.fg(p.accent).add_modifier(Modifier::BOLD),
             key_help: s.fg(p.muted),
@@ -203,16 +213,42 @@ impl Styles {
     /// The same styles without colours (NO_COLOR): modifiers only; selection becomes reversed.
     pub fn without_colors(&self) -> Styles {
         fn strip(s: Style) -> Style {
-            Style { fg: None, bg: None, underline_color: None, ..s }
+            Style {
+                fg: None,
+                bg: None,
+                underline_color: None,
+                ..s
+            }
         }
         let mut out = *self;
         for st in [
-            &mut out.base, &mut out.muted, &mut out.border, &mut out.border_focused, &mut out.title, &mut out.tab,
-            &mut out.tab_active, &mut out.header, &mut out.selected, &mut out.selected_unfocused, &mut out.status_ok,
-            &mut out.status_error, &mut out.severity_error, &mut out.severity_warning, &mut out.severity_info,
-            &mut out.special_token, &mut out.pseudo_special, &mut out.search_match, &mut out.key, &mut out.key_help,
-            &mut out.timeline_done, &mut out.timeline_todo, &mut out.timeline_cursor, &mut out.diff_removed,
-            &mut out.diff_added, &mut out.accent, &mut out.info,
+            &mut out.base,
+            &mut out.muted,
+            &mut out.border,
+            &mut out.border_focused,
+            &mut out.title,
+            &mut out.tab,
+            &mut out.tab_active,
+            &mut out.header,
+            &mut out.selected,
+            &mut out.selected_unfocused,
+            &mut out.status_ok,
+            &mut out.status_error,
+            &mut out.severity_error,
+            &mut out.severity_warning,
+            &mut out.severity_info,
+            &mut out.special_token,
+            &mut out.pseudo_special,
+            &mut out.search_match,
+            &mut out.key,
+            &mut out.key_help,
+            &mut out.timeline_done,
+            &mut out.timeline_todo,
+            &mut out.timeline_cursor,
+            &mut out.diff_removed,
+            &mut out.diff_added,
+            &mut out.accent,
+            &mut out.info,
         ] {
             *st = strip(*st);
         }
@@ -233,7 +269,14 @@ impl Theme {
     /// A built-in theme by name.
     pub fn builtin(name: &str) -> anyhow::Result<Theme> {
         let (_, src) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-            anyhow::anyhow!("unknown theme {name:?} (built-in: {})", BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))
+            anyhow::anyhow!(
+                "unknown theme {name:?} (built-in: {})",
+                BUILTIN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         })?;
         Theme::from_toml(src, &format!("built-in theme {name}"), None)
     }
@@ -247,10 +290,14 @@ impl Theme {
             Some(b) => Some(b),
             None => {
                 let name = file.name.as_deref().unwrap_or("dark");
-                let builtin = BUILTIN.iter().find(|(n, _)| *n == name).or_else(|| BUILTIN.first());
+                let builtin = BUILTIN
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .or_else(|| BUILTIN.first());
                 match builtin {
                     Some((_, bsrc)) if *bsrc != src => {
-                        base_theme = Theme::from_toml(bsrc, "built-in theme", Some(&Theme::reset()))?;
+                        base_theme =
+                            Theme::from_toml(bsrc, "built-in theme", Some(&Theme::reset()))?;
                         Some(&base_theme)
                     }
                     _ => None,
@@ -258,13 +305,20 @@ impl Theme {
             }
         };
         let base_palette = base.map_or(Palette::RESET, |b| b.palette);
-        let palette = Palette::from_file(&file.palette, &base_palette).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
-        let syntect = match file.syntect.or_else(|| base.and_then(|b| b.syntect.clone())) {
+        let palette = Palette::from_file(&file.palette, &base_palette)
+            .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        let syntect = match file
+            .syntect
+            .or_else(|| base.and_then(|b| b.syntect.clone()))
+        {
             Some(s) if s == "none" => None,
             other => other,
         };
         Ok(Theme {
-            name: file.name.or_else(|| base.map(|b| b.name.clone())).unwrap_or_else(|| "custom".into()),
+            name: file
+                .name
+                .or_else(|| base.map(|b| b.name.clone()))
+                .unwrap_or_else(|| "custom".into()),
             syntect,
             styles: Styles::from_palette(&palette),
             palette,
@@ -273,25 +327,39 @@ impl Theme {
     }
 
     fn reset() -> Theme {
-        Theme { name: "reset".into(), syntect: None, palette: Palette::RESET, styles: Styles::from_palette(&Palette::RESET), no_color: false }
+        Theme {
+            name: "reset".into(),
+            syntect: None,
+            palette: Palette::RESET,
+            styles: Styles::from_palette(&Palette::RESET),
+            no_color: false,
+        }
     }
 
     /// Resolves `--theme NAME|PATH` (None = dark), applying the user's config directory
     /// overrides and `no_color`.
     ///
     /// Errors: unknown name, unreadable or invalid file (message names the file).
-    pub fn resolve(spec: Option<&str>, config_dir: Option<&Path>, no_color: bool) -> anyhow::Result<Theme> {
+    pub fn resolve(
+        spec: Option<&str>,
+        config_dir: Option<&Path>,
+        no_color: bool,
+    ) -> anyhow::Result<Theme> {
         let spec = spec.unwrap_or("dark");
         let looks_like_path = spec.contains('/') || spec.ends_with(".toml");
         let mut theme = if looks_like_path {
             let p = PathBuf::from(spec);
-            let src = std::fs::read_to_string(&p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            let src =
+                std::fs::read_to_string(&p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
             Theme::from_toml(&src, &p.display().to_string(), None)?
         } else {
-            let user = config_dir.map(|d| d.join("themes").join(format!("{spec}.toml"))).filter(|p| p.is_file());
+            let user = config_dir
+                .map(|d| d.join("themes").join(format!("{spec}.toml")))
+                .filter(|p| p.is_file());
             match user {
                 Some(p) => {
-                    let src = std::fs::read_to_string(&p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                    let src = std::fs::read_to_string(&p)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
                     let base = Theme::builtin(spec).ok();
                     Theme::from_toml(&src, &p.display().to_string(), base.as_ref())?
                 }
@@ -330,7 +398,8 @@ mod tests {
     #[test]
     fn user_override_keeps_other_slots() {
         let base = Theme::builtin("dark").unwrap();
-        let t = Theme::from_toml("[palette]\nerror = \"#010203\"\n", "user.toml", Some(&base)).unwrap();
+        let t =
+            Theme::from_toml("[palette]\nerror = \"#010203\"\n", "user.toml", Some(&base)).unwrap();
         assert_eq!(t.palette.error, Color::Rgb(1, 2, 3));
         assert_eq!(t.palette.success, base.palette.success);
         assert_eq!(t.syntect.as_deref(), Some("base16-ocean.dark"));
@@ -338,7 +407,9 @@ mod tests {
 
     #[test]
     fn bad_colour_names_file_and_slot() {
-        let e = Theme::from_toml("[palette]\nerror = \"nope\"\n", "x.toml", None).unwrap_err().to_string();
+        let e = Theme::from_toml("[palette]\nerror = \"nope\"\n", "x.toml", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("x.toml") && e.contains("palette.error"), "{e}");
     }
 

@@ -1,15 +1,15 @@
 //! Drawing: pure functions of [`State`]. Nothing here changes state or does I/O.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
-use ratatui::Frame;
 
 use super::analysis::Chunking;
 use super::doc::{self, Doc};
 use super::keymap::Ctx;
-use super::state::{Focus, InputKind, Overlay, Screen, State, PANES};
+use super::state::{Focus, InputKind, Overlay, PANES, Screen, State};
 
 /// Screen areas for the current state (shared by drawing and mouse hit-testing).
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,13 +25,35 @@ pub struct Areas {
 
 /// Computes the layout.
 pub fn areas(area: Rect, state: &State) -> Areas {
-    let [header, body, footer] = Layout::vertical([Constraint::Length(1), Constraint::Min(0), Constraint::Length(1)]).areas(area);
+    let [header, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
     if state.screen == Screen::Browser || state.session.is_none() {
-        return Areas { header, list: body, tabs: Rect::default(), pane: Rect::default(), footer };
+        return Areas {
+            header,
+            list: body,
+            tabs: Rect::default(),
+            pane: Rect::default(),
+            footer,
+        };
     }
     let list_h = (body.height * 2 / 5).max(5).min(body.height);
-    let [list, tabs, pane] = Layout::vertical([Constraint::Length(list_h), Constraint::Length(1), Constraint::Min(0)]).areas(body);
-    Areas { header, list, tabs, pane, footer }
+    let [list, tabs, pane] = Layout::vertical([
+        Constraint::Length(list_h),
+        Constraint::Length(1),
+        Constraint::Min(0),
+    ])
+    .areas(body);
+    Areas {
+        header,
+        list,
+        tabs,
+        pane,
+        footer,
+    }
 }
 
 /// Column ranges `[start, end)` of the pane tabs, relative to the tabs row.
@@ -75,23 +97,45 @@ fn draw_header(state: &State, f: &mut Frame, area: Rect) {
     let mut spans = vec![Span::styled(" toolscope ", st.title)];
     if let (Screen::Session, Some(s)) = (state.screen, &state.session) {
         spans.push(Span::styled(format!("{} ", s.source.name), st.base));
-        let shown = if s.filter.is_empty() { format!("{} exchanges", s.source.len()) } else { format!("{}/{} exchanges  filter: {}", s.visible.len(), s.source.len(), s.filter) };
+        let shown = if s.filter.is_empty() {
+            format!("{} exchanges", s.source.len())
+        } else {
+            format!(
+                "{}/{} exchanges  filter: {}",
+                s.visible.len(),
+                s.source.len(),
+                s.filter
+            )
+        };
         spans.push(Span::styled(shown, st.muted));
         if let Some(e) = &s.source.header.engine {
-            spans.push(Span::styled(format!("  {} {}", e.kind, e.version.as_deref().unwrap_or("")), st.muted));
+            spans.push(Span::styled(
+                format!("  {} {}", e.kind, e.version.as_deref().unwrap_or("")),
+                st.muted,
+            ));
         }
         if s.live {
             spans.push(Span::styled("  ● live", st.severity_error));
         }
         if s.summarized < s.source.len() {
-            spans.push(Span::styled(format!("  reading {}/{}", s.summarized, s.source.len()), st.info));
+            spans.push(Span::styled(
+                format!("  reading {}/{}", s.summarized, s.source.len()),
+                st.info,
+            ));
         }
     } else {
         spans.push(Span::styled("sessions", st.base));
     }
     if let Some(l) = &state.loading {
-        let pct = if l.total > 0 { l.done * 100 / l.total } else { 0 };
-        spans.push(Span::styled(format!("  opening {} {pct}%", l.what), st.info));
+        let pct = if l.total > 0 {
+            l.done * 100 / l.total
+        } else {
+            0
+        };
+        spans.push(Span::styled(
+            format!("  opening {} {pct}%", l.what),
+            st.info,
+        ));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -100,8 +144,15 @@ fn block<'a>(title: &'a str, focused: bool, state: &State) -> Block<'a> {
     let st = &state.theme.styles;
     Block::default()
         .borders(Borders::ALL)
-        .border_style(if focused { st.border_focused } else { st.border })
-        .title(Span::styled(format!(" {title} "), if focused { st.title } else { st.muted }))
+        .border_style(if focused {
+            st.border_focused
+        } else {
+            st.border
+        })
+        .title(Span::styled(
+            format!(" {title} "),
+            if focused { st.title } else { st.muted },
+        ))
 }
 
 fn fmt_size(n: u64) -> String {
@@ -125,31 +176,67 @@ fn draw_browser(state: &State, f: &mut Frame, area: Rect) {
         return;
     };
     if br.entries.is_empty() {
-        let dir = br.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "./sessions".into());
+        let dir = br
+            .dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| "./sessions".into());
         let text = vec![
-            Line::from(Span::styled(format!("No sessions in {dir}/ yet."), st.title)),
+            Line::from(Span::styled(
+                format!("No sessions in {dir}/ yet."),
+                st.title,
+            )),
             Line::default(),
             Line::from("Record one by pointing your agent at the recording proxy:"),
-            Line::from(Span::styled(format!("  toolscope proxy --upstream http://127.0.0.1:8080 --session {dir}/first.jsonl"), st.accent)),
-            Line::from("  then set the agent's base URL to the proxy's listen address (see --listen)."),
+            Line::from(Span::styled(
+                format!(
+                    "  toolscope proxy --upstream http://127.0.0.1:8080 --session {dir}/first.jsonl"
+                ),
+                st.accent,
+            )),
+            Line::from(
+                "  then set the agent's base URL to the proxy's listen address (see --listen).",
+            ),
             Line::default(),
             Line::from("Or record a single request:"),
-            Line::from(Span::styled(format!("  toolscope send request.json --url http://127.0.0.1:8080  (writes into {dir}/)"), st.accent)),
+            Line::from(Span::styled(
+                format!(
+                    "  toolscope send request.json --url http://127.0.0.1:8080  (writes into {dir}/)"
+                ),
+                st.accent,
+            )),
             Line::default(),
             Line::from("Or open files directly:"),
-            Line::from(Span::styled("  toolscope open FILE.jsonl|FILE.har …", st.accent)),
+            Line::from(Span::styled(
+                "  toolscope open FILE.jsonl|FILE.har …",
+                st.accent,
+            )),
             Line::default(),
             Line::from(Span::styled("q quits", st.muted)),
         ];
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner);
         return;
     }
-    let mut lines = vec![Line::from(Span::styled(format!("{:<48} {:>10}  {}", "FILE", "SIZE", "CREATED / ENGINE"), st.header))];
+    let mut lines = vec![Line::from(Span::styled(
+        format!("{:<48} {:>10}  {}", "FILE", "SIZE", "CREATED / ENGINE"),
+        st.header,
+    ))];
     let h = inner.height.saturating_sub(1) as usize;
     for (i, e) in br.entries.iter().enumerate().skip(br.scroll.offset).take(h) {
-        let name = e.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let style = if i == br.scroll.cursor { st.selected } else { st.base };
-        lines.push(Line::from(Span::styled(format!("{:<48} {:>10}  {}", name, fmt_size(e.size), e.info), style)));
+        let name = e
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let style = if i == br.scroll.cursor {
+            st.selected
+        } else {
+            st.base
+        };
+        lines.push(Line::from(Span::styled(
+            format!("{:<48} {:>10}  {}", name, fmt_size(e.size), e.info),
+            style,
+        )));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
@@ -175,22 +262,64 @@ fn draw_list(state: &State, f: &mut Frame, area: Rect) {
     let path_w = (flex * 3 / 5).max(8);
     let model_w = flex.saturating_sub(path_w).max(6);
     let mut lines = vec![Line::from(Span::styled(
-        format!("{:>4} {:<7} {:<pw$} {:<mw$} {:>6} {:>6} {:>9} {:>10}", "#", "METHOD", "PATH", "MODEL", "STATUS", "CALLS", "FINDINGS", "DURATION", pw = path_w, mw = model_w),
+        format!(
+            "{:>4} {:<7} {:<pw$} {:<mw$} {:>6} {:>6} {:>9} {:>10}",
+            "#",
+            "METHOD",
+            "PATH",
+            "MODEL",
+            "STATUS",
+            "CALLS",
+            "FINDINGS",
+            "DURATION",
+            pw = path_w,
+            mw = model_w
+        ),
         st.header,
     ))];
     let h = inner.height.saturating_sub(1) as usize;
     if s.visible.is_empty() {
-        let msg = if s.source.is_empty() { "No exchanges in this session." } else { "No exchange matches the filter (Esc clears it)." };
+        let msg = if s.source.is_empty() {
+            "No exchanges in this session."
+        } else {
+            "No exchange matches the filter (Esc clears it)."
+        };
         lines.push(Line::from(Span::styled(msg, st.muted)));
     }
-    let matches = s.search.as_ref().filter(|_| focused).map(|x| x.matches.as_slice()).unwrap_or(&[]);
+    let matches = s
+        .search
+        .as_ref()
+        .filter(|_| focused)
+        .map(|x| x.matches.as_slice())
+        .unwrap_or(&[]);
     for (i, &row) in s.visible.iter().enumerate().skip(s.list.offset).take(h) {
         let selected = i == s.list.cursor;
         let line = match s.summaries.get(row).and_then(|x| x.as_ref()) {
-            None => Line::from(Span::styled(format!("{:>4} …", s.source.rows[row].id.map(|x| x.to_string()).unwrap_or_default()), st.muted)),
+            None => Line::from(Span::styled(
+                format!(
+                    "{:>4} …",
+                    s.source.rows[row]
+                        .id
+                        .map(|x| x.to_string())
+                        .unwrap_or_default()
+                ),
+                st.muted,
+            )),
             Some(x) => {
-                let dur = x.duration_ms.map(|d| if d >= 1000.0 { format!("{:.2}s", d / 1000.0) } else { format!("{d:.0}ms") }).unwrap_or_else(|| "—".into());
-                let status = x.status.map(|c| c.to_string()).unwrap_or_else(|| "—".into());
+                let dur = x
+                    .duration_ms
+                    .map(|d| {
+                        if d >= 1000.0 {
+                            format!("{:.2}s", d / 1000.0)
+                        } else {
+                            format!("{d:.0}ms")
+                        }
+                    })
+                    .unwrap_or_else(|| "—".into());
+                let status = x
+                    .status
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "—".into());
                 let model = x.model.clone().unwrap_or_default();
                 let nf = x.rules.len();
                 let worst = doc::worst(&x.rules);
@@ -199,21 +328,47 @@ fn draw_list(state: &State, f: &mut Frame, area: Rect) {
                     Some(crate::finding::Severity::Warning) => st.severity_warning,
                     _ => st.muted,
                 };
-                let mark = if x.partial { "!" } else if x.stream { "~" } else { " " };
+                let mark = if x.partial {
+                    "!"
+                } else if x.stream {
+                    "~"
+                } else {
+                    " "
+                };
                 Line::from(vec![
                     Span::styled(format!("{:>4}{mark}", x.id), st.muted),
                     Span::styled(format!("{:<7} ", x.method), st.base),
-                    Span::styled(format!("{:<pw$} ", trunc(&x.path, path_w), pw = path_w), st.base),
-                    Span::styled(format!("{:<mw$} ", trunc(&model, model_w), mw = model_w), st.muted),
+                    Span::styled(
+                        format!("{:<pw$} ", trunc(&x.path, path_w), pw = path_w),
+                        st.base,
+                    ),
+                    Span::styled(
+                        format!("{:<mw$} ", trunc(&model, model_w), mw = model_w),
+                        st.muted,
+                    ),
                     Span::styled(format!("{status:>6} "), status_style(state, x.status)),
                     Span::styled(format!("{:>6} ", x.tool_calls), st.base),
-                    Span::styled(format!("{:>9} ", if nf == 0 { "·".to_owned() } else { nf.to_string() }), fstyle),
+                    Span::styled(
+                        format!(
+                            "{:>9} ",
+                            if nf == 0 {
+                                "·".to_owned()
+                            } else {
+                                nf.to_string()
+                            }
+                        ),
+                        fstyle,
+                    ),
                     Span::styled(format!("{dur:>10}"), st.muted),
                 ])
             }
         };
         let line = if selected {
-            line.style(if focused { st.selected } else { st.selected_unfocused })
+            line.style(if focused {
+                st.selected
+            } else {
+                st.selected_unfocused
+            })
         } else if matches.contains(&i) {
             line.style(st.search_match)
         } else {
@@ -266,16 +421,28 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         (_, None) => PANES[s.pane].to_owned(),
         (0, Some(a)) => format!("Tools · {}", a.tools.len()),
         (1, Some(a)) => format!("Schema · {} parameters", a.schema.len()),
-        (2, Some(_)) => format!("Template · {}", if s.modes.local { "local" } else { "server" }),
+        (2, Some(_)) => format!(
+            "Template · {}",
+            if s.modes.local { "local" } else { "server" }
+        ),
         (3, Some(a)) => format!("Stream · {} events", a.events.len()),
-        (4, Some(a)) => format!("Replay · {} · step {}/{}", Chunking::ALL[s.chunking].label(), s.step + 1, a.replay.steps.get(s.chunking).map_or(0, Vec::len)),
+        (4, Some(a)) => format!(
+            "Replay · {} · step {}/{}",
+            Chunking::ALL[s.chunking].label(),
+            s.step + 1,
+            a.replay.len(s.chunking)
+        ),
         (_, Some(_)) => format!("Findings · {}", state.findings().len()),
     };
     let b = block(&title, focused, state);
     let inner = b.inner(area);
     f.render_widget(b, area);
     let Some(a) = &s.analysis else {
-        let msg = if s.visible.is_empty() { "Nothing selected." } else { "Analysing the exchange…" };
+        let msg = if s.visible.is_empty() {
+            "Nothing selected."
+        } else {
+            "Analysing the exchange…"
+        };
         f.render_widget(Paragraph::new(Span::styled(msg, st.muted)), inner);
         return;
     };
@@ -283,36 +450,81 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         draw_replay(state, f, inner, a);
         return;
     }
-    let search = s.search.as_ref().filter(|_| focused).map(|x| x.query.as_str());
+    let search = s
+        .search
+        .as_ref()
+        .filter(|_| focused)
+        .map(|x| x.query.as_str());
     if s.pane == 3 && !a.events.is_empty() {
         let [left, right] = if s.stream_zoom {
             [Rect::default(), inner]
         } else {
-            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(inner)
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(inner)
         };
         draw_doc(state, f, left, &s.docs[3], s.panes[3], focused, search);
-        let ev = s.docs[3].items.get(s.panes[3].cursor).copied().flatten().and_then(|i| a.events.get(i));
+        let ev = s.docs[3]
+            .items
+            .get(s.panes[3].cursor)
+            .copied()
+            .flatten()
+            .and_then(|i| a.events.get(i));
         if let Some(ev) = ev {
-            let head = format!("event {} · {} B · {}", ev.index, ev.size, ev.event.as_deref().unwrap_or("message"));
+            let head = format!(
+                "event {} · {} B · {}",
+                ev.index,
+                ev.size,
+                ev.event.as_deref().unwrap_or("message")
+            );
             let mut lines = vec![Line::from(Span::styled(head, st.muted))];
-            lines.extend(super::highlight::json_lines(&doc::pretty(&ev.data), state.theme.syntect.as_deref(), st.base));
-            let b = Block::default().borders(if s.stream_zoom { Borders::NONE } else { Borders::LEFT }).border_style(st.border);
+            lines.extend(super::highlight::json_lines(
+                &doc::pretty(&ev.data),
+                state.theme.syntect.as_deref(),
+                st.base,
+            ));
+            let b = Block::default()
+                .borders(if s.stream_zoom {
+                    Borders::NONE
+                } else {
+                    Borders::LEFT
+                })
+                .border_style(st.border);
             let r = b.inner(right);
             f.render_widget(b, right);
             f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), r);
         }
         return;
     }
-    draw_doc(state, f, inner, &s.docs[s.pane], s.panes[s.pane], focused, search);
+    draw_doc(
+        state,
+        f,
+        inner,
+        &s.docs[s.pane],
+        s.panes[s.pane],
+        focused,
+        search,
+    );
 }
 
-fn draw_doc(state: &State, f: &mut Frame, area: Rect, d: &Doc, sc: super::state::Scroll, focused: bool, search: Option<&str>) {
+fn draw_doc(
+    state: &State,
+    f: &mut Frame,
+    area: Rect,
+    d: &Doc,
+    sc: super::state::Scroll,
+    focused: bool,
+    search: Option<&str>,
+) {
     let st = &state.theme.styles;
     if area.height == 0 {
         return;
     }
     let h = area.height as usize;
-    let offset = if sc.cursor >= sc.offset + h { sc.cursor + 1 - h } else { sc.offset.min(sc.cursor) };
+    let offset = if sc.cursor >= sc.offset + h {
+        sc.cursor + 1 - h
+    } else {
+        sc.offset.min(sc.cursor)
+    };
     let mut lines = Vec::with_capacity(h);
     for (i, l) in d.lines.iter().enumerate().skip(offset).take(h) {
         let mut l = match search {
@@ -320,7 +532,11 @@ fn draw_doc(state: &State, f: &mut Frame, area: Rect, d: &Doc, sc: super::state:
             _ => l.clone(),
         };
         if i == sc.cursor && d.items.get(i).is_some_and(Option::is_some) {
-            l = l.style(if focused { st.selected_unfocused } else { Style::default() });
+            l = l.style(if focused {
+                st.selected_unfocused
+            } else {
+                Style::default()
+            });
         }
         lines.push(l);
     }
@@ -344,7 +560,10 @@ fn highlight_matches(line: &Line<'static>, q: &str, style: Style) -> Line<'stati
             if s > pos {
                 out.push(Span::styled(text[pos..s].to_owned(), sp.style));
             }
-            out.push(Span::styled(text[s..s + ql.len()].to_owned(), sp.style.patch(style)));
+            out.push(Span::styled(
+                text[s..s + ql.len()].to_owned(),
+                sp.style.patch(style),
+            ));
             pos = s + ql.len();
         }
         if pos < text.len() {
@@ -357,17 +576,31 @@ fn highlight_matches(line: &Line<'static>, q: &str, style: Style) -> Line<'stati
 fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::ExchangeAnalysis) {
     let st = &state.theme.styles;
     let Some(s) = &state.session else { return };
-    let steps = a.replay.steps.get(s.chunking).map(Vec::as_slice).unwrap_or(&[]);
-    let [selector, bar, body] = Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let [selector, bar, body] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(0),
+    ])
+    .areas(area);
     let mut sel = vec![Span::styled("chunking: ", st.muted)];
     for (i, c) in Chunking::ALL.iter().enumerate() {
-        sel.push(Span::styled(format!(" {} ", c.label()), if i == s.chunking { st.tab_active } else { st.tab }));
+        sel.push(Span::styled(
+            format!(" {} ", c.label()),
+            if i == s.chunking {
+                st.tab_active
+            } else {
+                st.tab
+            },
+        ));
     }
     f.render_widget(Paragraph::new(Line::from(sel)), selector);
     // Timeline: one cell per step, or steps bucketed into the width.
     let w = bar.width.saturating_sub(12) as usize;
-    let n = steps.len();
-    let mut cells = vec![Span::styled(format!("{:>5}/{:<5} ", if n == 0 { 0 } else { s.step + 1 }, n), st.muted)];
+    let n = a.replay.len(s.chunking);
+    let mut cells = vec![Span::styled(
+        format!("{:>5}/{:<5} ", if n == 0 { 0 } else { s.step + 1 }, n),
+        st.muted,
+    )];
     if n > 0 && w > 0 {
         let cur = s.step * w / n.max(1);
         let mut t = String::new();
@@ -384,15 +617,25 @@ fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::Ex
         cells.push(Span::styled(u, st.timeline_todo));
     }
     f.render_widget(Paragraph::new(Line::from(cells)), bar);
-    let [left, right] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
-    let lb = Block::default().borders(Borders::RIGHT).border_style(st.border).title(Span::styled("toolscope parser", st.muted));
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+    let lb = Block::default()
+        .borders(Borders::RIGHT)
+        .border_style(st.border)
+        .title(Span::styled("toolscope parser", st.muted));
     let li = lb.inner(left);
     f.render_widget(lb, left);
-    f.render_widget(Paragraph::new(s.docs[4].lines.clone()).wrap(Wrap { trim: false }), li);
+    f.render_widget(
+        Paragraph::new(s.docs[4].lines.clone()).wrap(Wrap { trim: false }),
+        li,
+    );
     let rb = Block::default().title(Span::styled(" server stream at the same point", st.muted));
     let ri = rb.inner(right);
     f.render_widget(rb, right);
-    f.render_widget(Paragraph::new(s.server_doc.lines.clone()).wrap(Wrap { trim: false }), ri);
+    f.render_widget(
+        Paragraph::new(s.server_doc.lines.clone()).wrap(Wrap { trim: false }),
+        ri,
+    );
 }
 
 fn draw_footer(state: &State, f: &mut Frame, area: Rect) {
@@ -402,7 +645,11 @@ fn draw_footer(state: &State, f: &mut Frame, area: Rect) {
             InputKind::Search => "/",
             InputKind::Filter => "filter (path: model: rule: status:) ",
         };
-        let line = Line::from(vec![Span::styled(label, st.key), Span::styled(text.clone(), st.base), Span::styled("█", st.muted)]);
+        let line = Line::from(vec![
+            Span::styled(label, st.key),
+            Span::styled(text.clone(), st.base),
+            Span::styled("█", st.muted),
+        ]);
         f.render_widget(Paragraph::new(line), area);
         return;
     }
@@ -413,7 +660,13 @@ fn draw_footer(state: &State, f: &mut Frame, area: Rect) {
     let ctxs = state.contexts();
     let mut spans = Vec::new();
     for b in state.keymap.active(&ctxs, true) {
-        let keys = b.keys.iter().take(1).map(|k| k.display()).collect::<Vec<_>>().join("/");
+        let keys = b
+            .keys
+            .iter()
+            .take(1)
+            .map(|k| k.display())
+            .collect::<Vec<_>>()
+            .join("/");
         spans.push(Span::styled(keys, st.key));
         spans.push(Span::styled(format!(" {}  ", b.help), st.key_help));
     }
@@ -440,25 +693,46 @@ pub fn help_lines(state: &State) -> Vec<Line<'static>> {
     ];
     let mut lines = Vec::new();
     for (name, ctx) in groups {
-        let bs: Vec<_> = state.keymap.bindings.iter().filter(|b| b.contexts.contains(&ctx)).collect();
+        let bs: Vec<_> = state
+            .keymap
+            .bindings
+            .iter()
+            .filter(|b| b.contexts.contains(&ctx))
+            .collect();
         if bs.is_empty() {
             continue;
         }
         lines.push(Line::from(Span::styled(name.to_owned(), st.header)));
         for b in bs {
-            let keys = b.keys.iter().map(|k| k.display()).collect::<Vec<_>>().join(", ");
-            lines.push(Line::from(vec![Span::styled(format!("  {keys:<16}"), st.key), Span::styled(b.help.to_owned(), st.base)]));
+            let keys = b
+                .keys
+                .iter()
+                .map(|k| k.display())
+                .collect::<Vec<_>>()
+                .join(", ");
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {keys:<16}"), st.key),
+                Span::styled(b.help.to_owned(), st.base),
+            ]));
         }
     }
     lines.push(Line::default());
-    lines.push(Line::from(Span::styled("Mouse: click tabs, rows and panes; wheel scrolls. Keys can be remapped in keymap.toml.", st.muted)));
+    lines.push(Line::from(Span::styled(
+        "Mouse: click tabs, rows and panes; wheel scrolls. Keys can be remapped in keymap.toml.",
+        st.muted,
+    )));
     lines
 }
 
 fn draw_help(state: &State, f: &mut Frame, area: Rect, off: usize) {
     let w = area.width.saturating_sub(8).min(76);
     let h = area.height.saturating_sub(4);
-    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + 2, width: w, height: h };
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + 2,
+        width: w,
+        height: h,
+    };
     f.render_widget(Clear, r);
     let b = block("Help — keys (? or Esc closes)", true, state).style(state.theme.styles.base);
     let inner = b.inner(r);
