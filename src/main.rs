@@ -11,6 +11,10 @@ use toolscope::cli;
 #[derive(Debug, Parser)]
 #[command(name = "toolscope", version, about, long_about = None)]
 struct Cli {
+    /// Colour theme of the inspector: dark (default), light, high-contrast, a theme in
+    /// <config dir>/toolscope/themes/NAME.toml, or a path to a .toml file. NO_COLOR is respected.
+    #[arg(long, global = false, value_name = "NAME|PATH", env = "TOOLSCOPE_THEME")]
+    theme: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -42,8 +46,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => cli::browse::run(Vec::new()),
-        Some(Command::Open(a)) => cli::browse::run(a.files),
+        None => cli::browse::run_with_theme(Vec::new(), cli.theme),
+        Some(Command::Open(a)) => cli::browse::run_with_theme(a.files, a.theme.or(cli.theme)),
         Some(Command::Proxy(a)) => cli::proxy::run(a),
         Some(Command::Send(a)) => cli::send::run(a),
         Some(Command::Import(a)) => cli::import::run(a),

@@ -27,6 +27,9 @@ pub struct Args {
     /// Print one line per exchange instead of the live inspector.
     #[arg(long)]
     pub headless: bool,
+    /// Colour theme of the live inspector (dark, light, high-contrast, or a .toml path).
+    #[arg(long, value_name = "NAME|PATH", env = "TOOLSCOPE_THEME")]
+    pub theme: Option<String>,
     /// Record authorization, x-api-key, api-key and cookie headers verbatim (default: redacted).
     #[arg(long)]
     pub keep_secrets: bool,
@@ -68,7 +71,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             engine.version.map(|v| format!(" {v}")).unwrap_or_default(),
             session.display()
         );
-        // Until the live TUI hooks in, both modes print one line per exchange.
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::io::IsTerminal::is_terminal(&std::io::stdin());
+        if !args.headless && !tty {
+            eprintln!("toolscope proxy: not a terminal; printing one line per exchange (as --headless)");
+        }
+        if !args.headless && tty {
+            // The inspector shows exchanges as they arrive, streams growing in place; quitting
+            // it (q / Ctrl-C) stops the proxy.
+            let opts = crate::tui::Options { theme: args.theme.clone(), no_color: crate::tui::theme::no_color_env() };
+            let result = crate::tui::run_live_records(session.display().to_string(), proxy.header().clone(), rx, &opts).await;
+            eprintln!("toolscope proxy: stopping; writing exchanges in flight to {}", session.display());
+            proxy.shutdown(Duration::from_secs(10)).await;
+            result?;
+            return Ok(ExitCode::SUCCESS);
+        }
         loop {
             tokio::select! {
                 ev = rx.recv() => match ev {
