@@ -206,6 +206,19 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
             })
         })
         .transpose()?;
+    if let (Some(p), Some(body)) = (args.response_sse.as_deref(), sse.as_deref()) {
+        // A body with no decodable event is unusable input, not a reply that ignored the
+        // request: judging tool_choice or finish_reason on it would blame the server.
+        let events = crate::stream::sse::decode_bytes(body.as_bytes());
+        if !events.iter().any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok()) {
+            anyhow::bail!(
+                "{}: no SSE event with a JSON `data:` field ({} bytes, {} events): not a chat completion or message stream",
+                p.display(),
+                body.len(),
+                events.len()
+            );
+        }
+    }
     let tokens = args
         .tokens
         .as_deref()
