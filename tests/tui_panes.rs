@@ -143,7 +143,8 @@ async fn pane_replay_per_char() {
 
 #[tokio::test]
 async fn pane_findings() {
-    let s = run("6").await;
+    // G: the session-level finding is listed after the exchange's own (token.special_split etc.).
+    let s = run("6 G").await;
     // Line 7 of the fixture (header, 4 exchanges, 1 annotation, then the cut line) is the truncated exchange line.
     assert!(s.contains("session.damaged") && s.contains("line 7"), "{s}");
     insta::assert_snapshot!(s);
