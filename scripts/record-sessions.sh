@@ -17,7 +17,7 @@ TS="${TOOLSCOPE_BIN:-target/debug/toolscope}"
 REQ=scripts/record-requests
 OUT=sessions
 mkdir -p "$OUT"
-WANT="${*:-a b c d e f g}"
+WANT="${*:-a b c d e f g h}"
 want() { [[ " $WANT " == *" $1 "* ]]; }
 
 SERVER_PID=""; PORT=""; LOG=""
@@ -48,7 +48,7 @@ fresh() { rm -f "$1"; }
 
 if want a; then  # (a) two tools, /v1/chat/completions, streaming; through the proxy; -v
   S=$OUT/a-two-tools-stream.jsonl; fresh $S
-  start_server "$TOOLSCOPE_SMOLLM2" "$TOOLSCOPE_CORPUS/Qwen-Qwen2.5-7B-Instruct.jinja" -v
+  start_server "$TOOLSCOPE_SMOLLM2" "$TOOLSCOPE_CORPUS/Qwen-Qwen3-0.6B.jinja" -v
   PP=$(free_port)
   "$TS" proxy --headless --upstream "http://127.0.0.1:$PORT" --listen "127.0.0.1:$PP" --session $S &
   PROXY=$!
@@ -61,7 +61,7 @@ if want a; then  # (a) two tools, /v1/chat/completions, streaming; through the p
 fi
 if want b; then  # (b) /v1/messages, tool_choice {"type":"tool","name":"get_time"} for a weather question; -v
   S=$OUT/b-anthropic-named-tool-choice.jsonl; fresh $S
-  start_server "$TOOLSCOPE_SMOLLM2" "$TOOLSCOPE_CORPUS/Qwen-Qwen2.5-7B-Instruct.jinja" -v
+  start_server "$TOOLSCOPE_SMOLLM2" "$TOOLSCOPE_CORPUS/Qwen-Qwen3-0.6B.jinja" -v
   send $S $REQ/b-anthropic-named-tool-choice.json --api anthropic
   stop_server
 fi
@@ -95,6 +95,13 @@ if want g; then  # stop string inside reasoning: Qwen3 template, prefill "<think
   S=$OUT/g-stop-in-reasoning.jsonl; fresh $S
   start_server "$TOOLSCOPE_SMOLLM2" "$TOOLSCOPE_CORPUS/Qwen-Qwen3-0.6B.jinja" -v
   send $S $REQ/g-stop-in-reasoning.json --api openai
+  stop_server
+fi
+if want h; then  # the probe: every control on both APIs, few-shot history so the tiny model calls tools
+  S=$OUT/h-probe-qwen3.jsonl; fresh $S
+  start_server "$TOOLSCOPE_SMOLLM2" "$TOOLSCOPE_CORPUS/Qwen-Qwen3-0.6B.jinja" -v
+  echo "+ toolscope probe http://127.0.0.1:$PORT --api both --session $S" >&2
+  "$TS" probe "http://127.0.0.1:$PORT" --api both --session $S || true
   stop_server
 fi
 ls -la $OUT/*.jsonl

@@ -604,37 +604,48 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
 
 /// `token.pseudo_special` findings: marker-looking text ([`find_markers`]) in `prompt` that is
 /// not one token in `tokens` (the prompt's tokenization, from [`tokenize`] or
-/// [`tokens_from_pieces`]). One finding per distinct marker text, at its first occurrence,
-/// naming the pieces it falls into. Example: the Qwen3 template's `<tool_call>` on SmolLM2 is
-/// `<`,`tool`,`_`,`call`,`>`.
+/// [`tokens_from_pieces`], ordered by offset). One finding per distinct marker text, at its
+/// first occurrence, naming the pieces it falls into. Example: the Qwen3 template's
+/// `<tool_call>` on SmolLM2 is `<`,`tool`,`_`,`call`,`>`.
+///
+/// Prose placeholders are not markers ([`is_placeholder`]): Qwen3's tool instructions write
+/// `{"name": <function-name>, "arguments": <args-json-object>}`, tags that no model emits.
+/// Cost: O(markers · log tokens).
 pub fn pseudo_special(prompt: &str, tokens: &[Token]) -> Vec<Finding> {
+    let markers = find_markers(prompt);
+    let texts: std::collections::HashSet<&str> = markers.iter().map(|&(s, e)| &prompt[s..e]).collect();
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut firsts: Vec<(usize, usize, usize, Vec<String>)> = Vec::new();
-    for (s, e) in find_markers(prompt) {
-        let covering: Vec<(usize, &Token)> = tokens
+    for &(s, e) in &markers {
+        let text = &prompt[s..e];
+        if is_placeholder(text, &texts) {
+            continue;
+        }
+        // Tokens are ordered by offset: the first one ending after `s`, then all starting before `e`.
+        let from = tokens.partition_point(|t| t.end <= s);
+        let covering: Vec<&Token> = tokens[from..]
             .iter()
-            .enumerate()
-            .filter(|(_, t)| t.end > s && t.start < e && t.end > t.start)
+            .take_while(|t| t.start < e)
+            .filter(|t| t.end > s && t.end > t.start)
             .collect();
-        let whole = covering.len() == 1 && covering[0].1.start == s && covering[0].1.end == e;
+        let whole = covering.len() == 1 && covering[0].start == s && covering[0].end == e;
         if whole || covering.is_empty() {
             continue;
         }
-        let text = &prompt[s..e];
         if let Some(&k) = seen.get(text) {
             firsts[k].2 += 1;
             continue;
         }
         seen.insert(text, firsts.len());
-        let pieces = covering.iter().map(|(_, t)| t.piece.clone()).collect();
+        let pieces = covering.iter().map(|t| t.piece.clone()).collect();
         firsts.push((s, e, 1, pieces));
-        let _ = covering[0].0;
     }
     firsts
         .into_iter()
         .map(|(s, e, count, pieces)| {
             let text = &prompt[s..e];
-            let token = tokens.iter().position(|t| t.end > s && t.start < e && t.end > t.start);
+            let from = tokens.partition_point(|t| t.end <= s);
+            let token = tokens[from..].iter().position(|t| t.start < e && t.end > t.start).map(|k| from + k);
             let list = pieces.iter().map(|p| format!("`{}`", p.escape_debug())).collect::<Vec<_>>().join(",");
             let times = if count > 1 { format!(" ({count} occurrences)") } else { String::new() };
             Finding::new(
@@ -645,6 +656,26 @@ pub fn pseudo_special(prompt: &str, tokens: &[Token]) -> Vec<Finding> {
             .with_evidence(Evidence { pane: Some(Pane::Template), offset: Some(s), token, excerpt: Some(text.to_owned()), ..Default::default() })
         })
         .collect()
+}
+
+/// Whether marker text `text` (one of [`find_markers`]' spans) is a prose placeholder rather
+/// than a control marker: a plain angle tag (`<name>`, not `<|…|>`, `<｜…｜>` or `[…]`) whose
+/// name has a `-` and whose partner tag (`</name>` for `<name>` and the reverse) is not among
+/// `all` (every marker text of the same prompt). Qwen3's `<function-name>` and
+/// `<args-json-object>` are placeholders; `<tool_call>`, `<think>` and `<end-of-turn>` paired
+/// with `</end-of-turn>` are not.
+pub fn is_placeholder(text: &str, all: &std::collections::HashSet<&str>) -> bool {
+    let Some(inner) = text.strip_prefix('<').and_then(|t| t.strip_suffix('>')) else {
+        return false;
+    };
+    if inner.starts_with('|') || inner.ends_with('|') || !inner.contains('-') {
+        return false;
+    }
+    let partner = match inner.strip_prefix('/') {
+        Some(name) => format!("<{name}>"),
+        None => format!("</{inner}>"),
+    };
+    !all.contains(partner.as_str())
 }
 
 /// `bos.duplicate`: more than one BOS token at the start of `tokens`. A token is BOS when its id
@@ -747,5 +778,24 @@ mod tests {
         let f = bos_duplicate(&toks, Some(1), Some("<s>")).unwrap();
         assert!(f.message.contains("positions 0, 1"), "{}", f.message);
         assert!(bos_duplicate(&toks[1..], Some(1), Some("<s>")).is_none());
+    }
+
+    /// One token per character: every marker is split.
+    fn per_char(s: &str) -> Vec<Token> {
+        s.char_indices()
+            .map(|(i, c)| Token { id: 0, piece: c.to_string(), special: false, start: i, end: i + c.len_utf8() })
+            .collect()
+    }
+
+    #[test]
+    fn placeholders_are_not_pseudo_special() {
+        // Qwen3-0.6B's tool instructions (llama.cpp models/templates/Qwen-Qwen3-0.6B.jinja).
+        let p = "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call> <end-of-turn>x</end-of-turn>";
+        let found: Vec<String> = pseudo_special(p, &per_char(p)).into_iter().filter_map(|f| f.evidence.excerpt).collect();
+        assert_eq!(found, ["<tool_call>", "</tool_call>", "<end-of-turn>", "</end-of-turn>"]);
+        // A lone non-hyphenated tag (a `<think>` prefill) is still a marker.
+        let q = "<|im_start|>assistant\n<think>\n";
+        let found: Vec<String> = pseudo_special(q, &per_char(q)).into_iter().filter_map(|f| f.evidence.excerpt).collect();
+        assert_eq!(found, ["<|im_start|>", "<think>"]);
     }
 }
