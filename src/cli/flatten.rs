@@ -83,6 +83,11 @@ pub fn load_template(path: &Path) -> anyhow::Result<TemplateSource> {
 /// Runs `toolscope flatten`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let doc = read_json(&args.tools)?;
+    if let Ok(list) = crate::schema::tools::locate_tools(&doc) {
+        for (at, what) in &list.skipped {
+            eprintln!("{}: {at}: not a tool ({what}); skipped", args.tools.display());
+        }
+    }
     let base = FlattenOptions {
         recursion_depth: args.recursion_depth,
         ..FlattenOptions::default()

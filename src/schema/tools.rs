@@ -44,8 +44,11 @@ pub struct ToolEntry {
 pub struct ToolList {
     /// JSON Pointer of the tool array from the document root (`""` when the document is the array).
     pub list_pointer: String,
-    /// The tool entries, in order. Array elements that are not objects are skipped.
+    /// The tool entries, in order. Array elements that are not tools are skipped (see `skipped`).
     pub tools: Vec<ToolEntry>,
+    /// Array elements that are not tools: `(JSON Pointer, what it is)`, e.g. `("/0", "a number")`.
+    /// An element is a tool when it is an object with a `function` object or a `name`.
+    pub skipped: Vec<(String, String)>,
 }
 
 impl ToolList {
@@ -86,9 +89,20 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
         return Err(shape_error(doc));
     };
     let mut tools = Vec::new();
+    let mut skipped = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        let Value::Object(m) = item else { continue };
         let base = format!("{list_pointer}/{index}");
+        let m = match item {
+            Value::Object(m) if m.get("function").is_some_and(Value::is_object) || m.contains_key("name") => m,
+            Value::Object(_) => {
+                skipped.push((base, "an object with neither `function` nor `name`".to_string()));
+                continue;
+            }
+            other => {
+                skipped.push((base, kind_of(other).to_string()));
+                continue;
+            }
+        };
         let (dialect, holder, key, holder_ptr) = if let Some(Value::Object(f)) = m.get("function") {
             (
                 ToolDialect::OpenAi,
@@ -130,20 +144,37 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
             schema_pointer,
         });
     }
+    if tools.is_empty() {
+        if let Some((at, what)) = skipped.first() {
+            return Err(format!(
+                "{at}: not a tool (expected an object with `function` (OpenAI) or `name` \
+                 (Anthropic, MCP)), got {what}; no element of {} is a tool",
+                if list_pointer.is_empty() { "the array" } else { list_pointer.as_str() }
+            ));
+        }
+    }
     Ok(ToolList {
         list_pointer,
         tools,
+        skipped,
     })
 }
 
-fn shape_error(doc: &Value) -> String {
-    let got = match doc {
+fn kind_of(v: &Value) -> &'static str {
+    match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn shape_error(doc: &Value) -> String {
+    let got = match doc {
         Value::Object(_) => "an object without a `tools`, `result.tools` or `functions` array",
+        other => kind_of(other),
     };
     format!(
         "expected an OpenAI `tools` array, Anthropic tools (`input_schema`), an MCP `tools/list` result \
@@ -210,5 +241,18 @@ mod tests {
     #[test]
     fn escapes_pointer_tokens() {
         assert_eq!(escape_token("a/b~c"), "a~1b~0c");
+    }
+
+    #[test]
+    fn non_tools_are_named_not_skipped_silently() {
+        let e = locate_tools(&json!([1, 2, {"a": 3}])).unwrap_err();
+        assert!(e.starts_with("/0: not a tool"), "{e}");
+        assert!(e.contains("got a number"), "{e}");
+        let e = locate_tools(&json!({"tools": [{"a": 3}]})).unwrap_err();
+        assert!(e.starts_with("/tools/0: not a tool"), "{e}");
+        let l = locate_tools(&json!([{"name": "a", "input_schema": {}}, "junk"])).unwrap();
+        assert_eq!(l.tools.len(), 1);
+        assert_eq!(l.skipped, [("/1".to_string(), "a string".to_string())]);
+        assert!(locate_tools(&json!({"tools": []})).unwrap().tools.is_empty());
     }
 }
