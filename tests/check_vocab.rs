@@ -39,6 +39,22 @@ fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `check --template TPL --vocab VOCAB --request REQ`.
+fn check_pair(
+    tpl: &std::path::Path,
+    vocab: &std::path::Path,
+    req: &std::path::Path,
+) -> (i32, Value, String) {
+    check(&[
+        "--template",
+        s(tpl),
+        "--vocab",
+        s(vocab),
+        "--request",
+        s(req),
+    ])
+}
+
 /// The template prints `<s>` and the tokenizer's post-processor prepends `<s>` too: two BOS at
 /// token positions 0 and 1 (case 09's shape, by construction of tests/data/diagnose/vocab).
 #[test]
@@ -48,14 +64,7 @@ fn template_bos_and_engine_bos_are_a_duplicate() {
         data("tokenizer.json"),
         data("request.json"),
     );
-    let (code, v, err) = check(&[
-        "--template",
-        s(&tpl),
-        "--vocab",
-        s(&vocab),
-        "--request",
-        s(&req),
-    ]);
+    let (code, v, err) = check_pair(&tpl, &vocab, &req);
     let f = findings(&v, "bos.duplicate");
     assert_eq!(f.len(), 1, "{v:#}\n{err}");
     assert!(
@@ -74,14 +83,7 @@ fn template_bos_and_engine_bos_are_a_duplicate() {
 
     // The same vocabulary with a template that does not print the BOS: one BOS, no finding.
     let tpl = data("tokenizer_config-no-bos.json");
-    let (code, v, err) = check(&[
-        "--template",
-        s(&tpl),
-        "--vocab",
-        s(&vocab),
-        "--request",
-        s(&req),
-    ]);
+    let (code, v, err) = check_pair(&tpl, &vocab, &req);
     assert!(findings(&v, "bos.duplicate").is_empty(), "{v:#}\n{err}");
     assert_eq!(code, 0, "{v:#}");
 }
@@ -144,14 +146,7 @@ fn qwen3_template_on_smollm2_splits_tool_call() {
 
     let tpl = corpus.join("Qwen-Qwen3-0.6B.jinja");
     let req = data("request-tools.json");
-    let (code, v, err) = check(&[
-        "--template",
-        s(&tpl),
-        "--vocab",
-        s(&gguf),
-        "--request",
-        s(&req),
-    ]);
+    let (code, v, err) = check_pair(&tpl, &gguf, &req);
     let split = findings(&v, "token.special_split");
     let tc = split
         .iter()
@@ -218,14 +213,7 @@ fn tokenizer_config_as_vocab_applies_add_bos_token() {
         let mut c = base.clone();
         c["add_bos_token"] = Value::Bool(add);
         std::fs::write(&cfg, c.to_string()).unwrap();
-        let (_, v, err) = check(&[
-            "--template",
-            s(&cfg),
-            "--vocab",
-            s(&cfg),
-            "--request",
-            s(&req),
-        ]);
+        let (_, v, err) = check_pair(&cfg, &cfg, &req);
         assert_eq!(
             findings(&v, "bos.duplicate").len(),
             dup,

@@ -349,24 +349,6 @@ mod tests {
         "data: [DONE]\n\n"
     );
 
-    /// Drops a chunk's unclosed trailing `<…` (a streaming parser that does not hold a possible
-    /// marker start).
-    fn naive(
-        chunks: &[String],
-        syntax: Option<crate::parser::Syntax>,
-        tools: &std::sync::Arc<crate::parser::ToolIndex>,
-    ) -> crate::parser::trace::Trace {
-        let cut: Vec<String> = chunks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| match c.rfind('<') {
-                Some(at) if i + 1 < chunks.len() && !c[at..].contains('>') => c[..at].to_owned(),
-                _ => c.clone(),
-            })
-            .collect();
-        rules::replay::real_parser(&cut, syntax, tools)
-    }
-
     #[test]
     fn check_replays_streams_through_the_parser() {
         let mut cx = ExchangeContext::new(Api::Openai);
@@ -383,7 +365,7 @@ mod tests {
         // A parser that loses the split marker: check reports the divergence, with the SSE
         // event of the first differing step for the recorded cut (step 1 = event 1: "ol_c"
         // is released as content the one-shot parse never has).
-        let bad = check_exchange_with(&cx, &naive);
+        let bad = check_exchange_with(&cx, &rules::replay::tests::naive_parser);
         let rec = bad
             .iter()
             .find(|f| {

@@ -111,7 +111,7 @@ pub fn chunking_divergence_with(cx: &ExchangeContext, record: &Recorder) -> Vec<
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::diagnose::StreamChunk;
     use crate::session::Api;
@@ -143,7 +143,11 @@ mod tests {
     /// A naive streaming parser: releases whatever a chunk ends with at once instead of holding
     /// a possible marker start, so a marker split across chunks is never seen whole (here: the
     /// trailing `<…` of a chunk is lost as if printed as content and never re-joined).
-    fn naive_parser(chunks: &[String], syntax: Option<Syntax>, tools: &Arc<ToolIndex>) -> Trace {
+    pub(crate) fn naive_parser(
+        chunks: &[String],
+        syntax: Option<Syntax>,
+        tools: &Arc<ToolIndex>,
+    ) -> Trace {
         let cut: Vec<String> = chunks
             .iter()
             .enumerate()
