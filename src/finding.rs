@@ -39,9 +39,11 @@ pub enum Rule {
     #[serde(rename = "stream.missing_index")] StreamMissingIndex,
     #[serde(rename = "stream.missing_id")] StreamMissingId,
     #[serde(rename = "stream.name_repeated")] StreamNameRepeated,
+    #[serde(rename = "stream.error_event")] StreamErrorEvent,
     #[serde(rename = "finish.mismatch")] FinishMismatch,
     #[serde(rename = "parser.chunking_divergence")] ParserChunkingDivergence,
     #[serde(rename = "server.parse_error")] ServerParseError,
+    #[serde(rename = "server.call_mismatch")] ServerCallMismatch,
     #[serde(rename = "session.damaged")] SessionDamaged,
 }
 
@@ -54,8 +56,9 @@ impl Rule {
         Rule::ToolChoiceNamedIgnored, Rule::ToolChoiceNoneIgnored, Rule::ToolChoiceRequiredIgnored,
         Rule::ToolCallLeakedAsText, Rule::ToolCallArgsInvalidJson, Rule::ToolCallArgsSchemaMismatch,
         Rule::ToolCallUnknownTool, Rule::ToolCallHallucinatedResult, Rule::StreamMissingIndex,
-        Rule::StreamMissingId, Rule::StreamNameRepeated, Rule::FinishMismatch,
-        Rule::ParserChunkingDivergence, Rule::ServerParseError, Rule::SessionDamaged,
+        Rule::StreamMissingId, Rule::StreamNameRepeated, Rule::StreamErrorEvent, Rule::FinishMismatch,
+        Rule::ParserChunkingDivergence, Rule::ServerParseError, Rule::ServerCallMismatch,
+        Rule::SessionDamaged,
     ];
 
     /// The stable id, e.g. `"schema.type_lost"`.
@@ -82,9 +85,11 @@ impl Rule {
             Rule::StreamMissingIndex => "stream.missing_index",
             Rule::StreamMissingId => "stream.missing_id",
             Rule::StreamNameRepeated => "stream.name_repeated",
+            Rule::StreamErrorEvent => "stream.error_event",
             Rule::FinishMismatch => "finish.mismatch",
             Rule::ParserChunkingDivergence => "parser.chunking_divergence",
             Rule::ServerParseError => "server.parse_error",
+            Rule::ServerCallMismatch => "server.call_mismatch",
             Rule::SessionDamaged => "session.damaged",
         }
     }
@@ -150,6 +155,10 @@ pub struct Evidence {
     /// Short excerpt of the text involved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt: Option<String>,
+    /// Input file the exchange came from (`toolscope check FILES…`: exchange ids repeat across
+    /// files, so `exchange` + `file` names one exchange).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// One diagnosis.

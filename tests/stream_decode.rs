@@ -772,7 +772,7 @@ fn compare_agree_merge_mangle_miss_extra() {
             parsed: vec![0, 1]
         }]
     );
-    assert_eq!(c.findings[0].rule, Rule::ServerParseError);
+    assert_eq!(c.findings[0].rule, Rule::ServerCallMismatch);
 
     // Two calls merged into one object.
     let s = server(&[("a", "{\"x\":1,\"y\":2}")], "");
@@ -877,6 +877,7 @@ fn compare_agree_merge_mangle_miss_extra() {
             in_text: "dropped".into()
         }]
     );
+    assert_eq!(c.findings[0].rule, Rule::ServerCallMismatch);
     // Extra server call.
     let s = server(&[("f", "{}"), ("g", "{}"), ("z", "{}")], "");
     let c = compare_calls(&s, raw, &p);

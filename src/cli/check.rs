@@ -12,10 +12,12 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::Format;
+use super::render::{VocabSource, load_template, load_vocab, render_request, tokenize_with};
 use crate::diagnose::report::{CheckReport, ExchangeSummary};
-use crate::diagnose::{ExchangeContext, check_exchange, load, request};
+use crate::diagnose::{ExchangeContext, VocabRender, check_exchange, load, request};
 use crate::finding::Finding;
 use crate::session::{Api, Piece, TokenPiece};
+use crate::template::TemplateSource;
 
 /// API of a bare request/response pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,6 +26,8 @@ pub enum ApiArg {
     Openai,
     /// Anthropic messages (`/v1/messages`).
     Anthropic,
+    /// Raw completion (llama-server `/completion`, OpenAI `/v1/completions`).
+    Completion,
 }
 
 /// Arguments of `toolscope check`.
@@ -32,7 +36,10 @@ pub struct Args {
     /// Chat template: a .jinja file, tokenizer_config.json, or a llama-server URL (its /props).
     #[arg(long, value_name = "SRC")]
     pub template: Option<String>,
-    /// Vocabulary: tokenizer.json, .gguf, or a llama-server URL.
+    /// Vocabulary: tokenizer.json, .gguf, or a llama-server URL (its /tokenize). Each
+    /// exchange's request is rendered with the template (--template, else the session's
+    /// /props) and split with it; the token rules (bos.duplicate, token.pseudo_special,
+    /// token.special_split) then judge that tokenization. Default: the --template GGUF's own.
     #[arg(long, value_name = "SRC")]
     pub vocab: Option<String>,
     /// Request body (JSON) of a bare pair.
@@ -47,7 +54,8 @@ pub struct Args {
     /// A llama-server `/tokenize` answer with pieces (`{"tokens":[{"id","piece"}]}`).
     #[arg(long, value_name = "F")]
     pub tokens: Option<PathBuf>,
-    /// API of the bare pair (guessed from its bodies when omitted).
+    /// API of the bare pair (guessed from its bodies when omitted; a `/completion` stream is
+    /// recognised by its `content`/`stop` events).
     #[arg(long, value_enum)]
     pub api: Option<ApiArg>,
     /// Output format.
@@ -99,31 +107,6 @@ pub fn parse_tokens(path: &Path, v: &Value) -> anyhow::Result<Vec<TokenPiece>> {
         .collect()
 }
 
-/// What `--template` gave: the template text and BOS token, when found.
-#[derive(Debug, Default)]
-struct TemplateInfo {
-    template: Option<String>,
-    bos_token: Option<String>,
-}
-
-fn load_template(src: &str) -> anyhow::Result<TemplateInfo> {
-    use crate::template::TemplateSource;
-    let source = if src.starts_with("http://") || src.starts_with("https://") {
-        let client = crate::record::client::ServerClient::new(src);
-        let props = super::runtime()
-            .block_on(client.props())
-            .with_context(|| format!("{src}: cannot fetch /props"))?;
-        TemplateSource::from_props(&props).map_err(|e| anyhow::anyhow!("{e}"))?
-    } else {
-        let bytes = read(Path::new(src))?;
-        TemplateSource::from_bytes(src, &bytes).map_err(|e| anyhow::anyhow!("{e}"))?
-    };
-    Ok(TemplateInfo {
-        template: Some(source.template.clone()),
-        bos_token: source.bos_token.clone(),
-    })
-}
-
 /// Loads one session or HAR file into contexts (+ `session.damaged` findings).
 fn load_file(path: &Path) -> anyhow::Result<(Vec<ExchangeContext>, Vec<Finding>)> {
     let bytes = read(path)?;
@@ -147,37 +130,120 @@ fn har_to_session(name: &str, v: &Value) -> anyhow::Result<crate::session::read:
     crate::session::har::har_to_session(name, v)
 }
 
+/// What the token rules need to render and split each exchange's prompt (`--vocab`).
+struct VocabRenderer<'a> {
+    vocab: &'a VocabSource,
+    /// `--template`, when given (else each exchange's own template from the session's `/props`).
+    source: Option<&'a TemplateSource>,
+}
+
+impl VocabRenderer<'_> {
+    /// Renders `cx`'s request with the template and tokenizes the prompt with the vocabulary.
+    /// `None` (with a note on stderr naming `file`) when there is no request or template, or
+    /// the render fails; an unreachable vocabulary server is an error.
+    fn render(&self, cx: &ExchangeContext, file: &str) -> anyhow::Result<Option<VocabRender>> {
+        let Some(req) = cx.request.as_ref().filter(|r| r.is_object()) else {
+            return Ok(None);
+        };
+        let own;
+        let source = match (self.source, cx.template.as_deref()) {
+            (Some(s), _) => s,
+            (None, Some(t)) => {
+                let mut s = TemplateSource::from_jinja("the session's /props chat_template", t);
+                s.bos_token = cx.bos_token.clone();
+                own = s;
+                &own
+            }
+            (None, None) => {
+                eprintln!(
+                    "toolscope: note: {file}: --vocab needs a template (--template, or a session with /props): token rules skipped"
+                );
+                return Ok(None);
+            }
+        };
+        let template = (cx.api != Api::Completion).then(|| source.template.clone());
+        let (prompt, input) = if cx.api == Api::Completion {
+            let Some(p) = req.get("prompt").and_then(Value::as_str) else {
+                return Ok(None);
+            };
+            (p.to_owned(), crate::template::RenderInput::default())
+        } else {
+            match render_request(source, req, cx.api == Api::Anthropic, None, false) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!(
+                        "toolscope: note: {file}: cannot render the request for --vocab: {e:#}"
+                    );
+                    return Ok(None);
+                }
+            }
+        };
+        let t = tokenize_with(
+            self.vocab,
+            &prompt,
+            input.bos_token.as_deref().or(cx.bos_token.as_deref()),
+        )?;
+        Ok(Some(VocabRender {
+            prompt,
+            tokens: t.tokens,
+            bos_id: t.bos_id,
+            bos_text: t.bos_text,
+            template,
+        }))
+    }
+}
+
 /// Builds the report for `args` (everything but printing).
 pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
-    let tpl = match &args.template {
-        Some(src) => load_template(src)?,
-        None => TemplateInfo::default(),
+    let source = args.template.as_deref().map(load_template).transpose()?;
+    let vocab = match &args.vocab {
+        Some(v) => Some(load_vocab(v)?),
+        None => source
+            .as_ref()
+            .and_then(|s| s.vocab.clone())
+            .map(|v| VocabSource::Local(Box::new(v))),
     };
+    let renderer = vocab.as_ref().map(|vocab| VocabRenderer {
+        vocab,
+        source: source.as_ref(),
+    });
+    let tpl_text = source.as_ref().map(|s| s.template.clone());
+    let tpl_bos = source.as_ref().and_then(|s| s.bos_token.clone());
     let mut report = CheckReport::default();
     let add = |report: &mut CheckReport,
                cx: &mut ExchangeContext,
                fallback: u64,
-               source: &str,
-               listed: bool| {
+               file: &str,
+               listed: bool|
+     -> anyhow::Result<()> {
         if cx.template.is_none() {
-            cx.template = tpl.template.clone();
+            cx.template = tpl_text.clone();
         }
-        if let Some(b) = &tpl.bos_token {
+        if let Some(b) = &tpl_bos {
             cx.bos_token = Some(b.clone());
+        }
+        if let Some(r) = &renderer {
+            cx.vocab_render = r.render(cx, file)?;
         }
         if listed {
             report
                 .exchanges
-                .push(ExchangeSummary::from_context(cx, fallback, source));
+                .push(ExchangeSummary::from_context(cx, fallback, file));
         }
-        report.findings.extend(check_exchange(cx));
+        report
+            .findings
+            .extend(check_exchange(cx).into_iter().map(|f| in_file(f, file)));
+        Ok(())
     };
 
     for path in &args.files {
+        let file = path.display().to_string();
         let (contexts, damaged) = load_file(path)?;
-        report.findings.extend(damaged);
+        report
+            .findings
+            .extend(damaged.into_iter().map(|f| in_file(f, &file)));
         for mut cx in contexts {
-            add(&mut report, &mut cx, 0, &path.display().to_string(), true);
+            add(&mut report, &mut cx, 0, &file, true)?;
         }
     }
 
@@ -210,7 +276,10 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         // A body with no decodable event is unusable input, not a reply that ignored the
         // request: judging tool_choice or finish_reason on it would blame the server.
         let events = crate::stream::sse::decode_bytes(body.as_bytes());
-        if !events.iter().any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok()) {
+        if !events
+            .iter()
+            .any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok())
+        {
             anyhow::bail!(
                 "{}: no SSE event with a JSON `data:` field ({} bytes, {} events): not a chat completion or message stream",
                 p.display(),
@@ -228,15 +297,10 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
                 .and_then(|v| parse_tokens(p, &v))
         })
         .transpose()?;
-    if args.vocab.is_some() {
-        eprintln!(
-            "toolscope: note: --vocab is read by the template/tokens module; token rules use --tokens here"
-        );
-    }
-
     let api = match args.api {
         Some(ApiArg::Openai) => Api::Openai,
         Some(ApiArg::Anthropic) => Api::Anthropic,
+        Some(ApiArg::Completion) => Api::Completion,
         None => request::guess_api(request.as_ref(), response.as_ref(), sse.as_deref()),
     };
     let have_response = response.is_some() || sse.is_some();
@@ -267,35 +331,54 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
             load::set_stream(&mut cx, body);
         }
         cx.server_tokens = tokens.clone();
-        let source = [
-            args.request.as_deref(),
-            args.response.as_deref().or(args.response_sse.as_deref()),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" + ");
-        add(&mut report, &mut cx, 1, &source, true);
+        let file = display(
+            args.response
+                .as_deref()
+                .or(args.response_sse.as_deref())
+                .or(args.request.as_deref()),
+        );
+        add(&mut report, &mut cx, 1, &file, true)?;
     } else if let Some(req) = &request {
         // Pre-flight: a request and a template, no response.
         let mut cx = ExchangeContext::new(api);
         cx.request = Some(req.clone());
         cx.server_tokens = tokens.clone();
-        add(&mut report, &mut cx, 1, "", false);
-        report
-            .findings
-            .extend(preflight(tpl.template.as_deref(), req));
+        let file = display(args.request.as_deref());
+        add(&mut report, &mut cx, 1, &file, false)?;
+        report.findings.extend(
+            preflight(tpl_text.as_deref(), req)
+                .into_iter()
+                .map(|f| in_file(f, &file)),
+        );
     } else if let Some(toks) = tokens {
         let mut cx = ExchangeContext::new(api);
         cx.server_tokens = Some(toks);
-        add(&mut report, &mut cx, 0, "", false);
+        add(
+            &mut report,
+            &mut cx,
+            0,
+            &display(args.tokens.as_deref()),
+            false,
+        )?;
     } else if args.files.is_empty() {
         bail!(
             "nothing to check: give session/HAR files, --request/--response, --response-sse or --tokens"
         );
     }
     Ok(report)
+}
+
+/// A path for messages and `file` fields (empty when absent).
+fn display(p: Option<&Path>) -> String {
+    p.map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// Names `file` in the finding's evidence (exchange ids repeat across input files).
+fn in_file(mut f: Finding, file: &str) -> Finding {
+    if !file.is_empty() && f.evidence.file.is_none() {
+        f.evidence.file = Some(file.to_owned());
+    }
+    f
 }
 
 /// Pre-flight lint of a request against a template: schema loss and render errors

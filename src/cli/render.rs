@@ -30,8 +30,9 @@ pub struct Args {
     /// bos_token, eos_token, chat_template_kwargs beside them) or an Anthropic messages body.
     #[arg(long, value_name = "FILE")]
     pub request: std::path::PathBuf,
-    /// Vocabulary to split the prompt with: a .gguf, a HF tokenizer.json, or a llama-server URL
-    /// (POST /tokenize with pieces). Default: the template source's own vocabulary (GGUF).
+    /// Vocabulary to split the prompt with: a .gguf, a HF tokenizer.json (or a
+    /// tokenizer_config.json beside one: its bos_token / add_bos_token apply), or a
+    /// llama-server URL (POST /tokenize with pieces). Default: the template source's own vocabulary (GGUF).
     #[arg(long, value_name = "SRC")]
     pub vocab: Option<String>,
     /// Clock for strftime_now, RFC 3339 (e.g. 2026-11-29T12:00:00Z). Default: the current time.
@@ -110,9 +111,42 @@ pub fn load_vocab(src: &str) -> anyhow::Result<VocabSource> {
         let md = gguf::read_metadata(&bytes[..]).with_context(|| src.to_owned())?;
         return Ok(VocabSource::Local(Box::new(Vocab::from_gguf(src, &md)?)));
     }
+    if let Ok(cfg) = serde_json::from_slice::<Value>(&bytes)
+        && cfg.get("model").is_none()
+        && (cfg.get("chat_template").is_some() || cfg.get("added_tokens_decoder").is_some())
+    {
+        return tokenizer_config_vocab(path, &cfg).map(|v| VocabSource::Local(Box::new(v)));
+    }
     Ok(VocabSource::Local(Box::new(Vocab::from_tokenizer_json(
         src, &bytes,
     )?)))
+}
+
+/// A `tokenizer_config.json` holds no vocabulary: the `tokenizer.json` beside it does. Its
+/// `bos_token` (string or AddedToken object) and `add_bos_token` override what the
+/// tokenizer.json suggests (transformers reads them the same way).
+fn tokenizer_config_vocab(path: &Path, cfg: &Value) -> anyhow::Result<Vocab> {
+    let tj = path.with_file_name("tokenizer.json");
+    let bytes = std::fs::read(&tj).with_context(|| {
+        format!(
+            "{}: a tokenizer_config.json holds no vocabulary, and there is no readable {} beside it: pass the tokenizer.json as --vocab",
+            path.display(),
+            tj.display()
+        )
+    })?;
+    let mut v = Vocab::from_tokenizer_json(&tj.display().to_string(), &bytes)?;
+    let bos = cfg.get("bos_token").and_then(|b| {
+        b.as_str()
+            .or_else(|| b.get("content").and_then(Value::as_str))
+    });
+    if let Some(b) = bos {
+        v.bos_id = v.special_id(b).or(v.bos_id);
+    }
+    if let Some(add) = cfg.get("add_bos_token").and_then(Value::as_bool) {
+        v.add_bos = add;
+    }
+    v.origin = path.display().to_string();
+    Ok(v)
 }
 
 /// Whether a request body looks like an Anthropic messages body (top-level `system`, or
@@ -144,6 +178,75 @@ pub fn looks_anthropic(body: &Value) -> bool {
                     })
             })
         })
+}
+
+/// Renders a request body with a template source as the engine would: the request read as
+/// OpenAI or Anthropic ([`RenderInput`]), BOS/EOS defaulted from the source, the source's
+/// template for that input ([`TemplateSource::select`]). `now` is the `strftime_now` clock
+/// (`None`: the reproducible 1970 default). Returns the prompt and the input (its `notes` say
+/// what normalisation changed). Errors: the source has no template, or the render fails.
+pub fn render_request(
+    source: &TemplateSource,
+    body: &Value,
+    anthropic: bool,
+    now: Option<time::OffsetDateTime>,
+    strict: bool,
+) -> anyhow::Result<(String, RenderInput)> {
+    let input = if anthropic {
+        RenderInput::from_anthropic_request(body)
+    } else {
+        RenderInput::from_openai_request(body)
+    };
+    let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
+    let template = source.select(&input);
+    if template.is_empty() {
+        bail!("{}: the source has no chat template", source.origin);
+    }
+    let opts = RenderOptions {
+        now,
+        strict,
+        name: Some(source.origin.clone()),
+        ..Default::default()
+    };
+    let prompt = crate::template::render(template, &input, &opts)?;
+    Ok((prompt, input))
+}
+
+/// A prompt split by a vocabulary, with the BOS the vocabulary knows.
+#[derive(Debug, Clone)]
+pub struct Tokenized {
+    /// The tokens, a zero-width BOS first when the engine adds one.
+    pub tokens: Vec<Token>,
+    /// BOS id (local vocabularies; `None` from a server, which does not say).
+    pub bos_id: Option<u32>,
+    /// BOS text (the vocabulary's, or `bos_hint` for a server).
+    pub bos_text: Option<String>,
+}
+
+/// Tokenizes `prompt` as the engine feeds it: locally ([`tokens::tokenize_prompt`], BOS added
+/// when the vocabulary says so) or by the server's `POST /tokenize` with pieces (the server adds
+/// its BOS itself). `bos_hint` is the BOS text to assume for a server. Errors: the server
+/// cannot be reached or answers no tokens.
+pub fn tokenize_with(
+    vocab: &VocabSource,
+    prompt: &str,
+    bos_hint: Option<&str>,
+) -> anyhow::Result<Tokenized> {
+    Ok(match vocab {
+        VocabSource::Local(v) => Tokenized {
+            tokens: tokens::tokenize_prompt(v, prompt),
+            bos_id: v.bos_id,
+            bos_text: v.bos_text().map(str::to_owned),
+        },
+        VocabSource::Server(url) => {
+            let pieces = crate::cli::runtime().block_on(ServerClient::new(url).tokenize(prompt))?;
+            Tokenized {
+                tokens: tokens::tokens_from_pieces(prompt, &pieces),
+                bos_id: None,
+                bos_text: bos_hint.map(str::to_owned),
+            }
+        }
+    })
 }
 
 /// Runs `toolscope render`.
@@ -181,27 +284,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             source.template
         );
     }
-    let input = if anthropic {
-        RenderInput::from_anthropic_request(&body)
-    } else {
-        RenderInput::from_openai_request(&body)
-    };
-    let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
+    let (prompt, input) = render_request(&source, &body, anthropic, Some(now), args.strict)?;
     for n in &input.notes {
         eprintln!("toolscope: note: {req_name}: {n}");
     }
-    let template = source.select(&input);
-    if template.is_empty() {
-        bail!("{}: the source has no chat template", source.origin);
-    }
-    let opts = RenderOptions {
-        now: Some(now),
-        strict: args.strict,
-        name: Some(source.origin.clone()),
-        ..Default::default()
-    };
-    let prompt = crate::template::render(template, &input, &opts)?;
-
     match args.format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
@@ -216,25 +302,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .clone()
                     .map(|v| VocabSource::Local(Box::new(v))),
             };
-            let (toks, bos): (Vec<Token>, (Option<u32>, Option<String>)) = match vocab {
-                Some(VocabSource::Local(v)) => (
-                    tokens::tokenize_prompt(&v, &prompt),
-                    (v.bos_id, v.bos_text().map(str::to_owned)),
-                ),
-                Some(VocabSource::Server(url)) => {
-                    let pieces = crate::cli::runtime()
-                        .block_on(ServerClient::new(&url).tokenize(&prompt))?;
-                    (
-                        tokens::tokens_from_pieces(&prompt, &pieces),
-                        (None, input.bos_token.clone()),
-                    )
+            let (toks, bos_id, bos_text) = match vocab {
+                Some(v) => {
+                    let t = tokenize_with(&v, &prompt, input.bos_token.as_deref())?;
+                    (t.tokens, t.bos_id, t.bos_text)
                 }
-                None => (Vec::new(), (None, None)),
+                None => (Vec::new(), None, None),
             };
             let mut findings = Vec::new();
             if !toks.is_empty() {
                 findings.extend(tokens::pseudo_special(&prompt, &toks));
-                findings.extend(tokens::bos_duplicate(&toks, bos.0, bos.1.as_deref()));
+                findings.extend(tokens::bos_duplicate(&toks, bos_id, bos_text.as_deref()));
             }
             let tokens_json: Vec<Value> = toks
                 .iter()

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::ExchangeContext;
 use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::session::read::Session;
-use crate::session::{Api, Exchange};
+use crate::session::{Api, Body, Exchange, Request, Response};
 
 /// Contexts for every chat exchange of a session (OpenAI chat and Anthropic messages; other
 /// paths are skipped), in exchange id order, plus one `session.damaged` finding per line the
@@ -96,14 +96,39 @@ pub fn exchange_context(e: &Exchange) -> ExchangeContext {
 }
 
 /// Sets a streamed response (the whole `text/event-stream` body) on `cx`, decoded and
-/// reassembled by [`crate::stream`] for `cx.api`.
+/// reassembled by [`crate::stream::decode_exchange`] exactly as a recorded exchange of
+/// `cx.api` would be (OpenAI chat, Anthropic messages, or `/completion` / `/v1/completions`).
 pub fn set_stream(cx: &mut ExchangeContext, body: &str) {
-    let events = crate::stream::sse::decode_bytes(body.as_bytes());
-    let r = match cx.api {
-        Api::Anthropic => crate::stream::reassemble::reassemble_anthropic(&events),
-        _ => crate::stream::reassemble::reassemble_openai(&events),
+    let path = match cx.api {
+        Api::Anthropic => "/v1/messages",
+        Api::Completion => "/completion",
+        _ => "/v1/chat/completions",
     };
-    set_reassembled(cx, r);
+    let ex = Exchange {
+        id: cx.id.unwrap_or(1),
+        request: Request {
+            method: "POST".into(),
+            path: path.into(),
+            body: Body::from_bytes(
+                cx.request
+                    .as_ref()
+                    .map(Value::to_string)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            ),
+            ..Default::default()
+        },
+        response: Some(Response {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: Some(Body::from_bytes(body.as_bytes())),
+            chunks: None,
+        }),
+        ..Default::default()
+    };
+    if let Some(r) = crate::stream::decode_exchange(&ex) {
+        set_reassembled(cx, r);
+    }
     cx.response_text = Some(body.to_owned());
 }
 
@@ -118,13 +143,96 @@ const STREAM_RULES: &[Rule] = &[
 
 fn set_reassembled(cx: &mut ExchangeContext, r: crate::stream::Reassembled) {
     cx.streamed = true;
-    cx.message = Some(r.message);
     cx.finish_event = r.finish_event;
     cx.call_events = r.call_events;
-    cx.stream_findings = r
+    let (chunks, pieces) = text_chunks(cx.api, &r.events);
+    cx.stream_chunks = chunks;
+    cx.stream_pieces = pieces;
+    let mut findings: Vec<Finding> = r
         .findings
         .into_iter()
         .filter(|f| STREAM_RULES.contains(&f.rule))
         .collect();
+    findings.extend(error_events(&r.problems, &findings));
+    cx.stream_findings = findings;
+    cx.message = Some(r.message);
     cx.raw_text = None;
+}
+
+/// `stream.error_event`: an error event in the stream (OpenAI-style `data: {"error": …}`,
+/// Anthropic `event: error`) that is not the server's parse failure (that one is
+/// `server.parse_error`, already in `reported`). The client sees the stream end with an error
+/// (context overflow, cancelled slot, backend failure) instead of a finished message.
+/// Evidence: the event number.
+pub fn error_events(
+    problems: &[crate::stream::reassemble::StreamProblem],
+    reported: &[Finding],
+) -> Vec<Finding> {
+    problems
+        .iter()
+        .filter(|p| p.kind == "error_event")
+        .filter(|p| {
+            !reported
+                .iter()
+                .any(|f| f.rule == Rule::ServerParseError && f.evidence.event == p.event)
+        })
+        .map(|p| {
+            Finding::new(
+                Rule::StreamErrorEvent,
+                format!(
+                    "the stream carried an error event{}: {}",
+                    p.event.map(|e| format!(" (event {e})")).unwrap_or_default(),
+                    p.message.trim_start_matches("error event: ")
+                ),
+                "the server failed mid-stream (not its tool-call parser): read the error text; context overflow, a cancelled slot or a backend failure each need their own fix",
+            )
+            .with_evidence(Evidence {
+                pane: Some(Pane::Stream),
+                event: p.event,
+                excerpt: Some(p.message.clone()),
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+/// The generated text per SSE event (events that add no text are left out), and the sampled
+/// token pieces when the events list them (llama-server `/completion` with `n_probs`:
+/// `completion_probabilities[].token`). Visible text only: OpenAI `choices[0].delta.content`,
+/// Anthropic `content_block_delta` `text_delta.text`, `/completion` `content`, `/v1/completions`
+/// `choices[0].text`.
+fn text_chunks(
+    api: Api,
+    events: &[crate::stream::sse::SseEvent],
+) -> (Vec<super::StreamChunk>, Option<Vec<String>>) {
+    let mut chunks = Vec::new();
+    let mut pieces: Vec<String> = Vec::new();
+    for ev in events {
+        let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
+            continue;
+        };
+        let text = match api {
+            Api::Anthropic => v
+                .pointer("/delta/text")
+                .filter(|_| v.pointer("/delta/type").and_then(Value::as_str) == Some("text_delta")),
+            Api::Completion => v.get("content").or_else(|| v.pointer("/choices/0/text")),
+            _ => v.pointer("/choices/0/delta/content"),
+        }
+        .and_then(Value::as_str);
+        if let Some(t) = text.filter(|t| !t.is_empty()) {
+            chunks.push(super::StreamChunk {
+                event: ev.index,
+                text: t.to_owned(),
+            });
+        }
+        if let Some(probs) = v.get("completion_probabilities").and_then(Value::as_array) {
+            pieces.extend(
+                probs
+                    .iter()
+                    .filter_map(|p| p.get("token").and_then(Value::as_str))
+                    .map(str::to_owned),
+            );
+        }
+    }
+    (chunks, (!pieces.is_empty()).then_some(pieces))
 }

@@ -61,6 +61,41 @@ pub struct ExchangeContext {
     pub bos_token: Option<String>,
     /// BOS token id, when known (GGUF `tokenizer.ggml.bos_token_id`).
     pub bos_id: Option<u32>,
+    /// toolscope's own render of the request, split by a vocabulary (`check --vocab`). When set,
+    /// the token rules judge it instead of the server's render.
+    pub vocab_render: Option<VocabRender>,
+    /// For streams: the generated text as the SSE events delivered it, one entry per event that
+    /// carried text (OpenAI `delta.content`, Anthropic `text_delta`, `/completion` `content`).
+    pub stream_chunks: Vec<StreamChunk>,
+    /// For streams whose events list the sampled tokens (llama-server `/completion`
+    /// `completion_probabilities[].token`): the token pieces in order.
+    pub stream_pieces: Option<Vec<String>>,
+}
+
+/// The prompt toolscope rendered for an exchange's request and its tokenization by a
+/// vocabulary (`check --template … --vocab …`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VocabRender {
+    /// The rendered prompt.
+    pub prompt: String,
+    /// Its tokens (a zero-width BOS first when the engine adds one).
+    pub tokens: Vec<crate::tokens::Token>,
+    /// BOS id of the vocabulary, when known.
+    pub bos_id: Option<u32>,
+    /// BOS text of the vocabulary (or the template's `bos_token` for a server vocabulary).
+    pub bos_text: Option<String>,
+    /// The template text the prompt was rendered with (its markers imply the call syntax that
+    /// `token.special_split` checks), when it was a template.
+    pub template: Option<String>,
+}
+
+/// One text-carrying SSE event of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamChunk {
+    /// 0-based SSE event number.
+    pub event: usize,
+    /// The text it added.
+    pub text: String,
 }
 
 impl ExchangeContext {
@@ -85,6 +120,9 @@ impl ExchangeContext {
             template: None,
             bos_token: None,
             bos_id: None,
+            vocab_render: None,
+            stream_chunks: Vec::new(),
+            stream_pieces: None,
         }
     }
 
@@ -246,9 +284,17 @@ impl ExchangeContext {
 }
 
 /// Runs every rule on one exchange. Findings carry `exchange = cx.id`, in pipeline order:
-/// tokens (`bos.duplicate`, `token.pseudo_special`), `server.parse_error`, passed-through `stream.*`, `stop.*`,
-/// `tool_choice.*`, `tool_call.*`, `finish.mismatch`.
+/// tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
+/// `server.parse_error`, passed-through `stream.*` (and `stream.error_event`),
+/// `parser.chunking_divergence`, `stop.*`, `tool_choice.*`, `tool_call.*`,
+/// `server.call_mismatch`, `finish.mismatch`.
 pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
+    check_exchange_with(cx, &rules::replay::real_parser)
+}
+
+/// [`check_exchange`] with the streaming parser that `parser.chunking_divergence` replays the
+/// stream through given by `record` (the seam tests use to inject a faulty parser).
+pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorder) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(rules::tokens::bos_duplicate(cx));
     // A marker the parser needs (token.special_split, error) is not reported again as merely
@@ -256,12 +302,20 @@ pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     let split = rules::tokens::special_split(cx);
     let split_at: Vec<Option<usize>> = split.iter().map(|f| f.evidence.offset).collect();
     out.extend(split);
-    out.extend(rules::tokens::pseudo_special(cx).into_iter().filter(|f| !split_at.contains(&f.evidence.offset)));
+    out.extend(
+        rules::tokens::pseudo_special(cx)
+            .into_iter()
+            .filter(|f| !split_at.contains(&f.evidence.offset)),
+    );
     out.extend(rules::server::parse_error(cx));
     out.extend(cx.stream_findings.iter().cloned());
+    out.extend(rules::replay::chunking_divergence_with(cx, record));
     if cx.message.is_some() && !cx.failed() {
         out.extend(rules::stop::in_reasoning(cx));
         out.extend(rules::stop::reason_mismatch(cx));
+    }
+    // A raw completion has no tool-call contract (the text is the model's, unparsed).
+    if cx.message.is_some() && !cx.failed() && cx.api != Api::Completion {
         out.extend(rules::choice::named_ignored(cx));
         out.extend(rules::choice::none_ignored(cx));
         out.extend(rules::choice::required_ignored(cx));
@@ -269,6 +323,7 @@ pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
         out.extend(rules::calls::args(cx));
         out.extend(rules::calls::unknown_tool(cx));
         out.extend(rules::calls::hallucinated_result(cx));
+        out.extend(rules::server::call_mismatch(cx));
         out.extend(rules::finish::mismatch(cx));
     }
     for f in &mut out {
@@ -277,4 +332,100 @@ pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Rule;
+
+    /// An OpenAI stream whose Hermes call marker arrives split over three chunks, and the
+    /// server (tool calling off) passed it through as content.
+    const SPLIT_STREAM: &str = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Checking. <to\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ol_c\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"all>{\\\"name\\\": \\\"get_time\\\", \\\"arguments\\\": {}}</tool_call>\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n"
+    );
+
+    #[test]
+    fn check_replays_streams_through_the_parser() {
+        let mut cx = ExchangeContext::new(Api::Openai);
+        load::set_stream(&mut cx, SPLIT_STREAM);
+        assert_eq!(cx.stream_chunks.len(), 3, "{:?}", cx.stream_chunks);
+        assert_eq!(cx.stream_chunks[2].event, 2);
+        let rules_of = |f: &[Finding]| f.iter().map(|f| f.rule).collect::<Vec<_>>();
+        // toolscope's parser holds `<to`: the re-cuts agree with the one-shot parse.
+        let real = check_exchange(&cx);
+        assert!(
+            !rules_of(&real).contains(&Rule::ParserChunkingDivergence),
+            "{real:?}"
+        );
+        // A parser that loses the split marker: check reports the divergence, with the SSE
+        // event of the first differing step for the recorded cut (step 1 = event 1: "ol_c"
+        // is released as content the one-shot parse never has).
+        let bad = check_exchange_with(&cx, &rules::replay::tests::naive_parser);
+        let rec = bad
+            .iter()
+            .find(|f| {
+                f.rule == Rule::ParserChunkingDivergence && f.message.contains("per recorded chunk")
+            })
+            .unwrap_or_else(|| panic!("{bad:?}"));
+        assert_eq!(
+            (rec.evidence.step, rec.evidence.event),
+            (Some(1), Some(1)),
+            "{rec:?}"
+        );
+    }
+
+    #[test]
+    fn error_event_that_is_not_a_parse_failure() {
+        let body = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+            "data: {\"error\":{\"code\":500,\"message\":\"Context size has been exceeded.\",\"type\":\"exceed_context_size_error\"}}\n\n"
+        );
+        let mut cx = ExchangeContext::new(Api::Openai);
+        load::set_stream(&mut cx, body);
+        let f: Vec<Finding> = check_exchange(&cx)
+            .into_iter()
+            .filter(|f| f.rule == Rule::StreamErrorEvent)
+            .collect();
+        assert_eq!(f.len(), 1, "{:?}", check_exchange(&cx));
+        assert_eq!(f[0].evidence.event, Some(1));
+        assert_eq!(f[0].severity, crate::finding::Severity::Error);
+        assert!(
+            f[0].message.contains("Context size has been exceeded"),
+            "{}",
+            f[0].message
+        );
+        // A parse failure is server.parse_error, not also stream.error_event.
+        let body = body.replace(
+            "Context size has been exceeded.",
+            "The model produced output that does not match the expected peg-native format",
+        );
+        let mut cx = ExchangeContext::new(Api::Openai);
+        load::set_stream(&mut cx, &body);
+        let rules: Vec<Rule> = check_exchange(&cx).iter().map(|f| f.rule).collect();
+        assert!(rules.contains(&Rule::ServerParseError), "{rules:?}");
+        assert!(!rules.contains(&Rule::StreamErrorEvent), "{rules:?}");
+    }
+
+    #[test]
+    fn completion_stream_reassembles_as_completion() {
+        // llama-server /completion stream shape (tools/server/server-task.cpp, build 11434).
+        let body = concat!(
+            "data: {\"index\":0,\"content\":\"Hello\",\"tokens\":[19556],\"stop\":false,\"id_slot\":-1,\"tokens_predicted\":1,\"tokens_evaluated\":5}\n\n",
+            "data: {\"index\":0,\"content\":\" there\",\"tokens\":[665],\"stop\":false,\"id_slot\":-1,\"tokens_predicted\":2,\"tokens_evaluated\":5}\n\n",
+            "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"stop\":true,\"stop_type\":\"eos\",\"stopping_word\":\"\",\"tokens_predicted\":3,\"tokens_evaluated\":5}\n\n"
+        );
+        let mut cx = ExchangeContext::new(Api::Completion);
+        load::set_stream(&mut cx, body);
+        let m = cx.message.as_ref().unwrap();
+        assert_eq!(m.content, "Hello there");
+        assert_eq!(m.finish_reason.as_deref(), Some("eos"));
+        assert_eq!(cx.finish_event, Some(2));
+        assert_eq!(cx.stream_chunks.len(), 2);
+        assert!(check_exchange(&cx).is_empty(), "{:?}", check_exchange(&cx));
+    }
 }

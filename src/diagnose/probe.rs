@@ -290,17 +290,20 @@ pub fn judge(
     match control {
         Control::Baseline => (Verdict::Info, format!("tool_choice auto: {seen}")),
         Control::NamedTool => {
-            if m.tool_calls.is_empty() && baseline_called == Some(true) {
-                (
-                    Verdict::Ignored,
-                    format!("forced get_time; {seen}, although the model calls tools under auto"),
-                )
-            } else if m.tool_calls.is_empty() {
+            // No call at all says nothing about the name (check reports it as
+            // tool_choice.required_ignored: the forced call did not happen; the `required`
+            // control probes that). Only a call of another tool is IGNORED.
+            if m.tool_calls.is_empty() {
+                let auto = match baseline_called {
+                    Some(true) => {
+                        " (it does under auto: check reports tool_choice.required_ignored)"
+                    }
+                    Some(false) => " (nor under auto)",
+                    None => "",
+                };
                 (
                     Verdict::Inconclusive,
-                    format!(
-                        "forced get_time; the model did not call a tool (nor under auto): {seen}"
-                    ),
+                    format!("forced get_time; the model did not call a tool{auto}: {seen}"),
                 )
             } else if has(Rule::ToolChoiceNamedIgnored) {
                 (Verdict::Ignored, format!("forced get_time; {seen}"))
@@ -477,10 +480,17 @@ mod tests {
             judge(Control::NamedTool, &none, Some(false)).0,
             Verdict::Inconclusive
         );
-        assert_eq!(
-            judge(Control::NamedTool, &none, Some(true)).0,
-            Verdict::Ignored
+        // Even when the baseline calls a tool: no call proves nothing about the name; check
+        // agrees (required_ignored, not named_ignored).
+        let (v, why) = judge(Control::NamedTool, &none, Some(true));
+        assert_eq!(v, Verdict::Inconclusive);
+        assert!(why.contains("tool_choice.required_ignored"), "{why}");
+        let rules: Vec<Rule> = check_exchange(&none).iter().map(|f| f.rule).collect();
+        assert!(
+            rules.contains(&Rule::ToolChoiceRequiredIgnored),
+            "{rules:?}"
         );
+        assert!(!rules.contains(&Rule::ToolChoiceNamedIgnored), "{rules:?}");
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //!
 //! JSON: `{"exchanges":[{"index","api","model","content","reasoning","tool_calls":[{"name",
 //! "arguments"}],"finish_reason"}],"findings":[{"rule","severity","exchange","message",
-//! "evidence","hint"}]}`. `index` is the exchange id (1-based; 1 for a bare pair);
-//! `arguments` is the parsed JSON value, or the raw string when it is not JSON.
+//! "evidence","hint"}]}`. `index` is the exchange id (1-based; 1 for a bare pair) within its
+//! input file, named by `file` (exchanges) and `evidence.file` (findings): `check a.jsonl
+//! b.jsonl` has two exchanges with index 1; `arguments` is the parsed JSON value, or the raw
+//! string when it is not JSON.
 
 use std::fmt::Write as _;
 
@@ -17,7 +19,9 @@ use crate::finding::{Finding, Severity};
 /// One exchange as `check` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExchangeSummary {
-    /// Exchange id (1-based).
+    /// Input file the exchange came from (session, HAR, or the bare pair's response file).
+    pub file: String,
+    /// Exchange id (1-based) within `file`.
     pub index: u64,
     /// `openai` or `anthropic`.
     pub api: String,
@@ -27,9 +31,6 @@ pub struct ExchangeSummary {
     pub reasoning: String,
     pub tool_calls: Vec<CallSummary>,
     pub finish_reason: Option<String>,
-    /// Where the exchange came from (file name), for text output.
-    #[serde(skip)]
-    pub source: String,
     /// HTTP status, for text output.
     #[serde(skip)]
     pub status: Option<u16>,
@@ -51,12 +52,9 @@ pub struct CheckReport {
 }
 
 impl ExchangeSummary {
-    /// Summarises a context; `fallback_index` is used when the context has no id.
-    pub fn from_context(
-        cx: &ExchangeContext,
-        fallback_index: u64,
-        source: &str,
-    ) -> ExchangeSummary {
+    /// Summarises a context from input `file`; `fallback_index` is used when the context has
+    /// no id.
+    pub fn from_context(cx: &ExchangeContext, fallback_index: u64, file: &str) -> ExchangeSummary {
         let m = cx.message.clone().unwrap_or_default();
         let model = cx
             .request
@@ -66,6 +64,7 @@ impl ExchangeSummary {
             .map(str::to_owned)
             .or(m.model.clone());
         ExchangeSummary {
+            file: file.to_owned(),
             index: cx.id.unwrap_or(fallback_index),
             api: cx.api.as_str().to_owned(),
             model,
@@ -80,9 +79,16 @@ impl ExchangeSummary {
                 })
                 .collect(),
             finish_reason: m.finish_reason,
-            source: source.to_owned(),
             status: cx.status,
         }
+    }
+}
+
+impl ExchangeSummary {
+    /// Whether finding `f` is about this exchange: same index, and the same file when the
+    /// finding names one.
+    pub fn owns(&self, f: &Finding) -> bool {
+        f.exchange == Some(self.index) && f.evidence.file.as_ref().is_none_or(|x| *x == self.file)
     }
 }
 
@@ -103,9 +109,9 @@ impl CheckReport {
         let mut s = String::new();
         let mut last_source = None;
         for e in &self.exchanges {
-            if last_source != Some(&e.source) && !e.source.is_empty() {
-                let _ = writeln!(s, "{}", e.source);
-                last_source = Some(&e.source);
+            if last_source != Some(&e.file) && !e.file.is_empty() {
+                let _ = writeln!(s, "{}", e.file);
+                last_source = Some(&e.file);
             }
             let status = e.status.map(|st| format!(" HTTP {st}")).unwrap_or_default();
             let _ = writeln!(
@@ -131,11 +137,7 @@ impl CheckReport {
                     one_line(&c.arguments.to_string(), 90)
                 );
             }
-            let mine: Vec<&Finding> = self
-                .findings
-                .iter()
-                .filter(|f| f.exchange == Some(e.index))
-                .collect();
+            let mine: Vec<&Finding> = self.findings.iter().filter(|f| e.owns(f)).collect();
             if mine.is_empty() {
                 let _ = writeln!(s, "  ok: no findings");
             }
@@ -144,11 +146,10 @@ impl CheckReport {
             }
             s.push('\n');
         }
-        let known: Vec<u64> = self.exchanges.iter().map(|e| e.index).collect();
         let loose: Vec<&Finding> = self
             .findings
             .iter()
-            .filter(|f| f.exchange.is_none_or(|x| !known.contains(&x)))
+            .filter(|f| !self.exchanges.iter().any(|e| e.owns(f)))
             .collect();
         if !loose.is_empty() {
             let _ = writeln!(s, "(not tied to an exchange)");

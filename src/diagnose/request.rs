@@ -137,7 +137,8 @@ pub fn max_tokens(request: &Value) -> Option<u64> {
 
 /// Guesses the API of a bare request/response pair: Anthropic when the request has
 /// `stop_sequences`, a top-level `system`, `thinking`, or the response is `"type":"message"` or
-/// an Anthropic event stream; OpenAI otherwise.
+/// an Anthropic event stream; a raw completion (`/completion`) for a `prompt` request or a
+/// completion stream; OpenAI otherwise.
 pub fn guess_api(request: Option<&Value>, response: Option<&Value>, sse: Option<&str>) -> Api {
     let anthropic_req = request.is_some_and(|r| {
         r.get("stop_sequences").is_some()
@@ -150,8 +151,24 @@ pub fn guess_api(request: Option<&Value>, response: Option<&Value>, sse: Option<
         response.is_some_and(|r| r.get("type").and_then(Value::as_str) == Some("message"));
     let anthropic_sse =
         sse.is_some_and(|s| s.contains("message_start") || s.contains("content_block_delta"));
+    // A raw completion: a `prompt` request without `messages`, or a stream whose first JSON
+    // event is llama-server `/completion` (`content` + `stop`) or `/v1/completions`
+    // (`choices[0].text`).
+    let completion_req =
+        request.is_some_and(|r| r.get("prompt").is_some() && r.get("messages").is_none());
+    let completion_sse = sse.is_some_and(|s| {
+        crate::stream::sse::decode_bytes(s.as_bytes())
+            .iter()
+            .find_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+            .is_some_and(|v| {
+                (v.get("content").is_some() && v.get("stop").is_some())
+                    || v.pointer("/choices/0/text").is_some()
+            })
+    });
     if anthropic_req || anthropic_resp || anthropic_sse {
         Api::Anthropic
+    } else if completion_req || completion_sse {
+        Api::Completion
     } else {
         Api::Openai
     }

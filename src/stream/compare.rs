@@ -8,8 +8,10 @@
 //!    concatenated (`{"a":1}{"b":2}`) or merged into one object → **merged**;
 //! 3. a server call with the same name but other arguments, or (in order, when nothing else
 //!    fits) another name → **mangled**;
-//! 4. no server call left → **missed** (the call stayed in `content`/`reasoning` as text, or was
-//!    dropped).
+//! 4. no server call left → **missed** (the call stayed in `content`/`reasoning` as text:
+//!    `tool_call.leaked_as_text`; or was dropped: `server.call_mismatch`).
+//!
+//! Merged and mangled calls are `server.call_mismatch` (severity error).
 //!
 //! Server calls that match no toolscope call are listed as `extra` (a syntax toolscope's parser
 //! does not know, or a call the server invented); they get no finding.
@@ -48,8 +50,9 @@ pub struct CallComparison {
     /// `(server, parsed)` index pairs that agree.
     pub agreed: Vec<(usize, usize)>,
     pub discrepancies: Vec<Discrepancy>,
-    /// Findings: `tool_call.leaked_as_text` for each missed call; `server.parse_error` for each
-    /// merged or mangled call (the server's parser produced a wrong call).
+    /// Findings: `tool_call.leaked_as_text` for each missed call left in the text;
+    /// `server.call_mismatch` for each merged or mangled call (the server's parser produced a
+    /// wrong call) and each missed call the server dropped altogether.
     pub findings: Vec<Finding>,
 }
 
@@ -143,7 +146,7 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
                     let names: Vec<&str> = parts.iter().map(|p| p.name.as_str()).collect();
                     out.findings.push(
                         Finding::new(
-                            Rule::ServerParseError,
+                            Rule::ServerCallMismatch,
                             format!(
                                 "the server merged {} calls ({}) into one tool call \"{}\" with arguments {}",
                                 idx.len(),
@@ -177,7 +180,7 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
         };
         out.findings.push(
             Finding::new(
-                Rule::ServerParseError,
+                Rule::ServerCallMismatch,
                 format!("the server returned call {si} with {what}, but the raw text has {}({})", p.name, p.arguments),
                 "The server's tool-call parser mangled the call; compare the raw text in the replay pane.",
             )
@@ -235,9 +238,14 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
                 p.name, p.arguments
             ),
         };
+        let rule = if in_text == "dropped" {
+            Rule::ServerCallMismatch
+        } else {
+            Rule::ToolCallLeakedAsText
+        };
         out.findings.push(
             Finding::new(
-                Rule::ToolCallLeakedAsText,
+                rule,
                 msg,
                 "The server's parser did not recognise this call syntax (or tool calling was off for the request): force the template's syntax, or parse the text client-side.",
             )

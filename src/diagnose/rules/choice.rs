@@ -30,8 +30,10 @@ fn content_markup(cx: &ExchangeContext) -> Option<markup::CallMarkup> {
 
 /// `tool_choice.named_ignored`: the request forced tool N (OpenAI
 /// `{"type":"function","function":{"name":N}}`, Anthropic `{"type":"tool","name":N}`) and the
-/// reply called another tool, or none at all. Evidence: the first call of another tool (or the
-/// content).
+/// reply called another tool. A reply with no call at all is `tool_choice.required_ignored`
+/// (forcing a tool by name forces a call; with no call there is nothing to say about the name —
+/// the same reading as `probe`, whose `named_tool` control is then INCONCLUSIVE).
+/// Evidence: the first call of another tool.
 pub fn named_ignored(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
@@ -39,31 +41,18 @@ pub fn named_ignored(cx: &ExchangeContext) -> Vec<Finding> {
     let ToolChoice::Named(want) = ToolChoice::from_request(cx.api, cx.request_or_null()) else {
         return Vec::new();
     };
-    let hint = server_hint(cx, "named");
-    if let Some(i) = m.tool_calls.iter().position(|c| c.name != want) {
-        let got = &m.tool_calls[i].name;
-        return vec![
-            Finding::new(
-                Rule::ToolChoiceNamedIgnored,
-                format!("tool_choice forced {want:?} but the model called {got:?}"),
-                hint,
-            )
-            .with_evidence(cx.call_evidence(i, false)),
-        ];
-    }
-    if m.tool_calls.is_empty() {
-        let mut ev = cx.content_evidence(None, Some(markup::excerpt(&m.content, 0, 80)));
-        ev.tool = Some(want.clone());
-        return vec![
-            Finding::new(
-                Rule::ToolChoiceNamedIgnored,
-                format!("tool_choice forced {want:?} but no tool was called"),
-                hint,
-            )
-            .with_evidence(ev),
-        ];
-    }
-    Vec::new()
+    let Some(i) = m.tool_calls.iter().position(|c| c.name != want) else {
+        return Vec::new();
+    };
+    let got = &m.tool_calls[i].name;
+    vec![
+        Finding::new(
+            Rule::ToolChoiceNamedIgnored,
+            format!("tool_choice forced {want:?} but the model called {got:?}"),
+            server_hint(cx, "named"),
+        )
+        .with_evidence(cx.call_evidence(i, false)),
+    ]
 }
 
 /// `tool_choice.none_ignored`: `tool_choice` was none (OpenAI `"none"`, Anthropic
@@ -103,16 +92,23 @@ pub fn none_ignored(cx: &ExchangeContext) -> Vec<Finding> {
 }
 
 /// `tool_choice.required_ignored`: a call was required (OpenAI `"required"`, Anthropic
-/// `{"type":"any"}`) and the reply has none.
+/// `{"type":"any"}`, or a tool forced by name) and the reply has none. Evidence: the content
+/// (and, for a named tool, the tool).
 pub fn required_ignored(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
     };
-    if ToolChoice::from_request(cx.api, cx.request_or_null()) != ToolChoice::Required
-        || !m.tool_calls.is_empty()
-    {
+    if !m.tool_calls.is_empty() {
         return Vec::new();
     }
+    let (what, named) = match ToolChoice::from_request(cx.api, cx.request_or_null()) {
+        ToolChoice::Required => ("tool_choice required a tool call".to_owned(), None),
+        ToolChoice::Named(n) => (
+            format!("tool_choice forced {n:?} (so a call was required)"),
+            Some(n),
+        ),
+        _ => return Vec::new(),
+    };
     let finish = m.finish_reason.as_deref().unwrap_or("unknown");
     let extra = match content_markup(cx) {
         Some(mk) => format!(
@@ -127,12 +123,14 @@ pub fn required_ignored(cx: &ExchangeContext) -> Vec<Finding> {
     vec![
         Finding::new(
             Rule::ToolChoiceRequiredIgnored,
-            format!(
-                "tool_choice required a tool call but the reply has none (finish {finish}){extra}"
-            ),
-            server_hint(cx, "required"),
+            format!("{what} but the reply has none (finish {finish}){extra}"),
+            server_hint(cx, if named.is_some() { "named" } else { "required" }),
         )
-        .with_evidence(cx.content_evidence(None, Some(markup::excerpt(&m.content, 0, 80)))),
+        .with_evidence({
+            let mut ev = cx.content_evidence(None, Some(markup::excerpt(&m.content, 0, 80)));
+            ev.tool = named;
+            ev
+        }),
     ]
 }
 
@@ -179,7 +177,22 @@ mod tests {
             req,
             json!({"type": "message", "content": [{"type": "text", "text": "It is sunny"}], "stop_reason": "end_turn"}),
         );
-        assert!(named_ignored(&cx)[0].message.contains("no tool was called"));
+        // No call at all: not a wrong name (nothing says which tool the model would have
+        // picked) but a forced call that did not happen.
+        assert!(named_ignored(&cx).is_empty());
+        let f = required_ignored(&cx);
+        assert_eq!(ids(&f), ["tool_choice.required_ignored"]);
+        assert!(
+            f[0].message.contains("forced \"get_time\""),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(f[0].evidence.tool.as_deref(), Some("get_time"));
+        assert!(f[0].hint.contains("drops the name"), "{}", f[0].hint);
+        assert_eq!(
+            ids(&crate::diagnose::check_exchange(&cx)),
+            ["tool_choice.required_ignored"]
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod calls;
 pub mod choice;
 pub mod finish;
+pub mod replay;
 pub mod server;
 pub mod stop;
 pub mod tokens;

@@ -83,6 +83,30 @@ pub fn parse_error(cx: &ExchangeContext) -> Vec<Finding> {
     .with_evidence(Evidence { pane: Some(Pane::Replay), pointer, offset: if cx.response_json.is_some() { None } else { Some(at) }, excerpt: Some(message), ..Default::default() })]
 }
 
+/// `server.call_mismatch`: the server's `tool_calls` differ from toolscope's parse of the raw
+/// generated text (`cx.raw_text`, llama-server `-v` `__verbose.content`): calls merged into
+/// one, mangled (other name or arguments), or dropped altogether
+/// ([`crate::stream::compare::compare_calls`]). A call left in the text is
+/// `tool_call.leaked_as_text`, not this. Syntax: the template's markers, else the raw text's;
+/// tools: the request's. Evidence: pane replay, byte offset of the call in the raw text, tool.
+pub fn call_mismatch(cx: &ExchangeContext) -> Vec<Finding> {
+    let (Some(raw), Some(m)) = (cx.raw_text.as_deref(), cx.message.as_ref()) else {
+        return Vec::new();
+    };
+    let syntax = cx
+        .template
+        .as_deref()
+        .and_then(crate::parser::Syntax::detect_from_template)
+        .or_else(|| crate::parser::Syntax::detect_from_text(raw));
+    let tools = cx.request.as_ref().and_then(|r| r.get("tools"));
+    let parsed = crate::parser::parse(raw, syntax, tools);
+    crate::stream::compare::compare_calls(m, raw, &parsed)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == Rule::ServerCallMismatch)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +136,73 @@ mod tests {
         cx.status = Some(200);
         cx.response_text = Some("the answer does not match the expected value".into());
         assert!(parse_error(&cx).is_empty());
+    }
+
+    fn verbose_reply(raw: &str, calls: &[(&str, &str)]) -> ExchangeContext {
+        let mut resp = crate::diagnose::rules::testutil::oa_resp(None, calls, "tool_calls");
+        resp["__verbose"] = json!({"content": raw});
+        let req = json!({"tools": crate::diagnose::rules::testutil::two_tools()});
+        crate::diagnose::rules::testutil::openai(req, resp)
+    }
+
+    #[test]
+    fn merged_mangled_and_dropped_calls_are_call_mismatches() {
+        let raw = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisbon\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Porto\"}}\n</tool_call>";
+        // Agreement: nothing to say.
+        let ok = verbose_reply(
+            raw,
+            &[
+                ("get_weather", "{\"city\":\"Lisbon\"}"),
+                ("get_weather", "{\"city\":\"Porto\"}"),
+            ],
+        );
+        assert!(call_mismatch(&ok).is_empty());
+        // The two calls concatenated into one.
+        let merged = verbose_reply(
+            raw,
+            &[("get_weather", "{\"city\":\"Lisbon\"}{\"city\":\"Porto\"}")],
+        );
+        let f = call_mismatch(&merged);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule, Rule::ServerCallMismatch);
+        assert!(f[0].message.contains("merged 2 calls"), "{}", f[0].message);
+        assert_eq!(f[0].evidence.offset, Some(0));
+        // check_exchange reports it, and not as a parse error.
+        let all = crate::diagnose::check_exchange(&merged);
+        assert!(
+            all.iter().any(|f| f.rule == Rule::ServerCallMismatch),
+            "{all:?}"
+        );
+        assert!(
+            !all.iter().any(|f| f.rule == Rule::ServerParseError),
+            "{all:?}"
+        );
+        // Mangled: Porto became Paris.
+        let mangled = verbose_reply(
+            raw,
+            &[
+                ("get_weather", "{\"city\":\"Lisbon\"}"),
+                ("get_weather", "{\"city\":\"Paris\"}"),
+            ],
+        );
+        let f = call_mismatch(&mangled);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].evidence.offset,
+            raw.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Porto")
+        );
+        // Dropped: one call delivered, the other neither a call nor text.
+        let dropped = verbose_reply(raw, &[("get_weather", "{\"city\":\"Lisbon\"}")]);
+        let f = call_mismatch(&dropped);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains("neither returned"),
+            "{}",
+            f[0].message
+        );
+        // No raw text: nothing to compare.
+        let mut bare = merged.clone();
+        bare.raw_text = None;
+        assert!(call_mismatch(&bare).is_empty());
     }
 }

@@ -22,7 +22,15 @@ const KNOWN_BOS: &[&str] = &[
 /// `cx.bos_token` when known (the missing half is read off the first token), else a first token
 /// whose piece is a well-known BOS text. The check itself is [`crate::tokens::bos_duplicate`].
 /// Evidence: token index of the second BOS.
+///
+/// With `cx.vocab_render` (`check --vocab`) the check runs on that tokenization instead, with
+/// the vocabulary's BOS (a BOS the engine adds is its zero-width first token).
 pub fn bos_duplicate(cx: &ExchangeContext) -> Vec<Finding> {
+    if let Some(v) = &cx.vocab_render {
+        return crate::tokens::bos_duplicate(&v.tokens, v.bos_id, v.bos_text.as_deref())
+            .into_iter()
+            .collect();
+    }
     let Some(pieces) = cx.server_tokens.as_deref() else {
         return Vec::new();
     };
@@ -59,14 +67,30 @@ pub fn duplicate_bos_in(
         .collect()
 }
 
-/// `token.pseudo_special` over the server's own render and tokenization (`cx.server_prompt`,
-/// `cx.server_tokens`): marker text that is not one token ([`crate::tokens::pseudo_special`]).
+/// The tokenized prompt the token rules judge: toolscope's render split by `--vocab`
+/// (`cx.vocab_render`) when set, else the server's own render and `/tokenize` pieces
+/// (`cx.server_prompt`, `cx.server_tokens`).
+fn tokenized(cx: &ExchangeContext) -> Option<(&str, std::borrow::Cow<'_, [crate::tokens::Token]>)> {
+    if let Some(v) = &cx.vocab_render {
+        return Some((
+            v.prompt.as_str(),
+            std::borrow::Cow::Borrowed(v.tokens.as_slice()),
+        ));
+    }
+    let (prompt, pieces) = (cx.server_prompt.as_deref()?, cx.server_tokens.as_deref()?);
+    Some((
+        prompt,
+        std::borrow::Cow::Owned(crate::tokens::tokens_from_pieces(prompt, pieces)),
+    ))
+}
+
+/// `token.pseudo_special` over the tokenized prompt (`--vocab` render, else the server's):
+/// marker text that is not one token ([`crate::tokens::pseudo_special`]).
 pub fn pseudo_special(cx: &ExchangeContext) -> Vec<Finding> {
-    let (Some(prompt), Some(pieces)) = (cx.server_prompt.as_deref(), cx.server_tokens.as_deref())
-    else {
+    let Some((prompt, tokens)) = tokenized(cx) else {
         return Vec::new();
     };
-    crate::tokens::pseudo_special(prompt, &crate::tokens::tokens_from_pieces(prompt, pieces))
+    crate::tokens::pseudo_special(prompt, &tokens)
 }
 
 /// `token.special_split`: a marker the parser of this exchange's tool-call syntax keys on
@@ -74,23 +98,29 @@ pub fn pseudo_special(cx: &ExchangeContext) -> Vec<Finding> {
 /// but is several ordinary pieces in this vocabulary, so the model writes it as sub-tokens and a
 /// token-level trigger (a grammar's trigger token, a streaming parser keyed on the special
 /// token) never sees it (vllm#58315, mlx-lm#1335). The syntax comes from the chat template's
-/// markers, else from the generated text. Only markers that look like control markers
+/// markers (the template that rendered the `--vocab` prompt, when that is judged), else from the
+/// generated text. Only markers that look like control markers
 /// ([`crate::tokens::find_markers`]) count; evidence: first token of the first occurrence.
+/// The prompt is the `--vocab` render when there is one, else the server's.
 pub fn special_split(cx: &ExchangeContext) -> Vec<Finding> {
-    let (Some(prompt), Some(pieces)) = (cx.server_prompt.as_deref(), cx.server_tokens.as_deref())
-    else {
+    let Some((prompt, tokens)) = tokenized(cx) else {
         return Vec::new();
     };
-    let generated = cx.raw_text.as_deref().or(cx.message.as_ref().map(|m| m.content.as_str()));
-    let Some(syntax) = cx
-        .template
+    let generated = cx
+        .raw_text
         .as_deref()
+        .or(cx.message.as_ref().map(|m| m.content.as_str()));
+    let template = match &cx.vocab_render {
+        Some(v) => v.template.as_deref(),
+        None => cx.template.as_deref(),
+    };
+    let Some(syntax) = template
         .and_then(crate::parser::Syntax::detect_from_template)
         .or_else(|| generated.and_then(crate::parser::Syntax::detect_from_text))
     else {
         return Vec::new();
     };
-    split_markers(prompt, &crate::tokens::tokens_from_pieces(prompt, pieces), syntax)
+    split_markers(prompt, &tokens, syntax)
 }
 
 /// [`special_split`] on a tokenized prompt for a known syntax.
@@ -105,7 +135,9 @@ pub fn split_markers(
         if crate::tokens::find_markers(marker) != [(0, marker.len())] {
             continue;
         }
-        let Some(start) = prompt.find(marker) else { continue };
+        let Some(start) = prompt.find(marker) else {
+            continue;
+        };
         let end = start + marker.len();
         let covering: Vec<(usize, &crate::tokens::Token)> = tokens
             .iter()
@@ -207,10 +239,23 @@ mod tests {
         // pieces, `<think>` 3; `<|im_start|>` is one special token).
         let prompt = "<|im_start|>system\n<tool_call>\n</tool_call><think>";
         let toks = vec![
-            t(1, "<|im_start|>"), t(9690, "system"), t(198, "\n"),
-            t(28, "<"), t(2598, "tool"), t(79, "_"), t(6462, "call"), t(30, ">"), t(198, "\n"),
-            t(1790, "</"), t(2598, "tool"), t(79, "_"), t(6462, "call"), t(30, ">"),
-            t(28, "<"), t(28489, "think"), t(30, ">"),
+            t(1, "<|im_start|>"),
+            t(9690, "system"),
+            t(198, "\n"),
+            t(28, "<"),
+            t(2598, "tool"),
+            t(79, "_"),
+            t(6462, "call"),
+            t(30, ">"),
+            t(198, "\n"),
+            t(1790, "</"),
+            t(2598, "tool"),
+            t(79, "_"),
+            t(6462, "call"),
+            t(30, ">"),
+            t(28, "<"),
+            t(28489, "think"),
+            t(30, ">"),
         ];
         let mut cx = ExchangeContext::new(crate::session::Api::Openai);
         cx.server_prompt = Some(prompt.into());
@@ -219,15 +264,40 @@ mod tests {
         assert!(special_split(&cx).is_empty());
         cx.template = Some("{{ '<tool_call>' }}".into());
         let f = special_split(&cx);
-        let got: Vec<(&str, Option<usize>)> =
-            f.iter().map(|f| (f.evidence.excerpt.as_deref().unwrap(), f.evidence.token)).collect();
-        assert_eq!(got, vec![("<think>", Some(14)), ("<tool_call>", Some(3)), ("</tool_call>", Some(9))]);
+        let got: Vec<(&str, Option<usize>)> = f
+            .iter()
+            .map(|f| (f.evidence.excerpt.as_deref().unwrap(), f.evidence.token))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("<think>", Some(14)),
+                ("<tool_call>", Some(3)),
+                ("</tool_call>", Some(9))
+            ]
+        );
         assert!(f.iter().all(|f| f.rule == Rule::TokenSpecialSplit));
-        assert!(f[1].message.contains("hermes parser needs `<tool_call>`") && f[1].message.contains("5 pieces"), "{}", f[1].message);
+        assert!(
+            f[1].message.contains("hermes parser needs `<tool_call>`")
+                && f[1].message.contains("5 pieces"),
+            "{}",
+            f[1].message
+        );
         // check_exchange reports those markers once, as special_split, not again as pseudo_special.
         let all = crate::diagnose::check_exchange(&cx);
-        assert_eq!(all.iter().filter(|f| f.rule == Rule::TokenSpecialSplit).count(), 3);
-        assert_eq!(all.iter().filter(|f| f.rule == Rule::TokenPseudoSpecial).count(), 0, "{all:?}");
+        assert_eq!(
+            all.iter()
+                .filter(|f| f.rule == Rule::TokenSpecialSplit)
+                .count(),
+            3
+        );
+        assert_eq!(
+            all.iter()
+                .filter(|f| f.rule == Rule::TokenPseudoSpecial)
+                .count(),
+            0,
+            "{all:?}"
+        );
         // With the markers as single special tokens there is nothing to report.
         cx.server_prompt = Some("<tool_call></tool_call>".into());
         cx.server_tokens = Some(vec![t(5, "<tool_call>"), t(6, "</tool_call>")]);

@@ -1,0 +1,150 @@
+//! `toolscope check` input handling: several session files (exchange ids repeat, `file` tells
+//! them apart), bare `/completion` streams, and error events in a stream.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(support::bin())
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("run toolscope");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> (i32, Value) {
+    let mut a = vec!["--format", "json"];
+    a.extend_from_slice(args);
+    let (code, out, err) = run(&a);
+    let v = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {out}\nstderr: {err}"));
+    (code, v)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn two_session_files_keep_their_own_indices() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = support::root().join("tests/data/session-smollm2.jsonl");
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    std::fs::copy(&src, &a).unwrap();
+    std::fs::copy(&src, &b).unwrap();
+
+    let (_, one) = json(&[s(&a)]);
+    let n_ex = one["exchanges"].as_array().unwrap().len();
+    let n_f = one["findings"].as_array().unwrap().len();
+    assert!(
+        n_ex >= 2 && n_f >= 1,
+        "the session must have findings: {one:#}"
+    );
+
+    let (_, both) = json(&[s(&a), s(&b)]);
+    let ex = both["exchanges"].as_array().unwrap();
+    assert_eq!(ex.len(), 2 * n_ex);
+    // index stays per file; file names the file.
+    for (i, e) in ex.iter().enumerate() {
+        let (file, other) = if i < n_ex {
+            (&a, &ex[i + n_ex])
+        } else {
+            (&b, &ex[i - n_ex])
+        };
+        assert_eq!(e["file"], s(file), "{e:#}");
+        assert_eq!(e["index"], other["index"]);
+    }
+    let f = both["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 2 * n_f);
+    for file in [&a, &b] {
+        let mine: Vec<&Value> = f
+            .iter()
+            .filter(|f| f["evidence"]["file"] == s(file))
+            .collect();
+        assert_eq!(mine.len(), n_f, "{file:?}: {both:#}");
+    }
+
+    // Text output lists each finding once, under its own file's exchange (not also under the
+    // other file's exchange with the same index).
+    let (_, text_one, _) = run(&[s(&a)]);
+    let (_, text_both, _) = run(&[s(&a), s(&b)]);
+    let rule = one["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["exchange"] == 1)
+        .expect("a finding about exchange 1")["rule"]
+        .as_str()
+        .unwrap();
+    let count = |t: &str| t.matches(&format!(" {rule}: ")).count();
+    assert_eq!(count(&text_both), 2 * count(&text_one), "{text_both}");
+    // Findings about no exchange (the damaged line) stay per file too.
+    let damaged = |t: &str| t.matches(" session.damaged: ").count();
+    assert_eq!(damaged(&text_both), 2 * damaged(&text_one), "{text_both}");
+}
+
+/// A llama-server `/completion` stream as a bare `--response-sse` (API guessed from its events):
+/// reassembled as a raw completion, as `stream::decode_exchange` does for a recorded one.
+#[test]
+fn completion_stream_as_bare_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let sse = dir.path().join("completion.sse");
+    std::fs::write(
+        &sse,
+        concat!(
+            "data: {\"index\":0,\"content\":\"<tool_call>\\n{\\\"name\\\": \\\"get_time\\\"\",\"tokens\":[1],\"stop\":false,\"id_slot\":-1,\"tokens_predicted\":1}\n\n",
+            "data: {\"index\":0,\"content\":\", \\\"arguments\\\": {}}\\n</tool_call>\",\"tokens\":[2],\"stop\":false,\"id_slot\":-1,\"tokens_predicted\":2}\n\n",
+            "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"stop\":true,\"stop_type\":\"eos\",\"stopping_word\":\"\",\"tokens_predicted\":3}\n\n",
+        ),
+    )
+    .unwrap();
+    let (code, v) = json(&["--response-sse", s(&sse)]);
+    let e = &v["exchanges"][0];
+    assert_eq!(e["api"], "completion", "{v:#}");
+    assert_eq!(
+        e["content"],
+        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"
+    );
+    assert_eq!(e["finish_reason"], "eos");
+    assert_eq!(e["file"], s(&sse));
+    // Raw text is the model's own: call markup there is not a leak, and nothing else is wrong.
+    assert_eq!(v["findings"], serde_json::json!([]), "{v:#}");
+    assert_eq!(code, 0);
+    // --api completion says the same.
+    let (_, v2) = json(&["--api", "completion", "--response-sse", s(&sse)]);
+    assert_eq!(v2["exchanges"], v["exchanges"]);
+}
+
+#[test]
+fn error_event_in_a_bare_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let sse = dir.path().join("err.sse");
+    std::fs::write(
+        &sse,
+        concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"}}]}\n\n",
+            "data: {\"error\":{\"code\":500,\"message\":\"Context size has been exceeded.\",\"type\":\"exceed_context_size_error\"}}\n\n",
+        ),
+    )
+    .unwrap();
+    let (code, v) = json(&["--response-sse", s(&sse)]);
+    let f: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "stream.error_event")
+        .collect();
+    assert_eq!(f.len(), 1, "{v:#}");
+    assert_eq!(f[0]["severity"], "error");
+    assert_eq!(f[0]["evidence"]["event"], 1);
+    assert_eq!(code, 1);
+}
