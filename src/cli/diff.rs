@@ -206,32 +206,6 @@ fn token_str(v: Option<&Value>) -> Option<String> {
     }
 }
 
-fn corpus_path(name: &str) -> PathBuf {
-    let dir = std::env::var_os("TOOLSCOPE_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            dirs::home_dir()
-                .unwrap_or_default()
-                .join(".cache/toolscope/src/llama.cpp/models/templates")
-        });
-    dir.join(name)
-}
-
-/// Loads a `--template` source: `corpus:NAME` resolves in `$TOOLSCOPE_CORPUS`; everything else
-/// as `toolscope render --template` ([`super::render::load_template`]: .jinja,
-/// tokenizer_config.json, .gguf, llama-server URL).
-fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
-    match src.strip_prefix("corpus:") {
-        Some(name) => {
-            let p = corpus_path(name);
-            let mut s = super::render::load_template(&p.display().to_string())?;
-            s.origin = p.display().to_string();
-            Ok(s)
-        }
-        None => super::render::load_template(src),
-    }
-}
-
 /// Runs `toolscope diff`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.generate && args.servers.is_empty() {
@@ -272,8 +246,8 @@ fn run_templates(
     rt: &tokio::runtime::Runtime,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<DiffReport> {
-    let la = load_template(&args.templates[0])?;
-    let lb = load_template(&args.templates[1])?;
+    let la = super::render::load_template(&args.templates[0])?;
+    let lb = super::render::load_template(&args.templates[1])?;
     let (items, skipped) = load_items(args, notes)?;
     let vocab = args
         .vocab

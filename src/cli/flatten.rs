@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::Format;
 use crate::schema::flatten::{FlattenOptions, Flattened, Strategy, flatten_tools};
 use crate::schema::rank::{Ranking, as_request, rank_strategies, render_template};
-use crate::template::{RenderInput, TemplateSource};
+use crate::template::RenderInput;
 
 /// Arguments of `toolscope flatten`.
 #[derive(Debug, clap::Args)]
@@ -24,10 +24,11 @@ pub struct Args {
     /// string-with-note. Default: type-list, or with --template the strategy that loses least.
     #[arg(long, value_parser = parse_strategy)]
     pub strategy: Option<Strategy>,
-    /// Chat template (.jinja file or tokenizer_config.json): try every strategy, render each,
-    /// measure what the prompt loses, pick the best and show the ranking.
+    /// Chat template (.jinja, tokenizer_config.json, tokenizer.json, .gguf, llama-server URL or
+    /// corpus:NAME.jinja): try every strategy, render each, measure what the prompt loses, pick
+    /// the best and show the ranking.
     #[arg(long, value_name = "SRC")]
-    pub template: Option<PathBuf>,
+    pub template: Option<String>,
     /// How often a recursive `$ref` is expanded along one path before it is cut.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub recursion_depth: usize,
@@ -72,13 +73,6 @@ pub fn read_json(path: &Path) -> anyhow::Result<Value> {
     })
 }
 
-/// Loads a chat template source (`.jinja`, `tokenizer_config.json`, `tokenizer.json`, `.gguf`)
-/// with [`TemplateSource::from_bytes`].
-pub fn load_template(path: &Path) -> anyhow::Result<TemplateSource> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    TemplateSource::from_bytes(&path.display().to_string(), &bytes)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-}
 
 /// Runs `toolscope flatten`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -95,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (flat, ranking, template_name): (Flattened, Option<Ranking>, Option<String>) =
         match &args.template {
             Some(tp) => {
-                let src = load_template(tp)?;
+                let src = super::render::load_template(tp)?;
                 let (ranking, best) = rank_strategies(&doc, &base, |d| {
                     let req = as_request(d);
                     let tmpl = src
@@ -120,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?,
                     None => best,
                 };
-                (flat, Some(ranking), Some(tp.display().to_string()))
+                (flat, Some(ranking), Some(tp.clone()))
             }
             None => {
                 let o = FlattenOptions {

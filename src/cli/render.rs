@@ -7,7 +7,7 @@
 //! the position.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -53,8 +53,18 @@ fn is_url(s: &str) -> bool {
     s.starts_with("http://") || s.starts_with("https://")
 }
 
-/// Loads a template source from a path or URL (see [`Args::template`]).
+/// Loads a template source, the one loader every `--template` uses (render, check, flatten,
+/// diff): a llama-server URL (`/props` chat_template, BOS/EOS), an Ollama `/api/show?model=M`
+/// URL, a `.gguf` (`tokenizer.chat_template`), a `.jinja`, `tokenizer_config.json` or
+/// `tokenizer.json`, or `corpus:NAME.jinja` (llama.cpp `models/templates`, `$TOOLSCOPE_CORPUS`).
+/// Errors name the source (file, URL) and, for malformed JSON, the line and column.
 pub fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
+    if let Some(name) = src.strip_prefix("corpus:") {
+        let p = corpus_path(name);
+        let mut s = load_template(&p.display().to_string())?;
+        s.origin = p.display().to_string();
+        return Ok(s);
+    }
     if is_url(src) {
         if let Some((base, model)) = ollama_url(src) {
             let v = crate::cli::runtime().block_on(ServerClient::new(&base).ollama_show(&model))?;
@@ -72,6 +82,19 @@ pub fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
     }
     let bytes = std::fs::read(path).with_context(|| format!("{src}: cannot read"))?;
     Ok(TemplateSource::from_bytes(src, &bytes)?)
+}
+
+/// `$TOOLSCOPE_CORPUS/NAME` (default `~/.cache/toolscope/src/llama.cpp/models/templates`, where
+/// scripts/setup.sh unpacks the corpus).
+pub fn corpus_path(name: &str) -> PathBuf {
+    let dir = std::env::var_os("TOOLSCOPE_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            dirs::home_dir()
+                .unwrap_or_default()
+                .join(".cache/toolscope/src/llama.cpp/models/templates")
+        });
+    dir.join(name)
 }
 
 fn read_gguf(path: &Path) -> anyhow::Result<gguf::GgufMetadata> {
