@@ -749,9 +749,7 @@ impl MistralEnd {
                     let rest = &body[self.at..];
                     let t = rest.trim_start();
                     self.at += rest.len() - t.len();
-                    let Some(&c) = t.as_bytes().first() else {
-                        return None;
-                    };
+                    let &c = t.as_bytes().first()?;
                     self.phase = match (self.phase, c) {
                         (_, b'[' | b'{') => MistralPhase::Json(JsonEnd::default()),
                         (MistralPhase::Lead, _) => MistralPhase::Args,

@@ -994,7 +994,7 @@ impl Parser {
         let s = &src[*pos..];
         let mut notes: Vec<Note> = Vec::new();
         let abs = self.base + *pos;
-        if let Ok((v, lead, end)) = body::first_json(&s) {
+        if let Ok((v, lead, end)) = body::first_json(s) {
             let looks_call = v.get("name").and_then(Value::as_str).is_some()
                 || v.get("function")
                     .and_then(|f| f.get("name"))
