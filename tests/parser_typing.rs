@@ -18,6 +18,15 @@ fn tools() -> Value {
     }}}}])
 }
 
+/// A qwen3-coder call of `set_limit` with these parameters, values written as given.
+fn qwen(params: &[(&str, &str)]) -> String {
+    let mut t = String::from("<tool_call>\n<function=set_limit>\n");
+    for (k, v) in params {
+        t.push_str(&format!("<parameter={k}>\n{v}\n</parameter>\n"));
+    }
+    t + "</function>\n</tool_call>"
+}
+
 const QWEN_BAD: &str = "<tool_call>\n<function=set_limit>\n<parameter=limit>\nfive\n</parameter>\n<parameter=unit>\nkg\n</parameter>\n</function>\n</tool_call>";
 
 #[test]
@@ -48,8 +57,13 @@ fn qwen3_coder_non_integer_for_integer_is_a_repair() {
 
 #[test]
 fn values_that_fit_the_schema_give_no_repair() {
-    let text = "<tool_call>\n<function=set_limit>\n<parameter=limit>\n5\n</parameter>\n<parameter=ratio>\n0.5\n</parameter>\n<parameter=unit>\n5\n</parameter>\n<parameter=code>\nA7\n</parameter>\n</function>\n</tool_call>";
-    let o = parse(text, Some(Syntax::Qwen3Coder), Some(&tools()));
+    let text = qwen(&[
+        ("limit", "5"),
+        ("ratio", "0.5"),
+        ("unit", "5"),
+        ("code", "A7"),
+    ]);
+    let o = parse(&text, Some(Syntax::Qwen3Coder), Some(&tools()));
     assert_eq!(
         o.tool_calls[0].arguments,
         json!({"limit": 5, "ratio": 0.5, "unit": "5", "code": "A7"})
@@ -59,8 +73,8 @@ fn values_that_fit_the_schema_give_no_repair() {
 
 #[test]
 fn a_fraction_for_an_integer_and_text_for_a_number_are_repairs() {
-    let text = "<tool_call>\n<function=set_limit>\n<parameter=limit>\n2.5\n</parameter>\n<parameter=ratio>\nhalf\n</parameter>\n</function>\n</tool_call>";
-    let o = parse(text, Some(Syntax::Qwen3Coder), Some(&tools()));
+    let text = qwen(&[("limit", "2.5"), ("ratio", "half")]);
+    let o = parse(&text, Some(Syntax::Qwen3Coder), Some(&tools()));
     assert_eq!(
         o.tool_calls[0].arguments,
         json!({"limit": "2.5", "ratio": "half"})

@@ -69,25 +69,32 @@ struct Events<'a> {
     floor: usize,
 }
 
+impl Events<'_> {
+    /// Appends text to the last event of this call when it is text of the same stream.
+    fn text(&mut self, s: &str, reasoning: bool) {
+        if self.out.len() > self.floor {
+            match self.out.last_mut() {
+                Some(Event::Content(prev)) if !reasoning => return prev.push_str(s),
+                Some(Event::Reasoning(prev)) if reasoning => return prev.push_str(s),
+                _ => {}
+            }
+        }
+        let s = s.to_string();
+        self.out.push(if reasoning {
+            Event::Reasoning(s)
+        } else {
+            Event::Content(s)
+        });
+    }
+}
+
 impl Sink for Events<'_> {
     fn content(&mut self, s: &str) {
-        if self.out.len() > self.floor
-            && let Some(Event::Content(prev)) = self.out.last_mut()
-        {
-            prev.push_str(s);
-        } else {
-            self.out.push(Event::Content(s.to_string()));
-        }
+        self.text(s, false);
     }
 
     fn reasoning(&mut self, s: &str) {
-        if self.out.len() > self.floor
-            && let Some(Event::Reasoning(prev)) = self.out.last_mut()
-        {
-            prev.push_str(s);
-        } else {
-            self.out.push(Event::Reasoning(s.to_string()));
-        }
+        self.text(s, true);
     }
 
     fn call(&mut self, index: usize, c: RawCall, span: (usize, usize)) {
