@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::syntax::Syntax;
 use super::tools::ToolIndex;
+use crate::schema::types::{allowed_types, json_type};
 
 /// One call found in a block.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,6 +16,19 @@ pub(crate) struct RawCall {
     pub arguments: Value,
     pub id: Option<String>,
     pub syntax: Syntax,
+}
+
+impl RawCall {
+    /// The call as output, with the byte range of its markup.
+    pub(crate) fn into_parsed(self, span: (usize, usize)) -> super::types::ParsedCall {
+        super::types::ParsedCall {
+            name: self.name,
+            arguments: self.arguments,
+            syntax: Some(self.syntax.name().to_string()),
+            span: Some(span),
+            id: self.id,
+        }
+    }
 }
 
 /// A repair note, `offset` relative to the start of the body.
@@ -212,29 +226,8 @@ pub(crate) fn qwen_function(s: &str, tools: &ToolIndex) -> BodyResult {
     if name.is_empty() || name.contains(['<', '\n']) {
         return Err("bad function name after `<function=`".into());
     }
-    let mut rest = &s[gt + 1..];
-    let mut args = Map::new();
-    while let Some(p) = rest.find("<parameter=") {
-        let between = rest[..p].trim();
-        if !between.is_empty() && between != "</function>" {
-            return Err(format!(
-                "unexpected text before <parameter=: {:?}",
-                excerpt(between)
-            ));
-        }
-        let after = &rest[p + "<parameter=".len()..];
-        let kgt = after.find('>').ok_or("no `>` after `<parameter=`")?;
-        let key = after[..kgt].trim().to_string();
-        let val_all = &after[kgt + 1..];
-        let (raw, next) = match val_all.find("</parameter>") {
-            Some(e) => (&val_all[..e], &val_all[e + "</parameter>".len()..]),
-            None => return Err(format!("parameter {key:?} has no </parameter>")),
-        };
-        let raw = strip_one_newline(raw);
-        let schema = tools.param(name, &key);
-        args.insert(key, typed(raw, schema));
-        rest = next;
-    }
+    let mut notes = Vec::new();
+    let (args, rest) = xml_params(s, gt + 1, name, tools, XmlDialect::Qwen, &mut notes)?;
     let tail = rest.trim();
     let tail = tail
         .strip_suffix("</tool_call>")
@@ -253,7 +246,7 @@ pub(crate) fn qwen_function(s: &str, tools: &ToolIndex) -> BodyResult {
             id: None,
             syntax: Syntax::Qwen3Coder,
         }],
-        vec![],
+        notes,
     ))
 }
 
@@ -267,73 +260,119 @@ fn strip_one_newline(s: &str) -> &str {
         .unwrap_or(s)
 }
 
-/// JSON types a schema allows: `type` (string or list), `anyOf`/`oneOf` members, `enum`/`const`
-/// values. Empty when unknown.
-fn allowed_types(schema: &Value, out: &mut Vec<&'static str>) {
-    fn push(out: &mut Vec<&'static str>, t: &str) {
-        let t: &'static str = match t {
-            "string" => "string",
-            "integer" => "integer",
-            "number" => "number",
-            "boolean" => "boolean",
-            "object" => "object",
-            "array" => "array",
-            "null" => "null",
-            _ => return,
-        };
-        if !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    match schema.get("type") {
-        Some(Value::String(t)) => push(out, t),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .for_each(|t| push(out, t)),
-        _ => {}
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(Value::Array(alts)) = schema.get(key) {
-            for a in alts {
-                allowed_types(a, out);
-            }
-        }
-    }
-    let vals: Vec<&Value> = match (schema.get("enum"), schema.get("const")) {
-        (Some(Value::Array(e)), _) => e.iter().collect(),
-        (_, Some(c)) => vec![c],
-        _ => vec![],
-    };
-    for v in vals {
-        push(out, json_type(v));
-    }
+/// The two XML parameter dialects read by [`xml_params`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum XmlDialect {
+    /// Qwen3-Coder `<parameter=k>v</parameter>` (a `</function>` may stand between parameters).
+    Qwen,
+    /// Anthropic-style `<parameter name="k" [string="true|false"]>v</parameter>`.
+    Invoke,
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+/// Reads the `<parameter…>v</parameter>` elements of `body[from..]` into an arguments object,
+/// each value typed by the schema of parameter k of tool `tool` ([`typed`]); a value kept as a
+/// string against a schema that allows no string gives a `degenerated_to_string` note (offset of
+/// the value in `body`). Returns the object and the text after the last parameter.
+fn xml_params<'a>(
+    body: &'a str,
+    from: usize,
+    tool: &str,
+    tools: &ToolIndex,
+    d: XmlDialect,
+    notes: &mut Vec<Note>,
+) -> Result<(Map<String, Value>, &'a str), String> {
+    let open = match d {
+        XmlDialect::Qwen => "<parameter=",
+        XmlDialect::Invoke => "<parameter",
+    };
+    let mut rest = &body[from..];
+    let mut args = Map::new();
+    while let Some(p) = find_str(rest, open) {
+        let between = rest[..p].trim();
+        match d {
+            XmlDialect::Qwen if !between.is_empty() && between != "</function>" => {
+                return Err(format!(
+                    "unexpected text before <parameter=: {:?}",
+                    excerpt(between)
+                ));
+            }
+            XmlDialect::Invoke if !between.is_empty() => {
+                return Err(format!(
+                    "unexpected text in <invoke>: {:?}",
+                    excerpt(between)
+                ));
+            }
+            _ => {}
+        }
+        let after = &rest[p + open.len()..];
+        let gt = after.find('>').ok_or(match d {
+            XmlDialect::Qwen => "no `>` after `<parameter=`",
+            XmlDialect::Invoke => "no `>` closing <parameter",
+        })?;
+        let head = &after[..gt];
+        let key = match d {
+            XmlDialect::Qwen => head.trim().to_string(),
+            XmlDialect::Invoke => attr(head, "name").ok_or("no name=\"…\" on <parameter>")?,
+        };
+        let val_all = &after[gt + 1..];
+        let e = find_str(val_all, "</parameter>")
+            .ok_or_else(|| format!("parameter {key:?} has no </parameter>"))?;
+        let raw = strip_one_newline(&val_all[..e]);
+        let forced = match d {
+            XmlDialect::Invoke => attr(head, "string"),
+            XmlDialect::Qwen => None,
+        };
+        let v = match forced.as_deref() {
+            Some("true") => Value::String(raw.to_string()),
+            Some("false") => {
+                serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_string()))
+            }
+            _ => {
+                let types = tools.param(tool, &key).map(allowed_types);
+                let v = typed(raw, types.as_deref());
+                if let Some(types) = types.filter(|t| !t.is_empty() && !t.contains(&"string"))
+                    && v.is_string()
+                {
+                    notes.push(Note {
+                        kind: "degenerated_to_string",
+                        message: format!(
+                            "value {:?} of parameter {key:?} of tool {tool:?} is not of the schema type ({}); kept as a string",
+                            excerpt(raw.trim()),
+                            types.join(" or ")
+                        ),
+                        offset: body.len() - val_all.len(),
+                    });
+                }
+                v
+            }
+        };
+        args.insert(key, v);
+        rest = &val_all[e + "</parameter>".len()..];
     }
+    Ok((args, rest))
 }
 
 /// Types an unquoted XML parameter value by its schema: the value parsed as JSON when that JSON
 /// type is allowed and is not a string (`anyOf[integer,null]` + `5` → `5`; an integer also
 /// satisfies `number`); else the raw string (a string-typed `5` stays `"5"`). Without a schema the
 /// value stays a string. Python literals `True`/`False`/`None` are accepted for boolean/null.
-pub(crate) fn typed(raw: &str, schema: Option<&Value>) -> Value {
-    let Some(schema) = schema else {
+/// `types`: the JSON types the parameter's schema allows
+/// ([`crate::schema::types::allowed_types`]), `None` without a schema.
+fn typed(raw: &str, types: Option<&[&'static str]>) -> Value {
+    let Some(types) = types else {
         return Value::String(raw.to_string());
     };
-    let mut types = Vec::new();
-    allowed_types(schema, &mut types);
     let t = raw.trim();
-    if let Ok(v) = serde_json::from_str::<Value>(t) {
+    // only a schema allowing a non-string type can turn the text into anything but a string
+    if types.iter().all(|t| *t == "string") {
+        return Value::String(raw.to_string());
+    }
+    // a JSON value other than a string starts with one of these (skips a failing parse)
+    let json_start = matches!(
+        t.as_bytes().first(),
+        Some(b'-' | b'0'..=b'9' | b't' | b'f' | b'n' | b'[' | b'{')
+    );
+    if json_start && let Ok(v) = serde_json::from_str::<Value>(t) {
         let jt = json_type(&v);
         let ok = jt != "string"
             && (types.contains(&jt) || (jt == "integer" && types.contains(&"number")));
@@ -406,7 +445,7 @@ fn gemma_value(s: &str, i: &mut usize) -> Result<Value, String> {
     skip_ws(s, i);
     let r = &s[*i..];
     if let Some(after) = r.strip_prefix(GQ) {
-        let e = after.find(GQ).ok_or("unterminated <|\"|> string")?;
+        let e = find_str(after, GQ).ok_or("unterminated <|\"|> string")?;
         *i += GQ.len() + e + GQ.len();
         return Ok(Value::String(after[..e].to_string()));
     }
@@ -637,54 +676,117 @@ fn kimi_item(s: &str, off: usize, notes: &mut Vec<Note>) -> Result<RawCall, Stri
     })
 }
 
-/// Byte length of the JSON object/array starting at `s[0]` (`{` or `[`), string-aware;
-/// `None` while it is not closed yet.
-pub(crate) fn json_value_end(s: &[u8]) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_str = false;
-    let mut esc = false;
-    for (i, &c) in s.iter().enumerate() {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if c == b'\\' {
-                esc = true;
-            } else if c == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match c {
-            b'"' => in_str = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return Some(i + 1);
+/// Scanner state for the end of a JSON object/array (string-aware bracket depth), resumable
+/// across chunks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct JsonEnd {
+    depth: usize,
+    in_str: bool,
+    esc: bool,
+}
+
+impl JsonEnd {
+    /// Scans `s` (the bytes after the ones already seen); `Some(i + 1)` when the value closes
+    /// at `s[i]`.
+    fn scan(&mut self, s: &[u8]) -> Option<usize> {
+        for (i, &c) in s.iter().enumerate() {
+            if self.in_str {
+                if self.esc {
+                    self.esc = false;
+                } else if c == b'\\' {
+                    self.esc = true;
+                } else if c == b'"' {
+                    self.in_str = false;
                 }
+                continue;
             }
-            _ => {}
+            match c {
+                b'"' => self.in_str = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            }
         }
+        None
     }
-    None
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum MistralPhase {
+    /// Skipping whitespace before the first token.
+    #[default]
+    Lead,
+    /// Looking for `[ARGS]` after a function name.
+    Args,
+    /// Skipping whitespace after `[ARGS]`.
+    AfterArgs,
+    /// Inside a JSON array/object.
+    Json(JsonEnd),
 }
 
 /// Where a Mistral `[TOOL_CALLS]` body ends (relative to the body): after a JSON array/object,
-/// or after `name…[ARGS]{json}`. `None` while undecided.
-pub(crate) fn mistral_end(body: &str) -> Option<usize> {
-    let lead = body.len() - body.trim_start().len();
-    let b = body.as_bytes();
-    match b.get(lead) {
-        None => None,
-        Some(b'[') | Some(b'{') => json_value_end(&b[lead..]).map(|e| lead + e),
-        Some(_) => {
-            let a = body.find("[ARGS]")?;
-            let after = a + "[ARGS]".len();
-            let l2 = body[after..].len() - body[after..].trim_start().len();
-            match b.get(after + l2) {
-                None => None,
-                Some(b'{') | Some(b'[') => json_value_end(&b[after + l2..]).map(|e| after + l2 + e),
-                Some(_) => Some(after + l2),
+/// or after `name…[ARGS]{json}`; resumable, so a body streamed in pieces is scanned once
+/// (linear in its length). Feed it the whole body held so far each time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MistralEnd {
+    phase: MistralPhase,
+    /// Bytes of the body already scanned.
+    at: usize,
+}
+
+impl MistralEnd {
+    /// The end of the body (`None` while undecided); `body` must extend the body given before.
+    pub(crate) fn advance(&mut self, body: &str) -> Option<usize> {
+        const ARGS: &str = "[ARGS]";
+        loop {
+            match self.phase {
+                MistralPhase::Lead | MistralPhase::AfterArgs => {
+                    let rest = &body[self.at..];
+                    let t = rest.trim_start();
+                    self.at += rest.len() - t.len();
+                    let &c = t.as_bytes().first()?;
+                    self.phase = match (self.phase, c) {
+                        (_, b'[' | b'{') => MistralPhase::Json(JsonEnd::default()),
+                        (MistralPhase::Lead, _) => MistralPhase::Args,
+                        _ => return Some(self.at),
+                    };
+                }
+                MistralPhase::Args => {
+                    match memchr::memmem::find(&body.as_bytes()[self.at..], ARGS.as_bytes()) {
+                        Some(p) => {
+                            self.at += p + ARGS.len();
+                            self.phase = MistralPhase::AfterArgs;
+                        }
+                        None => {
+                            // keep a partial `[ARGS` at the end for the next piece
+                            self.at = body.len().saturating_sub(ARGS.len() - 1).max(self.at);
+                            while !body.is_char_boundary(self.at) {
+                                self.at += 1;
+                            }
+                            return None;
+                        }
+                    }
+                }
+                MistralPhase::Json(mut j) => {
+                    let r = j.scan(&body.as_bytes()[self.at..]);
+                    match r {
+                        Some(e) => {
+                            self.at += e;
+                            self.phase = MistralPhase::Json(j);
+                            return Some(self.at);
+                        }
+                        None => {
+                            self.at = body.len();
+                            self.phase = MistralPhase::Json(j);
+                            return None;
+                        }
+                    }
+                }
             }
         }
     }
@@ -733,34 +835,8 @@ pub(crate) fn invoke(body: &str, tools: &ToolIndex) -> BodyResult {
     if name.is_empty() {
         return Err("empty function name".into());
     }
-    let mut rest = &body[gt + 1..];
-    let mut args = Map::new();
-    while let Some(p) = rest.find("<parameter") {
-        if !rest[..p].trim().is_empty() {
-            return Err(format!(
-                "unexpected text in <invoke>: {:?}",
-                excerpt(rest[..p].trim())
-            ));
-        }
-        let after = &rest[p + "<parameter".len()..];
-        let pgt = after.find('>').ok_or("no `>` closing <parameter")?;
-        let head = &after[..pgt];
-        let key = attr(head, "name").ok_or("no name=\"…\" on <parameter>")?;
-        let val_all = &after[pgt + 1..];
-        let e = val_all
-            .find("</parameter>")
-            .ok_or_else(|| format!("parameter {key:?} has no </parameter>"))?;
-        let raw = strip_one_newline(&val_all[..e]);
-        let v = match attr(head, "string").as_deref() {
-            Some("true") => Value::String(raw.to_string()),
-            Some("false") => {
-                serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_string()))
-            }
-            _ => typed(raw, tools.param(&name, &key)),
-        };
-        args.insert(key, v);
-        rest = &val_all[e + "</parameter>".len()..];
-    }
+    let mut notes = Vec::new();
+    let (args, rest) = xml_params(body, gt + 1, &name, tools, XmlDialect::Invoke, &mut notes)?;
     if !rest.trim().is_empty() {
         return Err(format!(
             "unexpected text in <invoke>: {:?}",
@@ -774,17 +850,22 @@ pub(crate) fn invoke(body: &str, tools: &ToolIndex) -> BodyResult {
             id: None,
             syntax: Syntax::AnthropicXml,
         }],
-        vec![],
+        notes,
     ))
 }
 
 fn attr(head: &str, key: &str) -> Option<String> {
-    let pat = format!("{key}=");
+    let hb = head.as_bytes();
     let mut from = 0;
-    while let Some(p) = head[from..].find(&pat) {
+    while let Some(p) = find_str(&head[from..], key) {
         let at = from + p;
-        let ok_before = at == 0 || head.as_bytes()[at - 1].is_ascii_whitespace();
-        let r = &head[at + pat.len()..];
+        let eq = at + key.len();
+        if hb.get(eq) != Some(&b'=') {
+            from = at + 1;
+            continue;
+        }
+        let ok_before = at == 0 || hb[at - 1].is_ascii_whitespace();
+        let r = &head[eq + 1..];
         if ok_before {
             if let Some(q) = r.chars().next().filter(|c| *c == '"' || *c == '\'') {
                 let inner = &r[1..];
@@ -793,7 +874,25 @@ fn attr(head: &str, key: &str) -> Option<String> {
             let e = r.find(|c: char| c.is_whitespace()).unwrap_or(r.len());
             return Some(r[..e].to_string());
         }
-        from = at + pat.len();
+        from = eq + 1;
+    }
+    None
+}
+
+/// Byte offset of the first `needle` in `h` (memchr on its first byte, then a comparison;
+/// cheaper than `str::find` for the short markers and bodies searched here).
+pub(crate) fn find_str(h: &str, needle: &str) -> Option<usize> {
+    let (hb, nb) = (h.as_bytes(), needle.as_bytes());
+    let Some(&first) = nb.first() else {
+        return Some(0);
+    };
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(first, &hb[i..]) {
+        let at = i + p;
+        if hb[at..].starts_with(nb) {
+            return Some(at);
+        }
+        i = at + 1;
     }
     None
 }

@@ -49,6 +49,76 @@ pub enum Event {
     ContentToReasoning { bytes: usize },
 }
 
+/// Where the parser's output goes: the event vector of [`Parser::feed_into`] (the trace's
+/// material), or straight into a [`super::Collector`] for a one-shot parse (no events built).
+pub(crate) trait Sink {
+    /// Content text released (consecutive pieces may be merged).
+    fn content(&mut self, s: &str);
+    /// Reasoning text released (consecutive pieces may be merged).
+    fn reasoning(&mut self, s: &str);
+    /// Call `index` parsed; `span`: byte range of its markup in the raw text.
+    fn call(&mut self, index: usize, c: RawCall, span: (usize, usize));
+    /// Any other event (repair, malformed, content moved to reasoning).
+    fn event(&mut self, e: Event);
+}
+
+/// The events of one `feed`/`finish`, appended to the caller's vector; events before `floor`
+/// belong to earlier calls and are never merged into.
+struct Events<'a> {
+    out: &'a mut Vec<Event>,
+    floor: usize,
+}
+
+impl Events<'_> {
+    /// Appends text to the last event of this call when it is text of the same stream.
+    fn text(&mut self, s: &str, reasoning: bool) {
+        if self.out.len() > self.floor {
+            match self.out.last_mut() {
+                Some(Event::Content(prev)) if !reasoning => return prev.push_str(s),
+                Some(Event::Reasoning(prev)) if reasoning => return prev.push_str(s),
+                _ => {}
+            }
+        }
+        let s = s.to_string();
+        self.out.push(if reasoning {
+            Event::Reasoning(s)
+        } else {
+            Event::Content(s)
+        });
+    }
+}
+
+impl Sink for Events<'_> {
+    fn content(&mut self, s: &str) {
+        self.text(s, false);
+    }
+
+    fn reasoning(&mut self, s: &str) {
+        self.text(s, true);
+    }
+
+    fn call(&mut self, index: usize, c: RawCall, span: (usize, usize)) {
+        self.out.push(Event::CallStart {
+            index,
+            name: c.name.clone(),
+            syntax: c.syntax,
+            offset: span.0,
+        });
+        self.out.push(Event::ArgumentsDelta {
+            index,
+            delta: c.arguments.to_string(),
+        });
+        self.out.push(Event::CallEnd {
+            index,
+            call: c.into_parsed(span),
+        });
+    }
+
+    fn event(&mut self, e: Event) {
+        self.out.push(e);
+    }
+}
+
 /// Options beyond syntax and tools.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ParserOptions {
@@ -105,10 +175,14 @@ enum Mode {
         body: usize,
         scan: usize,
         name: Option<String>,
+        /// Mistral: where the end search stands.
+        mistral: body::MistralEnd,
     },
+    /// `scan`: where to resume the `<|message|>` search.
     Header {
         start: usize,
         body: usize,
+        scan: usize,
     },
     HoldJson,
     AfterBlock,
@@ -123,9 +197,8 @@ enum Mode {
 #[derive(Debug, Clone)]
 pub struct Parser {
     syntax: Option<Syntax>,
-    markers: Vec<&'static Marker>,
-    first: [bool; 256],
-    needles: Vec<u8>,
+    /// The active markers (shared, built once per syntax).
+    set: &'static MarkerSet,
     tools: std::sync::Arc<ToolIndex>,
     buf: String,
     /// Absolute offset of `buf[0]`.
@@ -139,10 +212,90 @@ pub struct Parser {
     saw_reasoning: bool,
     bare_json_failed: bool,
     done: bool,
-    /// Events before this index in the caller's vector belong to earlier calls (never merged into).
-    floor: usize,
     /// Kimi K2 markers active (calls may open inside `<think>`).
     kimi: bool,
+}
+
+/// The markers active for one syntax choice, indexed by first byte.
+#[derive(Debug)]
+struct MarkerSet {
+    markers: Vec<&'static Marker>,
+    /// Per first byte: the active markers starting with it (in [`MARKERS`] order).
+    by_first: Vec<Vec<&'static Marker>>,
+    /// The distinct first bytes (memchr needles).
+    needles: Vec<u8>,
+    /// Bit `b1` of `second[b0]`: some active marker starts with bytes `b0 b1` (a 256-bit set per
+    /// first byte, so most `<` in prose are rejected with one lookup).
+    second: Vec<[u64; 4]>,
+    /// A GPT-OSS marker is active (a reply may start with a harmony recipient).
+    harmony: bool,
+}
+
+impl MarkerSet {
+    fn build(syntax: Option<Syntax>) -> MarkerSet {
+        let mut markers: Vec<&'static Marker> = Vec::new();
+        for m in MARKERS {
+            let active = match (m.syntax, syntax) {
+                (None, _) | (_, None) => true,
+                (Some(ms), Some(s)) => ms == s || (s == Syntax::Hermes && m.text == "<tool_call>"),
+            };
+            // one marker per text
+            if active && !markers.iter().any(|x| x.text == m.text) {
+                markers.push(m);
+            }
+        }
+        let mut by_first = vec![Vec::new(); 256];
+        let mut second = vec![[0u64; 4]; 256];
+        let mut needles = Vec::new();
+        for m in &markers {
+            let t = m.text.as_bytes();
+            let b = t[0];
+            if by_first[b as usize].is_empty() {
+                needles.push(b);
+            }
+            by_first[b as usize].push(*m);
+            match t.get(1) {
+                Some(&b1) => second[b as usize][b1 as usize / 64] |= 1 << (b1 % 64),
+                // a one-byte marker: any second byte
+                None => second[b as usize] = [u64::MAX; 4],
+            }
+        }
+        let harmony = markers.iter().any(|m| m.syntax == Some(Syntax::GptOss));
+        MarkerSet {
+            markers,
+            by_first,
+            needles,
+            second,
+            harmony,
+        }
+    }
+
+    /// The set for `syntax` (`None` = auto), built on first use.
+    fn get(syntax: Option<Syntax>) -> &'static MarkerSet {
+        const N: usize = Syntax::ALL.len() + 1;
+        static SETS: [std::sync::OnceLock<MarkerSet>; N] =
+            [const { std::sync::OnceLock::new() }; N];
+        let i = match syntax {
+            None => 0,
+            Some(s) => 1 + Syntax::ALL.iter().position(|x| *x == s).unwrap_or(0),
+        };
+        SETS[i].get_or_init(|| MarkerSet::build(syntax))
+    }
+
+    /// Position of the next byte in `b` that may start a marker.
+    #[inline]
+    fn next_candidate(&self, b: &[u8]) -> Option<usize> {
+        let n = &self.needles;
+        match n.len() {
+            0 => None,
+            1 => memchr::memchr(n[0], b),
+            2 => memchr::memchr2(n[0], n[1], b),
+            3 => memchr::memchr3(n[0], n[1], n[2], b),
+            _ => b
+                .iter()
+                .position(|c| !self.by_first[*c as usize].is_empty()),
+        }
+    }
 }
 
 const HARMONY_CALL: Marker = Marker {
@@ -180,32 +333,11 @@ impl Parser {
         tools: std::sync::Arc<ToolIndex>,
         opts: ParserOptions,
     ) -> Parser {
-        let mut markers: Vec<&'static Marker> = Vec::new();
-        for m in MARKERS {
-            let active = match (m.syntax, syntax) {
-                (None, _) | (_, None) => true,
-                (Some(ms), Some(s)) => ms == s || (s == Syntax::Hermes && m.text == "<tool_call>"),
-            };
-            // one marker per text
-            if active && !markers.iter().any(|x| x.text == m.text) {
-                markers.push(m);
-            }
-        }
-        let kimi = markers.iter().any(|m| m.syntax == Some(Syntax::KimiK2));
-        let mut first = [false; 256];
-        let mut needles = Vec::new();
-        for m in &markers {
-            let b = m.text.as_bytes()[0];
-            if !first[b as usize] {
-                first[b as usize] = true;
-                needles.push(b);
-            }
-        }
+        let set = MarkerSet::get(syntax);
+        let kimi = set.markers.iter().any(|m| m.syntax == Some(Syntax::KimiK2));
         Parser {
             syntax,
-            markers,
-            first,
-            needles,
+            set,
             tools,
             buf: String::new(),
             base: 0,
@@ -226,7 +358,6 @@ impl Parser {
             saw_reasoning: opts.reasoning_open,
             bare_json_failed: false,
             done: false,
-            floor: 0,
             kimi,
         }
     }
@@ -245,12 +376,28 @@ impl Parser {
 
     /// As [`Parser::feed`], appending to `out` (no allocation when nothing is emitted).
     pub fn feed_into(&mut self, chunk: &str, out: &mut Vec<Event>) {
+        let floor = out.len();
+        self.feed_sink(chunk, &mut Events { out, floor });
+    }
+
+    /// As [`Parser::feed_into`], writing to any [`Sink`].
+    pub(crate) fn feed_sink(&mut self, chunk: &str, out: &mut impl Sink) {
         if self.done {
             return;
         }
-        self.buf.push_str(chunk);
-        self.floor = out.len();
-        self.run(false, out);
+        if self.buf.is_empty() {
+            // nothing held: parse the chunk in place, keep only what stays held
+            let pos = self.run(chunk, false, out);
+            self.buf.push_str(&chunk[pos..]);
+            self.commit(pos);
+        } else {
+            self.buf.push_str(chunk);
+            let mut buf = std::mem::take(&mut self.buf);
+            let pos = self.run(&buf, false, out);
+            buf.drain(..pos);
+            self.buf = buf;
+            self.commit(pos);
+        }
     }
 
     /// Ends the input: releases held text, closes an unclosed block (parsed if possible,
@@ -263,11 +410,20 @@ impl Parser {
 
     /// As [`Parser::finish`], appending to `out`.
     pub fn finish_into(&mut self, out: &mut Vec<Event>) {
+        let floor = out.len();
+        self.finish_sink(&mut Events { out, floor });
+    }
+
+    /// As [`Parser::finish_into`], writing to any [`Sink`].
+    pub(crate) fn finish_sink(&mut self, out: &mut impl Sink) {
         if self.done {
             return;
         }
-        self.floor = out.len();
-        self.run(true, out);
+        let mut buf = std::mem::take(&mut self.buf);
+        let pos = self.run(&buf, true, out);
+        buf.drain(..pos);
+        self.buf = buf;
+        self.commit(pos);
         self.done = true;
     }
 
@@ -295,7 +451,7 @@ impl Parser {
         }
     }
 
-    fn emit_content(&mut self, s: &str, out: &mut Vec<Event>) {
+    fn emit_content(&mut self, s: &str, out: &mut impl Sink) {
         if s.is_empty() {
             return;
         }
@@ -303,25 +459,12 @@ impl Parser {
             self.started = true;
         }
         self.content_len += s.len();
-        if out.len() > self.floor
-            && let Some(Event::Content(prev)) = out.last_mut()
-        {
-            prev.push_str(s);
-        } else {
-            out.push(Event::Content(s.to_string()));
-        }
+        out.content(s);
     }
 
-    fn emit_reasoning(&self, s: &str, out: &mut Vec<Event>) {
-        if s.is_empty() {
-            return;
-        }
-        if out.len() > self.floor
-            && let Some(Event::Reasoning(prev)) = out.last_mut()
-        {
-            prev.push_str(s);
-        } else {
-            out.push(Event::Reasoning(s.to_string()));
+    fn emit_reasoning(&self, s: &str, out: &mut impl Sink) {
+        if !s.is_empty() {
+            out.reasoning(s);
         }
     }
 
@@ -339,26 +482,30 @@ impl Parser {
     /// a marker (only possible at the end), `Err(None)` when none.
     fn find_marker(&self, s: &str, eof: bool) -> Result<(usize, &'static Marker), Option<usize>> {
         let b = s.as_bytes();
+        let set = self.set;
         let mut i = 0;
         while i < b.len() {
-            let p = match self.needles.len() {
-                1 => memchr::memchr(self.needles[0], &b[i..]),
-                2 => memchr::memchr2(self.needles[0], self.needles[1], &b[i..]),
-                3 => memchr::memchr3(self.needles[0], self.needles[1], self.needles[2], &b[i..]),
-                _ => b[i..].iter().position(|c| self.first[*c as usize]),
+            let Some(p) = set.next_candidate(&b[i..]) else {
+                return Err(None);
             };
-            let Some(p) = p else { return Err(None) };
             let at = i + p;
             let rest = &b[at..];
-            let mut best: Option<&'static Marker> = None;
-            let mut partial = false;
-            for m in &self.markers {
-                let mt = m.text.as_bytes();
-                if mt[0] != rest[0] {
+            if let Some(&b1) = rest.get(1) {
+                let b1 = b1 as usize;
+                if set.second[rest[0] as usize][b1 / 64] & (1 << (b1 % 64)) == 0 {
+                    i = at + 1;
                     continue;
                 }
+            }
+            let mut best: Option<&'static Marker> = None;
+            let mut partial = false;
+            for m in &set.by_first[rest[0] as usize] {
+                let mt = m.text.as_bytes();
                 if rest.len() >= mt.len() {
-                    if &rest[..mt.len()] == mt && best.is_none_or(|x| x.text.len() < mt.len()) {
+                    if (mt.len() < 2 || rest[1] == mt[1])
+                        && &rest[..mt.len()] == mt
+                        && best.is_none_or(|x| x.text.len() < mt.len())
+                    {
                         best = Some(m);
                     }
                 } else if mt.starts_with(rest) {
@@ -377,18 +524,19 @@ impl Parser {
         Err(None)
     }
 
-    fn run(&mut self, eof: bool, out: &mut Vec<Event>) {
+    /// Runs the state machine over `src` (the held text, or a chunk when nothing was held);
+    /// returns how many bytes of it were consumed (released or parsed).
+    fn run(&mut self, src: &str, eof: bool, out: &mut impl Sink) -> usize {
         let mut pos = 0usize;
-        loop {
-            let progressed = self.step(&mut pos, eof, out);
-            if !progressed {
-                break;
-            }
-        }
+        while self.step(src, &mut pos, eof, out) {}
+        pos
+    }
+
+    /// After `run` consumed `pos` bytes: advance the base offset and shift buffer-relative
+    /// offsets in the mode.
+    fn commit(&mut self, pos: usize) {
         if pos > 0 {
-            self.buf.drain(..pos);
             self.base += pos;
-            // shift buffer-relative offsets in the mode
             match &mut self.mode {
                 Mode::Block {
                     start, body, scan, ..
@@ -397,9 +545,10 @@ impl Parser {
                     *body -= pos;
                     *scan -= pos;
                 }
-                Mode::Header { start, body } => {
+                Mode::Header { start, body, scan } => {
                     *start -= pos;
                     *body -= pos;
+                    *scan -= pos;
                 }
                 _ => {}
             }
@@ -407,16 +556,15 @@ impl Parser {
     }
 
     /// One step of the state machine from `pos`; false when it needs more input (or is done).
-    fn step(&mut self, pos: &mut usize, eof: bool, out: &mut Vec<Event>) -> bool {
-        let len = self.buf.len();
+    fn step(&mut self, src: &str, pos: &mut usize, eof: bool, out: &mut impl Sink) -> bool {
+        let len = src.len();
         match self.mode.clone() {
             Mode::Start => {
-                let s = &self.buf[*pos..];
+                let s = &src[*pos..];
                 let t = s.trim_start();
                 if t.is_empty() {
                     if eof {
-                        let s = s.to_string();
-                        self.emit_content(&s, out);
+                        self.emit_content(s, out);
                         *pos = len;
                     }
                     return false;
@@ -427,21 +575,17 @@ impl Parser {
                     return true;
                 }
                 // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
-                let harmony = self
-                    .markers
-                    .iter()
-                    .any(|m| m.syntax == Some(Syntax::GptOss));
-                if harmony {
+                if self.set.harmony {
                     const TO: &str = "to=";
                     if t.len() < TO.len() && TO.starts_with(t) && !eof {
                         return false;
                     }
                     if t.starts_with(TO) {
-                        let ws = s[..lead].to_string();
-                        self.emit_content_ws(&ws);
+                        self.emit_content_ws(&s[..lead]);
                         self.mode = Mode::Header {
                             start: *pos + lead,
                             body: *pos + lead,
+                            scan: *pos + lead,
                         };
                         return true;
                     }
@@ -450,44 +594,39 @@ impl Parser {
                 true
             }
             Mode::Text => {
-                let s = &self.buf[*pos..];
+                let s = &src[*pos..];
                 if s.is_empty() {
                     return false;
                 }
                 match self.find_marker(s, eof) {
                     Ok((at, m)) => {
-                        let before = s[..at].to_string();
-                        self.emit_content(&before, out);
+                        self.emit_content(&s[..at], out);
                         *pos += at;
                         self.enter_marker(m, pos, out);
                         true
                     }
                     Err(Some(at)) => {
-                        let before = s[..at].to_string();
                         if eof {
-                            let all = s.to_string();
-                            self.emit_content(&all, out);
+                            self.emit_content(s, out);
                             *pos = len;
                         } else {
-                            self.emit_content(&before, out);
+                            self.emit_content(&s[..at], out);
                             *pos += at;
                         }
                         false
                     }
                     Err(None) => {
-                        let all = s.to_string();
-                        self.emit_content(&all, out);
+                        self.emit_content(s, out);
                         *pos = len;
                         false
                     }
                 }
             }
             Mode::Reasoning { ends } => {
-                let s = &self.buf[*pos..];
+                let s = &src[*pos..];
                 match find_any(s, ends) {
                     Ok((at, end)) => {
-                        let r = s[..at].to_string();
-                        self.emit_reasoning(&r, out);
+                        self.emit_reasoning(&s[..at], out);
                         *pos += at;
                         if !NON_CONSUMED.contains(&end) {
                             *pos += end.len();
@@ -501,17 +640,18 @@ impl Parser {
                         } else {
                             hold.unwrap_or(s.len())
                         };
-                        let r = s[..cut].to_string();
-                        self.emit_reasoning(&r, out);
+                        self.emit_reasoning(&s[..cut], out);
                         *pos += cut;
                         false
                     }
                 }
             }
-            Mode::Header { start, body } => {
-                let s = &self.buf[body..];
-                match find_any(s, HARMONY_HDR_ENDS) {
+            Mode::Header { start, body, scan } => {
+                let s = &src[body..];
+                let from = scan - body;
+                match find_any(&s[from..], HARMONY_HDR_ENDS) {
                     Ok((at, end)) => {
+                        let at = from + at;
                         let h = body::harmony_header(&s[..at]);
                         *pos = body + at + end.len();
                         if let Some(name) = h.recipient {
@@ -527,6 +667,7 @@ impl Parser {
                                 body: *pos,
                                 scan: *pos,
                                 name: Some(name),
+                                mistral: body::MistralEnd::default(),
                             };
                         } else if h.channel.as_deref() == Some("analysis") {
                             self.saw_reasoning = true;
@@ -540,13 +681,17 @@ impl Parser {
                     }
                     Err(_) if eof => {
                         // unterminated header: keep as text
-                        let t = self.buf[start..].to_string();
-                        self.emit_content(&t, out);
+                        self.emit_content(&src[start..], out);
                         *pos = len;
                         self.mode = Mode::Text;
                         false
                     }
-                    Err(_) => {
+                    Err(hold) => {
+                        self.mode = Mode::Header {
+                            start,
+                            body,
+                            scan: scan + hold.unwrap_or(s.len() - from),
+                        };
                         *pos = start;
                         false
                     }
@@ -556,11 +701,11 @@ impl Parser {
                 if !eof {
                     return false;
                 }
-                self.decide_bare_json(pos, out);
+                self.decide_bare_json(src, pos, out);
                 true
             }
             Mode::AfterBlock => {
-                let s = &self.buf[*pos..];
+                let s = &src[*pos..];
                 let t = s.trim_start();
                 if t.is_empty() {
                     if eof {
@@ -572,7 +717,7 @@ impl Parser {
                 let lead = s.len() - t.len();
                 if t.starts_with('}') || t.starts_with(']') {
                     let c = &t[..1];
-                    out.push(Event::Repair(Repair {
+                    out.event(Event::Repair(Repair {
                         kind: "stray_closer".into(),
                         message: format!("dropped one stray `{c}` after the call block"),
                         offset: self.base + *pos + lead,
@@ -588,8 +733,9 @@ impl Parser {
                 body,
                 scan,
                 name,
+                mut mistral,
             } => {
-                let s = &self.buf[body..];
+                let s = &src[body..];
                 let found: Option<(usize, usize)> = match marker.kind {
                     MarkerKind::Block {
                         end: End::Markers(ends, _),
@@ -612,6 +758,7 @@ impl Parser {
                                     body,
                                     scan: new_scan,
                                     name: name.clone(),
+                                    mistral,
                                 };
                                 None
                             }
@@ -619,18 +766,29 @@ impl Parser {
                     }
                     MarkerKind::Block {
                         end: End::MistralJson,
-                    } => body::mistral_end(s).map(|e| (e, e)),
+                    } => {
+                        let e = mistral.advance(s);
+                        if e.is_none() {
+                            self.mode = Mode::Block {
+                                marker,
+                                start,
+                                body,
+                                scan,
+                                name: name.clone(),
+                                mistral,
+                            };
+                        }
+                        e.map(|e| (e, e))
+                    }
                     _ => None,
                 };
                 match found {
                     Some((end_at, after)) => {
-                        let body_text = self.buf[body..body + end_at].to_string();
-                        let whole = self.buf[start..body + after].to_string();
                         let abs = self.base + start;
                         self.close_block(
                             marker,
-                            &body_text,
-                            &whole,
+                            &src[body..body + end_at],
+                            &src[start..body + after],
                             abs,
                             self.base + body,
                             name.as_deref(),
@@ -641,8 +799,8 @@ impl Parser {
                         true
                     }
                     None if eof => {
-                        let body_text = self.buf[body..].to_string();
-                        let whole = self.buf[start..].to_string();
+                        let body_text = &src[body..];
+                        let whole = &src[start..];
                         let abs = self.base + start;
                         let eof_ok = matches!(
                             marker.kind,
@@ -652,8 +810,8 @@ impl Parser {
                         );
                         self.close_block(
                             marker,
-                            &body_text,
-                            &whole,
+                            body_text,
+                            whole,
                             abs,
                             self.base + body,
                             name.as_deref(),
@@ -676,7 +834,7 @@ impl Parser {
         // leading whitespace before a harmony header is dropped (not content)
     }
 
-    fn enter_marker(&mut self, m: &'static Marker, pos: &mut usize, out: &mut Vec<Event>) {
+    fn enter_marker(&mut self, m: &'static Marker, pos: &mut usize, out: &mut impl Sink) {
         let after = *pos + m.text.len();
         match m.kind {
             MarkerKind::Block { .. } => {
@@ -686,6 +844,7 @@ impl Parser {
                     body: after,
                     scan: after,
                     name: None,
+                    mistral: body::MistralEnd::default(),
                 };
             }
             MarkerKind::Reasoning { ends } => {
@@ -701,7 +860,7 @@ impl Parser {
                 if !self.saw_reasoning && self.calls == 0 {
                     self.saw_reasoning = true;
                     if self.content_len > 0 {
-                        out.push(Event::ContentToReasoning {
+                        out.event(Event::ContentToReasoning {
                             bytes: self.content_len,
                         });
                     }
@@ -728,6 +887,7 @@ impl Parser {
                 self.mode = Mode::Header {
                     start: *pos,
                     body: after,
+                    scan: after,
                 };
             }
         }
@@ -744,12 +904,12 @@ impl Parser {
         body_abs: usize,
         name: Option<&str>,
         unclosed: bool,
-        out: &mut Vec<Event>,
+        out: &mut impl Sink,
     ) {
         if let Some(builtin) = name.and_then(|n| n.strip_prefix('!')) {
             // llama.cpp drops unsolicited built-in tool messages (test-chat.cpp, gpt-oss); we
             // drop them from content too, but list them
-            out.push(Event::Malformed(Malformed {
+            out.event(Event::Malformed(Malformed {
                 syntax: Syntax::GptOss.name().to_string(),
                 message: format!("message to the built-in tool `{builtin}` (not a declared function); left out of content"),
                 offset: abs,
@@ -762,14 +922,14 @@ impl Parser {
         match res {
             Ok((calls, notes)) if !calls.is_empty() => {
                 for n in notes {
-                    out.push(Event::Repair(Repair {
+                    out.event(Event::Repair(Repair {
                         kind: n.kind.into(),
                         message: n.message,
                         offset: body_abs + n.offset,
                     }));
                 }
                 if unclosed {
-                    out.push(Event::Repair(Repair {
+                    out.event(Event::Repair(Repair {
                         kind: "missing_end_marker".into(),
                         message: "the text ended inside a call block; parsed it as if closed"
                             .into(),
@@ -792,7 +952,7 @@ impl Parser {
                 } else {
                     message
                 };
-                out.push(Event::Malformed(Malformed {
+                out.event(Event::Malformed(Malformed {
                     syntax: marker
                         .syntax
                         .map(Syntax::name)
@@ -808,29 +968,10 @@ impl Parser {
         }
     }
 
-    fn emit_call(&mut self, c: RawCall, span: (usize, usize), out: &mut Vec<Event>) {
+    fn emit_call(&mut self, c: RawCall, span: (usize, usize), out: &mut impl Sink) {
         let index = self.calls;
         self.calls += 1;
-        out.push(Event::CallStart {
-            index,
-            name: c.name.clone(),
-            syntax: c.syntax,
-            offset: span.0,
-        });
-        out.push(Event::ArgumentsDelta {
-            index,
-            delta: c.arguments.to_string(),
-        });
-        out.push(Event::CallEnd {
-            index,
-            call: ParsedCall {
-                name: c.name,
-                arguments: c.arguments,
-                syntax: Some(c.syntax.name().to_string()),
-                span: Some(span),
-                id: c.id,
-            },
-        });
+        out.call(index, c, span);
     }
 
     fn parse_body(&self, marker: &'static Marker, b: &str, name: Option<&str>) -> body::BodyResult {
@@ -856,11 +997,11 @@ impl Parser {
     /// At the end of a reply that started with `{`: a call when it is call-shaped JSON and
     /// (the syntax is llama3, the name is a declared tool, or tool_choice required a call);
     /// otherwise the text is parsed as ordinary text.
-    fn decide_bare_json(&mut self, pos: &mut usize, out: &mut Vec<Event>) {
-        let s = self.buf[*pos..].to_string();
+    fn decide_bare_json(&mut self, src: &str, pos: &mut usize, out: &mut impl Sink) {
+        let s = &src[*pos..];
         let mut notes: Vec<Note> = Vec::new();
         let abs = self.base + *pos;
-        if let Ok((v, lead, end)) = body::first_json(&s) {
+        if let Ok((v, lead, end)) = body::first_json(s) {
             let looks_call = v.get("name").and_then(Value::as_str).is_some()
                 || v.get("function")
                     .and_then(|f| f.get("name"))
@@ -896,14 +1037,14 @@ impl Parser {
                     } else {
                         "the name is a declared tool"
                     };
-                    out.push(Event::Repair(Repair {
+                    out.event(Event::Repair(Repair {
                         kind: "bare_json".into(),
                         message: format!("read a bare JSON object as a tool call ({why})"),
                         offset: abs + lead,
                     }));
                 }
                 for n in notes {
-                    out.push(Event::Repair(Repair {
+                    out.event(Event::Repair(Repair {
                         kind: n.kind.into(),
                         message: n.message,
                         offset: abs + n.offset,
@@ -928,41 +1069,56 @@ impl Parser {
     }
 }
 
-/// Earliest occurrence of any of `ends` in `s`: `Ok((pos, end))`, or `Err(Some(p))` when
-/// `s[p..]` is a proper prefix of one of them (hold from `p`), `Err(None)` when neither.
+/// Earliest occurrence of any of `ends` in `s` (at one position, the first in `ends` order):
+/// `Ok((pos, end))`, or `Err(Some(p))` when `s[p..]` is a proper prefix of one of them (hold
+/// from `p`), `Err(None)` when neither. One pass over `s`: memchr on the ends' first bytes, then
+/// a comparison at each hit.
 fn find_any(s: &str, ends: &[&'static str]) -> Result<(usize, &'static str), Option<usize>> {
     let b = s.as_bytes();
-    let mut best: Option<(usize, &'static str)> = None;
-    for &e in ends {
-        // once one end is found, later ends are only searched before it (keeps a long text
-        // with a rare end marker linear)
-        let limit = match best {
-            Some((bp, _)) => (bp + e.len()).min(b.len()),
-            None => b.len(),
-        };
-        if let Some(p) = memchr::memmem::find(&b[..limit], e.as_bytes())
-            && best.is_none_or(|(bp, _)| p < bp)
-        {
-            best = Some((p, e));
-        }
-    }
-    if let Some(x) = best {
-        return Ok(x);
-    }
-    // partial at the end
-    let mut hold: Option<usize> = None;
-    for &e in ends {
-        let eb = e.as_bytes();
-        let maxk = eb.len().saturating_sub(1).min(b.len());
-        for k in (1..=maxk).rev() {
-            if b[b.len() - k..] == eb[..k] {
-                let p = b.len() - k;
-                if hold.is_none_or(|h| p < h) {
-                    hold = Some(p);
-                }
-                break;
+    // the ends' distinct first bytes (at most 3 searched with memchr; more: a byte loop)
+    let mut firsts = [0u8; 3];
+    let mut n = 0;
+    let mut many = false;
+    for e in ends {
+        let f = e.as_bytes()[0];
+        if !firsts[..n].contains(&f) {
+            if n == firsts.len() {
+                many = true;
+            } else {
+                firsts[n] = f;
+                n += 1;
             }
         }
+    }
+    let next = |from: usize| -> Option<usize> {
+        let h = &b[from..];
+        let p = if many {
+            h.iter()
+                .position(|c| ends.iter().any(|e| e.as_bytes()[0] == *c))
+        } else {
+            match n {
+                1 => memchr::memchr(firsts[0], h),
+                2 => memchr::memchr2(firsts[0], firsts[1], h),
+                _ => memchr::memchr3(firsts[0], firsts[1], firsts[2], h),
+            }
+        };
+        p.map(|p| from + p)
+    };
+    let mut hold: Option<usize> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let Some(at) = next(i) else { break };
+        let rest = &b[at..];
+        for &e in ends {
+            let eb = e.as_bytes();
+            if rest.starts_with(eb) {
+                return Ok((at, e));
+            }
+            if hold.is_none() && rest.len() < eb.len() && eb.starts_with(rest) {
+                hold = Some(at);
+            }
+        }
+        i = at + 1;
     }
     Err(hold)
 }

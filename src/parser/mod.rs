@@ -40,13 +40,29 @@ pub fn parse_with(
 ) -> ParseOutput {
     let mut p = Parser::with_options(syntax, tools, opts);
     let mut c = Collector::default();
-    let mut ev = Vec::new();
-    p.feed_into(text, &mut ev);
-    p.finish_into(&mut ev);
-    for e in &ev {
-        c.apply(e);
+    // straight into the collector: no event vector, no argument deltas (same output as
+    // applying the events of `feed` + `finish`)
+    p.feed_sink(text, &mut c);
+    p.finish_sink(&mut c);
+    c.into_output()
+}
+
+impl engine::Sink for Collector {
+    fn content(&mut self, s: &str) {
+        self.out.content.push_str(s);
     }
-    c.output()
+
+    fn reasoning(&mut self, s: &str) {
+        self.out.reasoning.push_str(s);
+    }
+
+    fn call(&mut self, _index: usize, c: body::RawCall, span: (usize, usize)) {
+        self.out.tool_calls.push(c.into_parsed(span));
+    }
+
+    fn event(&mut self, e: Event) {
+        self.apply_owned(e);
+    }
 }
 
 /// Accumulates events into a [`ParseOutput`] (content, reasoning, calls, repairs, malformed).
@@ -83,6 +99,19 @@ impl Collector {
         }
     }
 
+    /// As [`Collector::apply`], taking the event (its text and call are moved, not copied).
+    pub fn apply_owned(&mut self, e: Event) {
+        let o = &mut self.out;
+        match e {
+            Event::Content(s) if o.content.is_empty() => o.content = s,
+            Event::Reasoning(s) if o.reasoning.is_empty() => o.reasoning = s,
+            Event::CallEnd { call, .. } => o.tool_calls.push(call),
+            Event::Repair(r) => o.repairs.push(r),
+            Event::Malformed(m) => o.malformed.push(m),
+            e => self.apply(&e),
+        }
+    }
+
     /// The output with content and reasoning trimmed.
     pub fn output(&self) -> ParseOutput {
         let mut o = self.out.clone();
@@ -93,8 +122,16 @@ impl Collector {
 
     /// Consumes the collector (trimmed output).
     pub fn into_output(mut self) -> ParseOutput {
-        self.out.content = self.out.content.trim().to_string();
-        self.out.reasoning = self.out.reasoning.trim().to_string();
+        trim_in_place(&mut self.out.content);
+        trim_in_place(&mut self.out.reasoning);
         self.out
     }
+}
+
+/// `*s = s.trim().to_string()` without copying when nothing leads.
+fn trim_in_place(s: &mut String) {
+    let end = s.trim_end().len();
+    s.truncate(end);
+    let lead = s.len() - s.trim_start().len();
+    s.drain(..lead);
 }

@@ -24,7 +24,7 @@ pub struct ParsedCall {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Repair {
     /// Stable kind, e.g. `stray_closer`, `parameters_for_arguments`, `input_for_arguments`,
-    /// `top_level_arguments`, `function_wrapper`, `bare_json`.
+    /// `top_level_arguments`, `function_wrapper`, `bare_json`, `degenerated_to_string`.
     pub kind: String,
     /// What was done, in words.
     pub message: String,

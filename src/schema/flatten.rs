@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::tools::{escape_token, locate_tools};
+use super::types::json_type;
 
 /// How a node with several types is written for templates and engines that cannot print a
 /// type list.
@@ -345,18 +346,6 @@ fn types_of(v: &Value) -> Vec<String> {
                 Vec::new()
             }
         }
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

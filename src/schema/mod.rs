@@ -3,6 +3,7 @@
 //! * [`tools`] — where the tools are in a document (OpenAI, Anthropic, MCP shapes).
 //! * [`flatten`] — rewrite schemas into shapes chat templates can print (`toolscope flatten`).
 //! * [`loss`] — which schema facts never reached a rendered prompt (`schema.*` findings).
+//! * [`types`] — JSON types of values and the types a schema allows.
 //!
 //! See docs/schema.md for the user-facing description.
 
@@ -10,6 +11,7 @@ pub mod flatten;
 pub mod loss;
 pub mod rank;
 pub mod tools;
+pub mod types;
 
 pub use flatten::{Change, FlattenOptions, Flattened, Strategy, flatten_tools};
 pub use loss::{LossReport, loss_report, schema_loss};
