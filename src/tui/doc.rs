@@ -129,12 +129,12 @@ pub fn tools(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             for line in highlight::json_lines(&t.json, theme.syntect.as_deref(), st.base) {
                 let plain: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
                 let trimmed = plain.trim_start();
-                if let Some(rest) = trimmed.strip_prefix('"') {
-                    if let Some(end) = rest.find("\":") {
-                        let key = &rest[..end];
-                        d.anchors
-                            .push((Anchor::Pointer(format!("/properties/{key}")), d.lines.len()));
-                    }
+                if let Some(rest) = trimmed.strip_prefix('"')
+                    && let Some(end) = rest.find("\":")
+                {
+                    let key = &rest[..end];
+                    d.anchors
+                        .push((Anchor::Pointer(format!("/properties/{key}")), d.lines.len()));
                 }
                 let mut spans = vec![Span::raw("  ")];
                 spans.extend(line.spans);
@@ -299,7 +299,8 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             Span::styled("no local render to compare with (s: see why)", st.muted)
         }
     };
-    if !(modes.tokens && !modes.local) {
+    // The token list is the server's only; the comparison is about prompt text.
+    if !modes.tokens || modes.local {
         d.push(Line::from(compare), None);
     }
     if !t.pseudo_specials.is_empty() {

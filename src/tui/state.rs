@@ -449,11 +449,11 @@ impl State {
                             p.follow(h);
                         }
                     }
-                    if std::mem::take(&mut s.analysis_stale) {
-                        if let Some(&sel) = s.visible.get(s.list.cursor) {
-                            s.analyzing = Some(sel);
-                            return vec![Effect::Analyze { epoch, row: sel }];
-                        }
+                    if std::mem::take(&mut s.analysis_stale)
+                        && let Some(&sel) = s.visible.get(s.list.cursor)
+                    {
+                        s.analyzing = Some(sel);
+                        return vec![Effect::Analyze { epoch, row: sel }];
                     }
                 }
                 Vec::new()
@@ -915,12 +915,12 @@ impl State {
                 match &mut self.session {
                     Some(s) if self.screen == Screen::Session => s.search = Some(search),
                     _ => {
-                        if let Some(b) = &mut self.browser {
-                            if let Some(&m) = search.matches.first() {
-                                let len = b.entries.len();
-                                b.scroll
-                                    .set(m, len, (self.size.1 as usize).saturating_sub(6));
-                            }
+                        if let Some(b) = &mut self.browser
+                            && let Some(&m) = search.matches.first()
+                        {
+                            let len = b.entries.len();
+                            b.scroll
+                                .set(m, len, (self.size.1 as usize).saturating_sub(6));
                         }
                         return Vec::new();
                     }
@@ -930,13 +930,11 @@ impl State {
                 let ph = self.pane_height();
                 let epoch = self.epoch;
                 let theme = self.theme.clone();
-                if let Some(s) = &mut self.session {
-                    if s.focus == Focus::List
-                        && s.analysis.as_ref().map(|a| a.row)
-                            != s.visible.get(s.list.cursor).copied()
-                    {
-                        return select_row(s, epoch, lh, &theme, ph);
-                    }
+                if let Some(s) = &mut self.session
+                    && s.focus == Focus::List
+                    && s.analysis.as_ref().map(|a| a.row) != s.visible.get(s.list.cursor).copied()
+                {
+                    return select_row(s, epoch, lh, &theme, ph);
                 }
                 Vec::new()
             }
@@ -990,10 +988,10 @@ impl State {
                     .map_or(f.is_empty(), |x| f.matches(x))
             })
             .collect();
-        if let Some(k) = keep {
-            if let Some(p) = s.visible.iter().position(|&r| r == k) {
-                s.list.cursor = p;
-            }
+        if let Some(k) = keep
+            && let Some(p) = s.visible.iter().position(|&r| r == k)
+        {
+            s.list.cursor = p;
         }
         if s.list.cursor >= s.visible.len() {
             s.list = Scroll::default();
@@ -1010,13 +1008,13 @@ impl State {
                 } else {
                     Action::Up
                 };
-                if let Some(s) = &mut self.session {
-                    if self.screen == Screen::Session {
-                        if areas.list.contains(pos) {
-                            s.focus = Focus::List;
-                        } else if areas.pane.contains(pos) {
-                            s.focus = Focus::Detail;
-                        }
+                if let Some(s) = &mut self.session
+                    && self.screen == Screen::Session
+                {
+                    if areas.list.contains(pos) {
+                        s.focus = Focus::List;
+                    } else if areas.pane.contains(pos) {
+                        s.focus = Focus::Detail;
                     }
                 }
                 let mut fx = Vec::new();

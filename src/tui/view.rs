@@ -127,11 +127,7 @@ fn draw_header(state: &State, f: &mut Frame, area: Rect) {
         spans.push(Span::styled("sessions", st.base));
     }
     if let Some(l) = &state.loading {
-        let pct = if l.total > 0 {
-            l.done * 100 / l.total
-        } else {
-            0
-        };
+        let pct = (l.done * 100).checked_div(l.total).unwrap_or(0);
         spans.push(Span::styled(
             format!("  opening {} {pct}%", l.what),
             st.info,
