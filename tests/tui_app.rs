@@ -17,9 +17,15 @@ fn fixture() -> PathBuf {
 }
 
 fn app() -> Tui<TestBackend> {
+    app_over(vec![fixture()], None)
+}
+
+/// An inspector over `files` (a browser when several or `dir` is given) on a 110×34 test
+/// terminal, background work inline.
+fn app_over(files: Vec<PathBuf>, dir: Option<PathBuf>) -> Tui<TestBackend> {
     let theme = Theme::resolve(Some("dark"), None, true).unwrap();
     let mut state = State::new(Keymap::default(), theme, (110, 34));
-    let fx = state.open_files(vec![fixture()], None);
+    let fx = state.open_files(files, dir);
     let mut tui = Tui::new(
         Terminal::new(TestBackend::new(110, 34)).unwrap(),
         state,
@@ -145,15 +151,7 @@ fn evidence_pane(f: &toolscope::finding::Finding) -> Option<usize> {
 /// it (keys: 6, g, j…) and presses Enter; asserts the pane it lands in is the finding's
 /// evidence pane. Returns the (rule id, pane landed in) pairs in Findings order.
 async fn jump_from_every_finding(path: PathBuf, select: &str) -> Vec<(String, usize)> {
-    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
-    let mut state = State::new(Keymap::default(), theme, (110, 34));
-    let fx = state.open_files(vec![path], None);
-    let mut tui = Tui::new(
-        Terminal::new(TestBackend::new(110, 34)).unwrap(),
-        state,
-        true,
-    );
-    tui.run_effects(fx);
+    let mut tui = app_over(vec![path], None);
     drive(&mut tui, typed(select)).await;
     let findings = tui.state.findings();
     assert!(!findings.is_empty());
@@ -213,15 +211,7 @@ async fn findings_are_sorted_errors_first() {
     if !p.exists() {
         return;
     }
-    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
-    let mut state = State::new(Keymap::default(), theme, (110, 34));
-    let fx = state.open_files(vec![p], None);
-    let mut tui = Tui::new(
-        Terminal::new(TestBackend::new(110, 34)).unwrap(),
-        state,
-        true,
-    );
-    tui.run_effects(fx);
+    let mut tui = app_over(vec![p], None);
     let s = drive(&mut tui, typed("6")).await;
     let shown = tui.state.findings();
     let recorded = &tui.state.analysis().unwrap().findings;
@@ -332,18 +322,10 @@ async fn quit_keys() {
 
 #[tokio::test]
 async fn esc_in_the_browser_asks_before_quitting() {
-    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
-    let mut state = State::new(Keymap::default(), theme, (110, 34));
-    let fx = state.open_files(
+    let mut tui = app_over(
         vec![fixture(), fixture()],
         Some(PathBuf::from("tests/data")),
     );
-    let mut tui = Tui::new(
-        Terminal::new(TestBackend::new(110, 34)).unwrap(),
-        state,
-        true,
-    );
-    tui.run_effects(fx);
     let s = drive(&mut tui, typed("esc")).await;
     assert!(!tui.state.quit && s.contains("quit toolscope?"), "{s}");
     drive(&mut tui, typed("y")).await;
@@ -411,15 +393,7 @@ async fn template_diff_view_keys() {
     if !p.exists() {
         return;
     }
-    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
-    let mut state = State::new(Keymap::default(), theme, (110, 34));
-    let fx = state.open_files(vec![p], None);
-    let mut tui = Tui::new(
-        Terminal::new(TestBackend::new(110, 34)).unwrap(),
-        state,
-        true,
-    );
-    tui.run_effects(fx);
+    let mut tui = app_over(vec![p], None);
     let s = drive(&mut tui, typed("3 d")).await;
     assert!(s.contains("Template · diff: local ⟷ server"), "{s}");
     let rows = tui.state.analysis().unwrap().template.diff.clone().unwrap();

@@ -189,14 +189,7 @@ async fn browser_empty_state() {
 
 /// The shipped recordings in sessions/ (recorded from the real llama-server by the recorder).
 async fn run_session(file: &str, spec: &str) -> Option<String> {
-    let p = PathBuf::from("sessions").join(file);
-    if !p.exists() {
-        eprintln!("SKIP: {} not present", p.display());
-        return None;
-    }
-    let mut tui = app(vec![p], None);
-    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
-    Some(screen(&tui))
+    run_session_sized(file, spec, 110, 34).await
 }
 
 #[tokio::test]
