@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test of the inspector in a real terminal (tmux): starts `toolscope` (the session
-# browser over ./sessions/), opens the first session, presses 1–6, ?, /, q, and fails on a
-# panic, a missing pane, or a process that does not quit.
+# browser over ./sessions/), opens the first session, presses 1–6, the Template pane's
+# s (local render) and d (side-by-side diff, q back), ?, G and Esc in the help, / with Ctrl-U,
+# then q until the quit prompt and y; fails on a panic, a missing pane, or a process that does
+# not quit.
 #
 # Usage: scripts/tui-smoke.sh [path/to/toolscope]   (default: builds target/debug/toolscope)
 set -euo pipefail
@@ -59,20 +61,34 @@ for pane in "Tools" "Schema" "Template" "Stream" "Replay" "Findings"; do
   press "$i"
   expect "$pane ·" "pane $i ($pane)"
 done
+press 3
+press s
+expect "local render" "Template pane, local render (s)"
+press d
+expect "Template · diff: local ⟷ server" "side-by-side diff view (d)"
+press q
+expect "Template · local" "back from the diff view to the Template pane (q)"
 press "?"
 expect "Help" "help overlay"
+press G
+expect "keymap.toml" "end of the help (G keeps it open)"
 press Escape
 press "/"
 expect "█" "search prompt"
-press P O S T Enter
-# q steps back: search → list → browser → quit.
+press x y z C-u P O S T
+expect "/POST█" "Ctrl-U clears the search prompt"
+press Enter
+# q steps back: search → list → browser → "quit toolscope? y/n".
 for _ in $(seq 1 6); do
-  [[ -f "$work/exit" ]] && break
+  screen | grep -qF "quit toolscope?" && break
   press q
 done
+expect "quit toolscope?" "quit confirmation"
+[[ -f "$work/exit" ]] && fail "quit without confirmation"
+press y
 for _ in $(seq 1 25); do [[ -f "$work/exit" ]] && break; sleep 0.2; done
-[[ -f "$work/exit" ]] || fail "toolscope did not quit on q"
+[[ -f "$work/exit" ]] || fail "toolscope did not quit on q, y"
 grep -q "panicked" "$log" 2>/dev/null && fail "panic in stderr"
 code="$(sed 's/EXIT://' "$work/exit")"
 [[ "$code" == "0" ]] || fail "exit code $code"
-echo "tui-smoke: ok (browser, 6 panes, help, search, quit)"
+echo "tui-smoke: ok (browser, 6 panes, template local/diff, help G, search Ctrl-U, quit y/n)"

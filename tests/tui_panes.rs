@@ -189,14 +189,7 @@ async fn browser_empty_state() {
 
 /// The shipped recordings in sessions/ (recorded from the real llama-server by the recorder).
 async fn run_session(file: &str, spec: &str) -> Option<String> {
-    let p = PathBuf::from("sessions").join(file);
-    if !p.exists() {
-        eprintln!("SKIP: {} not present", p.display());
-        return None;
-    }
-    let mut tui = app(vec![p], None);
-    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
-    Some(screen(&tui))
+    run_session_sized(file, spec, 110, 34).await
 }
 
 #[tokio::test]
@@ -229,4 +222,117 @@ async fn shipped_anthropic_named_tool_choice() {
         return;
     };
     insta::assert_snapshot!("shipped_anthropic_findings", s);
+}
+
+/// A shipped session on a `w`×`h` test terminal after `spec`.
+async fn run_session_sized(file: &str, spec: &str, w: u16, h: u16) -> Option<String> {
+    let p = PathBuf::from("sessions").join(file);
+    if !p.exists() {
+        eprintln!("SKIP: {} not present", p.display());
+        return None;
+    }
+    let theme = Theme::resolve(Some("dark"), None, false).unwrap();
+    let mut state = State::new(Keymap::default(), theme, (w, h));
+    let fx = state.open_files(vec![p], None);
+    let mut tui = Tui::new(Terminal::new(TestBackend::new(w, h)).unwrap(), state, true);
+    tui.run_effects(fx);
+    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
+    Some(screen(&tui))
+}
+
+#[tokio::test]
+async fn shipped_template_local_and_server_marked() {
+    // Exchange 1 of the Qwen2.5 recording: toolscope's render of the request with the
+    // header's /props chat_template, compared line by line with the server's /apply-template.
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "3").await else {
+        return;
+    };
+    assert!(s.contains("Template · server"), "{s}");
+    insta::assert_snapshot!("shipped_template_server_marked", s);
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "3 s").await else {
+        return;
+    };
+    assert!(
+        s.contains("Template · local") && s.contains("local render (/props"),
+        "{s}"
+    );
+    insta::assert_snapshot!("shipped_template_local_marked", s);
+}
+
+#[tokio::test]
+async fn shipped_template_diff_view() {
+    let Some(s) = run_session("c-gemma4-template-anyof.jsonl", "3 d").await else {
+        return;
+    };
+    assert!(s.contains("Template · diff: local ⟷ server"), "{s}");
+    insta::assert_snapshot!("shipped_template_diff_view", s);
+}
+
+#[tokio::test]
+async fn shipped_help_scrolled_to_the_end() {
+    let Some(s) = run_session("a-two-tools-stream.jsonl", "? G").await else {
+        return;
+    };
+    // The last help line is on screen and the help is still open.
+    assert!(
+        s.contains("keymap.toml") && s.contains("Help — keys"),
+        "{s}"
+    );
+    insta::assert_snapshot!("shipped_help_end", s);
+}
+
+/// The footer (last row) of a screen.
+fn footer(s: &str) -> &str {
+    s.lines().last().unwrap_or("")
+}
+
+#[tokio::test]
+async fn shipped_footer_fits_80_and_160_columns() {
+    for (w, spec) in [(80u16, "3"), (160, "3"), (80, ""), (160, "5")] {
+        let Some(s) = run_session_sized("a-two-tools-stream.jsonl", spec, w, 30).await else {
+            return;
+        };
+        let f = footer(&s);
+        // The help hint is always there, whole.
+        assert!(f.contains("? this help"), "{w} cols, keys {spec:?}: {f:?}");
+        insta::assert_snapshot!(
+            format!(
+                "shipped_footer_{w}_{}",
+                if spec.is_empty() { "list" } else { spec }
+            ),
+            f
+        );
+    }
+}
+
+#[tokio::test]
+async fn shipped_diff_view_colours_changed_tokens_with_the_theme() {
+    // sessions/c: the server's render has a `<|think|>` line the local render lacks (llama.cpp
+    // defaults enable_thinking to true); it is drawn on the right with the theme's `inserted`
+    // background, and the local-only `<channel|>` on the left with `deleted`.
+    let p = PathBuf::from("sessions/c-gemma4-template-anyof.jsonl");
+    if !p.exists() {
+        return;
+    }
+    let mut tui = app(vec![p], None);
+    tui.run(futures::stream::iter(keys("3 d"))).await.unwrap();
+    let theme = Theme::resolve(Some("dark"), None, false).unwrap();
+    let buf = tui.terminal.backend().buffer();
+    // Background of the first cell of `needle` in the left or right half of the screen.
+    let find = |needle: &str, right: bool| {
+        for y in 0..buf.area.height {
+            let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+            if let Some(byte) = row.find(needle) {
+                let x = row[..byte].chars().count() as u16;
+                if (x > buf.area.width / 2) == right {
+                    return Some(buf[(x, y)].bg);
+                }
+            }
+        }
+        None
+    };
+    assert_eq!(find("<|think|>", true), Some(theme.palette.inserted));
+    assert_eq!(find("<channel|>", false), Some(theme.palette.deleted));
+    // An unchanged token keeps the plain background.
+    assert_ne!(find("<|turn>user", false), Some(theme.palette.deleted));
 }

@@ -288,8 +288,15 @@ pub struct SchemaRow {
 /// The Template pane's model.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TemplateView {
-    /// toolscope's own render of the request, or why it failed.
+    /// toolscope's own render of the request ([`crate::diff::adapt::render`]: the session's
+    /// `/props` `chat_template`, the request's messages and tools, `now` = the exchange's start
+    /// time), or why it failed (`None`: the header has no `/props` template).
     pub local: Option<Result<String, String>>,
+    /// Where the local render's template came from (`/props chat_template, MODEL FILE`).
+    pub local_source: Option<String>,
+    /// Local render (left, A) against the server's (right, B), line by line with token
+    /// changes inside ([`crate::diff::side_by_side`]); `None` unless both renders exist.
+    pub diff: Option<Vec<crate::diff::Row>>,
     /// llama-server's render (`/apply-template` annotation or `__verbose.prompt`).
     pub server: Option<String>,
     /// Where `server` came from.
@@ -390,7 +397,7 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
     let tools = tool_entries(request.as_ref());
     let mut schema = schema_rows(request.as_ref());
     let template = template_view(&ex, request.as_ref(), ctx);
-    let mut replay = replay_view(&ex, &events, &server, message.as_ref().map(|(m, _)| m));
+    let mut replay = replay_view(&ex, &events, server, message.as_ref().map(|(m, _)| m));
     trace_replay(&mut replay, ctx.header, request.as_ref());
     let mut findings = exchange_findings(&ex, message.as_ref().map(|(m, _)| m));
     findings.extend(diagnose(&ex, ctx));
@@ -637,10 +644,7 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
     for (ci, c) in chunks.iter().enumerate() {
         pending.extend_from_slice(&c.data.to_bytes());
         // Consume complete lines.
-        loop {
-            let Some(nl) = pending.iter().position(|&b| b == b'\n' || b == b'\r') else {
-                break;
-            };
+        while let Some(nl) = pending.iter().position(|&b| b == b'\n' || b == b'\r') {
             let mut end = nl + 1;
             if pending[nl] == b'\r' {
                 if nl + 1 == pending.len() {
@@ -907,7 +911,47 @@ fn walk_schema(tool: &str, pointer: &str, schema: &Value, rows: &mut Vec<SchemaR
     }
 }
 
-fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> TemplateView {
+/// toolscope's render of `request` with the session's `/props` template, as
+/// `toolscope render --template /props` does (OpenAI body, or Anthropic converted as
+/// llama-server build 11434 converts it, tools/server/server-chat.cpp). `strftime_now` reads
+/// the exchange's recorded start time, so a render is reproducible and matches the server's
+/// date. Returns (origin, render or error); `None` without a `/props` `chat_template`.
+fn local_render(
+    ex: &Exchange,
+    request: Option<&Value>,
+    header: &Header,
+) -> Option<(String, Result<String, String>)> {
+    use crate::template::{RenderInput, RenderOptions, TemplateSource};
+    let source = TemplateSource::from_props(header.props.as_ref()?).ok()?;
+    let Some(body) = request else {
+        return Some((source.origin, Err("the request body is not JSON".into())));
+    };
+    let input = match ex.api() {
+        Api::Anthropic => RenderInput::from_anthropic_request(body),
+        _ => RenderInput::from_openai_request(body),
+    };
+    let now =
+        time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339)
+            .ok();
+    let opts = RenderOptions {
+        now,
+        ..Default::default()
+    };
+    let out = crate::diff::adapt::render(&source, &input, &opts);
+    let model = header
+        .props
+        .as_ref()
+        .and_then(|p| p.get("model_path"))
+        .and_then(Value::as_str)
+        .map(|p| p.rsplit(['/', '\\']).next().unwrap_or(p).to_owned());
+    let origin = match model {
+        Some(m) => format!("/props chat_template, {m}"),
+        None => "/props chat_template".to_owned(),
+    };
+    Some((origin, out))
+}
+
+fn template_view(ex: &Exchange, request: Option<&Value>, ctx: Context<'_>) -> TemplateView {
     let props = ctx.header.props.as_ref();
     let bos_token = props
         .and_then(|p| p.get("bos_token"))
@@ -976,6 +1020,19 @@ fn template_view(ex: &Exchange, _request: Option<&Value>, ctx: Context<'_>) -> T
             rest = r;
         }
         v.bos_count = Some(n);
+    }
+    if matches!(ex.api(), Api::Openai | Api::Anthropic)
+        && let Some((origin, out)) = local_render(ex, request, ctx.header)
+    {
+        v.local_source = Some(origin);
+        v.local = Some(out);
+    }
+    if let (Some(Ok(local)), Some(server)) = (&v.local, &v.server) {
+        v.diff = Some(crate::diff::side_by_side(
+            local,
+            server,
+            crate::diff::ViewOptions::default(),
+        ));
     }
     v
 }

@@ -144,16 +144,15 @@ impl<B: Backend> Tui<B> {
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
                         batch.push((row, sum));
-                        if batch.len() >= 256 {
-                            if tx
+                        if batch.len() >= 256
+                            && tx
                                 .send(Message::Summaries {
                                     epoch,
                                     items: std::mem::take(&mut batch),
                                 })
                                 .is_err()
-                            {
-                                return;
-                            }
+                        {
+                            return;
                         }
                     }
                     let _ = tx.send(Message::Summaries {

@@ -129,12 +129,12 @@ pub fn tools(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             for line in highlight::json_lines(&t.json, theme.syntect.as_deref(), st.base) {
                 let plain: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
                 let trimmed = plain.trim_start();
-                if let Some(rest) = trimmed.strip_prefix('"') {
-                    if let Some(end) = rest.find("\":") {
-                        let key = &rest[..end];
-                        d.anchors
-                            .push((Anchor::Pointer(format!("/properties/{key}")), d.lines.len()));
-                    }
+                if let Some(rest) = trimmed.strip_prefix('"')
+                    && let Some(end) = rest.find("\":")
+                {
+                    let key = &rest[..end];
+                    d.anchors
+                        .push((Anchor::Pointer(format!("/properties/{key}")), d.lines.len()));
                 }
                 let mut spans = vec![Span::raw("  ")];
                 spans.extend(line.spans);
@@ -228,16 +228,22 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
     let t = &a.template;
     let mut d = Doc::default();
     let (prompt, origin) = if modes.local {
+        let from = t.local_source.as_deref().unwrap_or("/props chat_template");
         match &t.local {
-            Some(Ok(p)) => (Some(p.clone()), "local render".to_owned()),
+            Some(Ok(p)) => (Some(p.clone()), format!("local render ({from})")),
             Some(Err(e)) => (None, format!("local render failed: {e}")),
-            None => (None, "local render: not available in this build".to_owned()),
+            None => (
+                None,
+                "local render: the session header has no /props chat_template".to_owned(),
+            ),
         }
     } else {
         (
             t.server.clone(),
             t.server_source.clone().unwrap_or_else(|| {
-                "server render: not recorded (record with a llama-server upstream)".into()
+                "server render: not recorded for this exchange (record with a llama-server \
+                 upstream); s: local render"
+                    .into()
             }),
         )
     };
@@ -264,6 +270,39 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
         ]),
         None,
     );
+    // How the shown render compares with the other one.
+    let other = if modes.local { "server" } else { "local" };
+    let compare = match (&t.diff, &t.server, &t.local) {
+        (Some(rows), _, _) => {
+            let n = rows
+                .iter()
+                .filter(|r| r.kind != crate::diff::RowKind::Equal)
+                .count();
+            if n == 0 {
+                Span::styled(format!("identical to the {other} render"), st.status_ok)
+            } else {
+                Span::styled(
+                    format!(
+                        "{n} line{} differ from the {other} render (marked ~ changed, + only here; \
+                         d: side by side)",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                    st.severity_warning,
+                )
+            }
+        }
+        (None, None, _) => Span::styled(
+            "no server render (/apply-template) recorded for this exchange: nothing to compare",
+            st.muted,
+        ),
+        (None, Some(_), _) => {
+            Span::styled("no local render to compare with (s: see why)", st.muted)
+        }
+    };
+    // The token list is the server's only; the comparison is about prompt text.
+    if !modes.tokens || modes.local {
+        d.push(Line::from(compare), None);
+    }
     if !t.pseudo_specials.is_empty() {
         d.push(
             Line::from(vec![
@@ -322,11 +361,75 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             .map(|s| (s.as_str(), st.pseudo_special)),
     );
     let mut off = 0;
-    for line in prompt.split('\n') {
+    let Some(rows) = &t.diff else {
+        for line in prompt.split('\n') {
+            d.anchors.push((Anchor::Offset(off), d.lines.len()));
+            let mut spans = vec![Span::raw("  ")];
+            spans.extend(mark_spans(line, &markers, st.base));
+            d.push(Line::from(spans), Some(0));
+            off += line.len() + 1;
+        }
+        return d;
+    };
+    // The shown side of the local (left) / server (right) diff: a gutter mark per line,
+    // changed tokens in the side's diff style, and one note where the other render has lines
+    // this one lacks.
+    let (changed_style, gutter_style) = if modes.local {
+        (st.diff_deleted, st.diff_removed)
+    } else {
+        (st.diff_inserted, st.diff_added)
+    };
+    let mut missing = 0usize;
+    let flush = |d: &mut Doc, missing: &mut usize| {
+        if *missing > 0 {
+            d.text(
+                format!(
+                    "  ⋯ {} line{} only in the {other} render",
+                    *missing,
+                    if *missing == 1 { "" } else { "s" }
+                ),
+                st.muted,
+                None,
+            );
+            *missing = 0;
+        }
+    };
+    for r in rows {
+        let side = if modes.local { &r.left } else { &r.right };
+        let Some(side) = side else {
+            if r.kind != crate::diff::RowKind::Fold {
+                missing += 1;
+            }
+            continue;
+        };
+        flush(&mut d, &mut missing);
+        let gutter = match r.kind {
+            crate::diff::RowKind::Changed => Span::styled("~ ", gutter_style),
+            crate::diff::RowKind::Equal | crate::diff::RowKind::Fold => Span::raw("  "),
+            _ => Span::styled("+ ", gutter_style),
+        };
+        let mut spans = vec![gutter];
+        let mut len = 0;
+        for seg in &side.segments {
+            len += seg.text.len();
+            let base = if seg.changed {
+                st.base.patch(changed_style)
+            } else {
+                st.base
+            };
+            spans.extend(mark_spans(&seg.text, &markers, base).into_iter().map(|sp| {
+                if seg.changed {
+                    sp.patch_style(changed_style)
+                } else {
+                    sp
+                }
+            }));
+        }
         d.anchors.push((Anchor::Offset(off), d.lines.len()));
-        d.push(Line::from(mark_spans(line, &markers, st.base)), Some(0));
-        off += line.len() + 1;
+        d.push(Line::from(spans), Some(0));
+        off += len + 1;
     }
+    flush(&mut d, &mut missing);
     d
 }
 

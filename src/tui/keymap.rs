@@ -46,6 +46,11 @@ pub enum Action {
     Chunking,
     TemplateTokens,
     TemplateSource,
+    /// Template pane: open the side-by-side diff of the local and server renders.
+    TemplateDiff,
+    /// Diff view: next / previous difference.
+    NextChange,
+    PrevChange,
 }
 
 impl Action {
@@ -84,6 +89,8 @@ pub enum Ctx {
     Stream,
     Replay,
     Findings,
+    /// The side-by-side diff view (opened from the Template pane).
+    Diff,
 }
 
 /// A key with modifiers (shift folded into the character for printable keys).
@@ -251,12 +258,12 @@ impl Default for Keymap {
             footer,
         };
         let mut bindings = vec![
-            b(Action::Quit, &["ctrl-c"], &[Global], "quit", false),
+            b(Action::Quit, &["ctrl-c", "Q"], &[Global], "quit now", false),
             b(
                 Action::Back,
                 &["q", "esc"],
                 &[Global],
-                "back (quit from the top)",
+                "back (at the top: quit? y/n)",
                 true,
             ),
             b(Action::Help, &["?", "f1"], &[Global], "this help", true),
@@ -279,14 +286,18 @@ impl Default for Keymap {
             b(
                 Action::Top,
                 &["g", "home"],
-                &[Browser, List, Tools, Template, Stream, Findings, Detail],
+                &[
+                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff,
+                ],
                 "first",
                 false,
             ),
             b(
                 Action::Bottom,
                 &["G", "end"],
-                &[Browser, List, Tools, Template, Stream, Findings, Detail],
+                &[
+                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff,
+                ],
                 "last",
                 false,
             ),
@@ -360,15 +371,45 @@ impl Default for Keymap {
                 Action::TemplateTokens,
                 &["t"],
                 &[Template],
-                "prompt text / token pieces",
+                "tokens: prompt text / token pieces",
                 true,
             ),
             b(
                 Action::TemplateSource,
                 &["s"],
                 &[Template],
-                "local render / server render",
+                "render: server / local",
                 true,
+            ),
+            b(
+                Action::TemplateDiff,
+                &["d"],
+                &[Template],
+                "diff: local vs server side by side",
+                true,
+            ),
+            b(
+                Action::Back,
+                &["q", "esc"],
+                &[Diff],
+                "back to the Template pane",
+                true,
+            ),
+            b(Action::NextChange, &["n"], &[Diff], "next difference", true),
+            b(
+                Action::PrevChange,
+                &["N"],
+                &[Diff],
+                "previous difference",
+                false,
+            ),
+            b(Action::Left, &["h", "left"], &[Diff], "scroll left", false),
+            b(
+                Action::Right,
+                &["l", "right"],
+                &[Diff],
+                "scroll right",
+                false,
             ),
             b(
                 Action::Select,

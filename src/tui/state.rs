@@ -42,6 +42,9 @@ pub enum Overlay {
         kind: InputKind,
         text: String,
     },
+    /// `quit toolscope? (y/n)` after q/Esc at the top level (mitmproxy's habit: y or a second
+    /// q quits, anything else stays).
+    ConfirmQuit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +84,27 @@ impl Scroll {
             self.offset = self.cursor + 1 - h;
         }
     }
+}
+
+/// The side-by-side diff view over the Template pane (local render left, server right).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiffView {
+    /// First row shown.
+    pub top: usize,
+    /// Columns scrolled to the right (both sides).
+    pub left: usize,
+    /// Row where the difference `n`/`N` last moved to starts.
+    pub change: Option<usize>,
+}
+
+/// Rows where a run of differences starts (a non-equal row after an equal one).
+pub fn change_starts(rows: &[crate::diff::Row]) -> Vec<usize> {
+    use crate::diff::RowKind;
+    (0..rows.len())
+        .filter(|&i| {
+            rows[i].kind != RowKind::Equal && (i == 0 || rows[i - 1].kind == RowKind::Equal)
+        })
+        .collect()
 }
 
 /// One file in the session browser.
@@ -132,6 +156,8 @@ pub struct SessionView {
     pub modes: Modes,
     /// Stream pane: show the selected event's JSON full size.
     pub stream_zoom: bool,
+    /// Template pane: the side-by-side diff view, when open.
+    pub diff: Option<DiffView>,
     pub chunking: usize,
     pub step: usize,
     /// Replay right side.
@@ -277,6 +303,7 @@ impl State {
             docs: Default::default(),
             modes: Modes::default(),
             stream_zoom: false,
+            diff: None,
             chunking: 0,
             step: 0,
             server_doc: Doc::default(),
@@ -328,6 +355,7 @@ impl State {
         match (self.screen, &self.session) {
             (Screen::Session, Some(s)) => match s.focus {
                 Focus::List => vec![Ctx::List],
+                Focus::Detail if s.pane == 2 && s.diff.is_some() => vec![Ctx::Diff],
                 Focus::Detail => {
                     let p = match s.pane {
                         0 => Ctx::Tools,
@@ -414,17 +442,18 @@ impl State {
                             s.panes = Default::default();
                             s.step = 0;
                             s.modes.collapsed.clear();
+                            s.diff = None;
                         }
                         rebuild_all(s, &theme);
                         for p in s.panes.iter_mut() {
                             p.follow(h);
                         }
                     }
-                    if std::mem::take(&mut s.analysis_stale) {
-                        if let Some(&sel) = s.visible.get(s.list.cursor) {
-                            s.analyzing = Some(sel);
-                            return vec![Effect::Analyze { epoch, row: sel }];
-                        }
+                    if std::mem::take(&mut s.analysis_stale)
+                        && let Some(&sel) = s.visible.get(s.list.cursor)
+                    {
+                        s.analyzing = Some(sel);
+                        return vec![Effect::Analyze { epoch, row: sel }];
                     }
                 }
                 Vec::new()
@@ -524,8 +553,22 @@ impl State {
                 Vec::new()
             }
             Event::Key(k) if k.kind != KeyEventKind::Release => {
+                use crossterm::event::KeyModifiers;
+                let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+                if self.overlay == Overlay::ConfirmQuit {
+                    self.overlay = Overlay::None;
+                    self.status = None;
+                    match k.code {
+                        KeyCode::Char('y' | 'Y' | 'q') if !ctrl => self.quit = true,
+                        KeyCode::Char('c') if ctrl => self.quit = true,
+                        _ => {}
+                    }
+                    return Vec::new();
+                }
                 if let Overlay::Input { kind, text } = &mut self.overlay {
                     let kind = *kind;
+                    // Readline line editing: Ctrl-U kills the line, Ctrl-W the word before the
+                    // cursor, Ctrl-H is Backspace; other control/alt chords insert nothing.
                     match k.code {
                         KeyCode::Esc => self.overlay = Overlay::None,
                         KeyCode::Enter => {
@@ -536,12 +579,18 @@ impl State {
                         KeyCode::Backspace => {
                             text.pop();
                         }
-                        KeyCode::Char('c')
-                            if k.modifiers
-                                .contains(crossterm::event::KeyModifiers::CONTROL) =>
-                        {
-                            self.quit = true
+                        KeyCode::Char('c') if ctrl => self.quit = true,
+                        KeyCode::Char('u') if ctrl => text.clear(),
+                        KeyCode::Char('h') if ctrl => {
+                            text.pop();
                         }
+                        KeyCode::Char('w') if ctrl => {
+                            let kept = text.trim_end().len();
+                            text.truncate(kept);
+                            let cut = text.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+                            text.truncate(cut);
+                        }
+                        KeyCode::Char(_) if ctrl || k.modifiers.contains(KeyModifiers::ALT) => {}
                         KeyCode::Char(c) => text.push(c),
                         _ => {}
                     }
@@ -565,14 +614,24 @@ impl State {
             self.quit = true;
             return Vec::new();
         }
-        if let Overlay::Help(off) = &mut self.overlay {
-            match action {
-                Action::Down => *off += 1,
-                Action::Up => *off = off.saturating_sub(1),
-                Action::PageDown => *off += 10,
-                Action::PageUp => *off = off.saturating_sub(10),
-                _ => self.overlay = Overlay::None,
-            }
+        if let Overlay::Help(off) = self.overlay {
+            // Only the help and back keys close the help; moving keys scroll it.
+            let max = view::help_max_offset(self);
+            let page = view::help_height(Rect::new(0, 0, self.size.0, self.size.1)).max(1);
+            let off = match action {
+                Action::Back | Action::Help => {
+                    self.overlay = Overlay::None;
+                    return Vec::new();
+                }
+                Action::Down | Action::Right => off + 1,
+                Action::Up | Action::Left => off.saturating_sub(1),
+                Action::PageDown => off + page,
+                Action::PageUp => off.saturating_sub(page),
+                Action::Top | Action::StepFirst => 0,
+                Action::Bottom | Action::StepLast => max,
+                _ => off,
+            };
+            self.overlay = Overlay::Help(off.min(max));
             return Vec::new();
         }
         self.status = None;
@@ -608,17 +667,22 @@ impl State {
         }
     }
 
+    /// q/Esc at the top level: ask before quitting.
+    fn confirm_quit(&mut self) {
+        self.overlay = Overlay::ConfirmQuit;
+    }
+
     fn browser_action(&mut self, action: Action) -> Vec<Effect> {
         let Some(b) = &mut self.browser else {
             if action == Action::Back {
-                self.quit = true;
+                self.confirm_quit();
             }
             return Vec::new();
         };
         let len = b.entries.len();
         let h = (self.size.1 as usize).saturating_sub(6);
         match action {
-            Action::Back => self.quit = true,
+            Action::Back => self.confirm_quit(),
             Action::Up => b.scroll.move_by(-1, len, h),
             Action::Down => b.scroll.move_by(1, len, h),
             Action::PageUp => b.scroll.move_by(-(h as isize), len, h),
@@ -648,6 +712,10 @@ impl State {
             return Vec::new();
         };
         let theme = self.theme.clone();
+        if s.focus == Focus::Detail && s.pane == 2 && s.diff.is_some() {
+            diff_action(s, action, ph);
+            return Vec::new();
+        }
         match (s.focus, action) {
             (_, Action::Back) => {
                 if s.search.is_some() {
@@ -661,7 +729,7 @@ impl State {
                     self.screen = Screen::Browser;
                     self.session = None;
                 } else {
-                    self.quit = true;
+                    self.confirm_quit();
                 }
                 return Vec::new();
             }
@@ -755,6 +823,16 @@ impl State {
                         rebuild(s, 2, &theme);
                         s.panes[2] = Scroll::default();
                     }
+                    Action::TemplateDiff if pane == 2 => {
+                        match s.analysis.as_ref().map(|a| diff_unavailable(&a.template)) {
+                            Some(Some(why)) => self.status = Some(why),
+                            Some(None) => {
+                                s.diff = Some(DiffView::default());
+                                diff_action(s, Action::NextChange, ph);
+                            }
+                            None => {}
+                        }
+                    }
                     Action::Select if pane == 3 => s.stream_zoom = !s.stream_zoom,
                     Action::Select if pane == 5 => jump_to_evidence(s, &theme, ph),
                     _ => {}
@@ -837,12 +915,12 @@ impl State {
                 match &mut self.session {
                     Some(s) if self.screen == Screen::Session => s.search = Some(search),
                     _ => {
-                        if let Some(b) = &mut self.browser {
-                            if let Some(&m) = search.matches.first() {
-                                let len = b.entries.len();
-                                b.scroll
-                                    .set(m, len, (self.size.1 as usize).saturating_sub(6));
-                            }
+                        if let Some(b) = &mut self.browser
+                            && let Some(&m) = search.matches.first()
+                        {
+                            let len = b.entries.len();
+                            b.scroll
+                                .set(m, len, (self.size.1 as usize).saturating_sub(6));
                         }
                         return Vec::new();
                     }
@@ -852,13 +930,11 @@ impl State {
                 let ph = self.pane_height();
                 let epoch = self.epoch;
                 let theme = self.theme.clone();
-                if let Some(s) = &mut self.session {
-                    if s.focus == Focus::List
-                        && s.analysis.as_ref().map(|a| a.row)
-                            != s.visible.get(s.list.cursor).copied()
-                    {
-                        return select_row(s, epoch, lh, &theme, ph);
-                    }
+                if let Some(s) = &mut self.session
+                    && s.focus == Focus::List
+                    && s.analysis.as_ref().map(|a| a.row) != s.visible.get(s.list.cursor).copied()
+                {
+                    return select_row(s, epoch, lh, &theme, ph);
                 }
                 Vec::new()
             }
@@ -912,10 +988,10 @@ impl State {
                     .map_or(f.is_empty(), |x| f.matches(x))
             })
             .collect();
-        if let Some(k) = keep {
-            if let Some(p) = s.visible.iter().position(|&r| r == k) {
-                s.list.cursor = p;
-            }
+        if let Some(k) = keep
+            && let Some(p) = s.visible.iter().position(|&r| r == k)
+        {
+            s.list.cursor = p;
         }
         if s.list.cursor >= s.visible.len() {
             s.list = Scroll::default();
@@ -932,13 +1008,13 @@ impl State {
                 } else {
                     Action::Up
                 };
-                if let Some(s) = &mut self.session {
-                    if self.screen == Screen::Session {
-                        if areas.list.contains(pos) {
-                            s.focus = Focus::List;
-                        } else if areas.pane.contains(pos) {
-                            s.focus = Focus::Detail;
-                        }
+                if let Some(s) = &mut self.session
+                    && self.screen == Screen::Session
+                {
+                    if areas.list.contains(pos) {
+                        s.focus = Focus::List;
+                    } else if areas.pane.contains(pos) {
+                        s.focus = Focus::Detail;
                     }
                 }
                 let mut fx = Vec::new();
@@ -1019,6 +1095,9 @@ impl State {
     }
 }
 
+/// The exchange's findings, then the session's, sorted errors first, then warnings, then
+/// info; the sort is stable, so within a severity the order is diagnose's (exchange before
+/// session).
 fn findings_of(s: &SessionView) -> Vec<Finding> {
     let mut v: Vec<Finding> = s
         .analysis
@@ -1026,7 +1105,67 @@ fn findings_of(s: &SessionView) -> Vec<Finding> {
         .map(|a| a.findings.clone())
         .unwrap_or_default();
     v.extend(s.session_findings.iter().cloned());
+    v.sort_by_key(|f| std::cmp::Reverse(f.severity));
     v
+}
+
+/// Why the Template pane's diff view cannot open, if it cannot.
+fn diff_unavailable(t: &super::analysis::TemplateView) -> Option<String> {
+    if t.diff.is_some() {
+        return None;
+    }
+    Some(match (&t.local, &t.server) {
+        (_, None) => "no server render recorded for this exchange: nothing to diff against".into(),
+        (None, _) => "no local render: the session header has no /props chat_template".into(),
+        (Some(Err(e)), _) => format!("no local render: {e}"),
+        (Some(Ok(_)), Some(_)) => "no diff computed".into(),
+    })
+}
+
+/// Keys in the diff view: scroll (rows, columns), jump between differences, back.
+fn diff_action(s: &mut SessionView, action: Action, ph: usize) {
+    let rows = s
+        .analysis
+        .as_ref()
+        .and_then(|a| a.template.diff.as_deref())
+        .unwrap_or(&[]);
+    let starts = change_starts(rows);
+    // One line of the pane is the diff's header.
+    let h = ph.saturating_sub(1).max(1);
+    let max = rows.len().saturating_sub(h);
+    let Some(d) = &mut s.diff else { return };
+    match action {
+        Action::Back => {
+            s.diff = None;
+            return;
+        }
+        Action::Down => d.top += 1,
+        Action::Up => d.top = d.top.saturating_sub(1),
+        Action::PageDown => d.top += h,
+        Action::PageUp => d.top = d.top.saturating_sub(h),
+        Action::Top => d.top = 0,
+        Action::Bottom => d.top = max,
+        Action::Right => d.left += 8,
+        Action::Left => d.left = d.left.saturating_sub(8),
+        Action::NextChange | Action::PrevChange => {
+            let cur = d.change;
+            let next = if action == Action::NextChange {
+                starts.iter().copied().find(|&i| cur.is_none_or(|c| i > c))
+            } else {
+                starts
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|&i| cur.is_some_and(|c| i < c))
+            };
+            if let Some(i) = next {
+                d.change = Some(i);
+                d.top = i.saturating_sub(2);
+            }
+        }
+        _ => {}
+    }
+    d.top = d.top.min(max);
 }
 
 fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
@@ -1092,6 +1231,7 @@ fn select_row(
             s.panes = Default::default();
             s.step = 0;
             s.modes.collapsed.clear();
+            s.diff = None;
             rebuild_all(s, theme);
         }
         return fx;

@@ -52,6 +52,8 @@ pub struct PaletteFile {
     pub selection_bg: Option<String>,
     pub special: Option<String>,
     pub match_bg: Option<String>,
+    pub inserted: Option<String>,
+    pub deleted: Option<String>,
 }
 
 /// The semantic palette.
@@ -74,6 +76,10 @@ pub struct Palette {
     pub special: Color,
     /// Background of search matches.
     pub match_bg: Color,
+    /// Background of text only in the right/new side of a diff (the server's render).
+    pub inserted: Color,
+    /// Background of text only in the left/old side of a diff (toolscope's local render).
+    pub deleted: Color,
 }
 
 /// A resolved theme: name, palette, per-widget styles, syntect theme name.
@@ -115,8 +121,12 @@ pub struct Styles {
     pub timeline_done: Style,
     pub timeline_todo: Style,
     pub timeline_cursor: Style,
+    /// Whole lines only on the left / right side of a diff (gutter and line numbers).
     pub diff_removed: Style,
     pub diff_added: Style,
+    /// Changed tokens on the left (deleted) / right (inserted) side of a diff.
+    pub diff_deleted: Style,
+    pub diff_inserted: Style,
     pub accent: Style,
     pub info: Style,
 }
@@ -146,6 +156,8 @@ impl Palette {
             selection_bg: color("selection_bg", &p.selection_bg, base.selection_bg)?,
             special: color("special", &p.special, base.special)?,
             match_bg: color("match_bg", &p.match_bg, base.match_bg)?,
+            inserted: color("inserted", &p.inserted, base.inserted)?,
+            deleted: color("deleted", &p.deleted, base.deleted)?,
         })
     }
 
@@ -165,6 +177,8 @@ impl Palette {
         selection_bg: Color::Reset,
         special: Color::Reset,
         match_bg: Color::Reset,
+        inserted: Color::Reset,
+        deleted: Color::Reset,
     };
 }
 
@@ -205,6 +219,8 @@ impl Styles {
             timeline_cursor: s.fg(p.warning).add_modifier(Modifier::BOLD),
             diff_removed: s.fg(p.error),
             diff_added: s.fg(p.success),
+            diff_deleted: s.bg(p.deleted).add_modifier(Modifier::BOLD),
+            diff_inserted: s.bg(p.inserted).add_modifier(Modifier::BOLD),
             accent: s.fg(p.accent),
             info: s.fg(p.info),
         }
@@ -247,6 +263,8 @@ impl Styles {
             &mut out.timeline_cursor,
             &mut out.diff_removed,
             &mut out.diff_added,
+            &mut out.diff_deleted,
+            &mut out.diff_inserted,
             &mut out.accent,
             &mut out.info,
         ] {
@@ -256,6 +274,11 @@ impl Styles {
         out.selected_unfocused = out.selected_unfocused.add_modifier(Modifier::REVERSED);
         out.search_match = out.search_match.add_modifier(Modifier::REVERSED);
         out.timeline_cursor = out.timeline_cursor.add_modifier(Modifier::REVERSED);
+        // Without colour, changed tokens stay visible: reversed, and struck out when deleted.
+        out.diff_inserted = out.diff_inserted.add_modifier(Modifier::REVERSED);
+        out.diff_deleted = out
+            .diff_deleted
+            .add_modifier(Modifier::REVERSED | Modifier::CROSSED_OUT);
         out
     }
 }
@@ -393,6 +416,12 @@ mod tests {
         assert_eq!(l.syntect.as_deref(), Some("InspiredGitHub"));
         assert_eq!(h.syntect, None);
         assert_eq!(h.palette.fg, Color::White);
+        // Every built-in theme names its own diff colours (not the reset fallback).
+        for t in [&d, &l, &h] {
+            assert_ne!(t.palette.inserted, Color::Reset, "{}", t.name);
+            assert_ne!(t.palette.deleted, Color::Reset, "{}", t.name);
+            assert_ne!(t.palette.inserted, t.palette.deleted, "{}", t.name);
+        }
     }
 
     #[test]

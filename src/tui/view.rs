@@ -127,11 +127,7 @@ fn draw_header(state: &State, f: &mut Frame, area: Rect) {
         spans.push(Span::styled("sessions", st.base));
     }
     if let Some(l) = &state.loading {
-        let pct = if l.total > 0 {
-            l.done * 100 / l.total
-        } else {
-            0
-        };
+        let pct = (l.done * 100).checked_div(l.total).unwrap_or(0);
         spans.push(Span::styled(
             format!("  opening {} {pct}%", l.what),
             st.info,
@@ -421,6 +417,7 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         (_, None) => PANES[s.pane].to_owned(),
         (0, Some(a)) => format!("Tools · {}", a.tools.len()),
         (1, Some(a)) => format!("Schema · {} parameters", a.schema.len()),
+        (2, Some(_)) if s.diff.is_some() => "Template · diff: local ⟷ server".to_owned(),
         (2, Some(_)) => format!(
             "Template · {}",
             if s.modes.local { "local" } else { "server" }
@@ -448,6 +445,10 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
     };
     if s.pane == 4 {
         draw_replay(state, f, inner, a);
+        return;
+    }
+    if let (2, Some(d), Some(rows)) = (s.pane, s.diff, a.template.diff.as_deref()) {
+        draw_diff(state, f, inner, a, rows, d);
         return;
     }
     let search = s
@@ -640,6 +641,17 @@ fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::Ex
 
 fn draw_footer(state: &State, f: &mut Frame, area: Rect) {
     let st = &state.theme.styles;
+    if state.overlay == Overlay::ConfirmQuit {
+        let line = Line::from(vec![
+            Span::styled("quit toolscope? ", st.severity_warning),
+            Span::styled("y", st.key),
+            Span::styled("/", st.key_help),
+            Span::styled("n", st.key),
+            Span::styled("  (y or q quits, any other key stays)", st.key_help),
+        ]);
+        f.render_widget(Paragraph::new(line), area);
+        return;
+    }
     if let Overlay::Input { kind, text } = &state.overlay {
         let label = match kind {
             InputKind::Search => "/",
@@ -657,30 +669,99 @@ fn draw_footer(state: &State, f: &mut Frame, area: Rect) {
         f.render_widget(Paragraph::new(Span::styled(msg.clone(), st.info)), area);
         return;
     }
-    let ctxs = state.contexts();
-    let mut spans = Vec::new();
-    for b in state.keymap.active(&ctxs, true) {
-        let keys = b
-            .keys
-            .iter()
-            .take(1)
-            .map(|k| k.display())
-            .collect::<Vec<_>>()
-            .join("/");
-        spans.push(Span::styled(keys, st.key));
-        spans.push(Span::styled(format!(" {}  ", b.help), st.key_help));
-    }
-    if ctxs.iter().any(|c| matches!(c, Ctx::List | Ctx::Detail)) {
-        spans.push(Span::styled("1-6", st.key));
-        spans.push(Span::styled(" panes", st.key_help));
-    }
+    let spans = fit_hints(&footer_hints(state), area.width as usize, state);
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The footer's hints where the focus is, from the keymap: (key, what it does), in keymap
+/// order (the focused pane's first), plus `1-6 panes` where number keys work.
+pub fn footer_hints(state: &State) -> Vec<(String, String)> {
+    let ctxs = state.contexts();
+    let mut out: Vec<(String, String)> = state
+        .keymap
+        .active(&ctxs, true)
+        .into_iter()
+        .filter_map(|b| Some((b.keys.first()?.display(), b.help.to_owned())))
+        .collect();
+    if ctxs.iter().any(|c| matches!(c, Ctx::List | Ctx::Detail)) {
+        out.push(("1-6".into(), "panes".into()));
+    }
+    out
+}
+
+/// Lays hints out in `width` columns: full texts when they fit; else the longest helps
+/// shortened, one by one, to their words before a `(` or `:`; else hints dropped from the end,
+/// keeping the help hint (`?`) after a `…`. Never wider than `width`.
+fn fit_hints(hints: &[(String, String)], width: usize, state: &State) -> Vec<Span<'static>> {
+    let st = &state.theme.styles;
+    let short = |h: &str| -> String {
+        let cut = h.find(['(', ':']).unwrap_or(h.len());
+        h[..cut].trim_end().to_owned()
+    };
+    let w = |k: &str, h: &str| k.chars().count() + 1 + h.chars().count() + 2;
+    let full: Vec<(String, String)> = hints.to_vec();
+    let total = |v: &[(String, String)]| v.iter().map(|(k, h)| w(k, h)).sum::<usize>();
+    let mut items = full.clone();
+    // Shorten the longest hints first, one at a time, until the line fits.
+    while total(&items) > width {
+        let Some(i) = (0..items.len())
+            .filter(|&i| short(&items[i].1) != items[i].1)
+            .max_by_key(|&i| (items[i].1.chars().count(), usize::MAX - i))
+        else {
+            break;
+        };
+        items[i].1 = short(&items[i].1);
+    }
+    let mut elided = false;
+    if total(&items) > width {
+        let help_key = state
+            .keymap
+            .bindings
+            .iter()
+            .find(|b| b.action == super::keymap::Action::Help)
+            .and_then(|b| b.keys.first())
+            .map(|k| k.display());
+        let help = items
+            .iter()
+            .position(|(k, _)| Some(k) == help_key.as_ref())
+            .map(|i| items.remove(i));
+        let reserve = help.as_ref().map_or(0, |(k, h)| w(k, h)) + 2;
+        let mut kept = Vec::new();
+        let mut used = 0;
+        for it in items {
+            let iw = w(&it.0, &it.1);
+            if used + iw + reserve > width {
+                break;
+            }
+            used += iw;
+            kept.push(it);
+        }
+        elided = true;
+        items = kept;
+        items.extend(help);
+    }
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (i, (k, h)) in items.iter().enumerate() {
+        if elided && i + 1 == items.len() && used + 2 <= width {
+            spans.push(Span::styled("… ", st.key_help));
+            used += 2;
+        }
+        let iw = w(k, h);
+        if used + iw - 2 > width {
+            break;
+        }
+        spans.push(Span::styled(k.clone(), st.key));
+        spans.push(Span::styled(format!(" {h}  "), st.key_help));
+        used += iw;
+    }
+    spans
 }
 
 /// Help text lines, grouped by context, from the keymap.
 pub fn help_lines(state: &State) -> Vec<Line<'static>> {
     let st = &state.theme.styles;
-    let groups: [(&str, Ctx); 9] = [
+    let groups: [(&str, Ctx); 10] = [
         ("Everywhere", Ctx::Global),
         ("Session browser", Ctx::Browser),
         ("Exchanges list", Ctx::List),
@@ -690,6 +771,7 @@ pub fn help_lines(state: &State) -> Vec<Line<'static>> {
         ("Stream", Ctx::Stream),
         ("Replay", Ctx::Replay),
         ("Findings", Ctx::Findings),
+        ("Diff view (d in Template)", Ctx::Diff),
     ];
     let mut lines = Vec::new();
     for (name, ctx) in groups {
@@ -718,26 +800,176 @@ pub fn help_lines(state: &State) -> Vec<Line<'static>> {
     }
     lines.push(Line::default());
     lines.push(Line::from(Span::styled(
-        "Mouse: click tabs, rows and panes; wheel scrolls. Keys can be remapped in keymap.toml.",
+        "Mouse: click tabs, rows and panes; the wheel scrolls.",
+        st.muted,
+    )));
+    lines.push(Line::from(Span::styled(
+        "Keys can be remapped in keymap.toml (docs/tui.md).",
         st.muted,
     )));
     lines
 }
 
-fn draw_help(state: &State, f: &mut Frame, area: Rect, off: usize) {
+fn help_rect(area: Rect) -> Rect {
     let w = area.width.saturating_sub(8).min(76);
     let h = area.height.saturating_sub(4);
-    let r = Rect {
+    Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + 2,
         width: w,
         height: h,
-    };
+    }
+}
+
+/// Lines of help visible at once in a terminal of `area`.
+pub fn help_height(area: Rect) -> usize {
+    help_rect(area).height.saturating_sub(2) as usize
+}
+
+/// The largest help scroll offset at the state's terminal size (the last line at the bottom).
+pub fn help_max_offset(state: &State) -> usize {
+    let area = Rect::new(0, 0, state.size.0, state.size.1);
+    help_lines(state).len().saturating_sub(help_height(area))
+}
+
+fn draw_help(state: &State, f: &mut Frame, area: Rect, off: usize) {
+    let r = help_rect(area);
     f.render_widget(Clear, r);
-    let b = block("Help — keys (? or Esc closes)", true, state).style(state.theme.styles.base);
+    let b = block("Help — keys (? q Esc close; j/k g/G scroll)", true, state)
+        .style(state.theme.styles.base);
     let inner = b.inner(r);
     f.render_widget(b, r);
     let lines = help_lines(state);
     let off = off.min(lines.len().saturating_sub(inner.height as usize));
     f.render_widget(Paragraph::new(lines).scroll((off as u16, 0)), inner);
+}
+
+/// The side-by-side diff view: the local render left, the server's right, one row per
+/// [`crate::diff::Row`] (line numbers, a gutter mark, changed tokens in the diff styles).
+fn draw_diff(
+    state: &State,
+    f: &mut Frame,
+    area: Rect,
+    a: &super::analysis::ExchangeAnalysis,
+    rows: &[crate::diff::Row],
+    d: super::state::DiffView,
+) {
+    use crate::diff::RowKind;
+    let st = &state.theme.styles;
+    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let starts = super::state::change_starts(rows);
+    let count = |k: RowKind| rows.iter().filter(|r| r.kind == k).count();
+    let at = d
+        .change
+        .and_then(|c| starts.iter().position(|&x| x == c))
+        .map(|i| format!("difference {}/{}", i + 1, starts.len()))
+        .unwrap_or_else(|| format!("{} differences", starts.len()));
+    let summary = if starts.is_empty() {
+        Span::styled("identical renders", st.status_ok)
+    } else {
+        Span::styled(
+            format!(
+                "{at} · {} changed · {} only local · {} only server",
+                count(RowKind::Changed),
+                count(RowKind::Deleted),
+                count(RowKind::Inserted)
+            ),
+            st.severity_warning,
+        )
+    };
+    let server = a
+        .template
+        .server_source
+        .as_deref()
+        .unwrap_or("server render");
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            summary,
+            Span::styled("   left: ", st.muted),
+            Span::styled("local render", st.diff_removed),
+            Span::styled("  right: ", st.muted),
+            Span::styled(server.to_owned(), st.diff_added),
+        ])),
+        head,
+    );
+    let [left, mid, right] = Layout::horizontal([
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Fill(1),
+    ])
+    .areas(body);
+    let h = body.height as usize;
+    let shown = rows.iter().enumerate().skip(d.top).take(h);
+    let width = rows
+        .iter()
+        .flat_map(|r| [&r.left, &r.right])
+        .flatten()
+        .map(|l| l.number)
+        .max()
+        .unwrap_or(1)
+        .to_string()
+        .len();
+    let mut cols: [(Vec<Line>, Vec<Line>); 2] = Default::default();
+    for (i, r) in shown {
+        let current = d.change == Some(i);
+        for (side, (gut, text)) in cols.iter_mut().enumerate() {
+            let line = if side == 0 { &r.left } else { &r.right };
+            let (changed, whole) = if side == 0 {
+                (st.diff_deleted, st.diff_removed)
+            } else {
+                (st.diff_inserted, st.diff_added)
+            };
+            let mark = match (r.kind, line) {
+                (RowKind::Fold, _) => " ",
+                (_, None) => " ",
+                (RowKind::Equal, _) => " ",
+                (RowKind::Changed, _) => "~",
+                (RowKind::Deleted, _) => "-",
+                (RowKind::Inserted, _) => "+",
+            };
+            let num = line
+                .as_ref()
+                .map(|l| format!("{:>width$}", l.number))
+                .unwrap_or_else(|| " ".repeat(width));
+            let cursor = if current && side == 0 { "▶" } else { " " };
+            gut.push(Line::from(vec![
+                Span::styled(cursor, st.timeline_cursor),
+                Span::styled(num, if mark == " " { st.muted } else { whole }),
+                Span::styled(format!("{mark} "), whole),
+            ]));
+            text.push(match (r.kind, line) {
+                (RowKind::Fold, _) => Line::from(Span::styled(
+                    format!("⋯ {} equal lines", r.hidden),
+                    st.muted,
+                )),
+                (_, None) => Line::from(Span::styled("", st.muted)),
+                (_, Some(l)) => Line::from(
+                    l.segments
+                        .iter()
+                        .map(|seg| {
+                            let mut style = if seg.special {
+                                st.special_token
+                            } else {
+                                st.base
+                            };
+                            if seg.changed {
+                                style = style.patch(changed);
+                            }
+                            Span::styled(seg.text.clone(), style)
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+            });
+        }
+    }
+    let gw = (width + 3) as u16;
+    for ((gut, text), r) in cols.into_iter().zip([left, right]) {
+        let [g, t] = Layout::horizontal([Constraint::Length(gw), Constraint::Min(0)]).areas(r);
+        f.render_widget(Paragraph::new(gut), g);
+        f.render_widget(Paragraph::new(text).scroll((0, d.left as u16)), t);
+    }
+    let bar: Vec<Line> = (0..h)
+        .map(|_| Line::from(Span::styled("│", st.border)))
+        .collect();
+    f.render_widget(Paragraph::new(bar), mid);
 }
