@@ -986,27 +986,19 @@ fn template_view(ex: &Exchange, request: Option<&Value>, ctx: Context<'_>) -> Te
         let mut specials: Vec<String> = tokens.iter().map(text).filter(|p| is_marker(p)).collect();
         specials.sort();
         specials.dedup();
-        // Markers written as several ordinary pieces: `<` … `>` spans over 2..=8 pieces.
-        let mut pseudo = Vec::new();
-        for i in 0..tokens.len() {
-            if text(&tokens[i]).trim_start() != "<" {
-                continue;
-            }
-            let mut s = text(&tokens[i]).trim_start().to_owned();
-            for t in tokens.iter().skip(i + 1).take(8) {
-                let p = text(t);
-                if p.contains(char::is_whitespace) {
-                    break;
-                }
-                s.push_str(&p);
-                if p.ends_with('>') {
-                    if is_marker(&s) && !pseudo.contains(&s) {
-                        pseudo.push(s.clone());
-                    }
-                    break;
-                }
-            }
-        }
+        // Markers written as several ordinary pieces: the same rule as `token.pseudo_special`
+        // (crate::tokens::pseudo_special), over the server's prompt and its pieces.
+        let pseudo: Vec<String> = v
+            .server
+            .as_deref()
+            .map(|prompt| {
+                let toks = crate::tokens::tokens_from_pieces(prompt, tokens);
+                crate::tokens::pseudo_special(prompt, &toks)
+                    .into_iter()
+                    .filter_map(|f| f.evidence.excerpt)
+                    .collect()
+            })
+            .unwrap_or_default();
         v.specials = specials;
         v.pseudo_specials = pseudo;
         if let Some(bos) = &bos_token {
