@@ -3,7 +3,7 @@
 //! a burst of messages (summaries, live SSE updates) costs one frame.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossterm::event::Event;
 use futures::{Stream, StreamExt};
@@ -25,6 +25,8 @@ pub struct Worker {
     /// Row of the latest analysis request + 1 (older requests still queued are skipped, so
     /// holding `j` does not queue one decode per row passed).
     wanted: Arc<AtomicUsize>,
+    /// The state's current epoch: row work for an older session stops early.
+    epoch: Arc<AtomicU64>,
 }
 
 impl Worker {
@@ -69,6 +71,7 @@ impl<B: Backend> Tui<B> {
             inline,
             pending: Arc::new(AtomicUsize::new(0)),
             wanted: Arc::new(AtomicUsize::new(0)),
+            epoch: Arc::new(AtomicU64::new(0)),
         };
         Tui {
             terminal,
@@ -109,6 +112,7 @@ impl<B: Backend> Tui<B> {
     }
 
     fn effect(&mut self, e: Effect) {
+        self.worker.epoch.store(self.state.epoch, Ordering::Relaxed);
         match e {
             Effect::Copy(text) => {
                 (self.clipboard)(&text);
@@ -130,9 +134,27 @@ impl<B: Backend> Tui<B> {
                 let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
                     return;
                 };
+                let current = self.worker.epoch.clone();
+                self.worker.spawn(move |tx| {
+                    let items = rows
+                        .take_while(|_| current.load(Ordering::Relaxed) == epoch)
+                        .map(|row| (row, src.quick_summary(row)))
+                        .collect();
+                    let _ = tx.send(Message::Summaries { epoch, items });
+                });
+            }
+            Effect::Diagnose { epoch, rows } => {
+                let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
+                    return;
+                };
+                let current = self.worker.epoch.clone();
                 self.worker.spawn(move |tx| {
                     let mut batch = Vec::new();
+                    let mut sent = std::time::Instant::now();
                     for row in rows {
+                        if current.load(Ordering::Relaxed) != epoch {
+                            return;
+                        }
                         let sum = match src.load(row) {
                             Ok(ex) => {
                                 let ctx = analysis::Context {
@@ -144,7 +166,8 @@ impl<B: Backend> Tui<B> {
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
                         batch.push((row, sum));
-                        if batch.len() >= 256 {
+                        if batch.len() >= 256 || sent.elapsed().as_millis() >= 100 {
+                            sent = std::time::Instant::now();
                             if tx
                                 .send(Message::Summaries {
                                     epoch,
