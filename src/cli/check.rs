@@ -210,10 +210,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         // A body with no decodable event is unusable input, not a reply that ignored the
         // request: judging tool_choice or finish_reason on it would blame the server.
         let events = crate::stream::sse::decode_bytes(body.as_bytes());
-        if !events
-            .iter()
-            .any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok())
-        {
+        if !events.iter().any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok()) {
             anyhow::bail!(
                 "{}: no SSE event with a JSON `data:` field ({} bytes, {} events): not a chat completion or message stream",
                 p.display(),

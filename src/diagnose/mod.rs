@@ -256,11 +256,7 @@ pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     let split = rules::tokens::special_split(cx);
     let split_at: Vec<Option<usize>> = split.iter().map(|f| f.evidence.offset).collect();
     out.extend(split);
-    out.extend(
-        rules::tokens::pseudo_special(cx)
-            .into_iter()
-            .filter(|f| !split_at.contains(&f.evidence.offset)),
-    );
+    out.extend(rules::tokens::pseudo_special(cx).into_iter().filter(|f| !split_at.contains(&f.evidence.offset)));
     out.extend(rules::server::parse_error(cx));
     out.extend(cx.stream_findings.iter().cloned());
     if cx.message.is_some() && !cx.failed() {

@@ -730,19 +730,8 @@ mod tests {
         assert_eq!(v.bos_id, Some(3));
         assert!(!v.add_bos);
         let toks = tokenize(&v, "<s>ab<x>a");
-        let got: Vec<(u32, &str, bool)> = toks
-            .iter()
-            .map(|t| (t.id, t.piece.as_str(), t.special))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (3, "<s>", true),
-                (2, "ab", false),
-                (4, "<x>", true),
-                (0, "a", false)
-            ]
-        );
+        let got: Vec<(u32, &str, bool)> = toks.iter().map(|t| (t.id, t.piece.as_str(), t.special)).collect();
+        assert_eq!(got, [(3, "<s>", true), (2, "ab", false), (4, "<x>", true), (0, "a", false)]);
     }
 
     #[test]

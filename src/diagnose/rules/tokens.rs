@@ -81,10 +81,7 @@ pub fn special_split(cx: &ExchangeContext) -> Vec<Finding> {
     else {
         return Vec::new();
     };
-    let generated = cx
-        .raw_text
-        .as_deref()
-        .or(cx.message.as_ref().map(|m| m.content.as_str()));
+    let generated = cx.raw_text.as_deref().or(cx.message.as_ref().map(|m| m.content.as_str()));
     let Some(syntax) = cx
         .template
         .as_deref()
@@ -93,11 +90,7 @@ pub fn special_split(cx: &ExchangeContext) -> Vec<Finding> {
     else {
         return Vec::new();
     };
-    split_markers(
-        prompt,
-        &crate::tokens::tokens_from_pieces(prompt, pieces),
-        syntax,
-    )
+    split_markers(prompt, &crate::tokens::tokens_from_pieces(prompt, pieces), syntax)
 }
 
 /// [`special_split`] on a tokenized prompt for a known syntax.
@@ -112,9 +105,7 @@ pub fn split_markers(
         if crate::tokens::find_markers(marker) != [(0, marker.len())] {
             continue;
         }
-        let Some(start) = prompt.find(marker) else {
-            continue;
-        };
+        let Some(start) = prompt.find(marker) else { continue };
         let end = start + marker.len();
         let covering: Vec<(usize, &crate::tokens::Token)> = tokens
             .iter()
@@ -216,23 +207,10 @@ mod tests {
         // pieces, `<think>` 3; `<|im_start|>` is one special token).
         let prompt = "<|im_start|>system\n<tool_call>\n</tool_call><think>";
         let toks = vec![
-            t(1, "<|im_start|>"),
-            t(9690, "system"),
-            t(198, "\n"),
-            t(28, "<"),
-            t(2598, "tool"),
-            t(79, "_"),
-            t(6462, "call"),
-            t(30, ">"),
-            t(198, "\n"),
-            t(1790, "</"),
-            t(2598, "tool"),
-            t(79, "_"),
-            t(6462, "call"),
-            t(30, ">"),
-            t(28, "<"),
-            t(28489, "think"),
-            t(30, ">"),
+            t(1, "<|im_start|>"), t(9690, "system"), t(198, "\n"),
+            t(28, "<"), t(2598, "tool"), t(79, "_"), t(6462, "call"), t(30, ">"), t(198, "\n"),
+            t(1790, "</"), t(2598, "tool"), t(79, "_"), t(6462, "call"), t(30, ">"),
+            t(28, "<"), t(28489, "think"), t(30, ">"),
         ];
         let mut cx = ExchangeContext::new(crate::session::Api::Openai);
         cx.server_prompt = Some(prompt.into());
@@ -241,40 +219,15 @@ mod tests {
         assert!(special_split(&cx).is_empty());
         cx.template = Some("{{ '<tool_call>' }}".into());
         let f = special_split(&cx);
-        let got: Vec<(&str, Option<usize>)> = f
-            .iter()
-            .map(|f| (f.evidence.excerpt.as_deref().unwrap(), f.evidence.token))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("<think>", Some(14)),
-                ("<tool_call>", Some(3)),
-                ("</tool_call>", Some(9))
-            ]
-        );
+        let got: Vec<(&str, Option<usize>)> =
+            f.iter().map(|f| (f.evidence.excerpt.as_deref().unwrap(), f.evidence.token)).collect();
+        assert_eq!(got, vec![("<think>", Some(14)), ("<tool_call>", Some(3)), ("</tool_call>", Some(9))]);
         assert!(f.iter().all(|f| f.rule == Rule::TokenSpecialSplit));
-        assert!(
-            f[1].message.contains("hermes parser needs `<tool_call>`")
-                && f[1].message.contains("5 pieces"),
-            "{}",
-            f[1].message
-        );
+        assert!(f[1].message.contains("hermes parser needs `<tool_call>`") && f[1].message.contains("5 pieces"), "{}", f[1].message);
         // check_exchange reports those markers once, as special_split, not again as pseudo_special.
         let all = crate::diagnose::check_exchange(&cx);
-        assert_eq!(
-            all.iter()
-                .filter(|f| f.rule == Rule::TokenSpecialSplit)
-                .count(),
-            3
-        );
-        assert_eq!(
-            all.iter()
-                .filter(|f| f.rule == Rule::TokenPseudoSpecial)
-                .count(),
-            0,
-            "{all:?}"
-        );
+        assert_eq!(all.iter().filter(|f| f.rule == Rule::TokenSpecialSplit).count(), 3);
+        assert_eq!(all.iter().filter(|f| f.rule == Rule::TokenPseudoSpecial).count(), 0, "{all:?}");
         // With the markers as single special tokens there is nothing to report.
         cx.server_prompt = Some("<tool_call></tool_call>".into());
         cx.server_tokens = Some(vec![t(5, "<tool_call>"), t(6, "</tool_call>")]);
