@@ -29,6 +29,10 @@ pub struct Summary {
     pub partial: bool,
     /// Why the line could not be decoded (the row is then shown as damaged).
     pub error: Option<String>,
+    /// True once the exchange has been analysed ([`summarize_in`]): `tool_calls` and `rules`
+    /// are then final. A [`quick_summary`] row (shown while the background analysis runs)
+    /// has them empty.
+    pub analyzed: bool,
 }
 
 /// One SSE event of a recorded stream (same shape as `stream::sse::SseEvent`).
@@ -345,6 +349,37 @@ pub fn summarize(ex: &Exchange) -> Summary {
     summarize_in(ex, None)
 }
 
+/// The list row from the request and response heads only (no stream decode, no findings):
+/// what the list shows at once while [`summarize_in`] runs in the background. The model comes
+/// from the request or a non-stream response body (a stream's model is filled in later).
+pub fn quick_summary(ex: &Exchange) -> Summary {
+    #[derive(serde::Deserialize)]
+    struct Model {
+        model: Option<String>,
+    }
+    let model_in = |b: &crate::session::Body| {
+        serde_json::from_str::<Model>(&b.to_text())
+            .ok()
+            .and_then(|m| m.model)
+    };
+    Summary {
+        id: ex.id,
+        method: ex.request.method.clone(),
+        path: ex.request.path.clone(),
+        model: model_in(&ex.request.body).or_else(|| {
+            ex.response
+                .as_ref()
+                .and_then(|r| r.body.as_ref())
+                .and_then(model_in)
+        }),
+        status: ex.response.as_ref().map(|r| r.status),
+        duration_ms: ex.timings.total_us.map(|us| us as f64 / 1000.0),
+        stream: ex.is_stream(),
+        partial: ex.is_partial(),
+        ..Default::default()
+    }
+}
+
 /// [`summarize`] with the session context, so the findings column counts diagnose's findings.
 pub fn summarize_in(ex: &Exchange, ctx: Option<Context<'_>>) -> Summary {
     let message = reply(ex);
@@ -366,6 +401,7 @@ pub fn summarize_in(ex: &Exchange, ctx: Option<Context<'_>>) -> Summary {
         stream: ex.is_stream(),
         partial: ex.is_partial(),
         error: None,
+        analyzed: true,
     }
 }
 
@@ -377,6 +413,7 @@ pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {
         path: "(damaged line)".into(),
         error: Some(error),
         rules: vec![Rule::SessionDamaged],
+        analyzed: true,
         ..Default::default()
     }
 }
@@ -607,6 +644,13 @@ fn reply(ex: &Exchange) -> Option<(AssistantMessage, &'static str)> {
             ..Default::default()
         };
         for e in events.iter().rev() {
+            // Parse only events that can still tell something (most carry neither field
+            // once the model is known): a long stream is not parsed a second time.
+            let wanted = (m.model.is_none() && e.data.contains("\"model\""))
+                || (m.raw_text.is_none() && e.data.contains("__verbose"));
+            if !wanted {
+                continue;
+            }
             if let Ok(v) = serde_json::from_str::<Value>(&e.data) {
                 if m.model.is_none() {
                     m.model = v
@@ -1122,4 +1166,96 @@ pub fn session_findings(warnings: &[crate::session::ReadWarning]) -> Vec<Finding
             })
         })
         .collect()
+}
+
+/// A small least-recently-used map from row to a decoded exchange's analysis, bounded by an
+/// entry count and by a total weight (the bytes of the rows' session lines), so that selecting
+/// rows one after another keeps memory near a few exchanges. The most recent entry is always
+/// kept, however heavy.
+#[derive(Debug, Clone)]
+pub struct Lru<V> {
+    /// `(row, weight, value)`, least recently used first.
+    entries: std::collections::VecDeque<(usize, u64, V)>,
+    max_entries: usize,
+    max_weight: u64,
+}
+
+impl<V> Lru<V> {
+    /// An empty cache holding at most `max_entries` values and `max_weight` total weight.
+    pub fn new(max_entries: usize, max_weight: u64) -> Lru<V> {
+        Lru {
+            entries: Default::default(),
+            max_entries: max_entries.max(1),
+            max_weight,
+        }
+    }
+
+    /// The value for `row`, marked most recently used.
+    pub fn get(&mut self, row: &usize) -> Option<&V> {
+        let i = self.entries.iter().position(|e| e.0 == *row)?;
+        let e = self.entries.remove(i)?;
+        self.entries.push_back(e);
+        self.entries.back().map(|e| &e.2)
+    }
+
+    /// Inserts (or replaces) `row`'s value, then evicts the least recently used entries until
+    /// both bounds hold.
+    pub fn insert(&mut self, row: usize, value: V, weight: u64) {
+        self.remove(&row);
+        self.entries.push_back((row, weight, value));
+        while self.entries.len() > 1
+            && (self.entries.len() > self.max_entries || self.weight() > self.max_weight)
+        {
+            self.entries.pop_front();
+        }
+    }
+
+    /// Drops `row`'s value (a live exchange changed).
+    pub fn remove(&mut self, row: &usize) -> Option<V> {
+        let i = self.entries.iter().position(|e| e.0 == *row)?;
+        self.entries.remove(i).map(|e| e.2)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Total weight of the entries.
+    pub fn weight(&self) -> u64 {
+        self.entries.iter().map(|e| e.1).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_evicts_least_recently_used_by_count_and_weight() {
+        let mut c = Lru::new(3, 100);
+        c.insert(1, "a", 10);
+        c.insert(2, "b", 10);
+        c.insert(3, "c", 10);
+        assert_eq!(c.get(&1), Some(&"a")); // 1 is now the most recent
+        c.insert(4, "d", 10); // count bound: evicts 2, the least recent
+        assert_eq!(c.get(&2), None);
+        assert_eq!((c.len(), c.weight()), (3, 30));
+        c.insert(5, "e", 85); // count evicts 3; weight 10+10+85 > 100 then evicts 1
+        assert_eq!(c.get(&3), None);
+        assert_eq!(c.get(&1), None);
+        assert_eq!((c.len(), c.weight()), (2, 95));
+        assert_eq!(c.get(&4), Some(&"d"));
+        c.insert(6, "f", 500); // heavier than the bound alone: kept, the rest evicted
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.get(&6), Some(&"f"));
+        c.insert(6, "g", 1); // replacing keeps one entry per row
+        assert_eq!((c.len(), c.weight(), c.remove(&6)), (1, 1, Some("g")));
+        assert!(c.is_empty());
+    }
 }

@@ -3,7 +3,7 @@
 //! a burst of messages (summaries, live SSE updates) costs one frame.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossterm::event::Event;
 use futures::{Stream, StreamExt};
@@ -16,35 +16,158 @@ use super::message::{Effect, Message};
 use super::source::SessionSource;
 use super::state::State;
 
-/// Runs background work: on tokio's blocking pool, or inline (tests: deterministic order).
+/// How urgent a background job is: lower runs first. Jobs of one class take turns, one slice
+/// each, so a long job (listing 2,000 rows) does not hold back a short one (the selected
+/// exchange's analysis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Priority {
+    /// Indexing a file the user asked to open.
+    Open,
+    /// What the screen waits for: list rows, the selected exchange.
+    Screen,
+    /// Findings counts for every row.
+    Background,
+}
+
+/// A unit of background work, run in slices: each call does a bounded piece (a few rows) and
+/// returns true while more remains, so the worker can take a more urgent job in between.
+type Slice = Box<dyn FnMut(&mpsc::UnboundedSender<Message>) -> bool + Send>;
+
+struct Job {
+    priority: Priority,
+    /// Submission order; a job that yields gets a new one (round robin within a priority).
+    seq: u64,
+    run: Slice,
+}
+
+impl PartialEq for Job {
+    fn eq(&self, o: &Job) -> bool {
+        (self.priority, self.seq) == (o.priority, o.seq)
+    }
+}
+impl Eq for Job {}
+impl PartialOrd for Job {
+    fn partial_cmp(&self, o: &Job) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Job {
+    /// Max-heap order: the most urgent, then the oldest, is greatest.
+    fn cmp(&self, o: &Job) -> std::cmp::Ordering {
+        (o.priority, o.seq).cmp(&(self.priority, self.seq))
+    }
+}
+
+/// Runs background work on one dedicated thread (most urgent slice first; the UI task keeps
+/// the other core), or inline (tests: deterministic order). Submitting is a channel send: the
+/// UI task never waits on a lock the worker holds.
 #[derive(Clone)]
 pub struct Worker {
     tx: mpsc::UnboundedSender<Message>,
-    inline: bool,
+    /// `None` when inline.
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+    seq: Arc<AtomicU64>,
     pending: Arc<AtomicUsize>,
     /// Row of the latest analysis request + 1 (older requests still queued are skipped, so
     /// holding `j` does not queue one decode per row passed).
     wanted: Arc<AtomicUsize>,
+    /// The state's current epoch: row work for an older session stops early.
+    epoch: Arc<AtomicU64>,
 }
 
 impl Worker {
-    fn spawn(&self, f: impl FnOnce(&mpsc::UnboundedSender<Message>) + Send + 'static) {
-        if self.inline {
-            f(&self.tx);
-            return;
+    fn new(tx: mpsc::UnboundedSender<Message>, inline: bool) -> Worker {
+        let pending = Arc::new(AtomicUsize::new(0));
+        let jobs = (!inline).then(|| {
+            let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+            let (tx, pending) = (tx.clone(), pending.clone());
+            std::thread::Builder::new()
+                .name("toolscope-analysis".into())
+                .spawn(move || run_jobs(queue, &tx, &pending))
+                .expect("spawn the analysis thread");
+            jobs
+        });
+        Worker {
+            tx,
+            jobs,
+            seq: Arc::new(AtomicU64::new(0)),
+            pending,
+            wanted: Arc::new(AtomicUsize::new(0)),
+            epoch: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    fn inline(&self) -> bool {
+        self.jobs.is_none()
+    }
+
+    /// Queues `run` (called until it returns false), or runs it to the end when inline.
+    fn submit(
+        &self,
+        priority: Priority,
+        mut run: impl FnMut(&mpsc::UnboundedSender<Message>) -> bool + Send + 'static,
+    ) {
+        let Some(jobs) = &self.jobs else {
+            while run(&self.tx) {}
+            return;
+        };
         self.pending.fetch_add(1, Ordering::SeqCst);
-        let tx = self.tx.clone();
-        let pending = self.pending.clone();
-        tokio::task::spawn_blocking(move || {
-            f(&tx);
-            pending.fetch_sub(1, Ordering::SeqCst);
+        let job = Job {
+            priority,
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            run: Box::new(run),
+        };
+        if jobs.send(job).is_err() {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A one-piece job.
+    fn spawn(
+        &self,
+        priority: Priority,
+        f: impl FnOnce(&mpsc::UnboundedSender<Message>) + Send + 'static,
+    ) {
+        let mut f = Some(f);
+        self.submit(priority, move |tx| {
+            if let Some(f) = f.take() {
+                f(tx);
+            }
+            false
         });
     }
 
     /// Background tasks still running.
     pub fn pending(&self) -> usize {
         self.pending.load(Ordering::SeqCst)
+    }
+}
+
+/// The worker thread: takes every queued job, runs one slice of the most urgent, repeats. Ends
+/// when the [`Worker`]s are gone.
+fn run_jobs(
+    queue: std::sync::mpsc::Receiver<Job>,
+    tx: &mpsc::UnboundedSender<Message>,
+    pending: &AtomicUsize,
+) {
+    let mut heap = std::collections::BinaryHeap::new();
+    let mut seq = u64::MAX / 2;
+    loop {
+        if heap.is_empty() {
+            match queue.recv() {
+                Ok(j) => heap.push(j),
+                Err(_) => return,
+            }
+        }
+        heap.extend(queue.try_iter());
+        let Some(mut job) = heap.pop() else { continue };
+        if (job.run)(tx) {
+            seq += 1;
+            job.seq = seq;
+            heap.push(job);
+        } else {
+            pending.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -64,12 +187,7 @@ impl<B: Backend> Tui<B> {
     /// A controller over `terminal`. `inline` runs background work synchronously (tests).
     pub fn new(terminal: Terminal<B>, state: State, inline: bool) -> Tui<B> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let worker = Worker {
-            tx: tx.clone(),
-            inline,
-            pending: Arc::new(AtomicUsize::new(0)),
-            wanted: Arc::new(AtomicUsize::new(0)),
-        };
+        let worker = Worker::new(tx.clone(), inline);
         Tui {
             terminal,
             state,
@@ -100,7 +218,7 @@ impl<B: Backend> Tui<B> {
                 self.effect(e);
             }
             // Inline work reported synchronously: apply it now so its follow-up effects run.
-            if self.worker.inline {
+            if self.worker.inline() {
                 while let Ok(m) = self.rx.try_recv() {
                     queue.extend(self.state.on_message(m));
                 }
@@ -109,6 +227,7 @@ impl<B: Backend> Tui<B> {
     }
 
     fn effect(&mut self, e: Effect) {
+        self.worker.epoch.store(self.state.epoch, Ordering::Relaxed);
         match e {
             Effect::Copy(text) => {
                 (self.clipboard)(&text);
@@ -117,7 +236,7 @@ impl<B: Backend> Tui<B> {
                     text.len()
                 ));
             }
-            Effect::Open { epoch, path } => self.worker.spawn(move |tx| {
+            Effect::Open { epoch, path } => self.worker.spawn(Priority::Open, move |tx| {
                 let mut progress = |done, total| {
                     let _ = tx.send(Message::IndexProgress { epoch, done, total });
                 };
@@ -130,9 +249,39 @@ impl<B: Backend> Tui<B> {
                 let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
                     return;
                 };
-                self.worker.spawn(move |tx| {
-                    let mut batch = Vec::new();
-                    for row in rows {
+                let current = self.worker.epoch.clone();
+                let mut rows = rows;
+                // 64 quick rows (~a few ms) per slice.
+                self.worker.submit(Priority::Screen, move |tx| {
+                    if current.load(Ordering::Relaxed) != epoch {
+                        return false;
+                    }
+                    let items: Vec<_> = rows
+                        .by_ref()
+                        .take(64)
+                        .map(|row| (row, src.quick_summary(row)))
+                        .collect();
+                    !items.is_empty()
+                        && tx.send(Message::Summaries { epoch, items }).is_ok()
+                        && !rows.is_empty()
+                });
+            }
+            Effect::Diagnose { epoch, rows } => {
+                let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
+                    return;
+                };
+                let current = self.worker.epoch.clone();
+                let mut rows = rows;
+                let mut batch = Vec::new();
+                let mut sent = std::time::Instant::now();
+                // One row per slice (an exchange's analysis can take tens of ms); a batch is
+                // reported every 100 ms and at the end.
+                self.worker.submit(Priority::Background, move |tx| {
+                    if current.load(Ordering::Relaxed) != epoch {
+                        return false;
+                    }
+                    let next = rows.next();
+                    if let Some(row) = next {
                         let sum = match src.load(row) {
                             Ok(ex) => {
                                 let ctx = analysis::Context {
@@ -144,21 +293,16 @@ impl<B: Backend> Tui<B> {
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
                         batch.push((row, sum));
-                        if batch.len() >= 256
-                            && tx
-                                .send(Message::Summaries {
-                                    epoch,
-                                    items: std::mem::take(&mut batch),
-                                })
-                                .is_err()
-                        {
-                            return;
+                    }
+                    let done = next.is_none() || rows.is_empty();
+                    if (done || sent.elapsed().as_millis() >= 100) && !batch.is_empty() {
+                        sent = std::time::Instant::now();
+                        let items = std::mem::take(&mut batch);
+                        if tx.send(Message::Summaries { epoch, items }).is_err() {
+                            return false;
                         }
                     }
-                    let _ = tx.send(Message::Summaries {
-                        epoch,
-                        items: batch,
-                    });
+                    !done
                 });
             }
             Effect::Analyze { epoch, row } => {
@@ -167,7 +311,7 @@ impl<B: Backend> Tui<B> {
                 };
                 self.worker.wanted.store(row + 1, Ordering::SeqCst);
                 let wanted = self.worker.wanted.clone();
-                self.worker.spawn(move |tx| {
+                self.worker.spawn(Priority::Screen, move |tx| {
                     if wanted.load(Ordering::SeqCst) != row + 1 {
                         return;
                     }

@@ -20,7 +20,9 @@ pub enum Message {
         epoch: u64,
         result: Result<Arc<SessionSource>, String>,
     },
-    /// List rows summarized (row, summary), in batches.
+    /// List rows summarized (row, summary), in batches: first quick rows
+    /// ([`Summary::analyzed`] false), later the analysed ones with findings counts. An analysed
+    /// row is never replaced by a quick one.
     Summaries {
         epoch: u64,
         items: Vec<(usize, Summary)>,
@@ -46,8 +48,13 @@ pub enum Message {
 pub enum Effect {
     /// Index a session file.
     Open { epoch: u64, path: PathBuf },
-    /// Summarize rows of the current session.
+    /// Read the list rows of the current session ([`SessionSource::quick_summary`]: heads
+    /// only, no stream decode).
     Summarize { epoch: u64, rows: Range<usize> },
+    /// Analyse rows of the current session in the background (stream decode, parser,
+    /// diagnose) for their tool-call and findings counts. Reported in batches, at least every
+    /// 100 ms; abandoned when another session is shown.
+    Diagnose { epoch: u64, rows: Range<usize> },
     /// Analyse one row of the current session.
     Analyze { epoch: u64, row: usize },
     /// Put text on the clipboard (OSC 52).

@@ -67,16 +67,46 @@ pub fn restore_terminal() {
     ratatui::restore();
 }
 
-fn setup_terminal() -> anyhow::Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        restore_terminal();
-        prev(info);
-    }));
-    let terminal =
-        ratatui::try_init().map_err(|e| anyhow::anyhow!("cannot initialise the terminal: {e}"))?;
-    let _ = execute!(std::io::stdout(), EnableMouseCapture);
-    Ok(terminal)
+/// Set while a [`TerminalGuard`] holds the terminal: the panic hook restores it only then.
+static TERMINAL_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Owns the terminal's raw mode / alternate screen / mouse capture for the inspector's
+/// lifetime: [`TerminalGuard::enter`] sets them up, dropping the guard restores the terminal,
+/// on a normal return, an error return and while a panic unwinds; a panic hook (installed
+/// once) restores it before the panic message is printed, so the message is readable. Ctrl-C
+/// is a key in raw mode (and SIGINT is handled by [`Tui::run`]), so it ends in a drop too.
+pub struct TerminalGuard(());
+
+impl TerminalGuard {
+    /// Enters raw mode and the alternate screen and enables mouse capture.
+    ///
+    /// Errors: the terminal cannot be initialised (not a terminal).
+    pub fn enter() -> anyhow::Result<(TerminalGuard, Terminal<CrosstermBackend<std::io::Stdout>>)> {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            let prev = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if TERMINAL_TAKEN.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    restore_terminal();
+                }
+                prev(info);
+            }));
+        });
+        let terminal = ratatui::try_init()
+            .map_err(|e| anyhow::anyhow!("cannot initialise the terminal: {e}"))?;
+        TERMINAL_TAKEN.store(true, std::sync::atomic::Ordering::SeqCst);
+        let guard = TerminalGuard(());
+        let _ = execute!(std::io::stdout(), EnableMouseCapture);
+        Ok((guard, terminal))
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        if TERMINAL_TAKEN.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            restore_terminal();
+        }
+    }
 }
 
 /// Writes `text` to the system clipboard through the terminal (OSC 52).
@@ -104,14 +134,7 @@ pub fn run(files: Vec<PathBuf>, opts: &Options) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let terminal = setup_terminal()?;
-    let result = rt.block_on(async move {
-        let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
-        tui.run_effects(fx);
-        tui.run(EventStream::new()).await
-    });
-    restore_terminal();
-    result.map_err(Into::into)
+    rt.block_on(run_on_terminal(state, fx, |_| None))
 }
 
 /// Runs the inspector over a live `toolscope proxy`: `events` is the recorder's event channel
@@ -127,28 +150,17 @@ pub async fn run_live_records(
     mut events: tokio::sync::mpsc::Receiver<crate::record::recorder::RecordEvent>,
     opts: &Options,
 ) -> anyhow::Result<()> {
-    let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
-    let session = crate::session::read::Session {
-        path: name,
-        header,
-        ..Default::default()
-    };
-    let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
-    let terminal = setup_terminal()?;
-    let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
-    let tx = tui.sender();
-    let forward = tokio::spawn(async move {
-        while let Some(ev) = events.recv().await {
-            if tx.send(Message::Record(ev)).is_err() {
-                break;
+    let (state, fx) = live_state(name, header, opts)?;
+    run_on_terminal(state, fx, |tx| {
+        Some(tokio::spawn(async move {
+            while let Some(ev) = events.recv().await {
+                if tx.send(Message::Record(ev)).is_err() {
+                    break;
+                }
             }
-        }
-    });
-    tui.run_effects(fx);
-    let r = tui.run(EventStream::new()).await;
-    forward.abort();
-    restore_terminal();
-    r.map_err(Into::into)
+        }))
+    })
+    .await
 }
 
 /// Runs the inspector over a live proxy: every [`crate::session::Exchange`] received on `rx`
@@ -163,6 +175,25 @@ pub async fn run_live(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<crate::session::Exchange>,
     opts: &Options,
 ) -> anyhow::Result<()> {
+    let (state, fx) = live_state(name, header, opts)?;
+    run_on_terminal(state, fx, |tx| {
+        Some(tokio::spawn(async move {
+            while let Some(ex) = rx.recv().await {
+                if tx.send(Message::Live(Box::new(ex))).is_err() {
+                    break;
+                }
+            }
+        }))
+    })
+    .await
+}
+
+/// The state of a live view: an empty in-memory session named `name`.
+fn live_state(
+    name: String,
+    header: crate::session::Header,
+    opts: &Options,
+) -> anyhow::Result<(State, Vec<message::Effect>)> {
     let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
     let session = crate::session::read::Session {
         path: name,
@@ -170,19 +201,26 @@ pub async fn run_live(
         ..Default::default()
     };
     let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
-    let terminal = setup_terminal()?;
+    Ok((state, fx))
+}
+
+/// Takes the terminal ([`TerminalGuard`]), runs the inspector until the user quits, and
+/// restores the terminal. `feed` may start a task that sends [`Message`]s (a live proxy); it
+/// is aborted on return.
+async fn run_on_terminal(
+    state: State,
+    fx: Vec<message::Effect>,
+    feed: impl FnOnce(
+        tokio::sync::mpsc::UnboundedSender<Message>,
+    ) -> Option<tokio::task::JoinHandle<()>>,
+) -> anyhow::Result<()> {
+    let (_guard, terminal) = TerminalGuard::enter()?;
     let mut tui = Tui::new(terminal, state, false).with_clipboard(osc52);
-    let tx = tui.sender();
-    let forward = tokio::spawn(async move {
-        while let Some(ex) = rx.recv().await {
-            if tx.send(Message::Live(Box::new(ex))).is_err() {
-                break;
-            }
-        }
-    });
+    let feeder = feed(tui.sender());
     tui.run_effects(fx);
     let r = tui.run(EventStream::new()).await;
-    forward.abort();
-    restore_terminal();
+    if let Some(f) = feeder {
+        f.abort();
+    }
     r.map_err(Into::into)
 }

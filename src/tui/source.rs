@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::analysis::Summary;
 use crate::session::read::Session;
 use crate::session::{Annotation, Exchange, Header, Line, ReadWarning};
 
@@ -247,30 +248,54 @@ impl SessionSource {
     ///
     /// Errors: `"line N column C: …"` when the line is damaged or the file changed.
     pub fn load(&self, row: usize) -> Result<Exchange, String> {
-        let r = self
-            .rows
-            .get(row)
-            .ok_or_else(|| format!("no exchange #{row}"))?;
         match &self.backing {
             Backing::Memory(v) => v
-                .get(r.offset as usize)
+                .get(self.rows.get(row).map_or(usize::MAX, |r| r.offset as usize))
                 .cloned()
                 .ok_or_else(|| format!("no exchange #{row}")),
             Backing::File(f) => {
-                let mut bytes = vec![0u8; r.len as usize];
-                read_exact_at(f, &mut bytes, r.offset)
-                    .map_err(|e| format!("line {}: {e}", r.line))?;
+                let (r, bytes) = self.read_line(f, row)?;
                 match serde_json::from_slice::<Line>(&bytes) {
                     Ok(Line::Exchange(e)) => Ok(*e),
                     Ok(_) => Err(format!("line {}: not an exchange line", r.line)),
-                    Err(e) => Err(format!(
-                        "line {} column {}: unreadable line: {e}",
-                        r.line,
-                        e.column()
-                    )),
+                    Err(e) => Err(unreadable(r.line, &e)),
                 }
             }
         }
+    }
+
+    /// The list row of exchange `row`, read without decoding its stream: method, path, model
+    /// (from the request body), status, duration, stream/partial marks. Tool calls and findings
+    /// are left for the background analysis ([`Summary::analyzed`] is false).
+    ///
+    /// For a file-backed session this reads the line and deserializes a light view of it in
+    /// which the response chunks and headers are skipped (`serde::de::IgnoredAny`), so it costs
+    /// a scan of the line, not a decode of every chunk. A damaged line gives a damaged row
+    /// (`"line N column C: …"`).
+    pub fn quick_summary(&self, row: usize) -> Summary {
+        let id = self.rows.get(row).and_then(|r| r.id);
+        let ex = match &self.backing {
+            Backing::Memory(_) => self.load(row),
+            Backing::File(f) => self.read_line(f, row).and_then(|(r, bytes)| {
+                serde_json::from_slice::<LightExchange>(&bytes)
+                    .map(LightExchange::into_exchange)
+                    .map_err(|e| unreadable(r.line, &e))
+            }),
+        };
+        match ex {
+            Ok(ex) => super::analysis::quick_summary(&ex),
+            Err(e) => super::analysis::damaged_summary(id, e),
+        }
+    }
+
+    fn read_line(&self, f: &std::fs::File, row: usize) -> Result<(RowRef, Vec<u8>), String> {
+        let r = *self
+            .rows
+            .get(row)
+            .ok_or_else(|| format!("no exchange #{row}"))?;
+        let mut bytes = vec![0u8; r.len as usize];
+        read_exact_at(f, &mut bytes, r.offset).map_err(|e| format!("line {}: {e}", r.line))?;
+        Ok((r, bytes))
     }
 
     /// Appends an exchange to an in-memory session (the live proxy view). Returns its row.
@@ -410,6 +435,78 @@ impl SessionSource {
                     Some((prompt.as_deref(), tokens.as_deref()))
                 }
             })
+    }
+}
+
+/// `"line N column C: unreadable line: …"` for a line serde_json could not decode.
+fn unreadable(line: usize, e: &serde_json::Error) -> String {
+    format!("line {line} column {}: unreadable line: {e}", e.column())
+}
+
+/// An exchange line as the list needs it: everything but the response chunks' bodies and the
+/// headers, which are skipped unparsed ([`serde::de::IgnoredAny`]). Unknown fields (`type`) are
+/// ignored, as serde does by default.
+#[derive(serde::Deserialize)]
+struct LightExchange {
+    id: u64,
+    #[serde(default)]
+    started: String,
+    #[serde(default)]
+    label: Option<String>,
+    request: LightRequest,
+    #[serde(default)]
+    response: Option<LightResponse>,
+    #[serde(default)]
+    timings: crate::session::Timings,
+    #[serde(default)]
+    outcome: crate::session::Outcome,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct LightRequest {
+    method: String,
+    path: String,
+    #[serde(default)]
+    body: crate::session::Body,
+}
+
+#[derive(serde::Deserialize)]
+struct LightResponse {
+    status: u16,
+    /// Non-stream bodies are kept (the model may be named there); they are small next to
+    /// streams, which are skipped.
+    #[serde(default)]
+    body: Option<crate::session::Body>,
+    #[serde(default)]
+    chunks: Option<serde::de::IgnoredAny>,
+}
+
+impl LightExchange {
+    /// An [`Exchange`] with the same list-relevant fields; a streamed response keeps an empty
+    /// chunk list (so it still reads as a stream) and no headers.
+    fn into_exchange(self) -> Exchange {
+        Exchange {
+            id: self.id,
+            started: self.started,
+            label: self.label,
+            request: crate::session::Request {
+                method: self.request.method,
+                path: self.request.path,
+                headers: Vec::new(),
+                body: self.request.body,
+            },
+            response: self.response.map(|r| crate::session::Response {
+                status: r.status,
+                headers: Vec::new(),
+                body: r.body,
+                chunks: r.chunks.map(|_| Vec::new()),
+            }),
+            timings: self.timings,
+            outcome: self.outcome,
+            error: self.error,
+        }
     }
 }
 

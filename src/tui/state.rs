@@ -2,7 +2,6 @@
 //! [`State::on_event`] (input) and [`State::on_message`] (background reports), which return the
 //! [`Effect`]s to start. Drawing ([`super::view`]) reads it.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -140,6 +139,9 @@ pub struct SessionView {
     pub source: Arc<SessionSource>,
     pub summaries: Vec<Option<Summary>>,
     pub summarized: usize,
+    /// Rows whose summary is analysed (tool calls and findings counted; see
+    /// [`Summary::analyzed`]). The background analysis runs until this reaches the row count.
+    pub analyzed: usize,
     /// Rows shown (after the filter), as indices into `source.rows`.
     pub visible: Vec<usize>,
     pub filter: String,
@@ -150,7 +152,7 @@ pub struct SessionView {
     pub analysis: Option<Arc<ExchangeAnalysis>>,
     /// Row being analysed.
     pub analyzing: Option<usize>,
-    pub cache: HashMap<usize, Arc<ExchangeAnalysis>>,
+    pub cache: super::analysis::Lru<Arc<ExchangeAnalysis>>,
     pub panes: [Scroll; 6],
     pub docs: [Doc; 6],
     pub modes: Modes,
@@ -207,7 +209,10 @@ pub struct State {
     pub epoch: u64,
 }
 
+/// Analysed exchanges kept for quick re-selection: at most this many…
 const CACHE: usize = 8;
+/// …and at most this many bytes of their session lines (the newest is always kept).
+const CACHE_BYTES: u64 = 64 << 20;
 
 impl State {
     /// A state showing a browser over `files` (several files, or a sessions folder), or the
@@ -291,6 +296,7 @@ impl State {
         self.session = Some(SessionView {
             summaries: vec![None; n],
             summarized: 0,
+            analyzed: 0,
             visible: (0..n).collect(),
             filter: String::new(),
             list: Scroll::default(),
@@ -298,7 +304,7 @@ impl State {
             pane: 0,
             analysis: None,
             analyzing: None,
-            cache: HashMap::new(),
+            cache: super::analysis::Lru::new(CACHE, CACHE_BYTES),
             panes: Default::default(),
             docs: Default::default(),
             modes: Modes::default(),
@@ -325,6 +331,10 @@ impl State {
                 rows: 0..n.min(h + 1),
             });
             fx.push(Effect::Summarize {
+                epoch: self.epoch,
+                rows: h + 1..n,
+            });
+            fx.push(Effect::Diagnose {
                 epoch: self.epoch,
                 rows: 0..n,
             });
@@ -396,17 +406,12 @@ impl State {
                     for (row, sum) in items {
                         if s.live_pending.remove(&row) && s.live_dirty.remove(&row) {
                             s.live_pending.insert(row);
-                            fx.push(Effect::Summarize {
+                            fx.push(Effect::Diagnose {
                                 epoch,
                                 rows: row..row + 1,
                             });
                         }
-                        if let Some(slot) = s.summaries.get_mut(row) {
-                            if slot.is_none() {
-                                s.summarized += 1;
-                            }
-                            *slot = Some(sum);
-                        }
+                        put_summary(s, row, sum);
                     }
                 }
                 if self.session.as_ref().is_some_and(|s| !s.filter.is_empty()) {
@@ -422,16 +427,9 @@ impl State {
                 let h = self.pane_height();
                 let theme = self.theme.clone();
                 if let Some(s) = &mut self.session {
-                    if s.cache.len() >= CACHE {
-                        s.cache.clear();
-                    }
-                    s.cache.insert(row, analysis.clone());
-                    if let Some(slot) = s.summaries.get_mut(row) {
-                        if slot.is_none() {
-                            s.summarized += 1;
-                        }
-                        *slot = Some(analysis.summary.clone());
-                    }
+                    let weight = s.source.rows.get(row).map_or(0, |r| r.len);
+                    s.cache.insert(row, analysis.clone(), weight);
+                    put_summary(s, row, analysis.summary.clone());
                     if s.analyzing == Some(row)
                         || s.live && s.analysis.as_ref().is_some_and(|a| a.row == row)
                     {
@@ -498,7 +496,7 @@ impl State {
         s.cache.remove(&row);
         let mut fx = Vec::new();
         if s.live_pending.insert(row) {
-            fx.push(Effect::Summarize {
+            fx.push(Effect::Diagnose {
                 epoch,
                 rows: row..row + 1,
             });
@@ -531,7 +529,7 @@ impl State {
             }
         }
         s.cache.remove(&row);
-        let mut fx = vec![Effect::Summarize {
+        let mut fx = vec![Effect::Diagnose {
             epoch,
             rows: row..row + 1,
         }];
@@ -1194,6 +1192,21 @@ fn rebuild_all(s: &mut SessionView, theme: &Theme) {
     for p in 0..6 {
         rebuild(s, p, theme);
     }
+}
+
+/// Stores a row's summary, keeping the counts; an analysed summary is not replaced by a quick
+/// one that arrives later.
+fn put_summary(s: &mut SessionView, row: usize, sum: Summary) {
+    let Some(slot) = s.summaries.get_mut(row) else {
+        return;
+    };
+    match slot {
+        Some(old) if old.analyzed && !sum.analyzed => return,
+        Some(old) => s.analyzed -= usize::from(old.analyzed),
+        None => s.summarized += 1,
+    }
+    s.analyzed += usize::from(sum.analyzed);
+    *slot = Some(sum);
 }
 
 fn select_row(

@@ -122,6 +122,11 @@ fn draw_header(state: &State, f: &mut Frame, area: Rect) {
                 format!("  reading {}/{}", s.summarized, s.source.len()),
                 st.info,
             ));
+        } else if s.analyzed < s.source.len() {
+            spans.push(Span::styled(
+                format!("  analysing {}/{}", s.analyzed, s.source.len()),
+                st.info,
+            ));
         }
     } else {
         spans.push(Span::styled("sessions", st.base));
@@ -343,11 +348,20 @@ fn draw_list(state: &State, f: &mut Frame, area: Rect) {
                         st.muted,
                     ),
                     Span::styled(format!("{status:>6} "), status_style(state, x.status)),
-                    Span::styled(format!("{:>6} ", x.tool_calls), st.base),
+                    Span::styled(
+                        if x.analyzed {
+                            format!("{:>6} ", x.tool_calls)
+                        } else {
+                            format!("{:>6} ", "…")
+                        },
+                        st.base,
+                    ),
                     Span::styled(
                         format!(
                             "{:>9} ",
-                            if nf == 0 {
+                            if !x.analyzed {
+                                "…".to_owned()
+                            } else if nf == 0 {
                                 "·".to_owned()
                             } else {
                                 nf.to_string()
