@@ -215,3 +215,34 @@ fn har_file_is_checked() {
         ["tool_call.leaked_as_text", "tool_choice.none_ignored"]
     );
 }
+
+/// The shipped Gemma 4 recording (sessions/c-gemma4-template-anyof.jsonl): the server's own
+/// render prints the `anyOf` parameter `target` as `type:<|"|><|"|>` and the type list of `until`
+/// as the Python repr `['STRING', 'NULL']` (read off the recorded /apply-template prompt), so
+/// `check` on the session alone — no --template — reports both as schema.type_lost, as the
+/// inspector does.
+#[test]
+fn shipped_gemma4_session_reports_the_lost_types_from_the_server_render() {
+    let (code, v, out) = run(&["--format", "json", "sessions/c-gemma4-template-anyof.jsonl"]);
+    assert_eq!(code, 1, "{out}");
+    let mut lost: Vec<(String, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "schema.type_lost")
+        .map(|f| {
+            (
+                f["evidence"]["tool"].as_str().unwrap().to_owned(),
+                f["evidence"]["pointer"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    lost.sort();
+    assert_eq!(
+        lost,
+        [
+            ("set_thermostat".to_owned(), "/properties/target".to_owned()),
+            ("set_thermostat".to_owned(), "/properties/until".to_owned())
+        ]
+    );
+}

@@ -284,7 +284,7 @@ impl ExchangeContext {
 }
 
 /// Runs every rule on one exchange. Findings carry `exchange = cx.id`, in pipeline order:
-/// tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
+/// schema loss in the server's render (`schema.*`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
 /// `server.parse_error`, passed-through `stream.*` (and `stream.error_event`),
 /// `parser.chunking_divergence`, `stop.*`, `tool_choice.*`, `tool_call.*`,
 /// `server.call_mismatch`, `finish.mismatch`.
@@ -296,6 +296,7 @@ pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
 /// stream through given by `record` (the seam tests use to inject a faulty parser).
 pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorder) -> Vec<Finding> {
     let mut out = Vec::new();
+    out.extend(rules::schema::loss(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
     // A marker the parser needs (token.special_split, error) is not reported again as merely
     // looking special (token.pseudo_special, warning).

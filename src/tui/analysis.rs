@@ -445,8 +445,8 @@ pub fn analyze(row: usize, ex: Exchange, ctx: Context<'_>) -> ExchangeAnalysis {
             .as_deref()
             .map(|p| crate::schema::loss::schema_loss(tools, p))
             .unwrap_or_default();
+        // The findings themselves come from diagnose (rules::schema::loss), like `check`'s.
         apply_schema(&mut schema, tools, &loss);
-        findings.extend(loss.into_iter().map(|f| f.in_exchange(Some(ex.id))));
     }
     let mut summary = summarize(&ex);
     summary.rules = findings.iter().map(|f| f.rule).collect();

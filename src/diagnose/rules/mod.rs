@@ -6,6 +6,7 @@ pub mod calls;
 pub mod choice;
 pub mod finish;
 pub mod replay;
+pub mod schema;
 pub mod server;
 pub mod stop;
 pub mod tokens;
