@@ -144,14 +144,14 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
             schema_pointer,
         });
     }
-    if tools.is_empty() {
-        if let Some((at, what)) = skipped.first() {
-            return Err(format!(
-                "{at}: not a tool (expected an object with `function` (OpenAI) or `name` \
-                 (Anthropic, MCP)), got {what}; no element of {} is a tool",
-                if list_pointer.is_empty() { "the array" } else { list_pointer.as_str() }
-            ));
-        }
+    if tools.is_empty()
+        && let Some((at, what)) = skipped.first()
+    {
+        return Err(format!(
+            "{at}: not a tool (expected an object with `function` (OpenAI) or `name` \
+             (Anthropic, MCP)), got {what}; no element of {} is a tool",
+            if list_pointer.is_empty() { "the array" } else { list_pointer.as_str() }
+        ));
     }
     Ok(ToolList {
         list_pointer,

@@ -230,6 +230,17 @@ impl Annotation {
             Annotation::ServerRender { exchange, .. } => *exchange,
         }
     }
+
+    /// The newest server render among one exchange's `annotations`: `(prompt, tokens)`.
+    pub fn latest_server_render(
+        annotations: &[Annotation],
+    ) -> Option<(Option<&str>, Option<&[TokenPiece]>)> {
+        annotations.iter().rev().map(|a| match a {
+            Annotation::ServerRender { prompt, tokens, .. } => {
+                (prompt.as_deref(), tokens.as_deref())
+            }
+        }).next()
+    }
 }
 
 /// One token of a llama-server `/tokenize` answer with `with_pieces: true`.

@@ -57,9 +57,7 @@ impl Session {
 
     /// llama-server's own render of exchange `id`, if fetched: `(prompt, tokens)`.
     pub fn server_render(&self, id: u64) -> Option<(Option<&str>, Option<&[TokenPiece]>)> {
-        self.annotations.get(&id)?.iter().rev().find_map(|a| match a {
-            Annotation::ServerRender { prompt, tokens, .. } => Some((prompt.as_deref(), tokens.as_deref())),
-        })
+        Annotation::latest_server_render(self.annotations.get(&id)?)
     }
 
     /// The chat template the server reported in `/props`, if recorded.

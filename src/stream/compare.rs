@@ -256,8 +256,8 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
             in_text: in_text.to_owned(),
         });
     }
-    for si in 0..sc.len() {
-        if !s_used[si] {
+    for (si, used) in s_used.iter().enumerate() {
+        if !used {
             out.discrepancies.push(Discrepancy::Extra { server: si });
         }
     }

@@ -689,15 +689,14 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
                 }
             }
             "content_block_stop" => {
-                if let Some(i) = v.get("index").and_then(Value::as_u64) {
-                    if let Some((_, Kind::Tool(k), Some(input))) =
+                if let Some(i) = v.get("index").and_then(Value::as_u64)
+                    && let Some((_, Kind::Tool(k), Some(input))) =
                         blocks.iter().find(|(j, _, _)| *j == i)
-                    {
-                        let k = *k;
-                        b.touch(k, n);
-                        if b.r.message.tool_calls[k].arguments.is_empty() {
-                            b.r.message.tool_calls[k].arguments = input.clone();
-                        }
+                {
+                    let k = *k;
+                    b.touch(k, n);
+                    if b.r.message.tool_calls[k].arguments.is_empty() {
+                        b.r.message.tool_calls[k].arguments = input.clone();
                     }
                 }
             }

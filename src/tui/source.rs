@@ -426,15 +426,7 @@ impl SessionSource {
         &self,
         id: u64,
     ) -> Option<(Option<&str>, Option<&[crate::session::TokenPiece]>)> {
-        self.annotations
-            .get(&id)?
-            .iter()
-            .rev()
-            .find_map(|a| match a {
-                Annotation::ServerRender { prompt, tokens, .. } => {
-                    Some((prompt.as_deref(), tokens.as_deref()))
-                }
-            })
+        Annotation::latest_server_render(self.annotations.get(&id)?)
     }
 }
 
