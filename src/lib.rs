@@ -35,3 +35,13 @@ pub mod tokens;
 pub mod tui;
 
 pub use finding::{Evidence, Finding, Pane, Rule, Severity};
+
+/// serde_json's error message without its trailing " at line L column C", for messages that
+/// print the position first (`FILE:LINE:COLUMN: invalid JSON: REASON`).
+pub fn json_reason(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    match msg.rsplit_once(" at line ") {
+        Some((reason, _)) => reason.to_owned(),
+        None => msg,
+    }
+}

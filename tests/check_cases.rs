@@ -236,7 +236,7 @@ fn unusable_input_exits_two_naming_file_and_position() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad.json") && err.contains("line 2 column"),
+        err.contains("bad.json:2:") && err.contains("invalid JSON"),
         "{err}"
     );
 }

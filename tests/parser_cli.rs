@@ -130,7 +130,7 @@ fn bad_inputs_exit_2_naming_file_and_position() {
     let (code, _, err) = run(&["--chunks", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("bad.json") && err.contains("line 2 column"),
+        err.contains("bad.json:2:") && err.contains("invalid JSON"),
         "{err}"
     );
     let notstr = dir.path().join("n.json");

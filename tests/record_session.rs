@@ -213,7 +213,7 @@ fn import_cli_reports_json_position_and_writes_a_readable_session() {
     let out = std::process::Command::new(support::bin()).args(["import", bad.to_str().unwrap(), "-o"]).arg(dir.path().join("x.jsonl")).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.har: line 3 column 18: not valid JSON: expected value\n"), "{err}");
+    assert!(err.contains("bad.har:3:18: invalid JSON: expected value\n"), "{err}");
 
     let good = dir.path().join("good.har");
     std::fs::write(&good, HAR).unwrap();

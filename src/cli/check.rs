@@ -73,14 +73,7 @@ fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// Parses JSON, naming the file, line and column on error.
 fn parse_json(path: &Path, bytes: &[u8]) -> anyhow::Result<Value> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: line {} column {}: not valid JSON: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
-    })
+    serde_json::from_slice(bytes).map_err(|e| super::json_error(path.display(), &e))
 }
 
 /// Reads a `/tokenize` answer: `{"tokens":[…]}` or a bare array; tokens are `{"id","piece"}`

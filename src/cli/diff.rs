@@ -86,14 +86,8 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
     if let Some(path) = &args.request {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("{}: cannot read", path.display()))?;
-        let body: Value = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: line {} column {}: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
-        })?;
+        let body: Value =
+            serde_json::from_str(&text).map_err(|e| super::json_error(path.display(), &e))?;
         let api = match args.api.as_deref() {
             Some("anthropic") => Api::Anthropic,
             Some(_) => Api::Openai,

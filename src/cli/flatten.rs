@@ -63,14 +63,7 @@ pub fn read_json(path: &Path) -> anyhow::Result<Value> {
     } else {
         std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?
     };
-    serde_json::from_slice(&bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}:{}:{}: invalid JSON: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
-    })
+    serde_json::from_slice(&bytes).map_err(|e| super::json_error(path.display(), &e))
 }
 
 

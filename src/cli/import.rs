@@ -27,14 +27,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let name = args.har.display().to_string();
     let bytes = std::fs::read(&args.har).with_context(|| format!("{name}: cannot read"))?;
-    let har: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{name}: line {} column {}: not valid JSON: {}",
-            e.line(),
-            e.column(),
-            json_reason(&e)
-        )
-    })?;
+    let har: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| super::json_error(&name, &e))?;
     let session = har_to_session_with(&name, &har, args.keep_secrets)?;
     if args.output.exists() && !args.force {
         bail!(
@@ -61,14 +55,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.output.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// serde_json's message without its trailing " at line L column C" (the caller prints the
-/// position first).
-pub fn json_reason(e: &serde_json::Error) -> String {
-    let msg = e.to_string();
-    match msg.rsplit_once(" at line ") {
-        Some((reason, _)) => reason.to_owned(),
-        None => msg,
-    }
 }

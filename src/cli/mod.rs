@@ -35,3 +35,14 @@ pub enum Format {
     Text,
     Json,
 }
+
+/// The one shape of a malformed-JSON error in every subcommand:
+/// `FILE:LINE:COLUMN: invalid JSON: REASON` (1-based line and column, as serde_json counts).
+pub fn json_error(file: impl std::fmt::Display, e: &serde_json::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{file}:{}:{}: invalid JSON: {}",
+        e.line(),
+        e.column(),
+        crate::json_reason(e)
+    )
+}

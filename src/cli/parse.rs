@@ -61,14 +61,7 @@ fn utf8(p: &Path, b: Vec<u8>) -> anyhow::Result<String> {
 
 fn json_file(p: &Path) -> anyhow::Result<Value> {
     let s = utf8(p, read_file(p)?)?;
-    serde_json::from_str(&s).map_err(|e| {
-        anyhow!(
-            "{}: line {} column {}: {e}",
-            p.display(),
-            e.line(),
-            e.column()
-        )
-    })
+    serde_json::from_str(&s).map_err(|e| super::json_error(p.display(), &e))
 }
 
 /// The template text of a .jinja file or a tokenizer_config.json (`chat_template` string, or

@@ -54,13 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("{}: cannot read", args.request.display()))?
     };
     if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-        anyhow::bail!(
-            "{}: line {} column {}: not valid JSON: {}",
-            args.request.display(),
-            e.line(),
-            e.column(),
-            super::import::json_reason(&e)
-        );
+        return Err(super::json_error(args.request.display(), &e));
     }
     let mut headers = Vec::new();
     for h in &args.headers {

@@ -49,9 +49,10 @@ pub(crate) fn first_json(s: &str) -> Result<(Value, usize, usize), String> {
     match it.next() {
         Some(Ok(v)) => Ok((v, lead, lead + it.byte_offset())),
         Some(Err(e)) => Err(format!(
-            "invalid JSON at line {} column {}: {e}",
+            "invalid JSON at line {} column {}: {}",
             e.line(),
-            e.column()
+            e.column(),
+            crate::json_reason(&e)
         )),
         None => Err("empty block".to_string()),
     }

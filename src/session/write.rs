@@ -74,13 +74,24 @@ impl SessionWriter {
 /// Takes an exclusive advisory lock for the writer's lifetime (released when the file closes), so
 /// two toolscope processes never write one session and exchange ids stay unique.
 fn lock(file: &File, path: &Path) -> anyhow::Result<()> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
-            "{}: another toolscope process is writing this session; choose another --session path",
-            path.display()
-        ),
-        Err(std::fs::TryLockError::Error(e)) => Err(anyhow::Error::new(e).context(format!("{}: cannot lock", path.display()))),
+    // A lock held by a live writer persists; one that only looks held is a forked child of this
+    // process between fork and exec (the descriptor is O_CLOEXEC, but until exec the child
+    // shares the open file description and so the flock). Retry for a moment before refusing.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(250);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+                "{}: another toolscope process is writing this session; choose another --session path",
+                path.display()
+            ),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(anyhow::Error::new(e).context(format!("{}: cannot lock", path.display())));
+            }
+        }
     }
 }
 

@@ -100,9 +100,10 @@ impl TemplateSource {
                     return Err(err(
                         name,
                         format!(
-                            "malformed JSON at line {}, column {}: {e}",
+                            "invalid JSON at line {} column {}: {}",
                             e.line(),
-                            e.column()
+                            e.column(),
+                            crate::json_reason(&e)
                         ),
                     ));
                 }
