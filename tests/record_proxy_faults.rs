@@ -458,3 +458,178 @@ async fn json_body_and_status_pass_through_unchanged() {
         Some(format!("http://{up_addr}/prefix").as_str())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_chunk_reaches_the_client_before_the_upstream_sends_the_next() {
+    // Lockstep upstream: it sends the response head, then each event only after the client
+    // (through the proxy) has seen the previous one. Any buffering on the forwarding side
+    // (holding a chunk until more arrive) stalls the exchange and fails the wait below.
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::channel::<usize>(16);
+    const EVENTS: usize = 5;
+    let upstream = tokio::spawn(async move {
+        let (mut s, _) = up.accept().await.unwrap();
+        let _ = s.set_nodelay(true);
+        read_request(&mut s).await.expect("request");
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        s.write_all(head.as_bytes()).await.unwrap();
+        for i in 0..EVENTS {
+            // Wait until the client saw the head (i = 0) or event i - 1.
+            let got = tokio::time::timeout(Duration::from_secs(10), seen_rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("the proxy held back what came before event {i}"));
+            assert_eq!(got, Some(i));
+            let ev = format!("data: {{\"seq\":{i}}}\n\n");
+            s.write_all(format!("{:x}\r\n{ev}\r\n", ev.len()).as_bytes())
+                .await
+                .unwrap();
+        }
+        s.write_all(b"0\r\n\r\n").await.unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("lockstep.jsonl");
+    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}"), session.clone());
+    cfg.detect_engine = false;
+    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    let resp = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .body("{\"stream\":true}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    seen_tx.send(0).await.unwrap();
+    let mut got = Vec::new();
+    let mut stream = resp.bytes_stream();
+    let mut events = 0;
+    while let Some(c) = stream.next().await {
+        got.extend_from_slice(&c.unwrap());
+        let n = got.windows(2).filter(|w| w == b"\n\n").count();
+        while events < n {
+            events += 1;
+            if events < EVENTS {
+                seen_tx.send(events).await.unwrap();
+            }
+        }
+    }
+    upstream.await.unwrap();
+    assert_eq!(events, EVENTS);
+    assert!(proxy.shutdown(Duration::from_secs(10)).await);
+    let s = read_session(&session).unwrap();
+    let ex = &s.exchanges[0];
+    assert_eq!(ex.outcome, Outcome::Complete);
+    assert_eq!(ex.response_bytes(), got);
+    let chunks = ex.response.as_ref().unwrap().chunks.as_ref().unwrap();
+    assert_eq!(
+        chunks.len(),
+        EVENTS,
+        "one recorded chunk per upstream write"
+    );
+    assert!(ex.timings.ttfb_us.unwrap() < chunks[0].t_us);
+    assert!(chunks.windows(2).all(|w| w[0].t_us < w[1].t_us));
+}
+
+/// Sends `GET path` on `s` (a kept-alive client connection) and reads the response, which
+/// must carry `content-length`. Returns (head, body).
+async fn get_on(s: &mut TcpStream, path: &str) -> (String, String) {
+    let req = format!("GET {path} HTTP/1.1\r\nhost: proxy\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
+            let len: usize = header(&head, "content-length")
+                .and_then(|v| v.parse().ok())
+                .expect("content-length");
+            if buf.len() >= pos + 4 + len {
+                let body = String::from_utf8_lossy(&buf[pos + 4..pos + 4 + len]).to_string();
+                return (head, body);
+            }
+        }
+        let n = s.read(&mut tmp).await.unwrap();
+        assert!(n > 0, "the proxy closed the client connection");
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_connection_keeps_its_upstream_connection_until_the_upstream_closes_it() {
+    // The upstream answers two requests per connection, then closes it while idle (as a
+    // keep-alive timeout does). One client connection sends four requests in a row: all must
+    // pass, over exactly two upstream connections.
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    let accepted = Arc::new(Mutex::new(0usize));
+    let (closed_tx, mut closed_rx) = tokio::sync::mpsc::channel::<()>(8);
+    // The first connection is closed only once the client has its second answer, so the
+    // proxy is holding it idle when the upstream closes it.
+    let release = Arc::new(tokio::sync::Notify::new());
+    let rel = release.clone();
+    let acc = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = up.accept().await.unwrap();
+            let conn = {
+                let mut a = acc.lock().unwrap();
+                *a += 1;
+                *a
+            };
+            let closed_tx = closed_tx.clone();
+            let rel = rel.clone();
+            tokio::spawn(async move {
+                for i in 0..2 {
+                    if read_request(&mut s).await.is_none() {
+                        break;
+                    }
+                    let body = format!("{{\"conn\":{conn},\"request\":{i}}}");
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    s.write_all(resp.as_bytes()).await.unwrap();
+                }
+                if conn == 1 {
+                    rel.notified().await;
+                }
+                drop(s);
+                let _ = closed_tx.send(()).await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("keepalive.jsonl");
+    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}"), session.clone());
+    cfg.detect_engine = false;
+    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    let mut client = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    let mut bodies = Vec::new();
+    for i in 1..=4 {
+        let (head, body) = get_on(&mut client, "/v1/models").await;
+        assert!(head.starts_with("HTTP/1.1 200"), "request {i}: {head}");
+        bodies.push(body);
+        if i == 2 {
+            // The upstream closes the kept connection before request 3 is sent.
+            release.notify_one();
+            tokio::time::timeout(Duration::from_secs(10), closed_rx.recv())
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(
+        bodies,
+        [
+            r#"{"conn":1,"request":0}"#,
+            r#"{"conn":1,"request":1}"#,
+            r#"{"conn":2,"request":0}"#,
+            r#"{"conn":2,"request":1}"#
+        ],
+        "one upstream connection per two requests"
+    );
+    drop(client);
+    assert!(proxy.shutdown(Duration::from_secs(10)).await);
+    let s = read_session(&session).unwrap();
+    assert_eq!(s.exchanges.len(), 4);
+    assert!(s.exchanges.iter().all(|e| e.outcome == Outcome::Complete));
+}
