@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolscope::record::proxy::{Proxy, ProxyConfig};
+use toolscope::record::proxy::{Proxy, ProxyConfig, ProxyHandle};
 use toolscope::session::{Outcome, read_session};
 
 /// What the fake upstream did for one test stream id: events written, and whether a write
@@ -115,6 +115,17 @@ async fn fake_upstream(listener: TcpListener, logs: Logs) {
     }
 }
 
+/// A proxy in front of `upstream` (no engine detection), recording into a fresh temporary
+/// folder (kept alive by the returned guard).
+async fn proxy_to(upstream: &str) -> (tempfile::TempDir, std::path::PathBuf, ProxyHandle) {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    let mut cfg = ProxyConfig::new(upstream, session.clone());
+    cfg.detect_engine = false;
+    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    (dir, session, proxy)
+}
+
 /// Deterministic xorshift generator (no external RNG, reproducible runs).
 struct Rng(u64);
 impl Rng {
@@ -172,11 +183,7 @@ async fn two_hundred_streams_with_disconnects_and_resets() {
     let logs: Logs = Arc::default();
     tokio::spawn(fake_upstream(up, logs.clone()));
 
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("faults.jsonl");
-    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}"), session.clone());
-    cfg.detect_engine = false;
-    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
     assert!(proxy.local_addr().ip().is_loopback());
     let url = format!("{}/v1/chat/completions", proxy.url());
 
@@ -423,11 +430,7 @@ async fn json_body_and_status_pass_through_unchanged() {
             });
         }
     });
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("500.jsonl");
-    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}/prefix/"), session.clone());
-    cfg.detect_engine = false;
-    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}/prefix/")).await;
     let resp = reqwest::Client::new()
         .post(format!("{}/v1/chat/completions", proxy.url()))
         .body("{\"model\":\"x\"}")
@@ -487,11 +490,7 @@ async fn each_chunk_reaches_the_client_before_the_upstream_sends_the_next() {
         }
         s.write_all(b"0\r\n\r\n").await.unwrap();
     });
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("lockstep.jsonl");
-    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}"), session.clone());
-    cfg.detect_engine = false;
-    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
     let resp = reqwest::Client::new()
         .post(format!("{}/v1/chat/completions", proxy.url()))
         .body("{\"stream\":true}")
@@ -598,11 +597,7 @@ async fn a_client_connection_keeps_its_upstream_connection_until_the_upstream_cl
             });
         }
     });
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("keepalive.jsonl");
-    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}"), session.clone());
-    cfg.detect_engine = false;
-    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
     let mut client = TcpStream::connect(proxy.local_addr()).await.unwrap();
     let mut bodies = Vec::new();
     for i in 1..=4 {
@@ -631,5 +626,59 @@ async fn a_client_connection_keeps_its_upstream_connection_until_the_upstream_cl
     assert!(proxy.shutdown(Duration::from_secs(10)).await);
     let s = read_session(&session).unwrap();
     assert_eq!(s.exchanges.len(), 4);
+    assert!(s.exchanges.iter().all(|e| e.outcome == Outcome::Complete));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_connection_closed_instead_of_answered_is_retried_on_a_fresh_one() {
+    // The keep-alive race llama-server shows after a stream: the upstream reads the next
+    // request on the kept connection and closes it without a byte of answer. The proxy sends
+    // the request again on a fresh connection; the client never sees the failure.
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    let accepted = Arc::new(Mutex::new(0usize));
+    let acc = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = up.accept().await.unwrap();
+            let conn = {
+                let mut a = acc.lock().unwrap();
+                *a += 1;
+                *a
+            };
+            tokio::spawn(async move {
+                while read_request(&mut s).await.is_some() {
+                    let body = format!("{{\"conn\":{conn}}}");
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    s.write_all(resp.as_bytes()).await.unwrap();
+                    if conn == 1 {
+                        // Read the next request, then close without answering it.
+                        let _ = read_request(&mut s).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
+    let mut client = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    let (h1, b1) = get_on(&mut client, "/v1/models").await;
+    let (h2, b2) = get_on(&mut client, "/v1/models").await;
+    assert!(
+        h1.starts_with("HTTP/1.1 200") && h2.starts_with("HTTP/1.1 200"),
+        "{h2}"
+    );
+    assert_eq!(
+        (b1.as_str(), b2.as_str()),
+        (r#"{"conn":1}"#, r#"{"conn":2}"#)
+    );
+    assert_eq!(*accepted.lock().unwrap(), 2);
+    drop(client);
+    assert!(proxy.shutdown(Duration::from_secs(10)).await);
+    let s = read_session(&session).unwrap();
+    assert_eq!(s.exchanges.len(), 2);
     assert!(s.exchanges.iter().all(|e| e.outcome == Outcome::Complete));
 }

@@ -498,7 +498,10 @@ impl UpstreamConn {
         })
         .await
         .map_err(|e| {
-            if e.is_canceled() {
+            // Canceled: never written. Incomplete message: the upstream closed the connection
+            // without a byte of answer — a kept connection it closed just as the request went
+            // out (the keep-alive race); it answered nothing, so the request may go again.
+            if e.is_canceled() || e.is_incomplete_message() {
                 SendError::NotSent(e.into())
             } else {
                 SendError::Failed(e.into())
