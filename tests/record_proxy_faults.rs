@@ -126,6 +126,25 @@ async fn proxy_to(upstream: &str) -> (tempfile::TempDir, std::path::PathBuf, Pro
     (dir, session, proxy)
 }
 
+/// `POST /v1/chat/completions` with `body` through `proxy`.
+async fn post_chat(proxy: &ProxyHandle, body: &'static str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Writes a `200` response with a JSON `body` and its `content-length` (a fake upstream).
+async fn write_json(s: &mut TcpStream, body: &str) {
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(resp.as_bytes()).await.unwrap();
+}
+
 /// Deterministic xorshift generator (no external RNG, reproducible runs).
 struct Rng(u64);
 impl Rng {
@@ -431,12 +450,7 @@ async fn json_body_and_status_pass_through_unchanged() {
         }
     });
     let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}/prefix/")).await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", proxy.url()))
-        .body("{\"model\":\"x\"}")
-        .send()
-        .await
-        .unwrap();
+    let resp = post_chat(&proxy, "{\"model\":\"x\"}").await;
     assert_eq!(resp.status(), 500);
     assert_eq!(
         resp.headers()["set-cookie"],
@@ -491,12 +505,7 @@ async fn each_chunk_reaches_the_client_before_the_upstream_sends_the_next() {
         s.write_all(b"0\r\n\r\n").await.unwrap();
     });
     let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", proxy.url()))
-        .body("{\"stream\":true}")
-        .send()
-        .await
-        .unwrap();
+    let resp = post_chat(&proxy, "{\"stream\":true}").await;
     assert_eq!(resp.status(), 200);
     seen_tx.send(0).await.unwrap();
     let mut got = Vec::new();
@@ -582,12 +591,7 @@ async fn a_client_connection_keeps_its_upstream_connection_until_the_upstream_cl
                     if read_request(&mut s).await.is_none() {
                         break;
                     }
-                    let body = format!("{{\"conn\":{conn},\"request\":{i}}}");
-                    let resp = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    s.write_all(resp.as_bytes()).await.unwrap();
+                    write_json(&mut s, &format!("{{\"conn\":{conn},\"request\":{i}}}")).await;
                 }
                 if conn == 1 {
                     rel.notified().await;
@@ -648,12 +652,7 @@ async fn a_kept_connection_closed_instead_of_answered_is_retried_on_a_fresh_one(
             };
             tokio::spawn(async move {
                 while read_request(&mut s).await.is_some() {
-                    let body = format!("{{\"conn\":{conn}}}");
-                    let resp = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    s.write_all(resp.as_bytes()).await.unwrap();
+                    write_json(&mut s, &format!("{{\"conn\":{conn}}}")).await;
                     if conn == 1 {
                         // Read the next request, then close without answering it.
                         let _ = read_request(&mut s).await;
