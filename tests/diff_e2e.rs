@@ -8,17 +8,11 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use toolscope::record::llama::{LlamaOptions, LlamaServer};
+use toolscope::record::llama::LlamaServer;
 use toolscope::session::*;
 
 fn start(model: &Path, template: &Path) -> LlamaServer {
-    LlamaServer::start(LlamaOptions {
-        model: model.to_owned(),
-        chat_template_file: Some(template.to_owned()),
-        ctx: 2048,
-        ..Default::default()
-    })
-    .expect("llama-server starts")
+    support::start_llama(model, Some(template.to_owned()), false, 2048)
 }
 
 fn exchange(id: u64, path: &str, body: Value) -> Exchange {
@@ -40,11 +34,7 @@ fn exchange(id: u64, path: &str, body: Value) -> Exchange {
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn two_servers_different_templates() {
-    let (Some(_), Some(model), Some(corpus)) = (
-        support::llama_server(),
-        support::smollm2(),
-        support::corpus(),
-    ) else {
+    let Some((model, corpus)) = support::smollm2_and_corpus() else {
         return;
     };
     let a = start(&model, &corpus.join("Qwen-Qwen3-0.6B.jinja"));

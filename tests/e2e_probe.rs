@@ -13,7 +13,6 @@ mod support;
 use std::process::Command;
 
 use serde_json::Value;
-use toolscope::record::llama::{LlamaOptions, LlamaServer};
 
 fn verdict<'a>(results: &'a [Value], api: &str, control: &str) -> &'a Value {
     results
@@ -25,21 +24,15 @@ fn verdict<'a>(results: &'a [Value], api: &str, control: &str) -> &'a Value {
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn probe_reports_llama_server_control_faults() {
-    let (Some(_), Some(model), Some(corpus)) = (
-        support::llama_server(),
-        support::smollm2(),
-        support::corpus(),
-    ) else {
+    let Some((model, corpus)) = support::smollm2_and_corpus() else {
         return;
     };
-    let server = LlamaServer::start(LlamaOptions {
-        model,
-        chat_template_file: Some(corpus.join("Qwen-Qwen3-0.6B.jinja")),
-        verbose: true,
-        extra_args: vec![],
-        ctx: 4096,
-    })
-    .expect("start llama-server");
+    let server = support::start_llama(
+        &model,
+        Some(corpus.join("Qwen-Qwen3-0.6B.jinja")),
+        true,
+        4096,
+    );
     let url = server.base_url();
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("probe.jsonl");

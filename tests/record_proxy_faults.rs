@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolscope::record::proxy::{Proxy, ProxyConfig};
+use toolscope::record::proxy::{Proxy, ProxyConfig, ProxyHandle};
 use toolscope::session::{Outcome, read_session};
 
 /// What the fake upstream did for one test stream id: events written, and whether a write
@@ -115,6 +115,36 @@ async fn fake_upstream(listener: TcpListener, logs: Logs) {
     }
 }
 
+/// A proxy in front of `upstream` (no engine detection), recording into a fresh temporary
+/// folder (kept alive by the returned guard).
+async fn proxy_to(upstream: &str) -> (tempfile::TempDir, std::path::PathBuf, ProxyHandle) {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    let mut cfg = ProxyConfig::new(upstream, session.clone());
+    cfg.detect_engine = false;
+    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    (dir, session, proxy)
+}
+
+/// `POST /v1/chat/completions` with `body` through `proxy`.
+async fn post_chat(proxy: &ProxyHandle, body: &'static str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Writes a `200` response with a JSON `body` and its `content-length` (a fake upstream).
+async fn write_json(s: &mut TcpStream, body: &str) {
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(resp.as_bytes()).await.unwrap();
+}
+
 /// Deterministic xorshift generator (no external RNG, reproducible runs).
 struct Rng(u64);
 impl Rng {
@@ -172,11 +202,7 @@ async fn two_hundred_streams_with_disconnects_and_resets() {
     let logs: Logs = Arc::default();
     tokio::spawn(fake_upstream(up, logs.clone()));
 
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("faults.jsonl");
-    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}"), session.clone());
-    cfg.detect_engine = false;
-    let proxy = Proxy::spawn(cfg, None).await.unwrap();
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
     assert!(proxy.local_addr().ip().is_loopback());
     let url = format!("{}/v1/chat/completions", proxy.url());
 
@@ -423,17 +449,8 @@ async fn json_body_and_status_pass_through_unchanged() {
             });
         }
     });
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("500.jsonl");
-    let mut cfg = ProxyConfig::new(&format!("http://{up_addr}/prefix/"), session.clone());
-    cfg.detect_engine = false;
-    let proxy = Proxy::spawn(cfg, None).await.unwrap();
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", proxy.url()))
-        .body("{\"model\":\"x\"}")
-        .send()
-        .await
-        .unwrap();
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}/prefix/")).await;
+    let resp = post_chat(&proxy, "{\"model\":\"x\"}").await;
     assert_eq!(resp.status(), 500);
     assert_eq!(
         resp.headers()["set-cookie"],
@@ -457,4 +474,210 @@ async fn json_body_and_status_pass_through_unchanged() {
         s.header.upstream.as_deref(),
         Some(format!("http://{up_addr}/prefix").as_str())
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_chunk_reaches_the_client_before_the_upstream_sends_the_next() {
+    // Lockstep upstream: it sends the response head, then each event only after the client
+    // (through the proxy) has seen the previous one. Any buffering on the forwarding side
+    // (holding a chunk until more arrive) stalls the exchange and fails the wait below.
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::channel::<usize>(16);
+    const EVENTS: usize = 5;
+    let upstream = tokio::spawn(async move {
+        let (mut s, _) = up.accept().await.unwrap();
+        let _ = s.set_nodelay(true);
+        read_request(&mut s).await.expect("request");
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        s.write_all(head.as_bytes()).await.unwrap();
+        for i in 0..EVENTS {
+            // Wait until the client saw the head (i = 0) or event i - 1.
+            let got = tokio::time::timeout(Duration::from_secs(10), seen_rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("the proxy held back what came before event {i}"));
+            assert_eq!(got, Some(i));
+            let ev = format!("data: {{\"seq\":{i}}}\n\n");
+            s.write_all(format!("{:x}\r\n{ev}\r\n", ev.len()).as_bytes())
+                .await
+                .unwrap();
+        }
+        s.write_all(b"0\r\n\r\n").await.unwrap();
+    });
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
+    let resp = post_chat(&proxy, "{\"stream\":true}").await;
+    assert_eq!(resp.status(), 200);
+    seen_tx.send(0).await.unwrap();
+    let mut got = Vec::new();
+    let mut stream = resp.bytes_stream();
+    let mut events = 0;
+    while let Some(c) = stream.next().await {
+        got.extend_from_slice(&c.unwrap());
+        let n = got.windows(2).filter(|w| w == b"\n\n").count();
+        while events < n {
+            events += 1;
+            if events < EVENTS {
+                seen_tx.send(events).await.unwrap();
+            }
+        }
+    }
+    upstream.await.unwrap();
+    assert_eq!(events, EVENTS);
+    assert!(proxy.shutdown(Duration::from_secs(10)).await);
+    let s = read_session(&session).unwrap();
+    let ex = &s.exchanges[0];
+    assert_eq!(ex.outcome, Outcome::Complete);
+    assert_eq!(ex.response_bytes(), got);
+    let chunks = ex.response.as_ref().unwrap().chunks.as_ref().unwrap();
+    assert_eq!(
+        chunks.len(),
+        EVENTS,
+        "one recorded chunk per upstream write"
+    );
+    assert!(ex.timings.ttfb_us.unwrap() < chunks[0].t_us);
+    assert!(chunks.windows(2).all(|w| w[0].t_us < w[1].t_us));
+}
+
+/// Sends `GET path` on `s` (a kept-alive client connection) and reads the response, which
+/// must carry `content-length`. Returns (head, body).
+async fn get_on(s: &mut TcpStream, path: &str) -> (String, String) {
+    let req = format!("GET {path} HTTP/1.1\r\nhost: proxy\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
+            let len: usize = header(&head, "content-length")
+                .and_then(|v| v.parse().ok())
+                .expect("content-length");
+            if buf.len() >= pos + 4 + len {
+                let body = String::from_utf8_lossy(&buf[pos + 4..pos + 4 + len]).to_string();
+                return (head, body);
+            }
+        }
+        let n = s.read(&mut tmp).await.unwrap();
+        assert!(n > 0, "the proxy closed the client connection");
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_connection_keeps_its_upstream_connection_until_the_upstream_closes_it() {
+    // The upstream answers two requests per connection, then closes it while idle (as a
+    // keep-alive timeout does). One client connection sends four requests in a row: all must
+    // pass, over exactly two upstream connections.
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    let accepted = Arc::new(Mutex::new(0usize));
+    let (closed_tx, mut closed_rx) = tokio::sync::mpsc::channel::<()>(8);
+    // The first connection is closed only once the client has its second answer, so the
+    // proxy is holding it idle when the upstream closes it.
+    let release = Arc::new(tokio::sync::Notify::new());
+    let rel = release.clone();
+    let acc = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = up.accept().await.unwrap();
+            let conn = {
+                let mut a = acc.lock().unwrap();
+                *a += 1;
+                *a
+            };
+            let closed_tx = closed_tx.clone();
+            let rel = rel.clone();
+            tokio::spawn(async move {
+                for i in 0..2 {
+                    if read_request(&mut s).await.is_none() {
+                        break;
+                    }
+                    write_json(&mut s, &format!("{{\"conn\":{conn},\"request\":{i}}}")).await;
+                }
+                if conn == 1 {
+                    rel.notified().await;
+                }
+                drop(s);
+                let _ = closed_tx.send(()).await;
+            });
+        }
+    });
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
+    let mut client = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    let mut bodies = Vec::new();
+    for i in 1..=4 {
+        let (head, body) = get_on(&mut client, "/v1/models").await;
+        assert!(head.starts_with("HTTP/1.1 200"), "request {i}: {head}");
+        bodies.push(body);
+        if i == 2 {
+            // The upstream closes the kept connection before request 3 is sent.
+            release.notify_one();
+            tokio::time::timeout(Duration::from_secs(10), closed_rx.recv())
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(
+        bodies,
+        [
+            r#"{"conn":1,"request":0}"#,
+            r#"{"conn":1,"request":1}"#,
+            r#"{"conn":2,"request":0}"#,
+            r#"{"conn":2,"request":1}"#
+        ],
+        "one upstream connection per two requests"
+    );
+    drop(client);
+    assert!(proxy.shutdown(Duration::from_secs(10)).await);
+    let s = read_session(&session).unwrap();
+    assert_eq!(s.exchanges.len(), 4);
+    assert!(s.exchanges.iter().all(|e| e.outcome == Outcome::Complete));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_connection_closed_instead_of_answered_is_retried_on_a_fresh_one() {
+    // The keep-alive race llama-server shows after a stream: the upstream reads the next
+    // request on the kept connection and closes it without a byte of answer. The proxy sends
+    // the request again on a fresh connection; the client never sees the failure.
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    let accepted = Arc::new(Mutex::new(0usize));
+    let acc = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = up.accept().await.unwrap();
+            let conn = {
+                let mut a = acc.lock().unwrap();
+                *a += 1;
+                *a
+            };
+            tokio::spawn(async move {
+                while read_request(&mut s).await.is_some() {
+                    write_json(&mut s, &format!("{{\"conn\":{conn}}}")).await;
+                    if conn == 1 {
+                        // Read the next request, then close without answering it.
+                        let _ = read_request(&mut s).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
+    let mut client = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    let (h1, b1) = get_on(&mut client, "/v1/models").await;
+    let (h2, b2) = get_on(&mut client, "/v1/models").await;
+    assert!(
+        h1.starts_with("HTTP/1.1 200") && h2.starts_with("HTTP/1.1 200"),
+        "{h2}"
+    );
+    assert_eq!(
+        (b1.as_str(), b2.as_str()),
+        (r#"{"conn":1}"#, r#"{"conn":2}"#)
+    );
+    assert_eq!(*accepted.lock().unwrap(), 2);
+    drop(client);
+    assert!(proxy.shutdown(Duration::from_secs(10)).await);
+    let s = read_session(&session).unwrap();
+    assert_eq!(s.exchanges.len(), 2);
+    assert!(s.exchanges.iter().all(|e| e.outcome == Outcome::Complete));
 }

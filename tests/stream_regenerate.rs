@@ -8,7 +8,6 @@
 mod support;
 
 use serde_json::{Value, json};
-use toolscope::record::llama::{LlamaOptions, LlamaServer};
 use toolscope::record::regenerate::{is_parse_error, regenerate};
 use toolscope::record::send::{SendOptions, send};
 use toolscope::session::{Api, Header, SessionWriter, read_session};
@@ -18,22 +17,11 @@ const PREFILL: &str = "<tool_call>\n{\"name\": \"";
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn parse_error_is_regenerated_as_raw_completion() {
-    let (Some(_bin), Some(model), Some(corpus)) = (
-        support::llama_server(),
-        support::smollm2(),
-        support::corpus(),
-    ) else {
+    let Some((model, corpus)) = support::smollm2_and_corpus() else {
         return;
     };
     let template = corpus.join("Qwen-Qwen3-0.6B.jinja");
-    let server = LlamaServer::start(LlamaOptions {
-        model,
-        chat_template_file: Some(template),
-        verbose: false,
-        extra_args: vec![],
-        ctx: 4096,
-    })
-    .expect("llama-server starts");
+    let server = support::start_llama(&model, Some(template), false, 4096);
     let base = server.base_url();
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("regen.jsonl");

@@ -28,11 +28,7 @@ fn without_tokens(body: &Value) -> Value {
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn local_renders_vs_llama_server_apply_template() {
-    let (Some(_bin), Some(model), Some(corpus)) = (
-        support::llama_server(),
-        support::smollm2(),
-        support::corpus(),
-    ) else {
+    let Some((model, corpus)) = support::smollm2_and_corpus() else {
         return;
     };
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -137,19 +133,10 @@ fn local_renders_vs_llama_server_apply_template() {
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn smollm2_tokenization_matches_server() {
-    let (Some(_bin), Some(model), Some(corpus)) = (
-        support::llama_server(),
-        support::smollm2(),
-        support::corpus(),
-    ) else {
+    let Some((model, corpus)) = support::smollm2_and_corpus() else {
         return;
     };
-    let server = LlamaServer::start(LlamaOptions {
-        model: model.clone(),
-        ctx: 4096,
-        ..Default::default()
-    })
-    .unwrap();
+    let server = support::start_llama(&model, None, false, 4096);
     let client = ServerClient::new(&server.base_url());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

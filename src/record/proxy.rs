@@ -14,14 +14,22 @@
 //!   body is cut off, not completed) and the exchange is recorded as `upstream_error`. An
 //!   upstream that cannot be reached gives the client HTTP 502 with a plain-text reason.
 //!
-//! Server side: hyper 1 (`http1`); upstream side: hyper-util's pooled legacy client with
-//! `TCP_NODELAY`. Using hyper on both sides passes frames through without re-chunking or
-//! re-encoding; `benches/proxy.rs` measures the overhead against a direct connection.
+//! Server side: hyper 1 (`http1`); upstream side: hyper's low-level `client::conn::http1`
+//! over a `TCP_NODELAY` socket. The upstream connection has no task of its own: the response
+//! body ([`RecordingBody`]) drives it from inside the client connection's task, so a chunk
+//! read from the upstream is decoded, recorded and handed to the client's encoder in the same
+//! poll — no cross-task wake-up per chunk, and the client's socket is written whenever the
+//! upstream socket has nothing more to read (never held back waiting for more). Each client
+//! connection keeps its own upstream connection alive for its next request (HTTP/1.1
+//! keep-alive mirrored one to one). `benches/proxy.rs` measures the overhead against a direct
+//! connection.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
@@ -30,12 +38,11 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1 as client_h1;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Request as HRequest, Response as HResponse, StatusCode, Uri};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::net::TcpListener;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::record::recorder::{
@@ -93,7 +100,10 @@ pub struct ProxyHandle {
 
 #[derive(Clone)]
 struct Upstream {
+    /// `host:port` as given (the `Host` header sent upstream).
     authority: String,
+    /// `host:port` with the default port 80 filled in (what is connected to).
+    connect: String,
     prefix: String,
     base: String,
 }
@@ -114,9 +124,14 @@ fn parse_upstream(url: &str) -> anyhow::Result<Upstream> {
         .with_context(|| format!("upstream {url:?} has no host"))?
         .to_string();
     let prefix = uri.path().trim_end_matches('/').to_owned();
+    let connect = match uri.port_u16() {
+        Some(_) => authority.clone(),
+        None => format!("{authority}:80"),
+    };
     Ok(Upstream {
         base: format!("http://{authority}{prefix}"),
         authority,
+        connect,
         prefix,
     })
 }
@@ -183,11 +198,6 @@ impl Proxy {
             &header,
             events,
         )?;
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.enforce_http(true);
-        let client: Client<HttpConnector, Full<Bytes>> =
-            Client::builder(TokioExecutor::new()).build(connector);
         let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
         let rec = recorder.clone();
         let task = tokio::spawn(async move {
@@ -201,11 +211,12 @@ impl Proxy {
                             continue;
                         };
                         let _ = stream.set_nodelay(true);
-                        let client = client.clone();
                         let upstream = upstream.clone();
                         let rec = rec.clone();
                         tokio::spawn(async move {
-                            let svc = hyper::service::service_fn(move |req| handle(req, client.clone(), upstream.clone(), rec.clone()));
+                            // This client connection's upstream connection, kept between its requests.
+                            let slot = Slot::default();
+                            let svc = hyper::service::service_fn(move |req| handle(req, slot.clone(), upstream.clone(), rec.clone()));
                             let _ = hyper::server::conn::http1::Builder::new()
                                 .keep_alive(true)
                                 .serve_connection(TokioIo::new(stream), svc)
@@ -292,7 +303,7 @@ fn text_response(status: StatusCode, text: String) -> HResponse<BoxBody<Bytes, B
 
 async fn handle(
     req: HRequest<Incoming>,
-    client: Client<HttpConnector, Full<Bytes>>,
+    slot: Slot,
     upstream: Upstream,
     rec: Recorder,
 ) -> Result<HResponse<BoxBody<Bytes, BoxError>>, Infallible> {
@@ -320,31 +331,64 @@ async fn handle(
     };
     let mut active = rec.begin(parts.method.as_str(), &path, req_headers, &body);
 
-    let target = format!("http://{}{}{}", upstream.authority, upstream.prefix, path);
-    let mut up = HRequest::builder()
-        .method(parts.method.clone())
-        .uri(&target);
-    if let Some(h) = up.headers_mut() {
-        for (k, v) in parts.headers.iter() {
-            if !is_hop(k.as_str()) && k != hyper::header::HOST {
-                h.append(k.clone(), v.clone());
+    let target = format!("{}{}", upstream.prefix, path);
+    let build = || {
+        let mut up = HRequest::builder()
+            .method(parts.method.clone())
+            .uri(&target);
+        if let Some(h) = up.headers_mut() {
+            for (k, v) in parts.headers.iter() {
+                if !is_hop(k.as_str()) && k != hyper::header::HOST {
+                    h.append(k.clone(), v.clone());
+                }
+            }
+            if let Ok(host) = HeaderValue::from_str(&upstream.authority) {
+                h.insert(hyper::header::HOST, host);
             }
         }
-    }
-    let up = match up.body(Full::new(body)) {
+        up.body(Full::new(body.clone()))
+    };
+    let first = match build() {
         Ok(r) => r,
         Err(e) => {
-            let msg =
-                format!("toolscope proxy: cannot build the upstream request for {target}: {e}");
+            let msg = format!(
+                "toolscope proxy: cannot build the upstream request for {}{target}: {e}",
+                upstream.base
+            );
             active.finish(Outcome::UpstreamError, Some(msg.clone()));
             return Ok(text_response(StatusCode::BAD_GATEWAY, msg + "\n"));
         }
     };
-    let resp = match client.request(up).await {
+    let kept = slot.lock().ok().and_then(|mut s| s.take());
+    let mut first = Some(first);
+    let mut sent = match kept {
+        // A kept connection the upstream closed meanwhile fails before the request is
+        // written: send it again on a fresh connection.
+        Some(conn) => match conn.send(first.take().expect("unused")).await {
+            Err(SendError::NotSent(_)) => None,
+            r => Some(r.map_err(SendError::into_inner)),
+        },
+        None => None,
+    };
+    if sent.is_none() {
+        sent = Some(match UpstreamConn::connect(&upstream.connect).await {
+            Ok(conn) => conn
+                .send(
+                    first
+                        .take()
+                        .map_or_else(build, Ok)
+                        .expect("built once already"),
+                )
+                .await
+                .map_err(SendError::into_inner),
+            Err(e) => Err(e),
+        });
+    }
+    let (resp, conn) = match sent.expect("set above") {
         Ok(r) => r,
         Err(e) => {
             let mut chain = e.to_string();
-            let mut src = std::error::Error::source(&e);
+            let mut src = std::error::Error::source(&*e);
             while let Some(s) = src {
                 chain.push_str(": ");
                 chain.push_str(&s.to_string());
@@ -375,7 +419,7 @@ async fn handle(
         }
     }
     active.head(rparts.status.as_u16(), forwarded);
-    let body = RecordingBody::new(rbody, active);
+    let body = RecordingBody::new(rbody, conn, slot, active);
     match out.body(body.boxed()) {
         Ok(r) => Ok(r),
         Err(e) => Ok(text_response(
@@ -385,16 +429,125 @@ async fn handle(
     }
 }
 
-/// The upstream response body, forwarded frame by frame and recorded on the way.
+type UpstreamSocket = TokioIo<TcpStream>;
+
+/// One upstream HTTP/1.1 connection, driven by whoever holds it (it has no task of its own).
+struct UpstreamConn {
+    sender: client_h1::SendRequest<Full<Bytes>>,
+    conn: Pin<Box<client_h1::Connection<UpstreamSocket, Full<Bytes>>>>,
+}
+
+/// Where a client connection keeps its idle upstream connection between requests.
+type Slot = Arc<Mutex<Option<UpstreamConn>>>;
+
+/// Drives `conn` once; `Some(result)` when the connection has ended.
+fn poll_conn(
+    conn: &mut Pin<Box<client_h1::Connection<UpstreamSocket, Full<Bytes>>>>,
+    cx: &mut TaskContext<'_>,
+) -> Option<hyper::Result<()>> {
+    match conn.as_mut().poll(cx) {
+        Poll::Ready(r) => Some(r),
+        Poll::Pending => None,
+    }
+}
+
+impl UpstreamConn {
+    /// Opens a connection to `addr` (`host:port`) with `TCP_NODELAY`.
+    async fn connect(addr: &str) -> Result<UpstreamConn, BoxError> {
+        let tcp = TcpStream::connect(addr)
+            .await
+            .map_err(|e| -> BoxError { format!("connecting to {addr}: {e}").into() })?;
+        let _ = tcp.set_nodelay(true);
+        let (sender, conn) = client_h1::Builder::new()
+            .handshake(TokioIo::new(tcp))
+            .await?;
+        Ok(UpstreamConn {
+            sender,
+            conn: Box::pin(conn),
+        })
+    }
+
+    /// Sends `req` and waits for the response head, driving the connection meanwhile.
+    /// Returns the response and, unless the connection ended meanwhile, the connection (its
+    /// body still to be read through it).
+    async fn send(
+        mut self,
+        req: HRequest<Full<Bytes>>,
+    ) -> Result<(HResponse<Incoming>, Option<UpstreamConn>), SendError> {
+        // Ready: the connection is idle and open (a kept one may have been closed upstream).
+        std::future::poll_fn(|cx| {
+            if let Some(r) = poll_conn(&mut self.conn, cx) {
+                let why = match r {
+                    Ok(()) => "the upstream closed the connection".into(),
+                    Err(e) => e.into(),
+                };
+                return Poll::Ready(Err(SendError::NotSent(why)));
+            }
+            self.sender
+                .poll_ready(cx)
+                .map_err(|e| SendError::NotSent(e.into()))
+        })
+        .await?;
+        let mut ended = false;
+        let mut resp = std::pin::pin!(self.sender.send_request(req));
+        let resp = std::future::poll_fn(|cx| {
+            if !ended {
+                ended = poll_conn(&mut self.conn, cx).is_some();
+            }
+            resp.as_mut().poll(cx)
+        })
+        .await
+        .map_err(|e| {
+            // Canceled: never written. Incomplete message: the upstream closed the connection
+            // without a byte of answer — a kept connection it closed just as the request went
+            // out (the keep-alive race); it answered nothing, so the request may go again.
+            if e.is_canceled() || e.is_incomplete_message() {
+                SendError::NotSent(e.into())
+            } else {
+                SendError::Failed(e.into())
+            }
+        })?;
+        Ok((resp, (!ended).then_some(self)))
+    }
+}
+
+/// Why [`UpstreamConn::send`] got no response head.
+enum SendError {
+    /// The connection was closed before the request was written: safe to send again.
+    NotSent(BoxError),
+    /// The request may have reached the upstream.
+    Failed(BoxError),
+}
+
+impl SendError {
+    fn into_inner(self) -> BoxError {
+        match self {
+            SendError::NotSent(e) | SendError::Failed(e) => e,
+        }
+    }
+}
+
+/// The upstream response body, forwarded frame by frame and recorded on the way. Polling it
+/// also drives the upstream connection (see the module docs); when the body ends whole the
+/// connection goes back to the client connection's [`Slot`] for its next request.
 struct RecordingBody {
     inner: Incoming,
+    conn: Option<UpstreamConn>,
+    slot: Slot,
     active: Option<ActiveExchange>,
 }
 
 impl RecordingBody {
-    fn new(inner: Incoming, active: ActiveExchange) -> RecordingBody {
+    fn new(
+        inner: Incoming,
+        conn: Option<UpstreamConn>,
+        slot: Slot,
+        active: ActiveExchange,
+    ) -> RecordingBody {
         let mut b = RecordingBody {
             inner,
+            conn,
+            slot,
             active: Some(active),
         };
         if b.inner.is_end_stream() {
@@ -406,6 +559,13 @@ impl RecordingBody {
     fn end(&mut self, outcome: Outcome, error: Option<String>) {
         if let Some(a) = self.active.take() {
             a.finish(outcome, error);
+        }
+        // Only a connection whose response was read whole can carry the next request.
+        if let Some(conn) = self.conn.take()
+            && outcome == Outcome::Complete
+            && let Ok(mut s) = self.slot.lock()
+        {
+            *s = Some(conn);
         }
     }
 }
@@ -419,6 +579,15 @@ impl HttpBody for RecordingBody {
         cx: &mut TaskContext<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
+        // Drive the upstream connection here: it reads the socket and hands the next decoded
+        // chunk to `inner` (or its error), waking this same task.
+        let mut conn_error = None;
+        if let Some(c) = this.conn.as_mut()
+            && let Some(r) = poll_conn(&mut c.conn, cx)
+        {
+            conn_error = r.err();
+            this.conn = None;
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(frame))) => {
@@ -438,7 +607,13 @@ impl HttpBody for RecordingBody {
                 Poll::Ready(Some(Err(Box::new(e))))
             }
             Poll::Ready(None) => {
-                this.end(Outcome::Complete, None);
+                match conn_error {
+                    Some(e) => this.end(
+                        Outcome::UpstreamError,
+                        Some(format!("upstream connection failed mid-response: {e}")),
+                    ),
+                    None => this.end(Outcome::Complete, None),
+                }
                 Poll::Ready(None)
             }
         }

@@ -5,6 +5,11 @@
 //! JSON line when it ends — complete, cut by the client (its drop), or failed upstream. Lines
 //! go through one writer thread that owns the [`SessionWriter`], so concurrent exchanges never
 //! mix and file I/O stays off the client's path; each line is flushed when written.
+//!
+//! The client's path does the least per chunk: [`ActiveExchange::chunk`] appends the bytes to
+//! one growing buffer and notes (end offset, receive time in µs). Splitting that buffer into
+//! [`Chunk`]s (UTF-8 check, text or base64), building the [`Exchange`], the
+//! [`RecordEvent::Ended`] event and the JSON encoding all happen on the writer thread.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -65,7 +70,48 @@ pub struct RecorderConfig {
 
 enum WriterMsg {
     Line(Box<Line>),
+    /// An ended exchange with its response body still raw: the writer thread splits `body`
+    /// into chunks (`marks`: end offset, receive µs) or stores it whole, emits
+    /// [`RecordEvent::Ended`] and writes the line.
+    Ended(Box<RawExchange>),
     Flush(std::sync::mpsc::Sender<()>),
+}
+
+struct RawExchange {
+    ex: Exchange,
+    body: Vec<u8>,
+    /// `Some` for `text/event-stream`: per chunk, its end offset in `body` and receive µs.
+    marks: Option<Vec<(usize, u64)>>,
+}
+
+impl RawExchange {
+    /// The exchange with its response body or chunks filled in.
+    fn build(self) -> Exchange {
+        let RawExchange {
+            mut ex,
+            body,
+            marks,
+        } = self;
+        if let Some(r) = ex.response.as_mut() {
+            match marks {
+                Some(marks) => {
+                    let mut start = 0;
+                    r.chunks = Some(
+                        marks
+                            .into_iter()
+                            .map(|(end, t_us)| {
+                                let data = Body::from_bytes(&body[start..end]);
+                                start = end;
+                                Chunk { t_us, data }
+                            })
+                            .collect(),
+                    );
+                }
+                None => r.body = Some(Body::from_bytes(&body)),
+            }
+        }
+        ex
+    }
 }
 
 struct Inner {
@@ -80,12 +126,34 @@ struct Inner {
     render_client: Option<ServerClient>,
     /// Lines written (exchanges + annotations), for tests and benches.
     written: Arc<AtomicU64>,
+    /// The runtime the recorder was opened on (late events from the writer thread).
+    rt: Option<tokio::runtime::Handle>,
 }
 
 /// A cheap-to-clone handle on one session being recorded.
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<Inner>,
+}
+
+/// Sends `ev` without blocking: chunks are best-effort (dropped when the channel is full);
+/// start/head/end/annotations must arrive, so a full channel hands them to a task on `rt`.
+fn emit_to(tx: &mpsc::Sender<RecordEvent>, rt: Option<&tokio::runtime::Handle>, ev: RecordEvent) {
+    match tx.try_send(ev) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(ev)) if !matches!(ev, RecordEvent::Chunk { .. }) => {
+            let tx = tx.clone();
+            let rt = tokio::runtime::Handle::try_current()
+                .ok()
+                .or_else(|| rt.cloned());
+            if let Some(h) = rt {
+                h.spawn(async move {
+                    let _ = tx.send(ev).await;
+                });
+            }
+        }
+        Err(_) => {}
+    }
 }
 
 /// The current UTC time as RFC 3339 with microseconds (`2026-11-29T18:32:18.123456Z`).
@@ -118,14 +186,30 @@ impl Recorder {
         let written = Arc::new(AtomicU64::new(0));
         let written2 = written.clone();
         let events2 = events.clone();
+        let rt = tokio::runtime::Handle::try_current().ok();
+        let rt2 = rt.clone();
         let path = cfg.session.clone();
         let thread = std::thread::Builder::new()
             .name("toolscope-session-writer".into())
             .spawn(move || {
                 let mut failed = false;
                 for msg in rx {
-                    match msg {
-                        WriterMsg::Line(line) => match writer.append(&line) {
+                    let line = match msg {
+                        WriterMsg::Line(line) => line,
+                        WriterMsg::Ended(raw) => {
+                            let ex = raw.build();
+                            if let Some(ev) = &events2 {
+                                emit_to(ev, rt2.as_ref(), RecordEvent::Ended(Box::new(ex.clone())));
+                            }
+                            Box::new(Line::Exchange(Box::new(ex)))
+                        }
+                        WriterMsg::Flush(done) => {
+                            let _ = done.send(());
+                            continue;
+                        }
+                    };
+                    {
+                        match writer.append(&line) {
                             Ok(()) => {
                                 written2.fetch_add(1, Ordering::SeqCst);
                             }
@@ -139,9 +223,6 @@ impl Recorder {
                                 }
                             }
                             Err(_) => {}
-                        },
-                        WriterMsg::Flush(done) => {
-                            let _ = done.send(());
                         }
                     }
                 }
@@ -158,6 +239,7 @@ impl Recorder {
                 idle: Notify::new(),
                 render_client,
                 written,
+                rt,
             }),
         })
     }
@@ -182,21 +264,7 @@ impl Recorder {
 
     fn emit(&self, ev: RecordEvent) {
         if let Some(tx) = &self.inner.events {
-            match tx.try_send(ev) {
-                Ok(()) => {}
-                // Chunks are best-effort; start/end/annotations must arrive.
-                Err(mpsc::error::TrySendError::Full(ev))
-                    if !matches!(ev, RecordEvent::Chunk { .. }) =>
-                {
-                    let tx = tx.clone();
-                    if let Ok(h) = tokio::runtime::Handle::try_current() {
-                        h.spawn(async move {
-                            let _ = tx.send(ev).await;
-                        });
-                    }
-                }
-                Err(_) => {}
-            }
+            emit_to(tx, self.inner.rt.as_ref(), ev);
         }
     }
 
@@ -260,27 +328,32 @@ impl Recorder {
             }),
             sse: false,
             body: Vec::new(),
-            chunks: Vec::new(),
+            marks: Vec::new(),
         }
     }
 
-    fn ended(&self, ex: Exchange) {
+    /// Queues an ended exchange (raw body, see [`RawExchange`]) and starts its llama-server
+    /// render annotation. Cheap: this runs on the client's path when a response ends.
+    fn ended(&self, raw: RawExchange) {
+        let ex = &raw.ex;
         let render = self.inner.render_client.clone().filter(|_| {
             matches!(ex.api(), Api::Openai | Api::Anthropic) && ex.request.method == "POST"
         });
         let render_req = render
             .as_ref()
-            .map(|_| (ex.id, ex.api(), ex.request_json()));
-        if self.inner.events.is_some() {
-            self.emit(RecordEvent::Ended(Box::new(ex.clone())));
+            .map(|_| (ex.id, ex.api(), ex.request.clone()));
+        if let Ok(guard) = self.inner.writer.lock()
+            && let Some(tx) = guard.as_ref()
+        {
+            let _ = tx.send(WriterMsg::Ended(Box::new(raw)));
         }
-        self.queue(Line::Exchange(Box::new(ex)));
-        if let (Some(client), Some((id, api, body))) = (render, render_req)
+        if let (Some(client), Some((id, api, request))) = (render, render_req)
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
             self.busy_inc();
             let rec = self.clone();
             rt.spawn(async move {
+                let body = request.body.json().ok();
                 let ann = server_render(&client, id, api, body).await;
                 rec.emit(RecordEvent::Annotated(ann.clone()));
                 rec.queue(Line::Annotation(ann));
@@ -388,8 +461,10 @@ pub struct ActiveExchange {
     start: Instant,
     ex: Option<Exchange>,
     sse: bool,
+    /// The response body so far, every chunk appended as forwarded.
     body: Vec<u8>,
-    chunks: Vec<Chunk>,
+    /// For `text/event-stream`: per chunk, its end offset in `body` and receive µs.
+    marks: Vec<(usize, u64)>,
 }
 
 impl ActiveExchange {
@@ -443,16 +518,14 @@ impl ActiveExchange {
         });
     }
 
-    /// Records one body chunk exactly as forwarded to the client.
+    /// Records one body chunk exactly as forwarded to the client: a copy into one growing
+    /// buffer and, for streams, one (end offset, µs) mark — no per-chunk allocation or
+    /// encoding here (that is the writer thread's job).
     pub fn chunk(&mut self, data: &Bytes) {
         let t = self.elapsed_us();
+        self.body.extend_from_slice(data);
         if self.sse {
-            self.chunks.push(Chunk {
-                t_us: t,
-                data: Body::from_bytes(data),
-            });
-        } else {
-            self.body.extend_from_slice(data);
+            self.marks.push((self.body.len(), t));
         }
         if self.rec.inner.events.is_some() {
             let id = self.id();
@@ -472,16 +545,14 @@ impl ActiveExchange {
     fn end(&mut self, outcome: Outcome, error: Option<String>) {
         let Some(mut ex) = self.ex.take() else { return };
         ex.timings.total_us = Some(self.elapsed_us());
-        if let Some(r) = ex.response.as_mut() {
-            if self.sse {
-                r.chunks = Some(std::mem::take(&mut self.chunks));
-            } else {
-                r.body = Some(Body::from_bytes(&self.body));
-            }
-        }
         ex.outcome = outcome;
         ex.error = error;
-        self.rec.ended(ex);
+        let marks = self.sse.then(|| std::mem::take(&mut self.marks));
+        self.rec.ended(RawExchange {
+            ex,
+            body: std::mem::take(&mut self.body),
+            marks,
+        });
     }
 }
 

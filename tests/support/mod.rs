@@ -105,3 +105,31 @@ pub fn case_json(case: &str, file: &str) -> serde_json::Value {
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolscope"))
 }
+
+/// The SmolLM2 GGUF and the template corpus, when they and the llama-server binary are all
+/// present; `None` (the e2e test skips, or panics under [`setup_required`]) otherwise.
+pub fn smollm2_and_corpus() -> Option<(PathBuf, PathBuf)> {
+    let (Some(_), Some(model), Some(corpus)) = (llama_server(), smollm2(), corpus()) else {
+        return None;
+    };
+    Some((model, corpus))
+}
+
+/// Starts llama-server (build 11434) on a free loopback port with `model`, the corpus
+/// template `template` (`--chat-template-file`) when given, `-v` when `verbose`, and a context
+/// of `ctx` tokens. Panics with the server's start error (log tail) when it does not come up.
+pub fn start_llama(
+    model: &std::path::Path,
+    template: Option<PathBuf>,
+    verbose: bool,
+    ctx: u32,
+) -> toolscope::record::llama::LlamaServer {
+    toolscope::record::llama::LlamaServer::start(toolscope::record::llama::LlamaOptions {
+        model: model.to_owned(),
+        chat_template_file: template,
+        verbose,
+        extra_args: vec![],
+        ctx,
+    })
+    .expect("llama-server starts")
+}
