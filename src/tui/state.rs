@@ -247,11 +247,26 @@ impl State {
                     .and_then(|l| serde_json::from_str::<crate::session::Line>(&l).ok())
                     .map(|l| match l {
                         crate::session::Line::Header(h) => {
+                            // "llama-server b11434 · SmolLM2-135M-Instruct.Q4_1.gguf": the model's
+                            // file name, not its path on the recording machine.
                             let engine = h
                                 .engine
-                                .map(|e| format!("{} {}", e.kind, e.model.unwrap_or_default()))
+                                .map(|e| {
+                                    let model = e.model.unwrap_or_default();
+                                    let model = model.rsplit(['/', '\\']).next().unwrap_or("");
+                                    let mut s = e.kind.to_string();
+                                    if let Some(v) = e.version.as_deref() {
+                                        s = format!("{s} {}", v.trim_end_matches("-unknown"));
+                                    }
+                                    if !model.is_empty() {
+                                        s = format!("{s} · {model}");
+                                    }
+                                    s
+                                })
                                 .unwrap_or_default();
-                            format!("{}  {}", h.created, engine.trim())
+                            // RFC 3339 to the minute, as a list shows it.
+                            let created: String = h.created.replace('T', " ").chars().take(16).collect();
+                            format!("{created}  {engine}")
                         }
                         _ => String::new(),
                     })

@@ -218,24 +218,29 @@ fn draw_browser(state: &State, f: &mut Frame, area: Rect) {
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner);
         return;
     }
+    // The file column is as wide as the longest name shown (20..=48), so the engine and model
+    // beside it stay readable at 80 columns.
+    let name_of = |e: &super::state::BrowserEntry| {
+        e.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let nw = br.entries.iter().map(|e| name_of(e).chars().count()).max().unwrap_or(0).clamp(20, 48);
     let mut lines = vec![Line::from(Span::styled(
-        format!("{:<48} {:>10}  {}", "FILE", "SIZE", "CREATED / ENGINE"),
+        format!("{:<nw$} {:>10}  {}", "FILE", "SIZE", "CREATED / ENGINE · MODEL"),
         st.header,
     ))];
     let h = inner.height.saturating_sub(1) as usize;
     for (i, e) in br.entries.iter().enumerate().skip(br.scroll.offset).take(h) {
-        let name = e
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = name_of(e);
         let style = if i == br.scroll.cursor {
             st.selected
         } else {
             st.base
         };
         lines.push(Line::from(Span::styled(
-            format!("{:<48} {:>10}  {}", name, fmt_size(e.size), e.info),
+            format!("{:<nw$} {:>10}  {}", name, fmt_size(e.size), e.info),
             style,
         )));
     }
