@@ -134,7 +134,10 @@ async fn pane_replay() {
 
 #[tokio::test]
 async fn pane_replay_per_char() {
-    let s = run("j 5 c end").await;
+    // c: recorded → per token piece (none recorded in this stream, the pane says so) → per character.
+    let s = run("j 5 c").await;
+    assert!(s.contains("No token pieces recorded for this reply"), "{s}");
+    let s = run("j 5 c c end").await;
     // {"quantity":12,"shelf":"B"} is 27 characters.
     // + the finish() step.
     assert!(s.contains("step 28/28"), "{s}");

@@ -197,7 +197,8 @@ pub fn error_events(
 }
 
 /// The generated text per SSE event (events that add no text are left out), and the sampled
-/// token pieces when the events list them (llama-server `/completion` with `n_probs`:
+/// token pieces when the events list them (OpenAI `logprobs: true`:
+/// `choices[0].logprobs.content[].token`; llama-server `/completion` with `n_probs`:
 /// `completion_probabilities[].token`). Visible text only: OpenAI `choices[0].delta.content`,
 /// Anthropic `content_block_delta` `text_delta.text`, `/completion` `content`, `/v1/completions`
 /// `choices[0].text`.
@@ -225,7 +226,11 @@ fn text_chunks(
                 text: t.to_owned(),
             });
         }
-        if let Some(probs) = v.get("completion_probabilities").and_then(Value::as_array) {
+        if let Some(probs) = v
+            .pointer("/choices/0/logprobs/content")
+            .or_else(|| v.get("completion_probabilities"))
+            .and_then(Value::as_array)
+        {
             pieces.extend(
                 probs
                     .iter()

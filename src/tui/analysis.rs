@@ -66,6 +66,10 @@ pub struct ServerView {
 pub enum Chunking {
     /// As the server streamed it (one chunk per SSE delta).
     Recorded,
+    /// One chunk per sampled token piece, when the stream lists them (OpenAI `logprobs`:
+    /// `choices[0].logprobs.content[].token`; llama-server `/completion` with `n_probs`:
+    /// `completion_probabilities[].token`) and they spell the raw text exactly.
+    PerPiece,
     /// One chunk per character.
     PerChar,
     /// The whole text at once.
@@ -74,11 +78,17 @@ pub enum Chunking {
 
 impl Chunking {
     /// All chunkings in selector order.
-    pub const ALL: [Chunking; 3] = [Chunking::Recorded, Chunking::PerChar, Chunking::Whole];
+    pub const ALL: [Chunking; 4] = [
+        Chunking::Recorded,
+        Chunking::PerPiece,
+        Chunking::PerChar,
+        Chunking::Whole,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
             Chunking::Recorded => "recorded chunks",
+            Chunking::PerPiece => "per token piece",
             Chunking::PerChar => "per character",
             Chunking::Whole => "whole text",
         }
@@ -1082,6 +1092,37 @@ fn is_marker(s: &str) -> bool {
         && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
 }
 
+/// Chunk ends (bytes into `raw`) at every sampled token piece the stream lists (see
+/// [`Chunking::PerPiece`]); empty when it lists none or they do not spell `raw` exactly (e.g.
+/// the pieces of the visible deltas against a `__verbose.content` raw text with markup).
+fn piece_bounds(events: &[StreamEvent], raw: &str) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut at = 0usize;
+    for e in events {
+        let Ok(v) = serde_json::from_str::<Value>(&e.data) else {
+            continue;
+        };
+        let list = v
+            .pointer("/choices/0/logprobs/content")
+            .or_else(|| v.get("completion_probabilities"))
+            .and_then(Value::as_array);
+        for p in list.into_iter().flatten() {
+            let Some(tok) = p.get("token").and_then(Value::as_str) else {
+                continue;
+            };
+            if tok.is_empty() {
+                continue;
+            }
+            if !raw[at..].starts_with(tok) {
+                return Vec::new();
+            }
+            at += tok.len();
+            ends.push(at);
+        }
+    }
+    if at == raw.len() { ends } else { Vec::new() }
+}
+
 fn replay_view(
     ex: &Exchange,
     events: &[StreamEvent],
@@ -1131,6 +1172,7 @@ fn replay_view(
     } else {
         vec![raw.len()]
     };
+    let per_piece = piece_bounds(events, &raw);
     let per_char: Vec<usize> = raw.char_indices().map(|(i, c)| i + c.len_utf8()).collect();
     let whole = if raw.is_empty() {
         Vec::new()
@@ -1140,7 +1182,7 @@ fn replay_view(
     ReplayView {
         traces: Vec::new(),
         syntax: None,
-        bounds: vec![recorded_bounds, per_char, whole],
+        bounds: vec![recorded_bounds, per_piece, per_char, whole],
         recorded_events,
         events: events.len(),
         raw,
@@ -1234,6 +1276,23 @@ impl<V> Lru<V> {
 
 #[cfg(test)]
 mod tests {
+    fn ev(data: serde_json::Value) -> StreamEvent {
+        StreamEvent { data: data.to_string(), ..Default::default() }
+    }
+
+    #[test]
+    fn piece_bounds_follow_logprobs_tokens_that_spell_the_text() {
+        // Hand-made OpenAI chunks with `logprobs` (two tokens in the first event, one in the second).
+        let evs = [
+            ev(serde_json::json!({"choices": [{"delta": {"content": "<tool"}, "logprobs": {"content": [{"token": "<"}, {"token": "tool"}]}}]})),
+            ev(serde_json::json!({"choices": [{"delta": {"content": "_call>"}, "logprobs": {"content": [{"token": "_call>"}]}}]})),
+        ];
+        assert_eq!(piece_bounds(&evs, "<tool_call>"), [1, 5, 11]);
+        // Pieces that do not spell the raw text (markup only in __verbose.content): none.
+        assert!(piece_bounds(&evs, "<tool_call>\n{}").is_empty());
+        assert!(piece_bounds(&[], "x").is_empty());
+    }
+
     use super::*;
 
     #[test]

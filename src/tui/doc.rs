@@ -599,6 +599,18 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
         .iter()
         .position(|c| *c == chunking)
         .unwrap_or(0);
+    let no_pieces = chunking == Chunking::PerPiece
+        && !a.replay.raw.is_empty()
+        && a.replay.bounds.get(ci).is_none_or(Vec::is_empty);
+    if no_pieces {
+        d.text(
+            "No token pieces recorded for this reply (the stream lists them with OpenAI \
+             `logprobs: true` or llama-server `n_probs`): press c for another chunking.",
+            st.muted,
+            None,
+        );
+        return d;
+    }
     let Some(s) = a.replay.step(ci, step) else {
         d.text("No generated text to replay.", st.muted, None);
         return d;

@@ -444,7 +444,7 @@ impl Default for Keymap {
                 Action::Chunking,
                 &["c"],
                 &[Replay],
-                "chunking: recorded / per char / whole",
+                "chunking: recorded / piece / char / whole",
                 true,
             ),
             b(
