@@ -96,6 +96,14 @@ pub async fn run_probe(opts: &ProbeOptions) -> anyhow::Result<ProbeRun> {
             writer
                 .append(&Line::Exchange(Box::new(exchange.clone())))
                 .with_context(|| format!("{}: cannot append", opts.session.display()))?;
+            // As the recorder does for llama-server: the server's own render and its pieces,
+            // fetched after the exchange, so the session shows what the model was fed.
+            if props.is_some() {
+                let ann = super::recorder::server_render(&client, id, api, Some(body.clone())).await;
+                writer
+                    .append(&Line::Annotation(ann))
+                    .with_context(|| format!("{}: cannot append", opts.session.display()))?;
+            }
             let cx = exchange_context(&exchange);
             let (mut verdict, mut evidence) = judge(control, &cx, baseline_called);
             if let Some(err) = &exchange.error {
