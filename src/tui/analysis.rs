@@ -15,6 +15,8 @@ pub struct Summary {
     pub id: u64,
     pub method: String,
     pub path: String,
+    /// The exchange's label (`probe:named_tool`, `send`), shown after the path.
+    pub label: Option<String>,
     pub model: Option<String>,
     /// HTTP status; `None` when the upstream failed before a status line.
     pub status: Option<u16>,
@@ -376,6 +378,7 @@ pub fn quick_summary(ex: &Exchange) -> Summary {
         id: ex.id,
         method: ex.request.method.clone(),
         path: ex.request.path.clone(),
+        label: ex.label.clone(),
         model: model_in(&ex.request.body).or_else(|| {
             ex.response
                 .as_ref()
@@ -401,6 +404,7 @@ pub fn summarize_in(ex: &Exchange, ctx: Option<Context<'_>>) -> Summary {
         id: ex.id,
         method: ex.request.method.clone(),
         path: ex.request.path.clone(),
+        label: ex.label.clone(),
         model: ex
             .model()
             .or_else(|| message.as_ref().and_then(|(m, _)| m.model.clone())),

@@ -326,7 +326,13 @@ fn draw_list(state: &State, f: &mut Frame, area: Rect) {
                     .status
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "—".into());
-                let model = x.model.clone().unwrap_or_default();
+                // llama-server reports its model as the GGUF path: the file name is the name.
+                let model = x.model.as_deref().unwrap_or_default();
+                let model = model.rsplit('/').next().unwrap_or(model).to_owned();
+                let path = match &x.label {
+                    Some(l) => format!("{}  {l}", x.path),
+                    None => x.path.clone(),
+                };
                 let nf = x.rules.len();
                 let worst = doc::worst(&x.rules);
                 let fstyle = match worst {
@@ -345,7 +351,7 @@ fn draw_list(state: &State, f: &mut Frame, area: Rect) {
                     Span::styled(format!("{:>4}{mark}", x.id), st.muted),
                     Span::styled(format!("{:<7} ", x.method), st.base),
                     Span::styled(
-                        format!("{:<pw$} ", trunc(&x.path, path_w), pw = path_w),
+                        format!("{:<pw$} ", trunc(&path, path_w), pw = path_w),
                         st.base,
                     ),
                     Span::styled(
