@@ -1,4 +1,4 @@
-//! The stages `diff` builds on, in one place: template rendering ([`crate::template::render`]),
+//! The stages `diff` builds on, in one place: template rendering ([`crate::template::render()`]),
 //! tool-call syntax detection
 //! ([`crate::parser::Syntax::detect_from_template`]) and tokenization ([`crate::tokens`]). Pure.
 
@@ -13,7 +13,7 @@ pub use crate::template::input::RenderInput;
 use super::split::DiffToken;
 
 /// Renders `source` for `input` as transformers' `apply_chat_template` does (see
-/// [`crate::template::render`]): the source's named `tool_use` template is picked when the
+/// [`crate::template::render()`]): the source's named `tool_use` template is picked when the
 /// request has tools; `bos_token`/`eos_token` default to the source's when the request does not
 /// set them. `opts.name` defaults to the source's origin.
 ///

@@ -16,7 +16,7 @@
 //!
 //! Server side: hyper 1 (`http1`); upstream side: hyper's low-level `client::conn::http1`
 //! over a `TCP_NODELAY` socket. The upstream connection has no task of its own: the response
-//! body ([`RecordingBody`]) drives it from inside the client connection's task, so a chunk
+//! body (`RecordingBody`) drives it from inside the client connection's task, so a chunk
 //! read from the upstream is decoded, recorded and handed to the client's encoder in the same
 //! poll — no cross-task wake-up per chunk, and the client's socket is written whenever the
 //! upstream socket has nothing more to read (never held back waiting for more). Each client

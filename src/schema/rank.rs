@@ -230,7 +230,7 @@ where
     }
 }
 
-/// [`preflight_with`] rendering with [`crate::template::render`] (transformers-faithful,
+/// [`preflight_with`] rendering with [`crate::template::render()`] (transformers-faithful,
 /// no clock) on the template source `template`.
 pub fn preflight(request: &Value, template: &str) -> Vec<Finding> {
     preflight_with(request, |req| {
@@ -239,7 +239,7 @@ pub fn preflight(request: &Value, template: &str) -> Vec<Finding> {
 }
 
 /// Renders `request` (OpenAI chat-completions or Anthropic Messages body) with `template` via
-/// [`crate::template::render`], filling `bos_token`/`eos_token` from `bos`/`eos` when the
+/// [`crate::template::render()`], filling `bos_token`/`eos_token` from `bos`/`eos` when the
 /// request has none. Errors: the render error as text (with its line and column).
 pub fn render_template(
     template: &str,

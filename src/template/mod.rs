@@ -5,7 +5,7 @@
 //! * [`source`] — [`source::TemplateSource`]: where a template comes from.
 //! * [`input`] — [`input::RenderInput`]: messages, tools and flags from an OpenAI or Anthropic
 //!   body, normalised as llama.cpp does.
-//! * [`render`] — [`render::render`]: minijinja configured as transformers' Jinja2.
+//! * [`mod@render`] — [`render::render`]: minijinja configured as transformers' Jinja2.
 //! * [`pyfmt`] — Python `str`/`repr`/`json.dumps`/`strftime` for template values.
 //! * [`gguf`] — GGUF metadata reader.
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
