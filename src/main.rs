@@ -41,6 +41,8 @@ enum Command {
     Probe(cli::probe::Args),
     /// Diff two templates or two servers on the same requests.
     Diff(cli::diff::Args),
+    /// Re-run exchanges the server's parser rejected as raw completions and replay the parser.
+    Regenerate(cli::regenerate::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Some(Command::Check(a)) => cli::check::run(a),
         Some(Command::Probe(a)) => cli::probe::run(a),
         Some(Command::Diff(a)) => cli::diff::run(a),
+        Some(Command::Regenerate(a)) => cli::regenerate::run(a),
     };
     match result {
         Ok(code) => code,

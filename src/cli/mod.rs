@@ -11,6 +11,7 @@ pub mod import;
 pub mod parse;
 pub mod probe;
 pub mod proxy;
+pub mod regenerate;
 pub mod render;
 pub mod send;
 

@@ -1,0 +1,112 @@
+//! `toolscope regenerate SESSION --url URL [--exchange N]`: re-run exchanges the server's own
+//! parser rejected (llama-server's HTTP 500 "does not match the expected … format") as raw
+//! completions, record them into the same session (label `regenerate:<id>`), and replay
+//! toolscope's parser on the raw text so the user sees where the call broke.
+//!
+//! Glue only: [`crate::record::regenerate`] does the requests, [`crate::parser`] the replay.
+//! Exit 0 when every regenerated text parses without a malformed block, 1 when one is
+//! malformed (or the regeneration itself failed), 2 on unusable input (no such file, no
+//! exchange to regenerate).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::parser::{Syntax, parse};
+use crate::record::regenerate::{is_parse_error, regenerate};
+use crate::session::{SessionWriter, read_session};
+
+/// Arguments of `toolscope regenerate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session file with the failed exchange(s); the regenerated ones are appended to it.
+    pub session: PathBuf,
+    /// llama-server to regenerate on (http://HOST:PORT): it must run the same model and template
+    /// as when the session was recorded (its `/apply-template` renders the prompt again).
+    #[arg(long)]
+    pub url: String,
+    /// Only this exchange (default: every exchange the server's parser rejected).
+    #[arg(long, value_name = "N")]
+    pub exchange: Option<u64>,
+}
+
+/// Runs `toolscope regenerate`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let name = args.session.display().to_string();
+    let session = read_session(&args.session).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let targets: Vec<_> = session
+        .exchanges
+        .iter()
+        .filter(|e| match args.exchange {
+            Some(n) => e.id == n,
+            None => is_parse_error(e),
+        })
+        .cloned()
+        .collect();
+    if targets.is_empty() {
+        match args.exchange {
+            Some(n) => bail!("{name}: no exchange #{n}"),
+            None => bail!(
+                "{name}: no exchange failed in the server's parser (HTTP 500 \"does not match the expected … format\"); name one with --exchange N"
+            ),
+        }
+    }
+    let template = session
+        .header
+        .props
+        .as_ref()
+        .and_then(|p| p.get("chat_template"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut writer = SessionWriter::open(&args.session, &session.header)
+        .with_context(|| format!("{name}: cannot open for append"))?;
+    let rt = super::runtime();
+    let mut bad = false;
+    for ex in &targets {
+        let r = match rt.block_on(regenerate(&args.url, ex, &mut writer)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("toolscope: {name}: #{}: {e:#}", ex.id);
+                bad = true;
+                continue;
+            }
+        };
+        let tools = ex.request_json().and_then(|b| b.get("tools").cloned());
+        let syntax = template
+            .as_deref()
+            .and_then(Syntax::detect_from_template)
+            .or_else(|| Syntax::detect_from_text(&r.raw_text));
+        let out = parse(&r.raw_text, syntax, tools.as_ref());
+        println!(
+            "#{} → #{} ({}): {} bytes of raw text, syntax {}",
+            ex.id,
+            r.exchange.id,
+            r.exchange.label.as_deref().unwrap_or(""),
+            r.raw_text.len(),
+            syntax.map_or("auto", |s| s.name())
+        );
+        println!("  raw: {:?}", r.raw_text);
+        for c in &out.tool_calls {
+            println!("  call:      {}({})", c.name, c.arguments);
+        }
+        for m in &out.malformed {
+            bad = true;
+            println!(
+                "  malformed: at byte {} ({}): {} — {:?}",
+                m.offset, m.syntax, m.message, m.text
+            );
+        }
+        for p in &out.repairs {
+            println!("  repair:    at byte {} ({}): {}", p.offset, p.kind, p.message);
+        }
+        if !out.content.is_empty() {
+            println!("  content:   {:?}", out.content);
+        }
+    }
+    println!(
+        "recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)"
+    );
+    Ok(ExitCode::from(u8::from(bad)))
+}
