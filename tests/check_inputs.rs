@@ -148,3 +148,41 @@ fn error_event_in_a_bare_stream() {
     assert_eq!(f[0]["evidence"]["event"], 1);
     assert_eq!(code, 1);
 }
+
+/// `--tokens` with bare ids (llama-server's `/tokenize` answer without `with_pieces`): the
+/// vocabulary names them (two BOS ids are a `bos.duplicate`); without a vocabulary the ids
+/// cannot be judged, which is an error naming the file and the token, not a clean report.
+#[test]
+fn bare_token_ids_are_named_by_the_vocab_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let vocab = support::root().join("tests/data/diagnose/vocab/tokenizer.json");
+    let dup = dir.path().join("dup.json");
+    std::fs::write(&dup, r#"{"tokens":[29,29,31,7]}"#).unwrap();
+    let one = dir.path().join("one.json");
+    std::fs::write(&one, r#"{"tokens":[29,31,7]}"#).unwrap();
+
+    let (code, v) = json(&["--tokens", s(&dup), "--vocab", s(&vocab)]);
+    assert_eq!(code, 1, "{v:#}");
+    let f = &v["findings"][0];
+    assert_eq!(f["rule"], "bos.duplicate", "{v:#}");
+    assert_eq!(f["evidence"]["token"], 1);
+    assert_eq!(f["evidence"]["excerpt"], "<s>");
+
+    let (code, v) = json(&["--tokens", s(&one), "--vocab", s(&vocab)]);
+    assert_eq!(code, 0, "{v:#}");
+
+    let (code, _, err) = run(&["--tokens", s(&dup)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("dup.json: /tokens/0") && err.contains("with_pieces"),
+        "{err}"
+    );
+
+    std::fs::write(&dup, r#"{"tokens":[29,4000000]}"#).unwrap();
+    let (code, _, err) = run(&["--tokens", s(&dup), "--vocab", s(&vocab)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("dup.json: /tokens/1: token id 4000000"),
+        "{err}"
+    );
+}
