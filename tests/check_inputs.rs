@@ -248,3 +248,25 @@ fn completion_exchanges_in_a_session_are_checked() {
     );
     assert_eq!(code, 1);
 }
+
+/// A finding's message is one line: the leaked markup it quotes shows its newlines as `⏎`
+/// (the text report indents evidence under the message; a raw newline broke it).
+#[test]
+fn leaked_call_message_is_one_line() {
+    let case = support::root().join("tests/cases/10-call-leaked-with-choice-none");
+    let (_, v) = json(&[
+        "--request",
+        s(&case.join("request.json")),
+        "--response",
+        s(&case.join("response.json")),
+    ]);
+    let leak = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "tool_call.leaked_as_text")
+        .expect("tool_call.leaked_as_text");
+    let msg = leak["message"].as_str().unwrap();
+    assert!(!msg.contains('\n'), "{msg}");
+    assert!(msg.contains("(<tool_call>⏎{"), "{msg}");
+}
