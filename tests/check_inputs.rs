@@ -148,3 +148,125 @@ fn error_event_in_a_bare_stream() {
     assert_eq!(f[0]["evidence"]["event"], 1);
     assert_eq!(code, 1);
 }
+
+/// `--tokens` with bare ids (llama-server's `/tokenize` answer without `with_pieces`): the
+/// vocabulary names them (two BOS ids are a `bos.duplicate`); without a vocabulary the ids
+/// cannot be judged, which is an error naming the file and the token, not a clean report.
+#[test]
+fn bare_token_ids_are_named_by_the_vocab_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let vocab = support::root().join("tests/data/diagnose/vocab/tokenizer.json");
+    let dup = dir.path().join("dup.json");
+    std::fs::write(&dup, r#"{"tokens":[29,29,31,7]}"#).unwrap();
+    let one = dir.path().join("one.json");
+    std::fs::write(&one, r#"{"tokens":[29,31,7]}"#).unwrap();
+
+    let (code, v) = json(&["--tokens", s(&dup), "--vocab", s(&vocab)]);
+    assert_eq!(code, 1, "{v:#}");
+    let f = &v["findings"][0];
+    assert_eq!(f["rule"], "bos.duplicate", "{v:#}");
+    assert_eq!(f["evidence"]["token"], 1);
+    assert_eq!(f["evidence"]["excerpt"], "<s>");
+
+    let (code, v) = json(&["--tokens", s(&one), "--vocab", s(&vocab)]);
+    assert_eq!(code, 0, "{v:#}");
+
+    let (code, _, err) = run(&["--tokens", s(&dup)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("dup.json: /tokens/0") && err.contains("with_pieces"),
+        "{err}"
+    );
+
+    std::fs::write(&dup, r#"{"tokens":[29,4000000]}"#).unwrap();
+    let (code, _, err) = run(&["--tokens", s(&dup), "--vocab", s(&vocab)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("dup.json: /tokens/1: token id 4000000"),
+        "{err}"
+    );
+}
+
+/// A recorded `/completion` (or `/v1/completions`) exchange in a session is checked as the same
+/// stream given with `--response-sse` is: listed with its content, its error event reported
+/// (it used to be left out of the report altogether).
+#[test]
+fn completion_exchanges_in_a_session_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("comp.jsonl");
+    let header = r#"{"type":"header","format":"toolscope-session/1","created":"2026-12-01T09:00:00Z","tool":"toolscope 0.1.0"}"#;
+    let ex = |id: u64, path: &str, chunks: &[&str]| {
+        serde_json::json!({
+            "type": "exchange", "id": id, "started": "2026-12-01T09:00:01Z",
+            "request": {"method": "POST", "path": path,
+                        "headers": [["content-type", "application/json"]],
+                        "body": {"text": "{\"prompt\":\"hi\",\"stream\":true}"}},
+            "response": {"status": 200, "headers": [["content-type", "text/event-stream"]],
+                         "chunks": chunks.iter().enumerate()
+                             .map(|(i, c)| serde_json::json!({"t_us": 1000 * (i as u64 + 1), "text": c}))
+                             .collect::<Vec<_>>()},
+            "timings": {"ttfb_us": 1000, "total_us": 5000},
+            "outcome": "complete"
+        })
+        .to_string()
+    };
+    let ok = ex(
+        1,
+        "/completion",
+        &[
+            "data: {\"index\":0,\"content\":\"Hello\",\"stop\":false}\n\n",
+            "data: {\"index\":0,\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\"}\n\n",
+        ],
+    );
+    let err = ex(
+        2,
+        "/v1/completions",
+        &[
+            "data: {\"choices\":[{\"index\":0,\"text\":\"Hel\",\"finish_reason\":null}]}\n\n",
+            "data: {\"error\":{\"code\":500,\"message\":\"Context size has been exceeded.\",\"type\":\"exceed_context_size_error\"}}\n\n",
+        ],
+    );
+    std::fs::write(&path, format!("{header}\n{ok}\n{err}\n")).unwrap();
+
+    let (code, v) = json(&[s(&path)]);
+    let ex = v["exchanges"].as_array().unwrap();
+    assert_eq!(ex.len(), 2, "{v:#}");
+    assert_eq!(ex[0]["api"], "completion");
+    assert_eq!(ex[0]["content"], "Hello");
+    assert_eq!(ex[0]["finish_reason"], "eos");
+    assert_eq!(ex[1]["index"], 2);
+    let rules: Vec<(&str, &Value)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), &f["exchange"]))
+        .collect();
+    assert_eq!(
+        rules,
+        vec![("stream.error_event", &serde_json::json!(2))],
+        "{v:#}"
+    );
+    assert_eq!(code, 1);
+}
+
+/// A finding's message is one line: the leaked markup it quotes shows its newlines as `⏎`
+/// (the text report indents evidence under the message; a raw newline broke it).
+#[test]
+fn leaked_call_message_is_one_line() {
+    let case = support::root().join("tests/cases/10-call-leaked-with-choice-none");
+    let (_, v) = json(&[
+        "--request",
+        s(&case.join("request.json")),
+        "--response",
+        s(&case.join("response.json")),
+    ]);
+    let leak = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "tool_call.leaked_as_text")
+        .expect("tool_call.leaked_as_text");
+    let msg = leak["message"].as_str().unwrap();
+    assert!(!msg.contains('\n'), "{msg}");
+    assert!(msg.contains("(<tool_call>⏎{"), "{msg}");
+}

@@ -277,3 +277,43 @@ fn cli_flatten_with_template_ranks() {
     assert!(text.contains("1. first-type-with-note"), "{text}");
     assert!(text.contains("chosen: first-type-with-note"), "{text}");
 }
+
+/// `flatten --template` on a template that renders nothing (here a syntax error) exits 2 with
+/// the render error: no strategy can be chosen on it (it used to print `chosen: type-list`,
+/// exit 0). A template that renders still ranks.
+#[test]
+fn cli_flatten_template_that_renders_nothing_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = support::root().join("tests/data/diff/request-tools.json");
+    let bad = dir.path().join("bad.jinja");
+    std::fs::write(&bad, "{% for x in %}").unwrap();
+    let out = Command::new(support::bin())
+        .arg("flatten")
+        .arg(&tools)
+        .arg("--template")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: renders neither", bad.display()))
+            && err.contains("syntax error"),
+        "{err}"
+    );
+
+    let good = dir.path().join("good.jinja");
+    std::fs::write(&good, "{{ tools | tojson }}").unwrap();
+    let out = Command::new(support::bin())
+        .arg("flatten")
+        .arg(&tools)
+        .arg("--template")
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -145,3 +145,23 @@ fn empty_verbose_content_in_a_stream_is_not_the_raw_text() {
     let body = serde_json::json!({"choices":[{"message":{"content":"Hi"}}],"__verbose":{"content":""}});
     assert_eq!(toolscope::stream::message::from_response_json("openai", &body).unwrap().raw_text, None);
 }
+
+/// A UTF-8 byte order mark before the header (an editor saved the file) is skipped: the
+/// session opens as without it.
+#[test]
+fn byte_order_mark_before_the_header_is_skipped() {
+    let header = serde_json::to_string(&Line::Header(write::new_header("t".into()))).unwrap();
+    let ex = serde_json::to_string(&Line::Exchange(Box::new(exchange(1)))).unwrap();
+    let text = format!("\u{feff}{header}\n{ex}\n");
+    let s = read_session_bytes("bom.jsonl", text.as_bytes()).unwrap();
+    assert_eq!(s.exchanges.len(), 1);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bom.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let src = toolscope::tui::source::SessionSource::index_file(&path, &mut |_, _| {}).unwrap();
+    assert_eq!(src.len(), 1);
+    let first = toolscope::tui::source::first_line(&path, 1024).unwrap();
+    assert!(first.starts_with("{\"type\":\"header\""), "{first}");
+}

@@ -249,3 +249,38 @@ fn anthropic_body_renders_like_its_openai_form() {
         "[system]S[user]Q[assistant]<call f {\"x\": 1}>[tool]R"
     );
 }
+
+/// A request whose `messages` is not an array of objects is an error naming the request file
+/// and the JSON Pointer (exit 2), not a template line tripping over it.
+#[test]
+fn malformed_messages_name_the_request_and_pointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let tpl = write(
+        dir.path(),
+        "t.jinja",
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}",
+    );
+    for (name, body, want) in [
+        (
+            "num.json",
+            r#"{"messages": 5}"#,
+            "num.json: /messages: expected an array of messages, got a number",
+        ),
+        (
+            "elem.json",
+            r#"{"messages": [{"role": "user", "content": "hi"}, "oops"]}"#,
+            "elem.json: /messages/1: expected a message object with \"role\", got a string",
+        ),
+    ] {
+        let req = write(dir.path(), name, body);
+        let out = render(&[
+            "--template",
+            tpl.to_str().unwrap(),
+            "--request",
+            req.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}

@@ -77,8 +77,15 @@ fn parse_json(path: &Path, bytes: &[u8]) -> anyhow::Result<Value> {
 }
 
 /// Reads a `/tokenize` answer: `{"tokens":[…]}` or a bare array; tokens are `{"id","piece"}`
-/// objects (piece a string or byte array) or bare ids.
-pub fn parse_tokens(path: &Path, v: &Value) -> anyhow::Result<Vec<TokenPiece>> {
+/// objects (piece a string or byte array) or bare ids (llama-server's answer without
+/// `with_pieces`). A bare id is named by `vocab` (its stored piece); without a local vocabulary
+/// it is an error naming the file and the token: the token rules judge pieces, and an id alone
+/// would silently pass every one of them.
+pub fn parse_tokens(
+    path: &Path,
+    v: &Value,
+    vocab: Option<&crate::tokens::Vocab>,
+) -> anyhow::Result<Vec<TokenPiece>> {
     let arr = v.get("tokens").unwrap_or(v).as_array().with_context(|| {
         format!(
             "{}: expected {{\"tokens\": [...]}} from llama-server /tokenize",
@@ -89,9 +96,26 @@ pub fn parse_tokens(path: &Path, v: &Value) -> anyhow::Result<Vec<TokenPiece>> {
         .enumerate()
         .map(|(i, t)| {
             if let Some(id) = t.as_u64() {
+                let Some(vocab) = vocab else {
+                    bail!(
+                        "{}: /tokens/{i}: a bare token id ({id}) without its piece: ask llama-server's /tokenize with \"with_pieces\": true, or give --vocab (a .gguf or tokenizer.json) to name the ids",
+                        path.display()
+                    );
+                };
+                let piece = u32::try_from(id)
+                    .ok()
+                    .and_then(|id| vocab.pieces.get(id as usize))
+                    .with_context(|| {
+                        format!(
+                            "{}: /tokens/{i}: token id {id} is not in the vocabulary {} ({} tokens)",
+                            path.display(),
+                            vocab.origin,
+                            vocab.len()
+                        )
+                    })?;
                 return Ok(TokenPiece {
                     id: id as u32,
-                    piece: Piece::Text(String::new()),
+                    piece: Piece::Text(piece.clone()),
                 });
             }
             serde_json::from_value::<TokenPiece>(t.clone())
@@ -281,13 +305,20 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
             );
         }
     }
+    // `--tokens` ids are named by a local vocabulary (`--vocab`, or the `--template` GGUF's),
+    // which also gives their BOS id
+    let local_vocab = match &vocab {
+        Some(VocabSource::Local(v)) => Some(&**v),
+        _ => None,
+    };
+    let tokens_bos = local_vocab.and_then(|v| v.bos_id);
     let tokens = args
         .tokens
         .as_deref()
         .map(|p| {
             read(p)
                 .and_then(|b| parse_json(p, &b))
-                .and_then(|v| parse_tokens(p, &v))
+                .and_then(|v| parse_tokens(p, &v, local_vocab))
         })
         .transpose()?;
     let api = match args.api {
@@ -324,6 +355,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
             load::set_stream(&mut cx, body);
         }
         cx.server_tokens = tokens.clone();
+        cx.bos_id = cx.bos_id.or(tokens_bos);
         let file = display(
             args.response
                 .as_deref()
@@ -336,6 +368,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         let mut cx = ExchangeContext::new(api);
         cx.request = Some(req.clone());
         cx.server_tokens = tokens.clone();
+        cx.bos_id = cx.bos_id.or(tokens_bos);
         let file = display(args.request.as_deref());
         add(&mut report, &mut cx, 1, &file, false)?;
         report.findings.extend(
@@ -346,6 +379,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     } else if let Some(toks) = tokens {
         let mut cx = ExchangeContext::new(api);
         cx.server_tokens = Some(toks);
+        cx.bos_id = cx.bos_id.or(tokens_bos);
         add(
             &mut report,
             &mut cx,

@@ -96,6 +96,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     )
                 })
                 .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
+                // nothing rendered: no strategy can be chosen (and none judged) on this template
+                if ranking.best().is_none() && ranking.baseline.score.is_none() {
+                    let err = ranking
+                        .baseline
+                        .render_error
+                        .clone()
+                        .or_else(|| ranking.ranked.iter().find_map(|r| r.render_error.clone()))
+                        .unwrap_or_default();
+                    let tools = args.tools.display();
+                    anyhow::bail!("{tp}: renders neither {tools} as given nor flattened: {err}");
+                }
                 let flat = match args.strategy {
                     Some(s) => flatten_tools(
                         &doc,

@@ -272,6 +272,18 @@ pub fn tokenize_with(
     })
 }
 
+/// The JSON type of `v`, in words.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Runs `toolscope render`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let req_name = args.request.display().to_string();
@@ -281,6 +293,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         serde_json::from_str(&text).map_err(|e| super::json_error(&req_name, &e))?;
     if !body.is_object() {
         bail!("{req_name}: the request must be a JSON object with \"messages\"");
+    }
+    // a malformed request names its JSON Pointer here, not a template line that trips over it
+    match body.get("messages") {
+        None | Some(Value::Array(_)) => {}
+        Some(m) => bail!(
+            "{req_name}: /messages: expected an array of messages, got {}",
+            json_kind(m)
+        ),
+    }
+    if let Some(Value::Array(ms)) = body.get("messages")
+        && let Some((i, m)) = ms.iter().enumerate().find(|(_, m)| !m.is_object())
+    {
+        bail!(
+            "{req_name}: /messages/{i}: expected a message object with \"role\", got {}",
+            json_kind(m)
+        );
     }
     let anthropic = match args.api.as_deref() {
         Some("anthropic") => true,

@@ -33,7 +33,7 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
     let mut exchanges: Vec<&Exchange> = session
         .exchanges
         .iter()
-        .filter(|e| matches!(e.api(), Api::Openai | Api::Anthropic))
+        .filter(|e| matches!(e.api(), Api::Openai | Api::Anthropic | Api::Completion))
         .collect();
     exchanges.sort_by_key(|e| e.id);
     let contexts = exchanges

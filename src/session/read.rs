@@ -82,6 +82,11 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_no = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        // a UTF-8 byte order mark (an editor's) before the header is not part of the JSON
+        let raw = match i {
+            0 => raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw),
+            _ => raw,
+        };
         if raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }

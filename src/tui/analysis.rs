@@ -771,8 +771,9 @@ pub fn decode_events(ex: &Exchange) -> Vec<StreamEvent> {
     out
 }
 
-/// The server's reply after 0, 1, …, n events (OpenAI `chat.completion.chunk` deltas or
-/// Anthropic `content_block_*` / `message_delta` events).
+/// The server's reply after 0, 1, …, n events (OpenAI `chat.completion.chunk` deltas,
+/// Anthropic `content_block_*` / `message_delta` events, or raw completion text: `/completion`
+/// `content`, `/v1/completions` `choices[0].text`).
 pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Vec<ServerMark>) {
     let mut cur = ServerView::default();
     let mark = |v: &ServerView| ServerMark {
@@ -832,6 +833,25 @@ pub fn server_views(api: Option<Api>, events: &[StreamEvent]) -> (ServerView, Ve
                         }
                     }
                     _ => {}
+                }
+            } else if api == Some(Api::Completion) {
+                // llama-server `/completion` (`content`, `stop`, `stop_type`) or OpenAI
+                // `/v1/completions` (`choices[0].text`, `finish_reason`)
+                if let Some(t) = v
+                    .get("content")
+                    .or_else(|| v.pointer("/choices/0/text"))
+                    .and_then(Value::as_str)
+                {
+                    cur.content.push_str(t);
+                }
+                let finish = if v.get("stop").and_then(Value::as_bool) == Some(true) {
+                    v.get("stop_type").and_then(Value::as_str)
+                } else {
+                    v.pointer("/choices/0/finish_reason")
+                        .and_then(Value::as_str)
+                };
+                if let Some(r) = finish {
+                    cur.finish_reason = Some(r.to_owned());
                 }
             } else if let Some(ch) = v.pointer("/choices/0") {
                 let d = ch.get("delta").cloned().unwrap_or_default();
@@ -1298,6 +1318,50 @@ mod tests {
     }
 
     use super::*;
+
+    fn ev(index: usize, data: &str) -> StreamEvent {
+        StreamEvent {
+            index,
+            event: None,
+            data: data.to_owned(),
+            size: data.len(),
+            chunk: index,
+            t_us: None,
+        }
+    }
+
+    /// Raw completion streams (the Replay pane's "stream deltas" and its server side): llama-server
+    /// `/completion` `content` + `stop_type`, OpenAI `/v1/completions` `choices[0].text`.
+    #[test]
+    fn server_views_read_completion_streams() {
+        let events = [
+            ev(0, r#"{"index":0,"content":"Hel","stop":false}"#),
+            ev(1, r#"{"index":0,"content":"lo","stop":false}"#),
+            ev(
+                2,
+                r#"{"index":0,"content":"","stop":true,"stop_type":"eos"}"#,
+            ),
+        ];
+        let (last, marks) = server_views(Some(Api::Completion), &events);
+        assert_eq!(last.content, "Hello");
+        assert_eq!(last.finish_reason.as_deref(), Some("eos"));
+        let contents: Vec<usize> = marks.iter().map(|m| m.content).collect();
+        assert_eq!(contents, vec![0, 3, 5, 5]);
+
+        let events = [
+            ev(
+                0,
+                r#"{"choices":[{"index":0,"text":"Hi","finish_reason":null}]}"#,
+            ),
+            ev(
+                1,
+                r#"{"choices":[{"index":0,"text":" there","finish_reason":"length"}]}"#,
+            ),
+        ];
+        let (last, _) = server_views(Some(Api::Completion), &events);
+        assert_eq!(last.content, "Hi there");
+        assert_eq!(last.finish_reason.as_deref(), Some("length"));
+    }
 
     #[test]
     fn lru_evicts_least_recently_used_by_count_and_weight() {

@@ -158,6 +158,10 @@ impl SessionSource {
             let mut raw: &[u8] = &buf;
             raw = raw.strip_suffix(b"\n").unwrap_or(raw);
             raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            if line_no == 1 {
+                // a UTF-8 byte order mark before the header (as session::read skips it)
+                raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
+            }
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -562,5 +566,6 @@ pub fn first_line(path: &Path, limit: usize) -> Option<String> {
         .take(limit as u64)
         .read_until(b'\n', &mut buf)
         .ok()?;
-    Some(String::from_utf8_lossy(&buf).into_owned())
+    let line = buf.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&buf);
+    Some(String::from_utf8_lossy(line).into_owned())
 }

@@ -26,7 +26,7 @@ pub fn leaked_as_text(cx: &ExchangeContext) -> Vec<Finding> {
             ev.tool = mk.name.clone();
             Finding::new(
                 Rule::ToolCallLeakedAsText,
-                format!("content holds a {} tool call{what} at byte {} ({})", mk.syntax, mk.offset, mk.marker.trim()),
+                format!("content holds a {} tool call{what} at byte {} ({})", mk.syntax, mk.offset, crate::diagnose::report::one_line(mk.marker.trim(), 40)),
                 format!("{delivered}: the server's parser did not recognise this syntax — use a template whose call syntax the server parses, or parse content client-side (toolscope parse)"),
             )
             .with_evidence(ev)
