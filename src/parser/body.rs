@@ -375,8 +375,13 @@ fn typed(raw: &str, types: Option<&[&'static str]>) -> Value {
     );
     if json_start && let Ok(v) = serde_json::from_str::<Value>(t) {
         let jt = json_type(&v);
+        // JSON Schema 2020-12 validation §6.1.1: "integer" matches any number with a zero
+        // fractional part, so `5.0` and `-0` fit an integer parameter.
+        let whole = v.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0);
         let ok = jt != "string"
-            && (types.contains(&jt) || (jt == "integer" && types.contains(&"number")));
+            && (types.contains(&jt)
+                || (jt == "integer" && types.contains(&"number"))
+                || (jt == "number" && whole && types.contains(&"integer")));
         if ok {
             return v;
         }
