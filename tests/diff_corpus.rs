@@ -283,9 +283,12 @@ fn qwen3_vs_qwen35() {
             "<|vision_start|>"
         ]
     );
-    assert_eq!(
-        set(&s.markers["other"].only_a),
-        ["<args-json-object>", "<function-name>"]
+    // Qwen3's `{"name": <function-name>, "arguments": <args-json-object>}` are prose
+    // placeholders (unpaired, hyphenated: tokens::is_placeholder), not markers.
+    assert!(
+        s.markers.get("other").is_none_or(|m| m.only_a.is_empty()),
+        "{:?}",
+        s.markers.get("other").map(|m| &m.only_a)
     );
     assert_eq!(
         set(&s.markers["other"].only_b),

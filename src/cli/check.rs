@@ -336,12 +336,16 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
             let err = r.get("error").is_some();
             if !err {
                 bail!(
-                    "{}: line 1 column 1: not a {} response (expected {})",
+                    "{}: line 1 column 1: not {} response (expected {})",
                     args.response
                         .as_deref()
                         .map(|p| p.display().to_string())
                         .unwrap_or_default(),
-                    api.as_str(),
+                    match api {
+                        Api::Anthropic => "an Anthropic Messages",
+                        Api::Completion => "a completion",
+                        _ => "an OpenAI chat completions",
+                    },
                     if api == Api::Anthropic {
                         "a message object with \"content\""
                     } else {

@@ -222,6 +222,16 @@ pub fn scan(text: &str, skip_jinja_comments: bool) -> Vec<MarkerHit> {
         }
         i += rest.chars().next().map_or(1, char::len_utf8);
     }
+    // Prose placeholders (Qwen3's `<function-name>`) are not markers: the same rule as
+    // `token.pseudo_special` ([`crate::tokens::is_placeholder`]).
+    let all: std::collections::HashSet<String> = out.iter().map(|h| h.text.clone()).collect();
+    let all: std::collections::HashSet<&str> = all.iter().map(String::as_str).collect();
+    let keep: Vec<bool> = out
+        .iter()
+        .map(|h| !crate::tokens::is_placeholder(&h.text, &all))
+        .collect();
+    let mut k = keep.into_iter();
+    out.retain(|_| k.next().unwrap_or(true));
     out
 }
 
@@ -588,5 +598,13 @@ mod tests {
         assert!(BosEos::of("{{ bos_token + '<|im_start|>' }}", None, None).prints_bos_token);
         assert!(!BosEos::of("{# {{ bos_token }} #}hello", None, None).prints_bos_token);
         assert!(!BosEos::of("{% if bos_token %}x{% endif %}", None, None).prints_bos_token);
+    }
+
+    #[test]
+    fn prose_placeholders_are_not_markers() {
+        // Qwen3-0.6B's tool instructions (llama.cpp models/templates/Qwen-Qwen3-0.6B.jinja).
+        let t = "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>";
+        let found: Vec<String> = scan(t, false).into_iter().map(|h| h.text).collect();
+        assert_eq!(found, ["<tool_call>", "</tool_call>"]);
     }
 }
