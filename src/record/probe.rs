@@ -58,7 +58,12 @@ pub async fn run_probe(opts: &ProbeOptions) -> anyhow::Result<ProbeRun> {
         .build()
         .context("building the HTTP client")?;
     let client = super::client::ServerClient::new(&base);
-    let props = client.props().await.ok();
+    // llama-server's /props (other servers answer 404, or something else that is not it).
+    let props = client
+        .props()
+        .await
+        .ok()
+        .filter(|p| p.get("chat_template").is_some() || p.get("build_info").is_some());
     let build_info = props
         .as_ref()
         .and_then(|p| p.get("build_info"))
