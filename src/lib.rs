@@ -45,3 +45,17 @@ pub fn json_reason(e: &serde_json::Error) -> String {
         None => msg,
     }
 }
+
+/// The JSON type of `v` in words, for messages: `null`, `a boolean`, `a number`, `a string`,
+/// `an array`, `an object`.
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

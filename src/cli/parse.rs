@@ -154,7 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     other => bail!(
                         "{}: element {i} is not a string but {}",
                         p.display(),
-                        kind(&other)
+                        crate::json_kind(&other)
                     ),
                 }
             }
@@ -271,17 +271,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     print!("{s}");
     Ok(ExitCode::SUCCESS)
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn describe(e: &Event) -> String {

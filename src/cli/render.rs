@@ -272,18 +272,6 @@ pub fn tokenize_with(
     })
 }
 
-/// The JSON type of `v`, in words.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Runs `toolscope render`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let req_name = args.request.display().to_string();
@@ -299,7 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None | Some(Value::Array(_)) => {}
         Some(m) => bail!(
             "{req_name}: /messages: expected an array of messages, got {}",
-            json_kind(m)
+            crate::json_kind(m)
         ),
     }
     if let Some(Value::Array(ms)) = body.get("messages")
@@ -307,7 +295,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         bail!(
             "{req_name}: /messages/{i}: expected a message object with \"role\", got {}",
-            json_kind(m)
+            crate::json_kind(m)
         );
     }
     let anthropic = match args.api.as_deref() {

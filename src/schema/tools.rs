@@ -99,7 +99,7 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
                 continue;
             }
             other => {
-                skipped.push((base, kind_of(other).to_string()));
+                skipped.push((base, crate::json_kind(other).to_string()));
                 continue;
             }
         };
@@ -160,21 +160,10 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
     })
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn shape_error(doc: &Value) -> String {
     let got = match doc {
         Value::Object(_) => "an object without a `tools`, `result.tools` or `functions` array",
-        other => kind_of(other),
+        other => crate::json_kind(other),
     };
     format!(
         "expected an OpenAI `tools` array, Anthropic tools (`input_schema`), an MCP `tools/list` result \
