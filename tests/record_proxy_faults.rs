@@ -579,11 +579,7 @@ async fn a_client_connection_keeps_its_upstream_connection_until_the_upstream_cl
     tokio::spawn(async move {
         loop {
             let (mut s, _) = up.accept().await.unwrap();
-            let conn = {
-                let mut a = acc.lock().unwrap();
-                *a += 1;
-                *a
-            };
+            let conn = next_conn(&acc);
             let closed_tx = closed_tx.clone();
             let rel = rel.clone();
             tokio::spawn(async move {
@@ -633,6 +629,13 @@ async fn a_client_connection_keeps_its_upstream_connection_until_the_upstream_cl
     assert!(s.exchanges.iter().all(|e| e.outcome == Outcome::Complete));
 }
 
+/// Counts an accepted upstream connection; returns its 1-based number.
+fn next_conn(accepted: &Mutex<usize>) -> usize {
+    let mut a = accepted.lock().unwrap();
+    *a += 1;
+    *a
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_connection_closed_instead_of_answered_is_retried_on_a_fresh_one() {
     // The keep-alive race llama-server shows after a stream: the upstream reads the next
@@ -645,11 +648,7 @@ async fn a_kept_connection_closed_instead_of_answered_is_retried_on_a_fresh_one(
     tokio::spawn(async move {
         loop {
             let (mut s, _) = up.accept().await.unwrap();
-            let conn = {
-                let mut a = acc.lock().unwrap();
-                *a += 1;
-                *a
-            };
+            let conn = next_conn(&acc);
             tokio::spawn(async move {
                 while read_request(&mut s).await.is_some() {
                     write_json(&mut s, &format!("{{\"conn\":{conn}}}")).await;

@@ -287,13 +287,16 @@ fn cli_flatten_template_that_renders_nothing_is_an_error() {
     let tools = support::root().join("tests/data/diff/request-tools.json");
     let bad = dir.path().join("bad.jinja");
     std::fs::write(&bad, "{% for x in %}").unwrap();
-    let out = Command::new(support::bin())
-        .arg("flatten")
-        .arg(&tools)
-        .arg("--template")
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let flatten_with = |template: &std::path::Path| {
+        Command::new(support::bin())
+            .arg("flatten")
+            .arg(&tools)
+            .arg("--template")
+            .arg(template)
+            .output()
+            .unwrap()
+    };
+    let out = flatten_with(&bad);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -304,13 +307,7 @@ fn cli_flatten_template_that_renders_nothing_is_an_error() {
 
     let good = dir.path().join("good.jinja");
     std::fs::write(&good, "{{ tools | tojson }}").unwrap();
-    let out = Command::new(support::bin())
-        .arg("flatten")
-        .arg(&tools)
-        .arg("--template")
-        .arg(&good)
-        .output()
-        .unwrap();
+    let out = flatten_with(&good);
     assert!(
         out.status.success(),
         "{}",
