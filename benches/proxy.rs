@@ -27,16 +27,26 @@ fn event(i: usize) -> Bytes {
 }
 
 async fn upstream(listener: tokio::net::TcpListener, events: usize) {
-    let frames: std::sync::Arc<Vec<Bytes>> = std::sync::Arc::new((0..events).map(event).chain([Bytes::from_static(b"data: [DONE]\n\n")]).collect());
+    let frames: std::sync::Arc<Vec<Bytes>> = std::sync::Arc::new(
+        (0..events)
+            .map(event)
+            .chain([Bytes::from_static(b"data: [DONE]\n\n")])
+            .collect(),
+    );
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let frames = frames.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |_req| {
                 let frames = frames.clone();
                 async move {
-                    let body = StreamBody::new(futures::stream::iter((0..frames.len()).map(move |i| Ok::<_, Infallible>(Frame::data(frames[i].clone())))));
+                    let body = StreamBody::new(futures::stream::iter(
+                        (0..frames.len())
+                            .map(move |i| Ok::<_, Infallible>(Frame::data(frames[i].clone()))),
+                    ));
                     Ok::<_, Infallible>(
                         hyper::Response::builder()
                             .header("content-type", "text/event-stream")
@@ -46,14 +56,24 @@ async fn upstream(listener: tokio::net::TcpListener, events: usize) {
                     )
                 }
             });
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
         });
     }
 }
 
-async fn fetch(client: &Client<HttpConnector, Full<Bytes>>, url: &str) -> (Duration, Vec<u8>, usize) {
-    let body = Bytes::from_static(br#"{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}"#);
-    let req = hyper::Request::post(url).header("content-type", "application/json").body(Full::new(body)).unwrap();
+async fn fetch(
+    client: &Client<HttpConnector, Full<Bytes>>,
+    url: &str,
+) -> (Duration, Vec<u8>, usize) {
+    let body = Bytes::from_static(
+        br#"{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}"#,
+    );
+    let req = hyper::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(body))
+        .unwrap();
     let t = Instant::now();
     let resp = client.request(req).await.expect("request");
     assert_eq!(resp.status(), 200);
@@ -73,9 +93,18 @@ fn median(v: &mut [Duration]) -> Duration {
 }
 
 fn main() {
-    let runs: usize = std::env::var("TOOLSCOPE_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(9);
-    let events: usize = std::env::var("TOOLSCOPE_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runs: usize = std::env::var("TOOLSCOPE_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let events: usize = std::env::var("TOOLSCOPE_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let up = l.local_addr().unwrap();

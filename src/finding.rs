@@ -18,46 +18,91 @@ pub enum Severity {
 /// Every rule toolscope knows, with its stable id (`Rule::id`) and default severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Rule {
-    #[serde(rename = "schema.type_lost")] SchemaTypeLost,
-    #[serde(rename = "schema.alternative_dropped")] SchemaAlternativeDropped,
-    #[serde(rename = "schema.ref_unresolved")] SchemaRefUnresolved,
-    #[serde(rename = "template.render_error")] TemplateRenderError,
-    #[serde(rename = "template.engine_divergence")] TemplateEngineDivergence,
-    #[serde(rename = "token.pseudo_special")] TokenPseudoSpecial,
-    #[serde(rename = "token.special_split")] TokenSpecialSplit,
-    #[serde(rename = "bos.duplicate")] BosDuplicate,
-    #[serde(rename = "stop.in_reasoning")] StopInReasoning,
-    #[serde(rename = "stop.reason_mismatch")] StopReasonMismatch,
-    #[serde(rename = "tool_choice.named_ignored")] ToolChoiceNamedIgnored,
-    #[serde(rename = "tool_choice.none_ignored")] ToolChoiceNoneIgnored,
-    #[serde(rename = "tool_choice.required_ignored")] ToolChoiceRequiredIgnored,
-    #[serde(rename = "tool_call.leaked_as_text")] ToolCallLeakedAsText,
-    #[serde(rename = "tool_call.args_invalid_json")] ToolCallArgsInvalidJson,
-    #[serde(rename = "tool_call.args_schema_mismatch")] ToolCallArgsSchemaMismatch,
-    #[serde(rename = "tool_call.unknown_tool")] ToolCallUnknownTool,
-    #[serde(rename = "tool_call.hallucinated_result")] ToolCallHallucinatedResult,
-    #[serde(rename = "stream.missing_index")] StreamMissingIndex,
-    #[serde(rename = "stream.missing_id")] StreamMissingId,
-    #[serde(rename = "stream.name_repeated")] StreamNameRepeated,
-    #[serde(rename = "stream.error_event")] StreamErrorEvent,
-    #[serde(rename = "finish.mismatch")] FinishMismatch,
-    #[serde(rename = "parser.chunking_divergence")] ParserChunkingDivergence,
-    #[serde(rename = "server.parse_error")] ServerParseError,
-    #[serde(rename = "server.call_mismatch")] ServerCallMismatch,
-    #[serde(rename = "session.damaged")] SessionDamaged,
+    #[serde(rename = "schema.type_lost")]
+    SchemaTypeLost,
+    #[serde(rename = "schema.alternative_dropped")]
+    SchemaAlternativeDropped,
+    #[serde(rename = "schema.ref_unresolved")]
+    SchemaRefUnresolved,
+    #[serde(rename = "template.render_error")]
+    TemplateRenderError,
+    #[serde(rename = "template.engine_divergence")]
+    TemplateEngineDivergence,
+    #[serde(rename = "token.pseudo_special")]
+    TokenPseudoSpecial,
+    #[serde(rename = "token.special_split")]
+    TokenSpecialSplit,
+    #[serde(rename = "bos.duplicate")]
+    BosDuplicate,
+    #[serde(rename = "stop.in_reasoning")]
+    StopInReasoning,
+    #[serde(rename = "stop.reason_mismatch")]
+    StopReasonMismatch,
+    #[serde(rename = "tool_choice.named_ignored")]
+    ToolChoiceNamedIgnored,
+    #[serde(rename = "tool_choice.none_ignored")]
+    ToolChoiceNoneIgnored,
+    #[serde(rename = "tool_choice.required_ignored")]
+    ToolChoiceRequiredIgnored,
+    #[serde(rename = "tool_call.leaked_as_text")]
+    ToolCallLeakedAsText,
+    #[serde(rename = "tool_call.args_invalid_json")]
+    ToolCallArgsInvalidJson,
+    #[serde(rename = "tool_call.args_schema_mismatch")]
+    ToolCallArgsSchemaMismatch,
+    #[serde(rename = "tool_call.unknown_tool")]
+    ToolCallUnknownTool,
+    #[serde(rename = "tool_call.hallucinated_result")]
+    ToolCallHallucinatedResult,
+    #[serde(rename = "stream.missing_index")]
+    StreamMissingIndex,
+    #[serde(rename = "stream.missing_id")]
+    StreamMissingId,
+    #[serde(rename = "stream.name_repeated")]
+    StreamNameRepeated,
+    #[serde(rename = "stream.error_event")]
+    StreamErrorEvent,
+    #[serde(rename = "finish.mismatch")]
+    FinishMismatch,
+    #[serde(rename = "parser.chunking_divergence")]
+    ParserChunkingDivergence,
+    #[serde(rename = "server.parse_error")]
+    ServerParseError,
+    #[serde(rename = "server.call_mismatch")]
+    ServerCallMismatch,
+    #[serde(rename = "session.damaged")]
+    SessionDamaged,
 }
 
 impl Rule {
     /// All rules, in documentation order.
     pub const ALL: &'static [Rule] = &[
-        Rule::SchemaTypeLost, Rule::SchemaAlternativeDropped, Rule::SchemaRefUnresolved,
-        Rule::TemplateRenderError, Rule::TemplateEngineDivergence, Rule::TokenPseudoSpecial,
-        Rule::TokenSpecialSplit, Rule::BosDuplicate, Rule::StopInReasoning, Rule::StopReasonMismatch,
-        Rule::ToolChoiceNamedIgnored, Rule::ToolChoiceNoneIgnored, Rule::ToolChoiceRequiredIgnored,
-        Rule::ToolCallLeakedAsText, Rule::ToolCallArgsInvalidJson, Rule::ToolCallArgsSchemaMismatch,
-        Rule::ToolCallUnknownTool, Rule::ToolCallHallucinatedResult, Rule::StreamMissingIndex,
-        Rule::StreamMissingId, Rule::StreamNameRepeated, Rule::StreamErrorEvent, Rule::FinishMismatch,
-        Rule::ParserChunkingDivergence, Rule::ServerParseError, Rule::ServerCallMismatch,
+        Rule::SchemaTypeLost,
+        Rule::SchemaAlternativeDropped,
+        Rule::SchemaRefUnresolved,
+        Rule::TemplateRenderError,
+        Rule::TemplateEngineDivergence,
+        Rule::TokenPseudoSpecial,
+        Rule::TokenSpecialSplit,
+        Rule::BosDuplicate,
+        Rule::StopInReasoning,
+        Rule::StopReasonMismatch,
+        Rule::ToolChoiceNamedIgnored,
+        Rule::ToolChoiceNoneIgnored,
+        Rule::ToolChoiceRequiredIgnored,
+        Rule::ToolCallLeakedAsText,
+        Rule::ToolCallArgsInvalidJson,
+        Rule::ToolCallArgsSchemaMismatch,
+        Rule::ToolCallUnknownTool,
+        Rule::ToolCallHallucinatedResult,
+        Rule::StreamMissingIndex,
+        Rule::StreamMissingId,
+        Rule::StreamNameRepeated,
+        Rule::StreamErrorEvent,
+        Rule::FinishMismatch,
+        Rule::ParserChunkingDivergence,
+        Rule::ServerParseError,
+        Rule::ServerCallMismatch,
         Rule::SessionDamaged,
     ];
 
@@ -102,8 +147,11 @@ impl Rule {
     /// Default severity.
     pub fn severity(self) -> Severity {
         match self {
-            Rule::TemplateEngineDivergence | Rule::TokenPseudoSpecial | Rule::ParserChunkingDivergence
-            | Rule::SchemaAlternativeDropped | Rule::StreamNameRepeated => Severity::Warning,
+            Rule::TemplateEngineDivergence
+            | Rule::TokenPseudoSpecial
+            | Rule::ParserChunkingDivergence
+            | Rule::SchemaAlternativeDropped
+            | Rule::StreamNameRepeated => Severity::Warning,
             Rule::SessionDamaged => Severity::Warning,
             _ => Severity::Error,
         }
@@ -179,7 +227,14 @@ pub struct Finding {
 impl Finding {
     /// A finding with the rule's default severity and empty evidence.
     pub fn new(rule: Rule, message: impl Into<String>, hint: impl Into<String>) -> Finding {
-        Finding { rule, severity: rule.severity(), exchange: None, message: message.into(), evidence: Evidence::default(), hint: hint.into() }
+        Finding {
+            rule,
+            severity: rule.severity(),
+            exchange: None,
+            message: message.into(),
+            evidence: Evidence::default(),
+            hint: hint.into(),
+        }
     }
 
     /// Sets the evidence.

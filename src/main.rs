@@ -13,7 +13,12 @@ use toolscope::cli;
 struct Cli {
     /// Colour theme of the inspector: dark (default), light, high-contrast, a theme in
     /// <config dir>/toolscope/themes/NAME.toml, or a path to a .toml file. NO_COLOR is respected.
-    #[arg(long, global = false, value_name = "NAME|PATH", env = "TOOLSCOPE_THEME")]
+    #[arg(
+        long,
+        global = false,
+        value_name = "NAME|PATH",
+        env = "TOOLSCOPE_THEME"
+    )]
     theme: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,

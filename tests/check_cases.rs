@@ -341,14 +341,24 @@ fn case08_raw_text_in_content_is_a_leaked_call() {
 fn empty_or_undecodable_stream_is_unusable_input() {
     let dir = tempfile::tempdir().unwrap();
     let req = support::cases_dir().join("06-named-tool-choice-ignored/request.json");
-    for (name, body) in [("empty.sse", ""), ("garbage.sse", "garbage\n\nevent: x\ndata: not json\n\n")] {
+    for (name, body) in [
+        ("empty.sse", ""),
+        ("garbage.sse", "garbage\n\nevent: x\ndata: not json\n\n"),
+    ] {
         let p = dir.path().join(name);
         std::fs::write(&p, body).unwrap();
         let out = std::process::Command::new(support::bin())
-            .args(["check", "--request"]).arg(&req).arg("--response-sse").arg(&p)
-            .output().unwrap();
+            .args(["check", "--request"])
+            .arg(&req)
+            .arg("--response-sse")
+            .arg(&p)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        assert!(err.contains(name) && err.contains("no SSE event with a JSON"), "{err}");
+        assert!(
+            err.contains(name) && err.contains("no SSE event with a JSON"),
+            "{err}"
+        );
     }
 }

@@ -246,7 +246,10 @@ fn bad_input_names_file_and_position() {
         bad.to_str().unwrap(),
     ]);
     assert_eq!(code, 2);
-    assert!(err.contains("bad.json:2:") && err.contains("invalid JSON"), "{err}");
+    assert!(
+        err.contains("bad.json:2:") && err.contains("invalid JSON"),
+        "{err}"
+    );
     let (code, _, err) = run(&[
         "--template",
         t.to_str().unwrap(),

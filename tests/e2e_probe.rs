@@ -125,10 +125,21 @@ fn probe_reports_llama_server_control_faults() {
     // The server's own render of every chat exchange was fetched after it, as the proxy does:
     // the Qwen3 template's system prompt with the tools as the server printed them.
     for e in &s.exchanges {
-        let (prompt, tokens) = s.server_render(e.id).unwrap_or_else(|| panic!("no server render of #{}", e.id));
+        let (prompt, tokens) = s
+            .server_render(e.id)
+            .unwrap_or_else(|| panic!("no server render of #{}", e.id));
         let prompt = prompt.unwrap_or_else(|| panic!("no prompt for #{}", e.id));
-        let with_tools = e.request.body.json().is_ok_and(|b| b.get("tools").is_some());
-        assert_eq!(prompt.contains("<tools>") && prompt.contains("get_time"), with_tools, "#{}", e.id);
+        let with_tools = e
+            .request
+            .body
+            .json()
+            .is_ok_and(|b| b.get("tools").is_some());
+        assert_eq!(
+            prompt.contains("<tools>") && prompt.contains("get_time"),
+            with_tools,
+            "#{}",
+            e.id
+        );
         assert!(tokens.is_some_and(|t| !t.is_empty()), "#{}", e.id);
     }
     let check = Command::new(support::bin())

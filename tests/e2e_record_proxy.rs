@@ -24,7 +24,12 @@ fn tools_openai() -> Value {
 }
 
 async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, Vec<u8>) {
-    let resp = client.post(url).json(body).send().await.expect("request through the proxy");
+    let resp = client
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .expect("request through the proxy");
     let status = resp.status().as_u16();
     let mut got = Vec::new();
     let mut s = resp.bytes_stream();
@@ -37,10 +42,22 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, Vec<u8
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn openai_and_anthropic_through_the_proxy_are_recorded_byte_exact() {
-    let (Some(_bin), Some(model)) = (support::llama_server(), support::smollm2()) else { return };
-    let server = LlamaServer::start(LlamaOptions { model, chat_template_file: None, verbose: true, extra_args: vec![], ctx: 4096 })
-        .expect("llama-server starts");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (Some(_bin), Some(model)) = (support::llama_server(), support::smollm2()) else {
+        return;
+    };
+    let server = LlamaServer::start(LlamaOptions {
+        model,
+        chat_template_file: None,
+        verbose: true,
+        extra_args: vec![],
+        ctx: 4096,
+    })
+    .expect("llama-server starts");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("e2e.jsonl");
@@ -118,30 +135,65 @@ fn openai_and_anthropic_through_the_proxy_are_recorded_byte_exact() {
         assert!(matches!(s.annotations[&exs[2].id][0], Annotation::ServerRender { error: None, .. }));
     });
     // The OpenAI named tool_choice object is ignored by build 11434 and logged.
-    assert!(server.log_text().contains("Wrong type supplied for parameter 'tool_choice'"), "log: {}", server.log_tail(20));
+    assert!(
+        server
+            .log_text()
+            .contains("Wrong type supplied for parameter 'tool_choice'"),
+        "log: {}",
+        server.log_tail(20)
+    );
 }
 
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn send_records_like_the_proxy_with_label() {
-    let (Some(_bin), Some(model)) = (support::llama_server(), support::smollm2()) else { return };
-    let server = LlamaServer::start(LlamaOptions { model, chat_template_file: None, verbose: false, extra_args: vec![], ctx: 2048 })
-        .expect("llama-server starts");
+    let (Some(_bin), Some(model)) = (support::llama_server(), support::smollm2()) else {
+        return;
+    };
+    let server = LlamaServer::start(LlamaOptions {
+        model,
+        chat_template_file: None,
+        verbose: false,
+        extra_args: vec![],
+        ctx: 2048,
+    })
+    .expect("llama-server starts");
     let dir = tempfile::tempdir().unwrap();
     let req = dir.path().join("req.json");
-    std::fs::write(&req, r#"{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"Hi"}],"stream":true}"#).unwrap();
+    std::fs::write(
+        &req,
+        r#"{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"Hi"}],"stream":true}"#,
+    )
+    .unwrap();
     let session = dir.path().join("send.jsonl");
     let out = std::process::Command::new(support::bin())
-        .args(["send", req.to_str().unwrap(), "--url", &server.base_url(), "--api", "anthropic", "--session", session.to_str().unwrap()])
+        .args([
+            "send",
+            req.to_str().unwrap(),
+            "--url",
+            &server.base_url(),
+            "--api",
+            "anthropic",
+            "--session",
+            session.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = read_session(&session).unwrap();
     assert_eq!(s.exchanges.len(), 1);
     let ex = &s.exchanges[0];
     assert_eq!(ex.label.as_deref(), Some("send"));
     assert_eq!(ex.request.path, "/v1/messages");
     let stdout = out.stdout;
-    assert_eq!(&stdout[..stdout.len() - 1], &ex.response_bytes()[..], "stdout is the response body (+ newline)");
+    assert_eq!(
+        &stdout[..stdout.len() - 1],
+        &ex.response_bytes()[..],
+        "stdout is the response body (+ newline)"
+    );
     assert!(s.server_render(ex.id).and_then(|r| r.0).is_some());
 }

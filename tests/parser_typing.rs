@@ -74,7 +74,11 @@ fn values_that_fit_the_schema_give_no_repair() {
 #[test]
 fn a_whole_number_written_with_a_fraction_fits_an_integer() {
     // JSON Schema 2020-12 validation §6.1.1: 5.0 and -0 are integers.
-    for (raw, want) in [("5.0", json!(5.0)), ("-0", json!(-0.0)), ("1e2", json!(100.0))] {
+    for (raw, want) in [
+        ("5.0", json!(5.0)),
+        ("-0", json!(-0.0)),
+        ("1e2", json!(100.0)),
+    ] {
         let text = qwen(&[("limit", raw)]);
         let o = parse(&text, Some(Syntax::Qwen3Coder), Some(&tools()));
         assert_eq!(o.tool_calls[0].arguments["limit"], want, "{raw}");

@@ -413,7 +413,10 @@ fn flattening_is_idempotent_on_the_examples() {
 #[test]
 fn empty_anyof_is_a_lossy_removal_empty_allof_is_not() {
     // JSON Schema 2020-12 §10.2.1: an empty anyOf matches nothing; removing it allows anything.
-    let (v, ch) = flat(param(json!({"anyOf": [], "description": "d"})), Strategy::TypeList);
+    let (v, ch) = flat(
+        param(json!({"anyOf": [], "description": "d"})),
+        Strategy::TypeList,
+    );
     assert_eq!(out_param(&v), &json!({"description": "d"}));
     assert_eq!(ch.len(), 1);
     assert_eq!(ch[0].change, "removed an empty `anyOf`");

@@ -34,7 +34,10 @@ fn template_render_matches_the_python_reference_on_case01() {
     // Python jinja2 (as transformers renders) upper-cases the list's Python repr; the faithful
     // renderer must do the same, and the loss detector must see through it.
     let out = render_template(&t, &case_request("02-gemma4-type-list"), None, None).unwrap();
-    assert!(out.contains("type:<|\"|>['STRING', 'NUMBER']<|\"|>"), "{out}");
+    assert!(
+        out.contains("type:<|\"|>['STRING', 'NUMBER']<|\"|>"),
+        "{out}"
+    );
     assert!(schema_loss_has_type_lost(&out));
 }
 

@@ -171,19 +171,39 @@ fn regenerate_cli_records_and_replays_the_shipped_500() {
     let Some((model, corpus)) = support::smollm2_and_corpus() else {
         return;
     };
-    let server = support::start_llama(&model, Some(corpus.join("Qwen-Qwen3-0.6B.jinja")), true, 4096);
+    let server = support::start_llama(
+        &model,
+        Some(corpus.join("Qwen-Qwen3-0.6B.jinja")),
+        true,
+        4096,
+    );
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("e.jsonl");
     std::fs::copy("sessions/e-http500-peg-native.jsonl", &session).unwrap();
     let before = read_session(&session).unwrap().exchanges.len();
     let out = std::process::Command::new(support::bin())
-        .args(["regenerate", session.to_str().unwrap(), "--url", &server.base_url()])
+        .args([
+            "regenerate",
+            session.to_str().unwrap(),
+            "--url",
+            &server.base_url(),
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("#1 → #2 (regenerate:1)"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains(r#"raw: "<tool_call>\n{\"name\": \"Vienna"#), "{stdout}");
-    assert!(stdout.contains("malformed:") || stdout.contains("call:      Vienna("), "{stdout}");
+    assert!(
+        stdout.contains("#1 → #2 (regenerate:1)"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(r#"raw: "<tool_call>\n{\"name\": \"Vienna"#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("malformed:") || stdout.contains("call:      Vienna("),
+        "{stdout}"
+    );
     let s = read_session(&session).unwrap();
     assert_eq!(s.exchanges.len(), before + 1);
     let regen = s.exchanges.last().unwrap();
@@ -191,9 +211,17 @@ fn regenerate_cli_records_and_replays_the_shipped_500() {
     assert_eq!(regen.request.path, "/completion");
     // Nothing to regenerate in a session without a parse error: exit 2 naming the file.
     let out = std::process::Command::new(support::bin())
-        .args(["regenerate", "sessions/a-two-tools-stream.jsonl", "--url", &server.base_url()])
+        .args([
+            "regenerate",
+            "sessions/a-two-tools-stream.jsonl",
+            "--url",
+            &server.base_url(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("sessions/a-two-tools-stream.jsonl: no exchange failed"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("sessions/a-two-tools-stream.jsonl: no exchange failed")
+    );
 }

@@ -151,7 +151,10 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
         bail!("{}: no exchange with id {id}", path.display());
     }
     if items.is_empty() {
-        notes.push(format!("{}: no OpenAI or Anthropic chat exchange to diff", path.display()));
+        notes.push(format!(
+            "{}: no OpenAI or Anthropic chat exchange to diff",
+            path.display()
+        ));
     }
     Ok((items, skipped))
 }

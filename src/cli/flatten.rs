@@ -66,13 +66,15 @@ pub fn read_json(path: &Path) -> anyhow::Result<Value> {
     serde_json::from_slice(&bytes).map_err(|e| super::json_error(path.display(), &e))
 }
 
-
 /// Runs `toolscope flatten`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let doc = read_json(&args.tools)?;
     if let Ok(list) = crate::schema::tools::locate_tools(&doc) {
         for (at, what) in &list.skipped {
-            eprintln!("{}: {at}: not a tool ({what}); skipped", args.tools.display());
+            eprintln!(
+                "{}: {at}: not a tool ({what}); skipped",
+                args.tools.display()
+            );
         }
     }
     let base = FlattenOptions {

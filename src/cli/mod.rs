@@ -26,7 +26,10 @@ pub fn fail(err: &anyhow::Error) -> ExitCode {
 
 /// A multi-threaded tokio runtime for the network subcommands.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 /// Output format shared by the analysis subcommands.

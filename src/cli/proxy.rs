@@ -71,16 +71,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             engine.version.map(|v| format!(" {v}")).unwrap_or_default(),
             session.display()
         );
-        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::io::IsTerminal::is_terminal(&std::io::stdin());
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout())
+            && std::io::IsTerminal::is_terminal(&std::io::stdin());
         if !args.headless && !tty {
-            eprintln!("toolscope proxy: not a terminal; printing one line per exchange (as --headless)");
+            eprintln!(
+                "toolscope proxy: not a terminal; printing one line per exchange (as --headless)"
+            );
         }
         if !args.headless && tty {
             // The inspector shows exchanges as they arrive, streams growing in place; quitting
             // it (q / Ctrl-C) stops the proxy.
-            let opts = crate::tui::Options { theme: args.theme.clone(), no_color: crate::tui::theme::no_color_env() };
-            let result = crate::tui::run_live_records(session.display().to_string(), proxy.header().clone(), rx, &opts).await;
-            eprintln!("toolscope proxy: stopping; writing exchanges in flight to {}", session.display());
+            let opts = crate::tui::Options {
+                theme: args.theme.clone(),
+                no_color: crate::tui::theme::no_color_env(),
+            };
+            let result = crate::tui::run_live_records(
+                session.display().to_string(),
+                proxy.header().clone(),
+                rx,
+                &opts,
+            )
+            .await;
+            eprintln!(
+                "toolscope proxy: stopping; writing exchanges in flight to {}",
+                session.display()
+            );
             proxy.shutdown(Duration::from_secs(10)).await;
             result?;
             return Ok(ExitCode::SUCCESS);

@@ -99,14 +99,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         for p in &out.repairs {
-            println!("  repair:    at byte {} ({}): {}", p.offset, p.kind, p.message);
+            println!(
+                "  repair:    at byte {} ({}): {}",
+                p.offset, p.kind, p.message
+            );
         }
         if !out.content.is_empty() {
             println!("  content:   {:?}", out.content);
         }
     }
-    println!(
-        "recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)"
-    );
+    println!("recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)");
     Ok(ExitCode::from(u8::from(bad)))
 }

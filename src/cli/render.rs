@@ -277,8 +277,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let req_name = args.request.display().to_string();
     let text = std::fs::read_to_string(&args.request)
         .with_context(|| format!("{req_name}: cannot read"))?;
-    let body: Value =
-        serde_json::from_str(&text).map_err(|e| super::json_error(&req_name, &e))?;
+    let body: Value = serde_json::from_str(&text).map_err(|e| super::json_error(&req_name, &e))?;
     if !body.is_object() {
         bail!("{req_name}: the request must be a JSON object with \"messages\"");
     }

@@ -377,7 +377,9 @@ fn typed(raw: &str, types: Option<&[&'static str]>) -> Value {
         let jt = json_type(&v);
         // JSON Schema 2020-12 validation §6.1.1: "integer" matches any number with a zero
         // fractional part, so `5.0` and `-0` fit an integer parameter.
-        let whole = v.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0);
+        let whole = v
+            .as_f64()
+            .is_some_and(|f| f.is_finite() && f.fract() == 0.0);
         let ok = jt != "string"
             && (types.contains(&jt)
                 || (jt == "integer" && types.contains(&"number"))

@@ -104,9 +104,15 @@ impl Syntax {
     /// `token.special_split` rule to ask whether each is one token in a vocabulary.
     pub fn markers(self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
-        for m in MARKERS.iter().filter(|m| m.syntax.is_none() || m.syntax == Some(self)) {
+        for m in MARKERS
+            .iter()
+            .filter(|m| m.syntax.is_none() || m.syntax == Some(self))
+        {
             out.push(m.text);
-            if let MarkerKind::Block { end: End::Markers(ends, _) } = m.kind {
+            if let MarkerKind::Block {
+                end: End::Markers(ends, _),
+            } = m.kind
+            {
                 out.extend(ends.iter().copied());
             }
         }

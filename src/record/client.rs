@@ -22,8 +22,14 @@ pub struct ServerClient {
 impl ServerClient {
     /// A client with a 30 s per-request timeout.
     pub fn new(base: &str) -> ServerClient {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("reqwest client");
-        ServerClient { base: base.trim_end_matches('/').to_owned(), http }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("reqwest client");
+        ServerClient {
+            base: base.trim_end_matches('/').to_owned(),
+            http,
+        }
     }
 
     /// Base URL without trailing slash.
@@ -33,9 +39,17 @@ impl ServerClient {
 
     async fn get_json(&self, path: &str) -> anyhow::Result<Value> {
         let url = format!("{}{}", self.base, path);
-        let resp = self.http.get(&url).send().await.with_context(|| format!("GET {url}"))?;
+        let resp = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .with_context(|| format!("GET {url}"))?;
         let status = resp.status();
-        let text = resp.text().await.with_context(|| format!("GET {url}: reading body"))?;
+        let text = resp
+            .text()
+            .await
+            .with_context(|| format!("GET {url}: reading body"))?;
         if !status.is_success() {
             bail!("GET {url}: HTTP {status}: {}", truncate(&text, 300));
         }
@@ -44,9 +58,18 @@ impl ServerClient {
 
     async fn post_json(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
         let url = format!("{}{}", self.base, path);
-        let resp = self.http.post(&url).json(body).send().await.with_context(|| format!("POST {url}"))?;
+        let resp = self
+            .http
+            .post(&url)
+            .json(body)
+            .send()
+            .await
+            .with_context(|| format!("POST {url}"))?;
         let status = resp.status();
-        let text = resp.text().await.with_context(|| format!("POST {url}: reading body"))?;
+        let text = resp
+            .text()
+            .await
+            .with_context(|| format!("POST {url}: reading body"))?;
         if !status.is_success() {
             bail!("POST {url}: HTTP {status}: {}", truncate(&text, 300));
         }
@@ -66,13 +89,24 @@ impl ServerClient {
     /// `POST /apply-template` with an OpenAI chat body; returns the rendered prompt.
     pub async fn apply_template(&self, chat_body: &Value) -> anyhow::Result<String> {
         let v = self.post_json("/apply-template", chat_body).await?;
-        v.get("prompt").and_then(Value::as_str).map(str::to_owned).context("/apply-template answer has no \"prompt\" string")
+        v.get("prompt")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .context("/apply-template answer has no \"prompt\" string")
     }
 
     /// `POST /tokenize` with pieces and special-token parsing.
     pub async fn tokenize(&self, content: &str) -> anyhow::Result<Vec<TokenPiece>> {
-        let v = self.post_json("/tokenize", &json!({"content": content, "with_pieces": true, "parse_special": true})).await?;
-        let tokens = v.get("tokens").cloned().context("/tokenize answer has no \"tokens\"")?;
+        let v = self
+            .post_json(
+                "/tokenize",
+                &json!({"content": content, "with_pieces": true, "parse_special": true}),
+            )
+            .await?;
+        let tokens = v
+            .get("tokens")
+            .cloned()
+            .context("/tokenize answer has no \"tokens\"")?;
         serde_json::from_value(tokens).context("/tokenize \"tokens\" is not [{id, piece}]")
     }
 

@@ -104,7 +104,8 @@ pub async fn run_probe(opts: &ProbeOptions) -> anyhow::Result<ProbeRun> {
             // As the recorder does for llama-server: the server's own render and its pieces,
             // fetched after the exchange, so the session shows what the model was fed.
             if props.is_some() {
-                let ann = super::recorder::server_render(&client, id, api, Some(body.clone())).await;
+                let ann =
+                    super::recorder::server_render(&client, id, api, Some(body.clone())).await;
                 writer
                     .append(&Line::Annotation(ann))
                     .with_context(|| format!("{}: cannot append", opts.session.display()))?;

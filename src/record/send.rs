@@ -149,12 +149,37 @@ mod tests {
 
     #[test]
     fn url_and_api() {
-        assert_eq!(split_url("http://127.0.0.1:8080", Api::Openai).unwrap(), ("http://127.0.0.1:8080".into(), "/v1/chat/completions".into()));
-        assert_eq!(split_url("http://127.0.0.1:8080/", Api::Anthropic).unwrap().1, "/v1/messages");
-        assert_eq!(split_url("http://h:1/completion?x=1", Api::Openai).unwrap(), ("http://h:1".into(), "/completion?x=1".into()));
+        assert_eq!(
+            split_url("http://127.0.0.1:8080", Api::Openai).unwrap(),
+            (
+                "http://127.0.0.1:8080".into(),
+                "/v1/chat/completions".into()
+            )
+        );
+        assert_eq!(
+            split_url("http://127.0.0.1:8080/", Api::Anthropic)
+                .unwrap()
+                .1,
+            "/v1/messages"
+        );
+        assert_eq!(
+            split_url("http://h:1/completion?x=1", Api::Openai).unwrap(),
+            ("http://h:1".into(), "/completion?x=1".into())
+        );
         assert!(split_url("https://h:1", Api::Openai).is_err());
-        assert_eq!(guess_api(&json!({"system": "s", "messages": []})), Api::Anthropic);
-        assert_eq!(guess_api(&json!({"tools": [{"name": "f", "input_schema": {}}]})), Api::Anthropic);
-        assert_eq!(guess_api(&json!({"messages": [], "tools": [{"type": "function"}], "tool_choice": "auto"})), Api::Openai);
+        assert_eq!(
+            guess_api(&json!({"system": "s", "messages": []})),
+            Api::Anthropic
+        );
+        assert_eq!(
+            guess_api(&json!({"tools": [{"name": "f", "input_schema": {}}]})),
+            Api::Anthropic
+        );
+        assert_eq!(
+            guess_api(
+                &json!({"messages": [], "tools": [{"type": "function"}], "tool_choice": "auto"})
+            ),
+            Api::Openai
+        );
     }
 }

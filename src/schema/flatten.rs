@@ -607,8 +607,8 @@ impl<'a> Cx<'a> {
             // JSON Schema 2020-12 §10.2.1: `anyOf`/`oneOf`/`allOf` MUST be non-empty. An empty
             // `anyOf`/`oneOf` matches no value, an empty `allOf` every value: dropping the
             // former widens the schema to anything, so it is reported as lost.
-            let lost = (kw != "allOf")
-                .then(|| format!("{kw} [] (no value was valid; now any value is)"));
+            let lost =
+                (kw != "allOf").then(|| format!("{kw} [] (no value was valid; now any value is)"));
             self.push(path, format!("removed an empty `{kw}`"), lost);
             return base;
         }

@@ -93,9 +93,16 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
     for (index, item) in items.iter().enumerate() {
         let base = format!("{list_pointer}/{index}");
         let m = match item {
-            Value::Object(m) if m.get("function").is_some_and(Value::is_object) || m.contains_key("name") => m,
+            Value::Object(m)
+                if m.get("function").is_some_and(Value::is_object) || m.contains_key("name") =>
+            {
+                m
+            }
             Value::Object(_) => {
-                skipped.push((base, "an object with neither `function` nor `name`".to_string()));
+                skipped.push((
+                    base,
+                    "an object with neither `function` nor `name`".to_string(),
+                ));
                 continue;
             }
             other => {
@@ -150,7 +157,11 @@ pub fn locate_tools(doc: &Value) -> Result<ToolList, String> {
         return Err(format!(
             "{at}: not a tool (expected an object with `function` (OpenAI) or `name` \
              (Anthropic, MCP)), got {what}; no element of {} is a tool",
-            if list_pointer.is_empty() { "the array" } else { list_pointer.as_str() }
+            if list_pointer.is_empty() {
+                "the array"
+            } else {
+                list_pointer.as_str()
+            }
         ));
     }
     Ok(ToolList {
@@ -242,6 +253,11 @@ mod tests {
         let l = locate_tools(&json!([{"name": "a", "input_schema": {}}, "junk"])).unwrap();
         assert_eq!(l.tools.len(), 1);
         assert_eq!(l.skipped, [("/1".to_string(), "a string".to_string())]);
-        assert!(locate_tools(&json!({"tools": []})).unwrap().tools.is_empty());
+        assert!(
+            locate_tools(&json!({"tools": []}))
+                .unwrap()
+                .tools
+                .is_empty()
+        );
     }
 }

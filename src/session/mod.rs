@@ -16,13 +16,13 @@
 //! skips a malformed or truncated line, reports it with its 1-based line number, and keeps
 //! every other line. The format is documented in `docs/session-format.md`.
 
+pub mod har;
 pub mod model;
 pub mod read;
 pub mod write;
-pub mod har;
 
 pub use model::*;
-pub use read::{read_session, read_session_bytes, ReadWarning};
+pub use read::{ReadWarning, read_session, read_session_bytes};
 pub use write::SessionWriter;
 
 /// Format tag of the header line. Bumped on incompatible change; readers refuse unknown majors.

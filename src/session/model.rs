@@ -140,7 +140,9 @@ pub enum Body {
 
 impl Default for Body {
     fn default() -> Self {
-        Body::Text { text: String::new() }
+        Body::Text {
+            text: String::new(),
+        }
     }
 }
 
@@ -151,7 +153,9 @@ impl Body {
             Ok(s) => Body::Text { text: s.to_owned() },
             Err(_) => {
                 use base64::Engine as _;
-                Body::Base64 { base64: base64::engine::general_purpose::STANDARD.encode(bytes) }
+                Body::Base64 {
+                    base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+                }
             }
         }
     }
@@ -162,7 +166,9 @@ impl Body {
             Body::Text { text } => text.as_bytes().to_vec(),
             Body::Base64 { base64 } => {
                 use base64::Engine as _;
-                base64::engine::general_purpose::STANDARD.decode(base64).unwrap_or_default()
+                base64::engine::general_purpose::STANDARD
+                    .decode(base64)
+                    .unwrap_or_default()
             }
         }
     }
@@ -171,7 +177,9 @@ impl Body {
     pub fn to_text(&self) -> std::borrow::Cow<'_, str> {
         match self {
             Body::Text { text } => std::borrow::Cow::Borrowed(text),
-            Body::Base64 { .. } => std::borrow::Cow::Owned(String::from_utf8_lossy(&self.to_bytes()).into_owned()),
+            Body::Base64 { .. } => {
+                std::borrow::Cow::Owned(String::from_utf8_lossy(&self.to_bytes()).into_owned())
+            }
         }
     }
 
@@ -235,11 +243,15 @@ impl Annotation {
     pub fn latest_server_render(
         annotations: &[Annotation],
     ) -> Option<(Option<&str>, Option<&[TokenPiece]>)> {
-        annotations.iter().rev().map(|a| match a {
-            Annotation::ServerRender { prompt, tokens, .. } => {
-                (prompt.as_deref(), tokens.as_deref())
-            }
-        }).next()
+        annotations
+            .iter()
+            .rev()
+            .map(|a| match a {
+                Annotation::ServerRender { prompt, tokens, .. } => {
+                    (prompt.as_deref(), tokens.as_deref())
+                }
+            })
+            .next()
     }
 }
 
@@ -288,11 +300,15 @@ impl Api {
     /// Classifies a request path (query ignored).
     pub fn from_path(path: &str) -> Api {
         let p = path.split('?').next().unwrap_or(path).trim_end_matches('/');
-        if p.ends_with("/chat/completions") || p == "/chat/completions" || p.ends_with("/api/chat") {
+        if p.ends_with("/chat/completions") || p == "/chat/completions" || p.ends_with("/api/chat")
+        {
             Api::Openai
         } else if p.ends_with("/messages") {
             Api::Anthropic
-        } else if p.ends_with("/completion") || p.ends_with("/completions") || p.ends_with("/api/generate") {
+        } else if p.ends_with("/completion")
+            || p.ends_with("/completions")
+            || p.ends_with("/api/generate")
+        {
             Api::Completion
         } else {
             Api::Other
@@ -322,8 +338,17 @@ impl Exchange {
 
     /// Model named in the request body, else in the response body.
     pub fn model(&self) -> Option<String> {
-        let from = |v: Option<Value>| v.and_then(|v| v.get("model").and_then(|m| m.as_str()).map(str::to_owned));
-        from(self.request_json()).or_else(|| from(self.response.as_ref().and_then(|r| r.body.as_ref()).and_then(|b| b.json().ok())))
+        let from = |v: Option<Value>| {
+            v.and_then(|v| v.get("model").and_then(|m| m.as_str()).map(str::to_owned))
+        };
+        from(self.request_json()).or_else(|| {
+            from(
+                self.response
+                    .as_ref()
+                    .and_then(|r| r.body.as_ref())
+                    .and_then(|b| b.json().ok()),
+            )
+        })
     }
 
     /// True when the response was recorded as a stream of chunks.
@@ -345,7 +370,12 @@ impl Exchange {
 
     /// Response header value (first match, name case-insensitive).
     pub fn response_header(&self, name: &str) -> Option<&str> {
-        self.response.as_ref()?.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.response
+            .as_ref()?
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// Whether the exchange is partial (not [`Outcome::Complete`]).

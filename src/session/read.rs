@@ -42,10 +42,19 @@ impl std::fmt::Display for ReadWarning {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
-    #[error("{path}: line 1: not a toolscope session (expected a header line with \"format\": \"{}\"): {detail}", super::FORMAT)]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path}: line 1: not a toolscope session (expected a header line with \"format\": \"{}\"): {detail}",
+        super::FORMAT
+    )]
     NotASession { path: String, detail: String },
-    #[error("{path}: line 1: unsupported session format {found:?} (this toolscope reads {})", super::FORMAT)]
+    #[error(
+        "{path}: line 1: unsupported session format {found:?} (this toolscope reads {})",
+        super::FORMAT
+    )]
     UnsupportedFormat { path: String, found: String },
 }
 
@@ -71,13 +80,19 @@ impl Session {
 /// Errors: the file cannot be read, or its first non-empty line is not a header of
 /// format `toolscope-session/1`.
 pub fn read_session(path: &Path) -> Result<Session, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.display().to_string(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     read_session_bytes(&path.display().to_string(), &bytes)
 }
 
 /// Reads a session from bytes; `path` is used in messages only.
 pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError> {
-    let mut session = Session { path: path.to_owned(), ..Default::default() };
+    let mut session = Session {
+        path: path.to_owned(),
+        ..Default::default()
+    };
     let mut have_header = false;
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_no = i + 1;
@@ -95,24 +110,40 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
             Ok(Line::Header(h)) => {
                 if !have_header {
                     if !h.format.starts_with("toolscope-session/") {
-                        return Err(ReadError::NotASession { path: path.into(), detail: format!("format is {:?}", h.format) });
+                        return Err(ReadError::NotASession {
+                            path: path.into(),
+                            detail: format!("format is {:?}", h.format),
+                        });
                     }
                     if h.format != super::FORMAT {
-                        return Err(ReadError::UnsupportedFormat { path: path.into(), found: h.format });
+                        return Err(ReadError::UnsupportedFormat {
+                            path: path.into(),
+                            found: h.format,
+                        });
                     }
                     session.header = h;
                     have_header = true;
                 } else {
-                    session.warnings.push(ReadWarning { line: line_no, column: None, message: "second header line ignored".into() });
+                    session.warnings.push(ReadWarning {
+                        line: line_no,
+                        column: None,
+                        message: "second header line ignored".into(),
+                    });
                 }
             }
             Ok(_) if !have_header => {
-                return Err(ReadError::NotASession { path: path.into(), detail: format!("line {line_no} comes before any header") });
+                return Err(ReadError::NotASession {
+                    path: path.into(),
+                    detail: format!("line {line_no} comes before any header"),
+                });
             }
             Ok(Line::Exchange(e)) => session.exchanges.push(*e),
             Ok(Line::Annotation(a)) => session.annotations.entry(a.exchange()).or_default().push(a),
             Err(e) if !have_header => {
-                return Err(ReadError::NotASession { path: path.into(), detail: format!("line {line_no} column {}: {e}", e.column()) });
+                return Err(ReadError::NotASession {
+                    path: path.into(),
+                    detail: format!("line {line_no} column {}: {e}", e.column()),
+                });
             }
             Err(e) => {
                 let truncated = e.is_eof();
@@ -121,12 +152,19 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
                 } else {
                     format!("unreadable line skipped: {e}")
                 };
-                session.warnings.push(ReadWarning { line: line_no, column: Some(e.column()), message });
+                session.warnings.push(ReadWarning {
+                    line: line_no,
+                    column: Some(e.column()),
+                    message,
+                });
             }
         }
     }
     if !have_header {
-        return Err(ReadError::NotASession { path: path.into(), detail: "the file is empty".into() });
+        return Err(ReadError::NotASession {
+            path: path.into(),
+            detail: "the file is empty".into(),
+        });
     }
     Ok(session)
 }

@@ -28,7 +28,9 @@ impl SessionWriter {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        let existing = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        let existing = std::fs::metadata(path)
+            .map(|m| m.len() > 0)
+            .unwrap_or(false);
         let mut next_id = 1;
         if existing {
             let bytes = std::fs::read(path)?;
@@ -39,13 +41,21 @@ impl SessionWriter {
             if !bytes.ends_with(b"\n") {
                 file.write_all(b"\n")?;
             }
-            return Ok(SessionWriter { path: path.to_owned(), file, next_id });
+            return Ok(SessionWriter {
+                path: path.to_owned(),
+                file,
+                next_id,
+            });
         }
         // O_APPEND: every line lands at the end of the file even if another process appended.
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         lock(&file, path)?;
         file.set_len(0)?;
-        let mut w = SessionWriter { path: path.to_owned(), file, next_id };
+        let mut w = SessionWriter {
+            path: path.to_owned(),
+            file,
+            next_id,
+        };
         w.append(&Line::Header(header.clone()))?;
         Ok(w)
     }
@@ -89,7 +99,9 @@ fn lock(file: &File, path: &Path) -> anyhow::Result<()> {
                 path.display()
             ),
             Err(std::fs::TryLockError::Error(e)) => {
-                return Err(anyhow::Error::new(e).context(format!("{}: cannot lock", path.display())));
+                return Err(
+                    anyhow::Error::new(e).context(format!("{}: cannot lock", path.display()))
+                );
             }
         }
     }

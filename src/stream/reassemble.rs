@@ -327,7 +327,11 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
         // llama-server -v (tools/server/server-context.cpp, build 11434) repeats `__verbose` in the
         // final chunk of a stream with `content: ""`: the raw text is only known when non-empty;
         // otherwise readers fall back to the concatenated deltas.
-        if let Some(raw) = v.pointer("/__verbose/content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        if let Some(raw) = v
+            .pointer("/__verbose/content")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
             b.r.message.raw_text = Some(raw.to_owned());
         }
         let Some(choices) = v.get("choices").and_then(Value::as_array) else {

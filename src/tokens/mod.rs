@@ -613,7 +613,8 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
 /// Cost: O(markers · log tokens).
 pub fn pseudo_special(prompt: &str, tokens: &[Token]) -> Vec<Finding> {
     let markers = find_markers(prompt);
-    let texts: std::collections::HashSet<&str> = markers.iter().map(|&(s, e)| &prompt[s..e]).collect();
+    let texts: std::collections::HashSet<&str> =
+        markers.iter().map(|&(s, e)| &prompt[s..e]).collect();
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut firsts: Vec<(usize, usize, usize, Vec<String>)> = Vec::new();
     for &(s, e) in &markers {
@@ -761,8 +762,19 @@ mod tests {
         assert_eq!(v.bos_id, Some(3));
         assert!(!v.add_bos);
         let toks = tokenize(&v, "<s>ab<x>a");
-        let got: Vec<(u32, &str, bool)> = toks.iter().map(|t| (t.id, t.piece.as_str(), t.special)).collect();
-        assert_eq!(got, [(3, "<s>", true), (2, "ab", false), (4, "<x>", true), (0, "a", false)]);
+        let got: Vec<(u32, &str, bool)> = toks
+            .iter()
+            .map(|t| (t.id, t.piece.as_str(), t.special))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (3, "<s>", true),
+                (2, "ab", false),
+                (4, "<x>", true),
+                (0, "a", false)
+            ]
+        );
     }
 
     #[test]
@@ -783,7 +795,13 @@ mod tests {
     /// One token per character: every marker is split.
     fn per_char(s: &str) -> Vec<Token> {
         s.char_indices()
-            .map(|(i, c)| Token { id: 0, piece: c.to_string(), special: false, start: i, end: i + c.len_utf8() })
+            .map(|(i, c)| Token {
+                id: 0,
+                piece: c.to_string(),
+                special: false,
+                start: i,
+                end: i + c.len_utf8(),
+            })
             .collect()
     }
 
@@ -791,11 +809,25 @@ mod tests {
     fn placeholders_are_not_pseudo_special() {
         // Qwen3-0.6B's tool instructions (llama.cpp models/templates/Qwen-Qwen3-0.6B.jinja).
         let p = "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call> <end-of-turn>x</end-of-turn>";
-        let found: Vec<String> = pseudo_special(p, &per_char(p)).into_iter().filter_map(|f| f.evidence.excerpt).collect();
-        assert_eq!(found, ["<tool_call>", "</tool_call>", "<end-of-turn>", "</end-of-turn>"]);
+        let found: Vec<String> = pseudo_special(p, &per_char(p))
+            .into_iter()
+            .filter_map(|f| f.evidence.excerpt)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "<tool_call>",
+                "</tool_call>",
+                "<end-of-turn>",
+                "</end-of-turn>"
+            ]
+        );
         // A lone non-hyphenated tag (a `<think>` prefill) is still a marker.
         let q = "<|im_start|>assistant\n<think>\n";
-        let found: Vec<String> = pseudo_special(q, &per_char(q)).into_iter().filter_map(|f| f.evidence.excerpt).collect();
+        let found: Vec<String> = pseudo_special(q, &per_char(q))
+            .into_iter()
+            .filter_map(|f| f.evidence.excerpt)
+            .collect();
         assert_eq!(found, ["<|im_start|>", "<think>"]);
     }
 }

@@ -1301,15 +1301,22 @@ impl<V> Lru<V> {
 #[cfg(test)]
 mod tests {
     fn lp_ev(data: serde_json::Value) -> StreamEvent {
-        StreamEvent { data: data.to_string(), ..Default::default() }
+        StreamEvent {
+            data: data.to_string(),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn piece_bounds_follow_logprobs_tokens_that_spell_the_text() {
         // Hand-made OpenAI chunks with `logprobs` (two tokens in the first event, one in the second).
         let evs = [
-            lp_ev(serde_json::json!({"choices": [{"delta": {"content": "<tool"}, "logprobs": {"content": [{"token": "<"}, {"token": "tool"}]}}]})),
-            lp_ev(serde_json::json!({"choices": [{"delta": {"content": "_call>"}, "logprobs": {"content": [{"token": "_call>"}]}}]})),
+            lp_ev(
+                serde_json::json!({"choices": [{"delta": {"content": "<tool"}, "logprobs": {"content": [{"token": "<"}, {"token": "tool"}]}}]}),
+            ),
+            lp_ev(
+                serde_json::json!({"choices": [{"delta": {"content": "_call>"}, "logprobs": {"content": [{"token": "_call>"}]}}]}),
+            ),
         ];
         assert_eq!(piece_bounds(&evs, "<tool_call>"), [1, 5, 11]);
         // Pieces that do not spell the raw text (markup only in __verbose.content): none.

@@ -265,7 +265,8 @@ impl State {
                                 })
                                 .unwrap_or_default();
                             // RFC 3339 to the minute, as a list shows it.
-                            let created: String = h.created.replace('T', " ").chars().take(16).collect();
+                            let created: String =
+                                h.created.replace('T', " ").chars().take(16).collect();
                             format!("{created}  {engine}")
                         }
                         _ => String::new(),

@@ -226,9 +226,18 @@ fn draw_browser(state: &State, f: &mut Frame, area: Rect) {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    let nw = br.entries.iter().map(|e| name_of(e).chars().count()).max().unwrap_or(0).clamp(20, 48);
+    let nw = br
+        .entries
+        .iter()
+        .map(|e| name_of(e).chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(20, 48);
     let mut lines = vec![Line::from(Span::styled(
-        format!("{:<nw$} {:>10}  {}", "FILE", "SIZE", "CREATED / ENGINE · MODEL"),
+        format!(
+            "{:<nw$} {:>10}  {}",
+            "FILE", "SIZE", "CREATED / ENGINE · MODEL"
+        ),
         st.header,
     ))];
     let h = inner.height.saturating_sub(1) as usize;

@@ -36,7 +36,8 @@ mod tests {
         );
         let f = loss(&cx);
         assert!(
-            f.iter().any(|f| f.rule == Rule::SchemaTypeLost && f.evidence.pointer.as_deref() == Some("/properties/target")),
+            f.iter().any(|f| f.rule == Rule::SchemaTypeLost
+                && f.evidence.pointer.as_deref() == Some("/properties/target")),
             "{f:#?}"
         );
     }
