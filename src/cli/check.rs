@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::Format;
 use super::render::{VocabSource, load_template, load_vocab, render_request, tokenize_with};
-use crate::diagnose::report::{CheckReport, ExchangeSummary};
+use crate::diagnose::report::{CallSummary, CheckReport, ExchangeSummary};
+use crate::diagnose::rules::calls::arguments_value;
 use crate::diagnose::{ExchangeContext, VocabRender, check_exchange, load, request};
 use crate::finding::Finding;
 use crate::session::{Api, Piece, TokenPiece};
@@ -124,8 +125,8 @@ pub fn parse_tokens(
         .collect()
 }
 
-/// Loads one session or HAR file into contexts (+ `session.damaged` findings).
-fn load_file(path: &Path) -> anyhow::Result<(Vec<ExchangeContext>, Vec<Finding>)> {
+/// Reads one session or HAR file (HAR imported with secrets redacted).
+fn load_session(path: &Path) -> anyhow::Result<crate::session::read::Session> {
     let bytes = read(path)?;
     let name = path.display().to_string();
     let looks_har = path
@@ -135,16 +136,9 @@ fn load_file(path: &Path) -> anyhow::Result<(Vec<ExchangeContext>, Vec<Finding>)
             && serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("log").is_some()));
     if looks_har {
         let v = parse_json(path, &bytes)?;
-        let session = har_to_session(&name, &v)?;
-        return Ok(load::session_contexts(&session));
+        return crate::session::har::har_to_session(&name, &v);
     }
-    let session = crate::session::read_session_bytes(&name, &bytes)?;
-    Ok(load::session_contexts(&session))
-}
-
-/// HAR → session (the record module's importer, secrets redacted).
-fn har_to_session(name: &str, v: &Value) -> anyhow::Result<crate::session::read::Session> {
-    crate::session::har::har_to_session(name, v)
+    Ok(crate::session::read_session_bytes(&name, &bytes)?)
 }
 
 /// What the token rules need to render and split each exchange's prompt (`--vocab`).
@@ -253,14 +247,43 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         Ok(())
     };
 
+    let overrides = crate::analysis::Overrides {
+        template: tpl_text.clone(),
+        bos_token: tpl_bos.clone(),
+    };
     for path in &args.files {
         let file = path.display().to_string();
-        let (contexts, damaged) = load_file(path)?;
-        report
-            .findings
-            .extend(damaged.into_iter().map(|f| in_file(f, &file)));
-        for mut cx in contexts {
-            add(&mut report, &mut cx, 0, &file, true)?;
+        let mut session = load_session(path)?;
+        report.findings.extend(
+            session
+                .warnings
+                .iter()
+                .map(|w| in_file(load::damaged_line(&file, w), &file)),
+        );
+        let mut exchanges = std::mem::take(&mut session.exchanges);
+        exchanges.retain(|e| matches!(e.api(), Api::Openai | Api::Anthropic | Api::Completion));
+        exchanges.sort_by_key(|e| e.id);
+        for ex in exchanges {
+            let ctx = crate::analysis::Context {
+                header: &session.header,
+                annotations: session.annotations.get(&ex.id).map_or(&[], Vec::as_slice),
+            };
+            let a = crate::analysis::analyse_with(
+                ex,
+                ctx,
+                crate::analysis::Depth::Findings,
+                &overrides,
+                |cx| -> anyhow::Result<()> {
+                    if let Some(r) = &renderer {
+                        cx.vocab_render = r.render(cx, &file)?;
+                    }
+                    Ok(())
+                },
+            )?;
+            report.exchanges.push(summary_of(&a, &file));
+            report
+                .findings
+                .extend(a.findings.into_iter().map(|f| in_file(f, &file)));
         }
     }
 
@@ -397,6 +420,37 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         );
     }
     Ok(report)
+}
+
+/// `check`'s listing of an analysed session exchange from input `file`.
+fn summary_of(a: &crate::analysis::AnalysedExchange, file: &str) -> ExchangeSummary {
+    let m = a.message.clone().unwrap_or_default();
+    let ex = &a.exchange;
+    ExchangeSummary {
+        file: file.to_owned(),
+        index: ex.id,
+        api: ex.api().as_str().to_owned(),
+        model: a
+            .request
+            .as_ref()
+            .and_then(|r| r.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or(m.model.clone()),
+        content: m.content,
+        reasoning: m.reasoning,
+        tool_calls: m
+            .tool_calls
+            .iter()
+            .map(|c| CallSummary {
+                name: c.name.clone(),
+                arguments: arguments_value(&c.arguments),
+            })
+            .collect(),
+        finish_reason: m.finish_reason,
+        status: a.summary.status,
+        partial: crate::analysis::partial_note(ex),
+    }
 }
 
 /// A path for messages and `file` fields (empty when absent).
