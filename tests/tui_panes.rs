@@ -143,7 +143,10 @@ async fn pane_replay() {
     // chunk, then the parser's finish() step.
     let s = run("5 l").await;
     assert!(s.contains("step 2/2"), "{s}");
-    assert!(s.contains("text so far: raw output: llama-server"), "{s}");
+    assert!(
+        s.contains("text so far: raw output: __verbose.content"),
+        "{s}"
+    );
     insta::assert_snapshot!(s);
 }
 

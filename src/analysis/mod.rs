@@ -5,7 +5,7 @@
 //! Built from, each exactly once:
 //! * the one decoder, [`crate::stream::decode_exchange`] (SSE events with per-event marks, the
 //!   reassembled message, stream-contract findings);
-//! * the one raw-output lookup, [`raw_output`] (seam 1 with issue #12);
+//! * the one raw-output lookup, [`crate::stream::raw::raw_output`] (seam 1 with issue #12);
 //! * the one server-render lookup, [`server_render`] (`/apply-template` annotation, else
 //!   `__verbose.prompt`), which both the rules and the Template pane read;
 //! * diagnose's context ([`crate::diagnose::load::exchange_context_from`]) and every rule
@@ -109,59 +109,22 @@ pub fn server_render(ex: &Exchange, annotations: &[Annotation]) -> Option<Server
     }
 }
 
-/// What the model wrote for an exchange, before the server's parser, and where that text came
-/// from; or why it is not known and how to get it. (Seam 1: the shape issue #12's
-/// `raw_output` returns.)
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RawOutput {
-    /// The raw text and its source (`llama-server __verbose.content`).
-    Text { text: String, source: String },
-    /// Not recorded.
-    Missing { why: String, how_to_get_it: String },
-}
+pub use crate::stream::raw::RawOutput;
 
-impl RawOutput {
-    /// The text, when known.
-    pub fn text(&self) -> Option<&str> {
-        match self {
-            RawOutput::Text { text, .. } => Some(text),
-            RawOutput::Missing { .. } => None,
+/// One line on an exchange's raw output: its source (`raw output: __verbose.content`,
+/// `raw output: slots debug (slot 0)`), or why it is missing and how to get it.
+pub fn describe_raw(raw: &RawOutput) -> String {
+    match raw {
+        RawOutput::Text { source, .. } if source.is_models_output() => {
+            format!("raw output: {}", source.label())
         }
-    }
-
-    /// Where the text came from, or why it is missing and how to get it (one line).
-    pub fn describe(&self) -> String {
-        match self {
-            RawOutput::Text { source, .. } => source.clone(),
-            RawOutput::Missing { why, how_to_get_it } => format!("{why}; {how_to_get_it}"),
+        RawOutput::Text { source, .. } => format!(
+            "the raw text ({}) is not known to be the model's output, so it is not replayed",
+            source.label()
+        ),
+        RawOutput::Missing { why, how } => {
+            format!("the model's raw output is missing: {why}; {how}")
         }
-    }
-}
-
-/// The ONE lookup of an exchange's raw output (seam 1). Today it knows llama-server's
-/// `__verbose.content` of a non-streamed reply (`-v` or `"verbose": true`; a stream carries it
-/// empty: llama.cpp tools/server/server-context.cpp, build 11434), as the decoder read it into
-/// `message.raw_text`. Issue #12's `raw_output(ex, annotations)` replaces this body. Raw text is
-/// never synthesised from parsed calls or argument deltas.
-pub fn raw_output(
-    ex: &Exchange,
-    _annotations: &[Annotation],
-    message: Option<&AssistantMessage>,
-) -> RawOutput {
-    match message.and_then(|m| m.raw_text.as_ref()) {
-        Some(t) if !t.is_empty() => RawOutput::Text {
-            text: t.clone(),
-            source: "llama-server __verbose.content".into(),
-        },
-        _ => RawOutput::Missing {
-            why: if ex.is_stream() {
-                "the model's raw output was not recorded (a stream's __verbose.content is empty)"
-                    .into()
-            } else {
-                "the model's raw output was not recorded".into()
-            },
-            how_to_get_it: "record against llama-server with -v (or \"verbose\": true) and a non-streamed request".into(),
-        },
     }
 }
 
@@ -307,16 +270,26 @@ pub fn analyse_with<E>(
     let api = ex.api();
     let mut decoded = crate::stream::decode_exchange(&ex);
     let mut cx = crate::diagnose::load::exchange_context_from(&ex, decoded.as_ref());
-    let raw = raw_output(&ex, ctx.annotations, cx.message.as_ref());
-    match &raw {
-        RawOutput::Text { text, source } => {
-            cx.raw_text = Some(text.clone());
-            cx.raw_source = Some(source.clone());
+    // The one raw-output lookup (seam 1, issue #12): what the model wrote, or why unknown.
+    let raw = crate::stream::raw::raw_output(&ex, ctx.annotations);
+    cx.raw_source = Some(describe_raw(&raw));
+    cx.raw_text = raw.models_text().map(str::to_owned);
+    if let (
+        Some(_),
+        RawOutput::Text {
+            pieces: Some(p),
+            prefill,
+            ..
+        },
+    ) = (&cx.raw_text, &raw)
+    {
+        // Pieces spell the generated part; the parser reads the prefill first.
+        let mut all: Vec<String> = Vec::with_capacity(p.len() + 1);
+        if !prefill.is_empty() {
+            all.push(prefill.clone());
         }
-        RawOutput::Missing { .. } => {
-            cx.raw_text = None;
-            cx.raw_source = Some(raw.describe());
-        }
+        all.extend(p.iter().cloned());
+        cx.stream_pieces = Some(all);
     }
     let render = server_render(&ex, ctx.annotations);
     if let Some(r) = &render {

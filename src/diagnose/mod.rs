@@ -49,8 +49,8 @@ pub struct ExchangeContext {
     pub call_events: Vec<Vec<usize>>,
     /// Raw generated text before the server's parser (llama-server `-v` `__verbose.content`).
     pub raw_text: Option<String>,
-    /// Where `raw_text` came from (`llama-server __verbose.content`), or why it is missing and
-    /// how to get it, for the Replay pane.
+    /// Where `raw_text` came from (`raw output: __verbose.content`), or why it is missing and
+    /// how to get it ([`crate::analysis::describe_raw`]), for the Replay pane.
     pub raw_source: Option<String>,
     /// llama-server `__verbose.stopping_word`, when known.
     pub stopping_word: Option<String>,
@@ -341,7 +341,7 @@ impl ExchangeContext {
         let missing = self
             .raw_source
             .as_deref()
-            .unwrap_or("the model's raw output was not recorded");
+            .unwrap_or("the model's raw output is missing");
         if let Some(raw) = self.raw_text.as_ref().filter(|r| !r.is_empty()) {
             let spelled = self
                 .stream_pieces
@@ -356,12 +356,10 @@ impl ExchangeContext {
                 },
                 text: raw.clone(),
                 what: "raw output",
-                source: format!(
-                    "raw output: {}",
-                    self.raw_source
-                        .as_deref()
-                        .unwrap_or("llama-server __verbose.content")
-                ),
+                source: self
+                    .raw_source
+                    .clone()
+                    .unwrap_or_else(|| "raw output: __verbose.content".into()),
                 pieces: spelled,
             };
         }

@@ -610,9 +610,10 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
     let mut d = Doc::default();
     if r.text().is_empty() {
         let why = match &a.raw {
-            Some(raw) if raw.text().is_none() => {
-                format!("No generated text to replay: {}.", raw.describe())
-            }
+            Some(raw) if raw.models_text().is_none() => format!(
+                "No generated text to replay: {}.",
+                crate::analysis::describe_raw(raw)
+            ),
             _ => "No generated text to replay.".to_owned(),
         };
         d.text(why, st.muted, None);
