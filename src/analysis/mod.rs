@@ -206,6 +206,28 @@ pub fn quick_summary(ex: &Exchange) -> Summary {
     }
 }
 
+/// The [`crate::session::ReadWarning`] for exchange line `line` that could not be decoded
+/// (`error` as the indexed reader gives it: `line N column C: …`), for
+/// [`crate::diagnose::load::damaged_line`].
+pub fn load_error_warning(line: usize, error: &str) -> crate::session::ReadWarning {
+    let rest = error
+        .strip_prefix(&format!("line {line}"))
+        .unwrap_or(error)
+        .trim_start();
+    let (column, message) = match rest
+        .strip_prefix("column ")
+        .and_then(|r| r.split_once(": "))
+    {
+        Some((c, m)) if c.parse::<usize>().is_ok() => (c.parse().ok(), m.to_owned()),
+        _ => (None, rest.trim_start_matches(": ").to_owned()),
+    };
+    crate::session::ReadWarning {
+        line,
+        column,
+        message,
+    }
+}
+
 /// Row for an exchange line that could not be decoded (`error`: `line N column C: …`). Its
 /// finding is [`crate::diagnose::load::damaged_line`]'s `session.damaged`.
 pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {

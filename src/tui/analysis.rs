@@ -51,14 +51,7 @@ pub fn damaged(
     line: usize,
     error: String,
 ) -> ExchangeAnalysis {
-    let w = crate::session::ReadWarning {
-        line,
-        column: None,
-        message: error
-            .strip_prefix(&format!("line {line} "))
-            .unwrap_or(&error)
-            .to_owned(),
-    };
+    let w = crate::analysis::load_error_warning(line, &error);
     let findings: Vec<Finding> = vec![crate::diagnose::load::damaged_line(file, &w)];
     ExchangeAnalysis {
         row,
