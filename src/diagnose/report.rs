@@ -34,6 +34,10 @@ pub struct ExchangeSummary {
     /// HTTP status, for text output.
     #[serde(skip)]
     pub status: Option<u16>,
+    /// Set when the exchange is partial (the client disconnected or the upstream failed
+    /// mid-response): its recorded outcome and error. Its own signal, not a finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
 }
 
 /// One tool call in [`ExchangeSummary`].
@@ -80,6 +84,7 @@ impl ExchangeSummary {
                 .collect(),
             finish_reason: m.finish_reason,
             status: cx.status,
+            partial: None,
         }
     }
 }

@@ -8,9 +8,12 @@
 
 pub mod compare;
 pub mod message;
+pub mod raw;
 pub mod reassemble;
 pub mod sse;
 
 pub use message::{AssistantMessage, CallRecord};
-pub use reassemble::{Reassembled, decode_exchange};
+pub use reassemble::{
+    EventDelta, EventMark, Reassembled, decode_exchange, is_event_stream, is_sse,
+};
 pub use sse::{SseDecoder, SseEvent};
