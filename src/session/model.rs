@@ -229,13 +229,73 @@ pub enum Annotation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    // --- raw output capture (issue #12) ---
+    /// The model's raw generated text for the exchange, read from the engine after it ended
+    /// (see [`crate::stream::raw`]): llama-server `GET /slots` `generated` of the slot whose
+    /// `prompt` is this exchange's rendered prompt (server started with
+    /// `LLAMA_SERVER_SLOTS_DEBUG=1`; tools/server/server-context.cpp, build 11434), or a
+    /// regeneration of the rendered prompt through the engine's raw completion endpoint.
+    /// `text` is the generated text only (an assistant prefill is not repeated).
+    RawText {
+        exchange: u64,
+        source: RawTextSource,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// llama-server slot id (`id` in `/slots`), for `slots_debug`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot: Option<u64>,
+        /// What llama-server's parser reads before `text` (`/slots` `params.generation_prompt`,
+        /// e.g. `<|im_start|>assistant\n<think>\n`), when reported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        generation_prompt: Option<String>,
+        /// For `regenerated`: id of the exchange that re-ran the prompt (label
+        /// `regenerate:<exchange>`), when it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<u64>,
+        /// For `regenerated`: true when toolscope's parse of the text under the server's format
+        /// reproduced the server's answer (same content, same calls).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verified: Option<bool>,
+        /// For `regenerated` and not verified: byte offset in `text` where it first disagrees
+        /// with the server's answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diverged_at: Option<usize>,
+        /// Why there is no text (no slot's `prompt` matched: the slot was reused; `/slots`
+        /// disabled; the regeneration failed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The engine, learnt after the header was written (the upstream was not ready when the
+    /// recorder started). Readers use it in place of the header's `engine` / `props` when
+    /// those are missing or `unknown` ([`crate::session::read::read_session_bytes`]).
+    /// `exchange` is the exchange after which it was learnt.
+    Engine {
+        exchange: u64,
+        engine: Engine,
+        /// llama-server `GET /props`, verbatim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        props: Option<Value>,
+    },
+}
+
+/// Where an [`Annotation::RawText`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RawTextSource {
+    /// llama-server `GET /slots` with `LLAMA_SERVER_SLOTS_DEBUG=1`.
+    SlotsDebug,
+    /// The rendered prompt re-run through a raw completion endpoint (llama-server
+    /// `/completion`, OpenAI-style `/v1/completions`, Ollama `/api/generate` with `raw`).
+    Regenerated,
 }
 
 impl Annotation {
     /// Id of the exchange this annotation refers to.
     pub fn exchange(&self) -> u64 {
         match self {
-            Annotation::ServerRender { exchange, .. } => *exchange,
+            Annotation::ServerRender { exchange, .. }
+            | Annotation::RawText { exchange, .. }
+            | Annotation::Engine { exchange, .. } => *exchange,
         }
     }
 
@@ -243,15 +303,12 @@ impl Annotation {
     pub fn latest_server_render(
         annotations: &[Annotation],
     ) -> Option<(Option<&str>, Option<&[TokenPiece]>)> {
-        annotations
-            .iter()
-            .rev()
-            .map(|a| match a {
-                Annotation::ServerRender { prompt, tokens, .. } => {
-                    (prompt.as_deref(), tokens.as_deref())
-                }
-            })
-            .next()
+        annotations.iter().rev().find_map(|a| match a {
+            Annotation::ServerRender { prompt, tokens, .. } => {
+                Some((prompt.as_deref(), tokens.as_deref()))
+            }
+            _ => None,
+        })
     }
 }
 

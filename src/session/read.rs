@@ -166,5 +166,34 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
             detail: "the file is empty".into(),
         });
     }
+    apply_learnt_engine(&mut session);
     Ok(session)
+}
+
+/// An engine learnt after the header was written ([`Annotation::Engine`], the first one) stands
+/// in for the header's `engine` and `props` when the header has none or says `unknown`, so that
+/// every reader sees what the recorder learnt.
+fn apply_learnt_engine(session: &mut Session) {
+    let unknown = session
+        .header
+        .engine
+        .as_ref()
+        .is_none_or(|e| e.kind == "unknown");
+    if !unknown {
+        return;
+    }
+    let learnt = session
+        .annotations
+        .values()
+        .flatten()
+        .find_map(|a| match a {
+            Annotation::Engine { engine, props, .. } => Some((engine.clone(), props.clone())),
+            _ => None,
+        });
+    if let Some((engine, props)) = learnt {
+        session.header.engine = Some(engine);
+        if session.header.props.is_none() {
+            session.header.props = props;
+        }
+    }
 }

@@ -8,6 +8,7 @@
 
 pub mod compare;
 pub mod message;
+pub mod raw;
 pub mod reassemble;
 pub mod sse;
 
