@@ -40,6 +40,14 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
         .into_iter()
         .map(|e| {
             let mut cx = exchange_context(e);
+            // The raw text comes from one place (issue #12): the seam, never the parse.
+            let anns = session
+                .annotations
+                .get(&e.id)
+                .map_or(&[][..], Vec::as_slice);
+            let raw = crate::stream::raw::raw_output(e, anns);
+            cx.raw_text = raw.models_text().map(str::to_owned);
+            cx.raw = Some(raw);
             if let Some((prompt, tokens)) = session.server_render(e.id) {
                 cx.server_prompt = prompt.map(str::to_owned);
                 cx.server_tokens = tokens.map(<[_]>::to_vec);

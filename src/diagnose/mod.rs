@@ -48,7 +48,12 @@ pub struct ExchangeContext {
     /// For streams: per entry of `message.tool_calls`, the SSE events that contributed to it.
     pub call_events: Vec<Vec<usize>>,
     /// Raw generated text before the server's parser (llama-server `-v` `__verbose.content`).
+    /// For session exchanges: the model's own text per [`crate::stream::raw::raw_output`]
+    /// (assistant prefill + generated text), see `raw`.
     pub raw_text: Option<String>,
+    /// For session exchanges: what [`crate::stream::raw::raw_output`] says about the raw text
+    /// (its source, or why it is missing and how to get it). `None` for bare pairs.
+    pub raw: Option<crate::stream::raw::RawOutput>,
     /// llama-server `__verbose.stopping_word`, when known.
     pub stopping_word: Option<String>,
     /// The server's render of the request (`/apply-template`).
@@ -114,6 +119,7 @@ impl ExchangeContext {
             stream_findings: Vec::new(),
             call_events: Vec::new(),
             raw_text: None,
+            raw: None,
             stopping_word: None,
             server_prompt: None,
             server_tokens: None,
@@ -324,6 +330,7 @@ pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorde
         out.extend(rules::calls::args(cx));
         out.extend(rules::calls::unknown_tool(cx));
         out.extend(rules::calls::hallucinated_result(cx));
+        out.extend(rules::protocol::protocol_marker(cx));
         out.extend(rules::server::call_mismatch(cx));
         out.extend(rules::finish::mismatch(cx));
     }
