@@ -54,6 +54,8 @@ pub enum Rule {
     ToolCallUnknownTool,
     #[serde(rename = "tool_call.hallucinated_result")]
     ToolCallHallucinatedResult,
+    #[serde(rename = "content.protocol_marker")]
+    ContentProtocolMarker,
     #[serde(rename = "stream.missing_index")]
     StreamMissingIndex,
     #[serde(rename = "stream.missing_id")]
@@ -95,6 +97,7 @@ impl Rule {
         Rule::ToolCallArgsSchemaMismatch,
         Rule::ToolCallUnknownTool,
         Rule::ToolCallHallucinatedResult,
+        Rule::ContentProtocolMarker,
         Rule::StreamMissingIndex,
         Rule::StreamMissingId,
         Rule::StreamNameRepeated,
@@ -127,6 +130,7 @@ impl Rule {
             Rule::ToolCallArgsSchemaMismatch => "tool_call.args_schema_mismatch",
             Rule::ToolCallUnknownTool => "tool_call.unknown_tool",
             Rule::ToolCallHallucinatedResult => "tool_call.hallucinated_result",
+            Rule::ContentProtocolMarker => "content.protocol_marker",
             Rule::StreamMissingIndex => "stream.missing_index",
             Rule::StreamMissingId => "stream.missing_id",
             Rule::StreamNameRepeated => "stream.name_repeated",

@@ -111,23 +111,6 @@ pub fn server_render(ex: &Exchange, annotations: &[Annotation]) -> Option<Server
 
 pub use crate::stream::raw::RawOutput;
 
-/// One line on an exchange's raw output: its source (`raw output: __verbose.content`,
-/// `raw output: slots debug (slot 0)`), or why it is missing and how to get it.
-pub fn describe_raw(raw: &RawOutput) -> String {
-    match raw {
-        RawOutput::Text { source, .. } if source.is_models_output() => {
-            format!("raw output: {}", source.label())
-        }
-        RawOutput::Text { source, .. } => format!(
-            "the raw text ({}) is not known to be the model's output, so it is not replayed",
-            source.label()
-        ),
-        RawOutput::Missing { why, how } => {
-            format!("the model's raw output is missing: {why}; {how}")
-        }
-    }
-}
-
 /// `OUTCOME: ERROR` for a partial exchange (`client_disconnected: client closed the
 /// connection`), `None` for a complete one. A partial exchange is its own signal (the list's
 /// `!`, the Stream pane's first line, `check`'s `partial` field), not a finding: the line is
@@ -294,8 +277,8 @@ pub fn analyse_with<E>(
     let mut cx = crate::diagnose::load::exchange_context_from(&ex, decoded.as_ref());
     // The one raw-output lookup (seam 1, issue #12): what the model wrote, or why unknown.
     let raw = crate::stream::raw::raw_output(&ex, ctx.annotations);
-    cx.raw_source = Some(describe_raw(&raw));
     cx.raw_text = raw.models_text().map(str::to_owned);
+    cx.raw = Some(raw.clone());
     if let (
         Some(_),
         RawOutput::Text {

@@ -487,6 +487,7 @@ fn summary_of(a: &crate::analysis::AnalysedExchange, file: &str) -> ExchangeSumm
             })
             .collect(),
         finish_reason: m.finish_reason,
+        raw_text: a.raw.as_ref().map(crate::diagnose::report::raw_text_line),
         status: a.summary.status,
         partial: crate::analysis::partial_note(ex),
     }

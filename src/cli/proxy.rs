@@ -33,6 +33,12 @@ pub struct Args {
     /// Record authorization, x-api-key, api-key and cookie headers verbatim (default: redacted).
     #[arg(long)]
     pub keep_secrets: bool,
+    /// After each chat exchange whose raw model text was not captured (llama-server without
+    /// LLAMA_SERVER_SLOTS_DEBUG=1 or -v), re-run its rendered prompt through llama-server
+    /// /completion with the same sampling settings, off the client's path. The text counts as the
+    /// model's output only when toolscope's parse of it reproduces the server's answer.
+    #[arg(long)]
+    pub regenerate: bool,
 }
 
 /// `sessions/<UTC timestamp>.jsonl`, e.g. `sessions/2026-11-29T18-32-18Z.jsonl`.
@@ -59,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut cfg = ProxyConfig::new(&args.upstream, session.clone());
         cfg.listen = args.listen;
         cfg.keep_secrets = args.keep_secrets;
+        cfg.regenerate = args.regenerate;
         let proxy = Proxy::spawn(cfg, Some(tx))
             .await
             .context("starting the proxy")?;

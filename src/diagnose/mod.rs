@@ -48,10 +48,12 @@ pub struct ExchangeContext {
     /// For streams: per entry of `message.tool_calls`, the SSE events that contributed to it.
     pub call_events: Vec<Vec<usize>>,
     /// Raw generated text before the server's parser (llama-server `-v` `__verbose.content`).
+    /// For session exchanges: the model's own text per [`crate::stream::raw::raw_output`]
+    /// (assistant prefill + generated text), see `raw`.
     pub raw_text: Option<String>,
-    /// Where `raw_text` came from (`raw output: __verbose.content`), or why it is missing and
-    /// how to get it ([`crate::analysis::describe_raw`]), for the Replay pane.
-    pub raw_source: Option<String>,
+    /// For session exchanges: what [`crate::stream::raw::raw_output`] says about the raw text
+    /// (its source, or why it is missing and how to get it). `None` for bare pairs.
+    pub raw: Option<crate::stream::raw::RawOutput>,
     /// llama-server `__verbose.stopping_word`, when known.
     pub stopping_word: Option<String>,
     /// The server's render of the request (`/apply-template`).
@@ -151,7 +153,7 @@ impl ExchangeContext {
             stream_findings: Vec::new(),
             call_events: Vec::new(),
             raw_text: None,
-            raw_source: None,
+            raw: None,
             stopping_word: None,
             server_prompt: None,
             server_tokens: None,
@@ -338,8 +340,11 @@ impl ExchangeContext {
                 })
                 .collect::<Vec<_>>()
         };
-        let missing = self
-            .raw_source
+        let described = self
+            .raw
+            .as_ref()
+            .map(crate::stream::raw::RawOutput::describe);
+        let missing = described
             .as_deref()
             .unwrap_or("the model's raw output is missing");
         if let Some(raw) = self.raw_text.as_ref().filter(|r| !r.is_empty()) {
@@ -356,8 +361,7 @@ impl ExchangeContext {
                 },
                 text: raw.clone(),
                 what: "raw output",
-                source: self
-                    .raw_source
+                source: described
                     .clone()
                     .unwrap_or_else(|| "raw output: __verbose.content".into()),
                 pieces: spelled,
@@ -439,6 +443,7 @@ pub fn check_exchange_traced(
         out.extend(rules::calls::args(cx));
         out.extend(rules::calls::unknown_tool(cx));
         out.extend(rules::calls::hallucinated_result(cx));
+        out.extend(rules::protocol::protocol_marker(cx));
         out.extend(rules::server::call_mismatch(cx));
         out.extend(rules::finish::mismatch(cx));
     }

@@ -69,6 +69,10 @@ pub struct ProxyConfig {
     /// Probe the upstream for its engine (`/props`, `/v1/models`, `/api/version`) and, for
     /// llama-server, fetch `/apply-template` + `/tokenize` after each chat exchange.
     pub detect_engine: bool,
+    /// `--regenerate`: re-run each chat exchange whose raw text was not captured through
+    /// llama-server `/completion` after it ended, off the client's path (see
+    /// [`RecorderConfig::regenerate`]).
+    pub regenerate: bool,
 }
 
 impl ProxyConfig {
@@ -81,6 +85,7 @@ impl ProxyConfig {
             keep_secrets: false,
             label: None,
             detect_engine: true,
+            regenerate: false,
         }
     }
 }
@@ -180,20 +185,34 @@ impl Proxy {
         let mut header = new_header(now_rfc3339());
         header.upstream = Some(upstream.base.clone());
         let mut render_from = None;
+        let mut learn_engine_from = None;
         if cfg.detect_engine {
             let (engine, props) = detect_engine(&upstream.base).await;
             if engine.kind == "llama-server" {
                 render_from = Some(upstream.base.clone());
             }
+            // Not answering yet (still loading): retried after each exchange.
+            if engine.kind == "unknown" {
+                learn_engine_from = Some(upstream.base.clone());
+            }
             header.engine = Some(engine);
             header.props = props;
         }
+        let bos_token = header
+            .props
+            .as_ref()
+            .and_then(|p| p.get("bos_token"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
         let recorder = Recorder::open(
             RecorderConfig {
                 session: cfg.session.clone(),
                 keep_secrets: cfg.keep_secrets,
                 label: cfg.label.clone(),
                 render_from,
+                bos_token,
+                learn_engine_from,
+                regenerate: cfg.regenerate,
             },
             &header,
             events,

@@ -23,8 +23,8 @@ use tokio::sync::{Notify, mpsc};
 use crate::record::client::ServerClient;
 use crate::record::redact::redact_value;
 use crate::session::{
-    Annotation, Api, Body, Chunk, Engine, Exchange, Header, Line, Outcome, Request, Response,
-    SessionWriter,
+    Annotation, Api, Body, Chunk, Engine, Exchange, Header, Line, Outcome, RawTextSource, Request,
+    Response, SessionWriter,
 };
 
 /// What the recorder reports live (for the TUI's live view and `--headless` printing).
@@ -66,6 +66,27 @@ pub struct RecorderConfig {
     /// Upstream base URL for the `/apply-template` + `/tokenize` annotations; set only when the
     /// upstream is llama-server.
     pub render_from: Option<String>,
+    /// llama-server's BOS text (`/props` `bos_token`): a slot's prompt in `/slots` may carry it
+    /// in front of the rendered prompt.
+    pub bos_token: Option<String>,
+    /// Upstream base URL to retry engine detection against after each exchange while the
+    /// engine is unknown (the server was still loading when the recorder started). What is
+    /// learnt is written as an [`Annotation::Engine`]; for llama-server the annotations then
+    /// start.
+    pub learn_engine_from: Option<String>,
+    /// `proxy --regenerate`: after a chat exchange whose raw text was not captured, re-run its
+    /// rendered prompt through llama-server `/completion` (off the client's path), record that
+    /// exchange (label `regenerate:<id>`) and an [`Annotation::RawText`] with its verdict.
+    pub regenerate: bool,
+}
+
+/// A llama-server upstream, known when the recorder opened or learnt later.
+#[derive(Debug, Clone)]
+struct Llama {
+    client: ServerClient,
+    bos: Option<String>,
+    /// `/props` `chat_template` (the server's call format, for verifying regenerations).
+    template: Option<String>,
 }
 
 enum WriterMsg {
@@ -77,6 +98,7 @@ enum WriterMsg {
     Flush(std::sync::mpsc::Sender<()>),
 }
 
+#[derive(Clone)]
 struct RawExchange {
     ex: Exchange,
     body: Vec<u8>,
@@ -123,7 +145,12 @@ struct Inner {
     /// Exchanges started and not yet queued, plus annotation fetches pending.
     busy: AtomicUsize,
     idle: Notify,
-    render_client: Option<ServerClient>,
+    /// The llama-server upstream for annotations (render, slots, regeneration), once known.
+    llama: std::sync::RwLock<Option<Llama>>,
+    /// Where to retry engine detection while it is unknown; `None` once learnt.
+    learn_from: Mutex<Option<String>>,
+    /// A detection is running (at most one at a time).
+    learning: std::sync::atomic::AtomicBool,
     /// Lines written (exchanges + annotations), for tests and benches.
     written: Arc<AtomicU64>,
     /// The runtime the recorder was opened on (late events from the writer thread).
@@ -227,7 +254,17 @@ impl Recorder {
                     }
                 }
             })?;
-        let render_client = cfg.render_from.as_deref().map(ServerClient::new);
+        let llama = cfg.render_from.as_deref().map(|base| Llama {
+            client: ServerClient::new(base),
+            bos: cfg.bos_token.clone(),
+            template: header
+                .props
+                .as_ref()
+                .and_then(|p| p.get("chat_template"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+        let learn_from = cfg.learn_engine_from.clone().filter(|_| llama.is_none());
         Ok(Recorder {
             inner: Arc::new(Inner {
                 cfg,
@@ -237,7 +274,9 @@ impl Recorder {
                 events,
                 busy: AtomicUsize::new(0),
                 idle: Notify::new(),
-                render_client,
+                llama: std::sync::RwLock::new(llama),
+                learn_from: Mutex::new(learn_from),
+                learning: std::sync::atomic::AtomicBool::new(false),
                 written,
                 rt,
             }),
@@ -336,31 +375,163 @@ impl Recorder {
     /// render annotation. Cheap: this runs on the client's path when a response ends.
     fn ended(&self, raw: RawExchange) {
         let ex = &raw.ex;
-        let render = self.inner.render_client.clone().filter(|_| {
-            matches!(ex.api(), Api::Openai | Api::Anthropic) && ex.request.method == "POST"
-        });
-        let render_req = render
-            .as_ref()
-            .map(|_| (ex.id, ex.api(), ex.request.clone()));
+        let chat = matches!(ex.api(), Api::Openai | Api::Anthropic) && ex.request.method == "POST";
+        let llama = self.inner.llama.read().ok().and_then(|l| l.clone());
+        let learn = match llama {
+            Some(_) => None,
+            None => self.inner.learn_from.lock().ok().and_then(|l| l.clone()),
+        };
+        // The whole exchange, for verifying a regeneration against what the server sent.
+        let original = (chat && self.inner.cfg.regenerate).then(|| raw.clone().build());
+        let id = ex.id;
+        let request = chat.then(|| ex.request.clone());
         if let Ok(guard) = self.inner.writer.lock()
             && let Some(tx) = guard.as_ref()
         {
             let _ = tx.send(WriterMsg::Ended(Box::new(raw)));
         }
-        if let (Some(client), Some((id, api, request))) = (render, render_req)
+        if (learn.is_some() || (llama.is_some() && chat))
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
             self.busy_inc();
             let rec = self.clone();
             rt.spawn(async move {
-                let body = request.body.json().ok();
-                let ann = server_render(&client, id, api, body).await;
-                rec.emit(RecordEvent::Annotated(ann.clone()));
-                rec.queue(Line::Annotation(ann));
+                let llama = match (llama, learn) {
+                    (Some(l), _) => Some(l),
+                    (None, Some(base)) => rec.learn_engine(&base, id).await,
+                    (None, None) => None,
+                };
+                if let (Some(l), Some(request)) = (llama, request) {
+                    rec.annotate(&l, id, request, original).await;
+                }
                 rec.busy_dec();
             });
         }
         self.busy_dec();
+    }
+
+    fn write_annotation(&self, ann: Annotation) {
+        self.emit(RecordEvent::Annotated(ann.clone()));
+        self.queue(Line::Annotation(ann));
+    }
+
+    /// Retries engine detection (at most one at a time). When the engine answers it is written
+    /// as an [`Annotation::Engine`] after exchange `id` and detection stops; a llama-server
+    /// becomes the upstream of the annotations from now on (and is returned).
+    async fn learn_engine(&self, base: &str, id: u64) -> Option<Llama> {
+        if self.inner.learning.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let (engine, props) = detect_engine(base).await;
+        self.inner.learning.store(false, Ordering::SeqCst);
+        if engine.kind == "unknown" {
+            return None;
+        }
+        if let Ok(mut l) = self.inner.learn_from.lock() {
+            if l.is_none() {
+                return None; // learnt meanwhile
+            }
+            *l = None;
+        }
+        let s = |k: &str| {
+            props
+                .as_ref()
+                .and_then(|p| p.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let llama = (engine.kind == "llama-server").then(|| Llama {
+            client: ServerClient::new(base),
+            bos: s("bos_token"),
+            template: s("chat_template"),
+        });
+        if let (Some(l), Ok(mut slot)) = (&llama, self.inner.llama.write()) {
+            *slot = Some(l.clone());
+        }
+        self.write_annotation(Annotation::Engine {
+            exchange: id,
+            engine,
+            props,
+        });
+        llama
+    }
+
+    /// The annotations of one ended chat exchange against llama-server: `GET /slots` first (a
+    /// later request may reuse the slot), then the server render, then the slot whose prompt
+    /// is that render ([`crate::stream::raw::pick_slot`]), then — with `regenerate` and no raw
+    /// text captured — a verified regeneration.
+    async fn annotate(&self, l: &Llama, id: u64, request: Request, original: Option<Exchange>) {
+        let slots = l.client.slots().await;
+        let api = Api::from_path(&request.path);
+        let body = request.body.json().ok();
+        let render = server_render(&l.client, id, api, body).await;
+        let prompt = match &render {
+            Annotation::ServerRender {
+                prompt: Some(p), ..
+            } => Ok(p.clone()),
+            Annotation::ServerRender { error, .. } => Err(error.clone().unwrap_or_default()),
+            _ => Err(String::new()),
+        };
+        self.write_annotation(render);
+        let picked = match (&prompt, slots) {
+            (Ok(p), Ok(s)) => crate::stream::raw::pick_slot(&s, p, l.bos.as_deref()),
+            (Err(e), _) => Err(format!(
+                "no rendered prompt to find the exchange's slot by: {e}"
+            )),
+            (_, Err(e)) => Err(format!("GET /slots failed: {e:#}")),
+        };
+        let captured = picked.is_ok();
+        self.write_annotation(match picked {
+            Ok(t) => Annotation::RawText {
+                exchange: id,
+                source: RawTextSource::SlotsDebug,
+                text: Some(t.generated),
+                slot: Some(t.slot),
+                generation_prompt: t.generation_prompt,
+                by: None,
+                verified: None,
+                diverged_at: None,
+                error: None,
+            },
+            Err(why) => Annotation::RawText {
+                exchange: id,
+                source: RawTextSource::SlotsDebug,
+                text: None,
+                slot: None,
+                generation_prompt: None,
+                by: None,
+                verified: None,
+                diverged_at: None,
+                error: Some(why),
+            },
+        });
+        if let (Some(original), Ok(prompt)) = (original, prompt)
+            && !captured
+            && crate::stream::raw::raw_output(&original, &[])
+                .text()
+                .is_none()
+        {
+            let new_id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+            let (ex, ann) = crate::record::regenerate::regenerate_recorded(
+                &l.client,
+                &original,
+                &prompt,
+                new_id,
+                l.template.as_deref(),
+            )
+            .await;
+            if let Some(ex) = ex {
+                if let Some(ev) = &self.inner.events {
+                    emit_to(
+                        ev,
+                        self.inner.rt.as_ref(),
+                        RecordEvent::Ended(Box::new(ex.clone())),
+                    );
+                }
+                self.queue(Line::Exchange(Box::new(ex)));
+            }
+            self.write_annotation(ann);
+        }
     }
 
     /// Waits until no exchange is in flight and no annotation is pending (at most `timeout`),
@@ -559,6 +730,14 @@ impl ActiveExchange {
 impl Drop for ActiveExchange {
     fn drop(&mut self) {
         if self.ex.is_some() {
+            // A client that closes once it has read the terminal event (`[DONE]`,
+            // `message_stop`; the official openai SDK does) got the whole response.
+            if self.ex.as_ref().is_some_and(|e| e.response.is_some())
+                && crate::stream::sse::ends_with_terminal_event(&self.body)
+            {
+                self.end(Outcome::Complete, None);
+                return;
+            }
             self.end(Outcome::ClientDisconnected, Some("the client closed the connection before the response ended; upstream request cancelled".into()));
         }
     }

@@ -148,6 +148,24 @@ impl RawOutput {
         }
     }
 
+    /// One line on this raw output: its source (`raw output: __verbose.content`,
+    /// `raw output: slots debug (slot 0)`), or why it is missing and how to get it. What the
+    /// Replay pane and `check` say about the raw text.
+    pub fn describe(&self) -> String {
+        match self {
+            RawOutput::Text { source, .. } if source.is_models_output() => {
+                format!("raw output: {}", source.label())
+            }
+            RawOutput::Text { source, .. } => format!(
+                "the raw text ({}) is not known to be the model's output, so it is not replayed",
+                source.label()
+            ),
+            RawOutput::Missing { why, how } => {
+                format!("the model's raw output is missing: {why}; {how}")
+            }
+        }
+    }
+
     /// The source, when the text is known.
     pub fn source(&self) -> Option<&RawSource> {
         match self {

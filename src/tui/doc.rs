@@ -610,10 +610,9 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
     let mut d = Doc::default();
     if r.text().is_empty() {
         let why = match &a.raw {
-            Some(raw) if raw.models_text().is_none() => format!(
-                "No generated text to replay: {}.",
-                crate::analysis::describe_raw(raw)
-            ),
+            Some(raw) if raw.models_text().is_none() => {
+                format!("No generated text to replay: {}.", raw.describe())
+            }
             _ => "No generated text to replay.".to_owned(),
         };
         d.text(why, st.muted, None);

@@ -128,7 +128,10 @@ pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
     out
 }
 
-/// `tool_call.unknown_tool`: a call names a tool the request did not offer.
+/// `tool_call.unknown_tool`: a call names a tool the request did not offer — a call the server
+/// returned, or a call written in the content that the server left as text
+/// ([`markup::find_leaks`], also `tool_call.leaked_as_text`), e.g. named by the tool's
+/// description. Evidence: the call's name pointer, or the content offset of the leaked call.
 pub fn unknown_tool(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
@@ -137,21 +140,55 @@ pub fn unknown_tool(cx: &ExchangeContext) -> Vec<Finding> {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    m.tool_calls
+    let offered = if names.is_empty() {
+        "no tools were offered".to_owned()
+    } else {
+        format!("offered: {}", names.join(", "))
+    };
+    let hint = "the model invented or misspelt a tool name: constrain calls with a grammar, or map the name client-side";
+    let mut out: Vec<Finding> = m
+        .tool_calls
         .iter()
         .enumerate()
         .filter(|(_, c)| !names.contains(&c.name))
         .map(|(i, c)| {
-            let offered = if names.is_empty() { "no tools were offered".to_owned() } else { format!("offered: {}", names.join(", ")) };
-            Finding::new(Rule::ToolCallUnknownTool, format!("call {i} names {:?}, which the request did not offer ({offered})", c.name), "the model invented or misspelt a tool name: constrain calls with a grammar, or map the name client-side")
-                .with_evidence(cx.call_evidence(i, false))
+            Finding::new(
+                Rule::ToolCallUnknownTool,
+                format!(
+                    "call {i} names {:?}, which the request did not offer ({offered})",
+                    c.name
+                ),
+                hint,
+            )
+            .with_evidence(cx.call_evidence(i, false))
         })
-        .collect()
+        .collect();
+    for mk in markup::find_leaks(&m.content, cx.request_or_null()) {
+        let Some(name) = mk.name.as_ref().filter(|n| !names.iter().any(|x| x == *n)) else {
+            continue;
+        };
+        let mut ev = cx.content_evidence(
+            Some(mk.offset),
+            Some(markup::excerpt(&m.content, mk.offset, 80)),
+        );
+        ev.tool = Some(name.clone());
+        out.push(
+            Finding::new(
+                Rule::ToolCallUnknownTool,
+                format!("the {} call written in the content at byte {} names {name:?}, which the request did not offer ({offered})", mk.syntax, mk.offset),
+                hint,
+            )
+            .with_evidence(ev),
+        );
+    }
+    out
 }
 
-/// `tool_call.hallucinated_result`: the model wrote a tool-result block (`<tool_response>`, …,
-/// see [`markup::find_result_markup`]) itself instead of stopping for the real result. Looks at
-/// content, then reasoning, then the raw text. Evidence: byte offset of the marker.
+/// `tool_call.hallucinated_result`: the model wrote a tool-result marker (opener or closer:
+/// `<tool_response>`, `</tool_response>`, … — the chat template's own, or the well-known ones of
+/// [`markup::find_result_markup`]; see [`super::protocol::first_result_marker`]) itself instead
+/// of stopping for the real result. Looks at content, then reasoning, then the raw text.
+/// Evidence: byte offset of the marker; the message names it.
 pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
@@ -163,7 +200,9 @@ pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
     ];
     for (place, text) in places {
         let Some(text) = text else { continue };
-        if let Some(&(at, marker)) = markup::find_result_markup(text).first() {
+        if let Some((at, marker)) =
+            super::protocol::first_result_marker(text, cx.template.as_deref())
+        {
             let ex = Some(markup::excerpt(text, at, 80));
             let ev = match place {
                 "content" => cx.content_evidence(Some(at), ex),
