@@ -33,7 +33,12 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
     let mut exchanges: Vec<&Exchange> = session
         .exchanges
         .iter()
-        .filter(|e| matches!(e.api(), Api::Openai | Api::Anthropic | Api::Completion))
+        .filter(|e| {
+            matches!(
+                e.api(),
+                Api::Openai | Api::Anthropic | Api::Completion | Api::Ollama
+            )
+        })
         .collect();
     exchanges.sort_by_key(|e| e.id);
     let contexts = exchanges
@@ -71,7 +76,9 @@ pub fn exchange_context(e: &Exchange) -> ExchangeContext {
     cx.status = Some(resp.status);
     let bytes = e.response_bytes();
     let text = String::from_utf8_lossy(&bytes).into_owned();
+    // Ollama's native endpoints (NDJSON or one object) are read by the one decoder too.
     let is_sse = e.is_stream()
+        || crate::session::is_ollama_native(&e.request.path)
         || e.response_header("content-type")
             .is_some_and(|c| c.contains("text/event-stream"));
     if is_sse {
