@@ -50,6 +50,8 @@ pub enum Rule {
     ToolCallArgsInvalidJson,
     #[serde(rename = "tool_call.args_schema_mismatch")]
     ToolCallArgsSchemaMismatch,
+    #[serde(rename = "tool_call.args_not_string")]
+    ToolCallArgsNotString,
     #[serde(rename = "tool_call.unknown_tool")]
     ToolCallUnknownTool,
     #[serde(rename = "tool_call.hallucinated_result")]
@@ -93,6 +95,7 @@ impl Rule {
         Rule::ToolCallLeakedAsText,
         Rule::ToolCallArgsInvalidJson,
         Rule::ToolCallArgsSchemaMismatch,
+        Rule::ToolCallArgsNotString,
         Rule::ToolCallUnknownTool,
         Rule::ToolCallHallucinatedResult,
         Rule::StreamMissingIndex,
@@ -125,6 +128,7 @@ impl Rule {
             Rule::ToolCallLeakedAsText => "tool_call.leaked_as_text",
             Rule::ToolCallArgsInvalidJson => "tool_call.args_invalid_json",
             Rule::ToolCallArgsSchemaMismatch => "tool_call.args_schema_mismatch",
+            Rule::ToolCallArgsNotString => "tool_call.args_not_string",
             Rule::ToolCallUnknownTool => "tool_call.unknown_tool",
             Rule::ToolCallHallucinatedResult => "tool_call.hallucinated_result",
             Rule::StreamMissingIndex => "stream.missing_index",

@@ -322,6 +322,7 @@ pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorde
         out.extend(rules::choice::required_ignored(cx));
         out.extend(rules::calls::leaked_as_text(cx));
         out.extend(rules::calls::args(cx));
+        out.extend(rules::calls::args_not_string(cx));
         out.extend(rules::calls::unknown_tool(cx));
         out.extend(rules::calls::hallucinated_result(cx));
         out.extend(rules::server::call_mismatch(cx));
