@@ -207,11 +207,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                             .map(|r| r.events.iter().map(|e| e.t_us).collect())
                             .unwrap_or_default();
                         let provider = header.engine.as_ref().map(|e| e.kind.clone());
+                        // llama-server's `timings` (last chunk of a stream, or the body)
+                        let timings = decoded
+                            .as_ref()
+                            .and_then(|r| {
+                                r.events.iter().rev().find_map(|e| {
+                                    serde_json::from_str::<Value>(&e.data)
+                                        .ok()?
+                                        .get("timings")
+                                        .cloned()
+                                })
+                            })
+                            .or_else(|| {
+                                let body = ex.response.as_ref()?.body.as_ref()?.json().ok()?;
+                                body.get("timings").cloned()
+                            });
                         spans.push(crate::session::otel::exchange_span(
                             &trace,
                             provider.as_deref(),
                             &ex,
                             decoded.as_ref().map(|r| &r.message),
+                            timings.as_ref(),
                             &times,
                             &findings,
                         ));

@@ -221,15 +221,23 @@ pub fn tool_definitions(request: &Value) -> Vec<Value> {
 }
 
 /// `(input, output)` tokens from a `usage` object: OpenAI `prompt_tokens`/`completion_tokens`,
-/// Anthropic `input_tokens`/`output_tokens`, Ollama `prompt_eval_count`/`eval_count`.
+/// Anthropic `input_tokens`/`output_tokens`, Ollama `prompt_eval_count`/`eval_count`; or from
+/// llama-server's `timings` object (`cache_n + prompt_n`, `predicted_n`; sent in the last
+/// chunk of every stream, where `usage` needs `stream_options.include_usage`).
 pub fn usage_tokens(usage: &Value) -> (Option<u64>, Option<u64>) {
     let get = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| usage.get(*k).and_then(Value::as_u64))
     };
+    let prompt_n = get(&["prompt_n"]).map(|p| p + get(&["cache_n"]).unwrap_or(0));
     (
-        get(&["prompt_tokens", "input_tokens", "prompt_eval_count"]),
-        get(&["completion_tokens", "output_tokens", "eval_count"]),
+        get(&["prompt_tokens", "input_tokens", "prompt_eval_count"]).or(prompt_n),
+        get(&[
+            "completion_tokens",
+            "output_tokens",
+            "eval_count",
+            "predicted_n",
+        ]),
     )
 }
 
@@ -237,13 +245,15 @@ pub fn usage_tokens(usage: &Value) -> (Option<u64>, Option<u64>) {
 /// `findings` the exchange's findings (each becomes an event named `toolscope.finding` with
 /// `toolscope.rule`, `toolscope.severity`, `toolscope.message`, `toolscope.hint` and, when the
 /// finding points at a stream event, the event's receive time). `provider` is the engine kind
-/// (`llama-server`, `ollama`, …). Status: ERROR for an HTTP status ≥ 400, a partial exchange,
+/// (`llama-server`, `ollama`, …); `timings` llama-server's `timings` object, for the token
+/// counts when the reply has no `usage`. Status: ERROR for an HTTP status ≥ 400, a partial exchange,
 /// or a finding of severity error; else UNSET.
 pub fn exchange_span(
     trace: &str,
     provider: Option<&str>,
     ex: &Exchange,
     reply: Option<&AssistantMessage>,
+    timings: Option<&Value>,
     event_times: &[Option<u64>],
     findings: &[Finding],
 ) -> Value {
@@ -312,7 +322,7 @@ pub fn exchange_span(
                     json!({"arrayValue": {"values": [{"stringValue": fr}]}}),
                 ));
             }
-            if let Some(u) = &m.usage {
+            if let Some(u) = m.usage.as_ref().or(timings) {
                 let (i, o) = usage_tokens(u);
                 if let Some(i) = i {
                     attrs.push(attr("gen_ai.usage.input_tokens", int(i)));
@@ -462,7 +472,7 @@ mod tests {
         };
         let t = trace_id(&header);
         assert_eq!(t.len(), 32);
-        let span = exchange_span(&t, Some("llama-server"), &ex, Some(&reply), &[], &[]);
+        let span = exchange_span(&t, Some("llama-server"), &ex, Some(&reply), None, &[], &[]);
         let get = |k: &str| {
             span["attributes"]
                 .as_array()
