@@ -50,6 +50,8 @@ pub enum Rule {
     ToolCallArgsInvalidJson,
     #[serde(rename = "tool_call.args_schema_mismatch")]
     ToolCallArgsSchemaMismatch,
+    #[serde(rename = "tool_call.args_not_string")]
+    ToolCallArgsNotString,
     #[serde(rename = "tool_call.unknown_tool")]
     ToolCallUnknownTool,
     #[serde(rename = "tool_call.hallucinated_result")]
@@ -95,6 +97,7 @@ impl Rule {
         Rule::ToolCallLeakedAsText,
         Rule::ToolCallArgsInvalidJson,
         Rule::ToolCallArgsSchemaMismatch,
+        Rule::ToolCallArgsNotString,
         Rule::ToolCallUnknownTool,
         Rule::ToolCallHallucinatedResult,
         Rule::ContentProtocolMarker,
@@ -128,6 +131,7 @@ impl Rule {
             Rule::ToolCallLeakedAsText => "tool_call.leaked_as_text",
             Rule::ToolCallArgsInvalidJson => "tool_call.args_invalid_json",
             Rule::ToolCallArgsSchemaMismatch => "tool_call.args_schema_mismatch",
+            Rule::ToolCallArgsNotString => "tool_call.args_not_string",
             Rule::ToolCallUnknownTool => "tool_call.unknown_tool",
             Rule::ToolCallHallucinatedResult => "tool_call.hallucinated_result",
             Rule::ContentProtocolMarker => "content.protocol_marker",

@@ -311,7 +311,7 @@ pub fn analyse_with<E>(
     cx.template = overrides.template.clone().or_else(|| prop("chat_template"));
     cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
     hook(&mut cx)?;
-    let chat = matches!(api, Api::Openai | Api::Anthropic | Api::Completion);
+    let chat = api.is_generation();
     let (findings, traces) = if chat {
         crate::diagnose::check_exchange_traced(&cx, &crate::diagnose::rules::replay::real_parser)
     } else {

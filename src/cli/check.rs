@@ -260,7 +260,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
                ctx: crate::analysis::Context<'_>,
                file: &str|
      -> anyhow::Result<()> {
-        if !matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Completion) {
+        if !ex.api().is_generation() {
             return Ok(());
         }
         let a = crate::analysis::analyse_with(

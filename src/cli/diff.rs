@@ -71,6 +71,10 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Compare SESSION exchange by exchange with this session (e.g. one `toolscope resend`
+    /// wrote): rendered prompt, output, calls, finish reason, findings (docs/replay.md).
+    #[arg(long, value_name = "SESSION_B", requires = "session", conflicts_with_all = ["templates", "servers"])]
+    pub against: Option<PathBuf>,
 }
 
 /// One chat request to diff.
@@ -205,6 +209,9 @@ fn token_str(v: Option<&Value>) -> Option<String> {
 
 /// Runs `toolscope diff`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let (Some(b), Some(a)) = (&args.against, &args.session) {
+        return super::resend::run_session_diff(a, b, args.format == Format::Json);
+    }
     if args.generate && args.servers.is_empty() {
         bail!("--generate needs --server URL_A --server URL_B (templates alone do not generate)");
     }

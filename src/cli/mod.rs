@@ -14,6 +14,10 @@ pub mod proxy;
 pub mod regenerate;
 pub mod render;
 pub mod send;
+// replay, export and re-send of recorded sessions (docs/replay.md)
+pub mod export;
+pub mod resend;
+pub mod serve;
 
 /// Exit code for unusable input (message names file and position).
 pub const EXIT_UNUSABLE: u8 = 2;

@@ -47,7 +47,8 @@ pub fn exchange_context_from(
     cx.status = Some(resp.status);
     let bytes = e.response_bytes();
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    if crate::stream::is_sse(e) {
+    // Ollama's native endpoints (NDJSON or one object) are read by the one decoder too.
+    if crate::stream::is_sse(e) || crate::session::is_ollama_native(&e.request.path) {
         if let Some(r) = decoded {
             set_reassembled(&mut cx, r);
         }

@@ -441,6 +441,7 @@ pub fn check_exchange_traced(
         out.extend(rules::choice::required_ignored(cx));
         out.extend(rules::calls::leaked_as_text(cx));
         out.extend(rules::calls::args(cx));
+        out.extend(rules::calls::args_not_string(cx));
         out.extend(rules::calls::unknown_tool(cx));
         out.extend(rules::calls::hallucinated_result(cx));
         out.extend(rules::protocol::protocol_marker(cx));

@@ -9,6 +9,7 @@
 //! * [`anthropic`] — llama-server's Anthropic → OpenAI body conversion, for `/apply-template`.
 //! * [`redact`] — secret headers.
 //! * [`summary`] — one-line exchange summaries (`--headless`).
+//! * [`serve`] — answers requests from a recorded session (`toolscope serve`).
 
 pub mod anthropic;
 pub mod client;
@@ -17,7 +18,9 @@ pub mod probe;
 pub mod proxy;
 pub mod recorder;
 pub mod redact;
+pub mod resend;
 pub mod send;
+pub mod serve;
 pub mod summary;
 
 pub use recorder::RecordEvent;

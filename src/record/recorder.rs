@@ -55,7 +55,7 @@ pub enum RecordEvent {
 }
 
 /// Recorder settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RecorderConfig {
     /// Session file (created with `header`, or appended to when it exists).
     pub session: PathBuf,
@@ -650,7 +650,7 @@ impl ActiveExchange {
     }
 
     /// Records the response status line and headers (redacted unless `keep_secrets`).
-    /// `text/event-stream` responses are then recorded chunk by chunk.
+    /// `text/event-stream` and `application/x-ndjson` responses are then recorded chunk by chunk.
     pub fn head(&mut self, status: u16, headers: Vec<(String, String)>) {
         let t = self.elapsed_us();
         let keep = self.rec.inner.cfg.keep_secrets;
@@ -665,11 +665,12 @@ impl ActiveExchange {
                 })
                 .collect()
         };
+        // SSE and Ollama's NDJSON (`application/x-ndjson`) are both recorded read by read.
         self.sse = headers.iter().any(|(k, v)| {
-            k.eq_ignore_ascii_case("content-type")
-                && v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("text/event-stream")
+            k.eq_ignore_ascii_case("content-type") && {
+                let v = v.trim_start().to_ascii_lowercase();
+                v.starts_with("text/event-stream") || v.starts_with("application/x-ndjson")
+            }
         });
         let id = self.id();
         if let Some(ex) = self.ex.as_mut() {

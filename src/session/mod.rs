@@ -18,7 +18,9 @@
 
 pub mod har;
 pub mod model;
+pub mod otel;
 pub mod read;
+pub mod replay;
 pub mod write;
 
 pub use model::*;

@@ -347,8 +347,12 @@ pub enum Api {
     Openai,
     /// `/v1/messages` (Anthropic messages).
     Anthropic,
-    /// `/completion`, `/v1/completions` (raw text completion).
+    /// `/completion`, `/v1/completions`, Ollama `/api/generate` (raw text completion).
     Completion,
+    /// Ollama's native chat API, `/api/chat`: NDJSON stream (one JSON object per line) or one
+    /// JSON object; `message.tool_calls[].function.arguments` is a JSON object and `done_reason`
+    /// is `stop` even when the reply is tool calls (ollama docs/api.md, api/types.go).
+    Ollama,
     /// Anything else (`/v1/models`, `/props`, …).
     Other,
 }
@@ -357,8 +361,9 @@ impl Api {
     /// Classifies a request path (query ignored).
     pub fn from_path(path: &str) -> Api {
         let p = path.split('?').next().unwrap_or(path).trim_end_matches('/');
-        if p.ends_with("/chat/completions") || p == "/chat/completions" || p.ends_with("/api/chat")
-        {
+        if p.ends_with("/api/chat") {
+            Api::Ollama
+        } else if p.ends_with("/chat/completions") || p == "/chat/completions" {
             Api::Openai
         } else if p.ends_with("/messages") {
             Api::Anthropic
@@ -372,14 +377,29 @@ impl Api {
         }
     }
 
+    /// True for the APIs whose exchanges ask a model to generate (chat, messages, completion,
+    /// Ollama native): the ones decoded, analysed and checked. `Other` (`/v1/models`,
+    /// `/props`, …) is not.
+    pub fn is_generation(self) -> bool {
+        !matches!(self, Api::Other)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Api::Openai => "openai",
             Api::Anthropic => "anthropic",
             Api::Completion => "completion",
+            Api::Ollama => "ollama",
             Api::Other => "other",
         }
     }
+}
+
+/// True for Ollama's native endpoints (`/api/chat`, `/api/generate`), whose streams are NDJSON
+/// (`application/x-ndjson`, one JSON object per line) rather than SSE.
+pub fn is_ollama_native(path: &str) -> bool {
+    let p = path.split('?').next().unwrap_or(path).trim_end_matches('/');
+    p.ends_with("/api/chat") || p.ends_with("/api/generate")
 }
 
 impl Exchange {

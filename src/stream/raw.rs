@@ -416,7 +416,7 @@ pub fn raw_output(ex: &Exchange, annotations: &[Annotation]) -> RawOutput {
 fn missing(ex: &Exchange, slot_error: Option<String>) -> RawOutput {
     let regen = "or re-run it with `toolscope regenerate SESSION --exchange ID --url URL` \
                  (or record with `toolscope proxy --regenerate`)";
-    if !matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Completion) {
+    if !ex.api().is_generation() {
         return RawOutput::Missing {
             why: format!("{} is not a generation request", ex.request.path),
             how: "nothing to capture".into(),

@@ -974,7 +974,8 @@ pub fn is_sse(ex: &Exchange) -> bool {
 /// Decodes one recorded exchange's response: SSE (recorded chunks, or a body whose
 /// `content-type` is `text/event-stream`) or a JSON body, by the API of the request path
 /// (`/v1/chat/completions` → OpenAI, `/v1/messages` → Anthropic, `/completion`,
-/// `/v1/completions` → raw completion). Findings carry the exchange id.
+/// `/v1/completions` → raw completion; Ollama `/api/chat`, `/api/generate` → NDJSON, see
+/// [`super::ollama`]). Findings carry the exchange id.
 ///
 /// Returns `None` for other paths, a missing response, or a non-stream body that is not a
 /// message (e.g. an HTTP error body `{"error": …}`; status-based rules are diagnose's).
@@ -984,6 +985,14 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
         return None;
     }
     let resp = ex.response.as_ref()?;
+    // Ollama's native /api/chat and /api/generate: NDJSON, decoded in `super::ollama`.
+    if crate::session::is_ollama_native(&ex.request.path) {
+        let mut r = super::ollama::decode_ollama_exchange(ex)?;
+        for f in &mut r.findings {
+            f.exchange = Some(ex.id);
+        }
+        return Some(r);
+    }
     let mut r = if is_sse(ex) {
         let events = match &resp.chunks {
             Some(chunks) => {

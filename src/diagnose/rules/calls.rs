@@ -34,6 +34,93 @@ pub fn leaked_as_text(cx: &ExchangeContext) -> Vec<Finding> {
         .collect()
 }
 
+/// `tool_call.args_not_string`: on an OpenAI-compatible `/v1/chat/completions` endpoint, a
+/// tool call whose `function.arguments` is a JSON object (or any non-string) instead of the
+/// JSON text the contract specifies (OpenAI API reference: `arguments` "string"; the `openai`
+/// Python SDK types `Function.arguments` as `str`, so `json.loads` on it fails). TGI's Messages
+/// API does this. Not a fault on Ollama's native `/api/chat`, where arguments are objects by
+/// design (that exchange is [`crate::session::Api::Ollama`], not checked here). One finding per
+/// call. Evidence: the arguments' pointer (non-streamed) or the SSE event (streamed).
+pub fn args_not_string(cx: &ExchangeContext) -> Vec<Finding> {
+    if cx.api != crate::session::Api::Openai {
+        return Vec::new();
+    }
+    let finding = |i: usize, name: &str, v: &Value, evidence: Evidence| {
+        Finding::new(
+            Rule::ToolCallArgsNotString,
+            format!(
+                "function.arguments of tool call {i} ({}) is {}, not a string of JSON as the OpenAI chat completions contract says",
+                if name.is_empty() { "unnamed" } else { name },
+                crate::json_kind(v)
+            ),
+            "clients built on the OpenAI SDK json.loads(arguments) and fail on an object: serialise the arguments to a JSON string server-side (or use the engine's native API, e.g. Ollama /api/chat, whose clients expect objects)",
+        )
+        .with_evidence(Evidence {
+            tool: Some(name.to_owned()).filter(|n| !n.is_empty()),
+            excerpt: Some(crate::diagnose::report::one_line(&v.to_string(), 80)),
+            ..evidence
+        })
+    };
+    let not_string = |v: Option<&Value>| v.filter(|a| !a.is_string() && !a.is_null()).cloned();
+    let mut out = Vec::new();
+    if !cx.streamed {
+        let calls = cx
+            .response_json
+            .as_ref()
+            .and_then(|b| b.pointer("/choices/0/message/tool_calls"))
+            .and_then(Value::as_array);
+        for (i, c) in calls.into_iter().flatten().enumerate() {
+            if let Some(v) = not_string(c.pointer("/function/arguments")) {
+                let name = c
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let ev = Evidence {
+                    pane: Some(Pane::Stream),
+                    pointer: Some(format!(
+                        "/choices/0/message/tool_calls/{i}/function/arguments"
+                    )),
+                    ..Default::default()
+                };
+                out.push(finding(i, name, &v, ev));
+            }
+        }
+        return out;
+    }
+    let Some(text) = cx.response_text.as_deref() else {
+        return out;
+    };
+    let mut seen: Vec<u64> = Vec::new();
+    for ev in crate::stream::sse::decode_bytes(text.as_bytes()) {
+        let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
+            continue;
+        };
+        let deltas = v
+            .pointer("/choices/0/delta/tool_calls")
+            .and_then(Value::as_array);
+        for (k, tc) in deltas.into_iter().flatten().enumerate() {
+            let i = tc.get("index").and_then(Value::as_u64).unwrap_or(k as u64);
+            if seen.contains(&i) {
+                continue;
+            }
+            if let Some(a) = not_string(tc.pointer("/function/arguments")) {
+                seen.push(i);
+                let name = tc
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let e = Evidence {
+                    pane: Some(Pane::Stream),
+                    event: Some(ev.index),
+                    ..Default::default()
+                };
+                out.push(finding(i as usize, name, &a, e));
+            }
+        }
+    }
+    out
+}
+
 /// Byte offset of serde_json's 1-based (line, column) in `text`.
 fn byte_offset(text: &str, line: usize, column: usize) -> usize {
     let mut off = 0;
@@ -231,6 +318,45 @@ pub fn arguments_value(arguments: &str) -> Value {
         return Value::Object(Default::default());
     }
     serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+#[cfg(test)]
+mod args_not_string_tests {
+    use super::*;
+    use crate::diagnose::rules::testutil::*;
+    use serde_json::json;
+
+    /// TGI Messages API shape (huggingface/text-generation-inference#2136-style reply): the
+    /// arguments arrive as an object, finish_reason "stop", description null.
+    #[test]
+    fn object_arguments_on_openai_endpoint() {
+        let resp = json!({"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "0", "type": "function", "function": {"name": "get_time", "description": null, "arguments": {"city": "Paris"}}}]}}]});
+        let f = args_not_string(&openai(json!({"tools": two_tools()}), resp));
+        assert_eq!(ids(&f), ["tool_call.args_not_string"]);
+        assert_eq!(
+            f[0].evidence.pointer.as_deref(),
+            Some("/choices/0/message/tool_calls/0/function/arguments")
+        );
+        assert!(f[0].message.contains("is an object"), "{}", f[0].message);
+        // the same call with string arguments is the contract
+        let ok = oa_resp(None, &[("get_time", "{\"city\":\"Paris\"}")], "tool_calls");
+        assert!(args_not_string(&openai(json!({}), ok)).is_empty());
+    }
+
+    #[test]
+    fn object_arguments_in_a_stream() {
+        let mut cx = openai(json!({}), json!({}));
+        cx.streamed = true;
+        cx.response_text = Some(concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":{\"city\":\"Paris\"}}}]}}]}\n\n",
+            "data: [DONE]\n\n"
+        ).into());
+        let f = args_not_string(&cx);
+        assert_eq!(
+            (ids(&f), f[0].evidence.event),
+            (vec!["tool_call.args_not_string"], Some(0))
+        );
+    }
 }
 
 #[cfg(test)]
