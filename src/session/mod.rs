@@ -19,6 +19,7 @@
 pub mod har;
 pub mod model;
 pub mod read;
+pub mod redact;
 pub mod write;
 
 pub use model::*;

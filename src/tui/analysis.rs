@@ -629,7 +629,7 @@ fn exchange_findings(ex: &Exchange, _message: Option<&AssistantMessage>) -> Vec<
         out.push(
             Finding::new(
                 Rule::SessionDamaged,
-                format!("exchange {} is partial ({:?}): {}", ex.id, ex.outcome, ex.error.as_deref().unwrap_or("no reason recorded")),
+                format!("exchange {} is partial ({}): {}", ex.id, ex.outcome, ex.error.as_deref().unwrap_or("no reason recorded")),
                 "the recording holds what arrived before the failure; re-run the request to get a whole exchange",
             )
             .in_exchange(Some(ex.id))
