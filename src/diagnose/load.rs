@@ -12,7 +12,7 @@ use crate::session::{Api, Body, Exchange, Request, Response};
 /// paths are skipped), in exchange id order, plus one `session.damaged` finding per line the
 /// reader skipped.
 pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding>) {
-    let damaged = session
+    let mut damaged: Vec<Finding> = session
         .warnings
         .iter()
         .map(|w| {
@@ -36,6 +36,36 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
         .filter(|e| matches!(e.api(), Api::Openai | Api::Anthropic | Api::Completion))
         .collect();
     exchanges.sort_by_key(|e| e.id);
+    // A request body no JSON reader takes (not JSON, or nested past serde_json's 128 levels)
+    // leaves every request rule without input: say so instead of a silent "ok".
+    for e in &exchanges {
+        let body = e.request.body.to_bytes();
+        if e.request.method == "POST"
+            && !body.iter().all(u8::is_ascii_whitespace)
+            && let Err(err) = serde_json::from_slice::<Value>(&body)
+        {
+            damaged.push(
+                Finding::new(
+                    Rule::SessionDamaged,
+                    format!(
+                        "{}: exchange {}: request body {}:{}: not readable as JSON: {}; its request checks were skipped",
+                        session.path,
+                        e.id,
+                        err.line(),
+                        err.column(),
+                        crate::json_reason(&err)
+                    ),
+                    "the request as recorded cannot be checked; the client sent a body the server could not read either, or the recording is damaged",
+                )
+                .with_evidence(Evidence {
+                    pane: Some(Pane::Findings),
+                    offset: None,
+                    excerpt: Some(format!("exchange {}", e.id)),
+                    ..Default::default()
+                }),
+            );
+        }
+    }
     let contexts = exchanges
         .into_iter()
         .map(|e| {
