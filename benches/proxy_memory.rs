@@ -7,7 +7,7 @@
 //! for the response, 724 MB for the request body).
 //!
 //! Run: `cargo bench --bench proxy_memory` (release). `TOOLSCOPE_BENCH_MB` sets the body size
-//! in MB (default 200).
+//! in MB (default 200); `TOOLSCOPE_BENCH_BIN` measures another toolscope binary instead.
 
 use std::convert::Infallible;
 use std::path::Path;
@@ -111,7 +111,10 @@ async fn start_proxy(upstream: &str, session: &Path) -> Proxy {
         .local_addr()
         .unwrap()
         .port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscope"))
+    // TOOLSCOPE_BENCH_BIN: another toolscope binary to measure (e.g. main's, for a before/after)
+    let bin = std::env::var_os("TOOLSCOPE_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolscope").into());
+    let child = std::process::Command::new(bin)
         .args(["proxy", "--headless", "--upstream", upstream, "--listen"])
         .arg(format!("127.0.0.1:{port}"))
         .arg("--session")

@@ -522,3 +522,60 @@ fn check_does_not_say_ok_on_a_request_body_it_cannot_read() {
     assert!(stdout.contains("exchange 1: request body 1:"), "{stdout}");
     assert!(stdout.contains("recursion limit exceeded"), "{stdout}");
 }
+
+#[tokio::test]
+async fn list_rows_keep_their_columns_with_control_characters_in_the_model() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use toolscope::tui::keymap::Keymap;
+    use toolscope::tui::theme::Theme;
+    use toolscope::tui::{State, Tui};
+    let dir = tempfile::tempdir().unwrap();
+    let header = r#"{"type":"header","format":"toolscope-session/1","created":"2026-12-01T10:00:00Z","tool":"t"}"#;
+    let line = |id: u64, model: &str| {
+        let body =
+            serde_json::json!({"model": model, "messages": [{"role": "user", "content": "x"}]});
+        serde_json::json!({
+            "type": "exchange", "id": id, "started": "2026-12-01T10:00:01Z",
+            "request": {"method": "POST", "path": "/v1/chat/completions", "headers": [],
+                        "body": {"text": body.to_string()}},
+            "response": {"status": 200, "headers": [], "body": {"text": "{}"}},
+            "timings": {"ttfb_us": 1, "total_us": 2}, "outcome": "complete"
+        })
+        .to_string()
+    };
+    let p = dir.path().join("ctl.jsonl");
+    std::fs::write(
+        &p,
+        format!(
+            "{header}\n{}\n{}\n",
+            line(1, "plain"),
+            line(2, "a\tb\n\u{1b}[31mc")
+        ),
+    )
+    .unwrap();
+    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
+    let mut state = State::new(Keymap::default(), theme, (110, 34));
+    let fx = state.open_files(vec![p], None);
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(110, 34)).unwrap(),
+        state,
+        true,
+    );
+    tui.run_effects(fx);
+    tui.run(futures::stream::iter(Vec::new())).await.unwrap();
+    let buf = tui.terminal.backend().buffer();
+    let rows: Vec<String> = (0..buf.area.height)
+        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect())
+        .collect();
+    let row = |id: &str| {
+        rows.iter()
+            .find(|r| r.contains(&format!("   {id} POST")))
+            .unwrap_or_else(|| panic!("row {id}: {rows:#?}"))
+            .clone()
+    };
+    let (r1, r2) = (row("1"), row("2"));
+    assert!(r2.contains("a\\tb\\n\\x1b[31mc"), "{r2}");
+    // the status column is at the same place in both rows
+    assert_eq!(r1.find(" 200 "), r2.find(" 200 "), "\n{r1}\n{r2}");
+}

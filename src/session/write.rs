@@ -168,3 +168,24 @@ mod tests {
         assert_eq!(w.next_id(), 3);
     }
 }
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+
+    #[test]
+    fn outcome_displays_as_serialized() {
+        for o in [
+            Outcome::Complete,
+            Outcome::ClientDisconnected,
+            Outcome::UpstreamError,
+            Outcome::Shutdown,
+        ] {
+            assert_eq!(
+                format!("\"{o}\""),
+                serde_json::to_string(&o).unwrap(),
+                "{o:?}"
+            );
+        }
+    }
+}
