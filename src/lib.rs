@@ -28,12 +28,14 @@ pub mod cli;
 pub mod diagnose;
 pub mod diff;
 pub mod finding;
+pub mod input;
 pub mod parser;
 pub mod record;
 pub mod schema;
 pub mod session;
 pub mod stream;
 pub mod template;
+pub mod text;
 pub mod tokens;
 pub mod tui;
 

@@ -312,11 +312,14 @@ pub fn analyse_with<E>(
     cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
     hook(&mut cx)?;
     let chat = api.is_generation();
-    let (findings, traces) = if chat {
+    let (mut findings, traces) = if chat {
         crate::diagnose::check_exchange_traced(&cx, &crate::diagnose::rules::replay::real_parser)
     } else {
         (Vec::new(), None)
     };
+    if chat {
+        findings.extend(crate::diagnose::load::unreadable_request(&ex));
+    }
     let events = decoded
         .as_mut()
         .map(|d| stream::rows(&ex, d))

@@ -69,7 +69,7 @@ pub struct Args {
 
 /// Reads a file, naming it in the error.
 fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
+    Ok(crate::input::read_file(path)?)
 }
 
 /// Parses JSON, naming the file, line and column on error.
@@ -183,6 +183,13 @@ impl VocabRenderer<'_> {
         } else {
             match render_request(source, req, cx.api == Api::Anthropic, None, false) {
                 Ok(r) => r,
+                // a template over its memory/time budget is unusable input, not a note
+                Err(e)
+                    if e.downcast_ref::<crate::template::RenderError>()
+                        .is_some_and(|r| r.kind == crate::template::RenderErrorKind::Limit) =>
+                {
+                    return Err(e.context(format!("{file}: exchange {}", cx.id.unwrap_or(0))));
+                }
                 Err(e) => {
                     eprintln!(
                         "toolscope: note: {file}: cannot render the request for --vocab: {e:#}"
@@ -339,17 +346,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     let sse = args
         .response_sse
         .as_deref()
-        .map(|p| {
-            read(p).and_then(|b| {
-                String::from_utf8(b).map_err(|e| {
-                    anyhow::anyhow!(
-                        "{}: byte {}: stream is not UTF-8",
-                        p.display(),
-                        e.utf8_error().valid_up_to()
-                    )
-                })
-            })
-        })
+        .map(|p| read(p).and_then(|b| Ok(crate::input::utf8(b, p)?)))
         .transpose()?;
     if let (Some(p), Some(body)) = (args.response_sse.as_deref(), sse.as_deref()) {
         // A body with no decodable event is unusable input, not a reply that ignored the
@@ -389,6 +386,12 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         Some(ApiArg::Completion) => Api::Completion,
         None => request::guess_api(request.as_ref(), response.as_ref(), sse.as_deref()),
     };
+    // a chat request without `messages` is unusable input (exit 2), as in `render`
+    if let (Some(p), Some(body), Api::Openai | Api::Anthropic) =
+        (args.request.as_deref(), request.as_ref(), api)
+    {
+        super::render::check_chat_request(&p.display().to_string(), body)?;
+    }
     let have_response = response.is_some() || sse.is_some();
     if have_response || (request.is_some() && args.template.is_none()) {
         let mut cx = ExchangeContext::from_pair(api, request.clone(), response.clone());
@@ -520,7 +523,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = build_report(&args)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", report.to_text()),
+        // recorded content in the report never reaches the terminal as escape sequences
+        Format::Text => print!("{}", crate::text::visible(&report.to_text())),
     }
     Ok(ExitCode::from(report.exit_code()))
 }

@@ -88,8 +88,7 @@ struct Item {
 
 fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>, usize)> {
     if let Some(path) = &args.request {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let text = crate::input::read_text(path)?;
         let body: Value =
             serde_json::from_str(&text).map_err(|e| super::json_error(path.display(), &e))?;
         let api = match args.api.as_deref() {
@@ -236,7 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", diff::render_text(&report)),
+        Format::Text => print!("{}", crate::text::visible(&diff::render_text(&report))),
     }
     Ok(if report.has_differences() {
         ExitCode::from(1)

@@ -24,7 +24,11 @@ pub const EXIT_UNUSABLE: u8 = 2;
 
 /// Prints `error: …` (with its causes) to stderr and returns exit code 2.
 pub fn fail(err: &anyhow::Error) -> ExitCode {
-    eprintln!("toolscope: error: {err:#}");
+    // messages quote file names, template text and recorded content: shown, never obeyed
+    eprintln!(
+        "toolscope: error: {}",
+        crate::text::visible(&format!("{err:#}"))
+    );
     ExitCode::from(EXIT_UNUSABLE)
 }
 

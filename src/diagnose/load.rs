@@ -27,6 +27,36 @@ pub fn damaged_line(file: &str, w: &ReadWarning) -> Finding {
     })
 }
 
+/// A `session.damaged` finding when the exchange's POST body is not empty but no JSON reader
+/// takes it (not JSON, or nested past serde_json's 128 levels): every request rule is then
+/// without input, which must not read as "ok". The message names the body's line and column.
+pub fn unreadable_request(e: &Exchange) -> Option<Finding> {
+    let body = e.request.body.to_bytes();
+    if e.request.method != "POST" || body.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let err = serde_json::from_slice::<Value>(&body).err()?;
+    Some(
+        Finding::new(
+            Rule::SessionDamaged,
+            format!(
+                "exchange {}: request body {}:{}: not readable as JSON: {}; its request checks were skipped",
+                e.id,
+                err.line(),
+                err.column(),
+                crate::json_reason(&err)
+            ),
+            "the request as recorded cannot be checked; the client sent a body the server could not read either, or the recording is damaged",
+        )
+        .in_exchange(Some(e.id))
+        .with_evidence(Evidence {
+            pane: Some(Pane::Findings),
+            excerpt: Some(format!("exchange {}", e.id)),
+            ..Default::default()
+        }),
+    )
+}
+
 /// A context for one recorded exchange: request JSON, status, and the response read as a
 /// stream (when recorded as chunks or `text/event-stream`: [`crate::stream::decode_exchange`])
 /// or a JSON body.

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::record::proxy::{Proxy, ProxyConfig};
 use crate::record::recorder::RecordEvent;
-use crate::record::redact::REDACTED;
+use crate::session::redact::REDACTED;
 use crate::session::replay::servable;
 use crate::session::{Api, Exchange};
 

@@ -78,7 +78,12 @@ pub fn har_to_session_with(name: &str, har: &Value, keep_secrets: bool) -> anyho
             .get("url")
             .and_then(Value::as_str)
             .with_context(|| format!("{} is missing or not a string", at("request.url")))?;
-        let (origin, path) = split_url(url);
+        let (mut origin, mut path) = split_url(url);
+        if !keep_secrets {
+            // credentials in the URL: userinfo and secret query values (session::redact)
+            origin = super::redact::redact_url(&origin).into_owned();
+            path = super::redact::redact_query(&path).into_owned();
+        }
         if header.upstream.is_none() && !origin.is_empty() {
             header.upstream = Some(origin.clone());
         }
@@ -144,7 +149,7 @@ pub fn har_to_session_with(name: &str, har: &Value, keep_secrets: bool) -> anyho
             error: None,
         };
         if !keep_secrets {
-            crate::record::redact::redact_headers(&mut req_headers);
+            super::redact::redact_headers(&mut req_headers);
         }
         ex.request.headers = req_headers;
         if status == 0 {
@@ -159,7 +164,7 @@ pub fn har_to_session_with(name: &str, har: &Value, keep_secrets: bool) -> anyho
         } else if let Some(resp) = resp {
             let mut headers = har_headers(resp.get("headers"));
             if !keep_secrets {
-                crate::record::redact::redact_headers(&mut headers);
+                super::redact::redact_headers(&mut headers);
             }
             let content = resp.get("content");
             let mime = content

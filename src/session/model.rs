@@ -64,6 +64,28 @@ pub enum Outcome {
     ClientDisconnected,
     /// The upstream connection failed or reset (before or during the response). Partial.
     UpstreamError,
+    /// toolscope itself stopped (SIGINT/SIGTERM) while the exchange ran, after the grace
+    /// period: what had arrived is recorded. Partial.
+    Shutdown,
+}
+
+impl Outcome {
+    /// The serialized name (`complete`, `client_disconnected`, `upstream_error`, `shutdown`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::ClientDisconnected => "client_disconnected",
+            Outcome::UpstreamError => "upstream_error",
+            Outcome::Shutdown => "shutdown",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    /// As serialized: `client_disconnected`, never the Rust variant name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One HTTP request/response pair.

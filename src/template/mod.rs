@@ -10,6 +10,7 @@
 //! * [`gguf`] — GGUF metadata reader.
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
 
+pub mod budget;
 pub mod divergence;
 pub mod gguf;
 pub mod input;

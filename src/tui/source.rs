@@ -76,7 +76,7 @@ impl SessionSource {
     }
 
     fn open_har(path: &Path) -> anyhow::Result<SessionSource> {
-        let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let bytes = crate::input::read_file(path)?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             anyhow::anyhow!(
                 "{}: line {} column {}: not JSON: {e}",
@@ -118,7 +118,7 @@ impl SessionSource {
     /// [`crate::session::FORMAT`] (same rules as [`crate::session::read_session`]).
     pub fn index_file(path: &Path, progress: Progress<'_>) -> anyhow::Result<SessionSource> {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let file = crate::input::open_regular(path)?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let mut reader = BufReader::with_capacity(
             1 << 20,
@@ -520,29 +520,7 @@ fn read_exact_at(f: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Res
     f.read_exact(buf)
 }
 
-/// `Some(id)` when `raw` starts as the session writer writes exchange lines
-/// (`{"type":"exchange","id":N,…`); `Some(None)` when it is an exchange line with the id
-/// elsewhere; `None` when it is not recognisably an exchange line.
-fn peek_exchange(raw: &[u8]) -> Option<Option<u64>> {
-    const PREFIX: &[u8] = br#"{"type":"exchange","#;
-    if !raw.starts_with(PREFIX) {
-        return None;
-    }
-    let rest = &raw[PREFIX.len()..];
-    let Some(rest) = rest.strip_prefix(br#""id":"#) else {
-        return Some(None);
-    };
-    let digits: Vec<u8> = rest
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .copied()
-        .collect();
-    Some(
-        std::str::from_utf8(&digits)
-            .ok()
-            .and_then(|s| s.parse().ok()),
-    )
-}
+use crate::session::read::peek_exchange;
 
 /// Session files (`*.jsonl`, `*.har`) directly inside `dir`, sorted by name. A missing folder
 /// is an empty list.
@@ -560,7 +538,7 @@ pub fn list_sessions(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads at most `limit` bytes of a file's first line (for the browser's header preview).
 pub fn first_line(path: &Path, limit: usize) -> Option<String> {
-    let f = std::fs::File::open(path).ok()?;
+    let f = crate::input::open_regular(path).ok()?;
     let mut buf = Vec::new();
     BufReader::new(f)
         .take(limit as u64)

@@ -337,11 +337,15 @@ fn draw_list(state: &State, f: &mut Frame, area: Rect) {
                     .unwrap_or_else(|| "—".into());
                 // llama-server reports its model as the GGUF path: the file name is the name.
                 let model = x.model.as_deref().unwrap_or_default();
-                let model = model.rsplit('/').next().unwrap_or(model).to_owned();
-                let path = match &x.label {
+                // control characters shown visibly (text::visible_line), so the terminal drops
+                // none of them and the columns keep their width
+                let model = crate::text::visible_line(model.rsplit('/').next().unwrap_or(model))
+                    .into_owned();
+                let path = crate::text::visible_line(&match &x.label {
                     Some(l) => format!("{}  {l}", x.path),
                     None => x.path.clone(),
-                };
+                })
+                .into_owned();
                 let nf = x.rules.len();
                 let worst = doc::worst(&x.rules);
                 let fstyle = match worst {
