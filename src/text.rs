@@ -72,7 +72,7 @@ pub fn visible(s: &str) -> Cow<'_, str> {
 /// tabs are escaped too (`\n`, `\t`), so a field can never start a new line or shift columns.
 ///
 /// ```
-/// assert_eq!(toolscope::text::visible_line("m\n\x9b2J"), "m\\n\\x9b2J");
+/// assert_eq!(toolscope::text::visible_line("m\n\u{9b}2J"), "m\\n\\x9b2J");
 /// ```
 pub fn visible_line(s: &str) -> Cow<'_, str> {
     escape(s, false)

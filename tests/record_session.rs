@@ -134,10 +134,11 @@ fn truncated_last_line_is_reported_with_its_line_number_and_the_rest_opens() {
         "{}",
         s.warnings[0]
     );
-    // Appending after the damage starts on a fresh line and keeps ids unique.
+    // Appending after the damage starts on a fresh line and keeps ids unique: the cut line
+    // had taken id 4 (issue #16: reusing it gave two exchanges 4, one of them damaged).
     let mut w = SessionWriter::open(&path, &new_header(String::new())).unwrap();
     let id = w.next_id();
-    assert_eq!(id, 4);
+    assert_eq!(id, 5);
     w.append(&Line::Exchange(Box::new(sample_exchange(id))))
         .unwrap();
     drop(w);
