@@ -92,7 +92,11 @@ fn main() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.jsonl");
+    // TOOLSCOPE_BENCH_CHECK_KEEP=PATH writes the session there and keeps it (to time another
+    // build's `toolscope check` on the same file).
+    let path = std::env::var_os("TOOLSCOPE_BENCH_CHECK_KEEP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.path().join("big.jsonl"));
     let t = Instant::now();
     let (bytes, exchanges) = generate(&path);
     println!(

@@ -5,8 +5,10 @@
 mod support;
 
 use serde_json::{Value, json};
+use toolscope::diagnose::{ExchangeContext, check_exchange, load};
 use toolscope::finding::{Pane, Rule};
 use toolscope::parser::{ParseOutput, ParsedCall};
+use toolscope::session::Api;
 use toolscope::session::{Body, Chunk, Exchange, Request, Response};
 use toolscope::stream::compare::{Discrepancy, compare_calls};
 use toolscope::stream::reassemble::{reassemble_anthropic, reassemble_openai};
@@ -211,6 +213,18 @@ fn rules(r: &toolscope::stream::Reassembled) -> Vec<(&'static str, Option<usize>
         .collect()
 }
 
+/// The rules diagnose runs on the same stream body (`api` chat), with the event each finding
+/// names: argument JSON and the finish reason are judged there, once, not by the decoder.
+fn diagnosed(api: Api, body: &[u8]) -> Vec<(&'static str, Option<usize>)> {
+    let mut cx = ExchangeContext::new(api);
+    load::set_stream(&mut cx, std::str::from_utf8(body).unwrap());
+    check_exchange(&cx)
+        .iter()
+        .filter(|f| matches!(f.rule, Rule::ToolCallArgsInvalidJson | Rule::FinishMismatch))
+        .map(|f| (f.rule.id(), f.evidence.event))
+        .collect()
+}
+
 #[test]
 fn openai_parallel_calls_reasoning_usage() {
     let body = sse(&[
@@ -292,10 +306,10 @@ fn openai_contract_faults_reported_with_event_numbers() {
         r.message.tool_calls[0].name, "read_file",
         "a repeated equal name is not doubled"
     );
+    assert_eq!(rules(&r), vec![("stream.name_repeated", Some(1))]);
     assert_eq!(
-        rules(&r),
+        diagnosed(Api::Openai, &body),
         vec![
-            ("stream.name_repeated", Some(1)),
             ("tool_call.args_invalid_json", Some(1)),
             ("finish.mismatch", Some(2))
         ]
@@ -309,35 +323,45 @@ fn openai_contract_faults_reported_with_event_numbers() {
 
 #[test]
 fn openai_finish_tool_calls_without_calls_and_cut_off_args() {
-    let r = reassemble_openai(&decode_bytes(&sse(&[chunk(
-        json!({"content":"hi"}),
-        json!("tool_calls"),
-    )])));
-    assert_eq!(rules(&r), vec![("finish.mismatch", Some(0))]);
-    let r = reassemble_openai(&decode_bytes(&sse(&[
+    let body = sse(&[chunk(json!({"content":"hi"}), json!("tool_calls"))]);
+    assert_eq!(rules(&reassemble_openai(&decode_bytes(&body))), vec![]);
+    assert_eq!(
+        diagnosed(Api::Openai, &body),
+        vec![("finish.mismatch", Some(0))]
+    );
+    let body = sse(&[
         chunk(
             json!({"tool_calls":[{"index":0,"id":"x","function":{"name":"f","arguments":"{\"q\": \"abc"}}]}),
             Value::Null,
         ),
         chunk(json!({}), json!("tool_calls")),
-    ])));
+    ]);
     assert_eq!(
-        rules(&r),
+        diagnosed(Api::Openai, &body),
         vec![
             ("tool_call.args_invalid_json", Some(0)),
             ("finish.mismatch", Some(1))
         ]
     );
-    assert!(r.findings[1].message.contains("length"));
+    let mut cx = ExchangeContext::new(Api::Openai);
+    load::set_stream(&mut cx, std::str::from_utf8(&body).unwrap());
+    let fm = check_exchange(&cx)
+        .into_iter()
+        .find(|f| f.rule == Rule::FinishMismatch)
+        .unwrap();
+    assert!(fm.message.contains("length"), "{}", fm.message);
     // The same cut-off call reported as `length` is consistent: only the JSON finding.
-    let r = reassemble_openai(&decode_bytes(&sse(&[
+    let body = sse(&[
         chunk(
             json!({"tool_calls":[{"index":0,"id":"x","function":{"name":"f","arguments":"{\"q\": \"abc"}}]}),
             Value::Null,
         ),
         chunk(json!({}), json!("length")),
-    ])));
-    assert_eq!(rules(&r), vec![("tool_call.args_invalid_json", Some(0))]);
+    ]);
+    assert_eq!(
+        diagnosed(Api::Openai, &body),
+        vec![("tool_call.args_invalid_json", Some(0))]
+    );
 }
 
 #[test]
@@ -509,6 +533,11 @@ fn anthropic_faults() {
         vec![
             ("stream.missing_id", Some(1)),
             ("stream.missing_index", Some(3)),
+        ]
+    );
+    assert_eq!(
+        diagnosed(Api::Anthropic, &body),
+        vec![
             ("tool_call.args_invalid_json", Some(2)),
             ("finish.mismatch", Some(4))
         ]
@@ -675,25 +704,29 @@ fn case_06_and_10_non_stream_bodies_decode() {
 #[test]
 fn non_stream_invalid_args_and_mismatch_have_pointers() {
     let body = json!({"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\": 1"}}]}}]}).to_string();
-    let r = decode_exchange(&exchange(
-        "/v1/chat/completions",
-        Some(body.as_bytes()),
-        None,
-    ))
-    .unwrap();
-    let got: Vec<(&str, Option<&str>)> = r
-        .findings
-        .iter()
-        .map(|f| (f.rule.id(), f.evidence.pointer.as_deref()))
+    let ex = exchange("/v1/chat/completions", Some(body.as_bytes()), None);
+    let r = decode_exchange(&ex).unwrap();
+    assert!(
+        r.findings.is_empty(),
+        "the decoder judges no JSON or finish: {:?}",
+        r.findings
+    );
+    let got: Vec<(&str, Option<String>)> = check_exchange(&load::exchange_context(&ex))
+        .into_iter()
+        .filter(|f| matches!(f.rule, Rule::ToolCallArgsInvalidJson | Rule::FinishMismatch))
+        .map(|f| (f.rule.id(), f.evidence.pointer))
         .collect();
     assert_eq!(
         got,
         vec![
             (
                 "tool_call.args_invalid_json",
-                Some("/choices/0/message/tool_calls/0/function/arguments")
+                Some("/choices/0/message/tool_calls/0/function/arguments".to_owned())
             ),
-            ("finish.mismatch", Some("/choices/0/finish_reason"))
+            (
+                "finish.mismatch",
+                Some("/choices/0/finish_reason".to_owned())
+            )
         ]
     );
     // An HTTP error body is not a message.

@@ -369,3 +369,36 @@ async fn shipped_diff_view_colours_changed_tokens_with_the_theme() {
     // An unchanged token keeps the plain background.
     assert_ne!(find("<|turn>user", false), Some(theme.palette.deleted));
 }
+
+/// `w` wraps long lines in the text panes: the Findings pane's messages, cut at the pane's
+/// edge without it, continue on the next line; a second `w` unwraps.
+#[tokio::test]
+async fn pane_findings_wrapped() {
+    let plain = run("6").await;
+    let wrapped = run("6 w").await;
+    // The first finding's message ends "… token-level triggers never fire", past the pane's
+    // right edge (110 columns) unless wrapped.
+    let tail = "token-level triggers never fire";
+    assert!(!plain.contains(tail), "{plain}");
+    assert!(wrapped.contains(tail), "{wrapped}");
+    assert_eq!(run("6 w w").await, plain);
+    insta::assert_snapshot!(wrapped);
+}
+
+/// The list takes the rows it needs (4 exchanges: header, 4 rows, 2 borders); `-` switches to
+/// two fifths of the screen and back.
+#[tokio::test]
+async fn list_layout_fits_its_rows_and_switches() {
+    let list_rows = |s: &str| {
+        s.lines()
+            .skip_while(|l| !l.contains("┌ Exchanges"))
+            .take_while(|l| !l.contains("1 Tools │"))
+            .count()
+    };
+    let fit = run("").await;
+    assert_eq!(list_rows(&fit), 4 + 3, "{fit}");
+    let fixed = run("-").await;
+    // 34 rows: header and footer leave 32; two fifths is 12.
+    assert_eq!(list_rows(&fixed), 32 * 2 / 5, "{fixed}");
+    assert_eq!(run("- -").await, fit);
+}

@@ -13,8 +13,7 @@ use serde_json::Value;
 
 use super::Format;
 use super::render::{VocabSource, load_template, load_vocab, render_request, tokenize_with};
-use crate::diagnose::report::{CallSummary, CheckReport, ExchangeSummary};
-use crate::diagnose::rules::calls::arguments_value;
+use crate::diagnose::report::{CheckReport, ExchangeSummary};
 use crate::diagnose::{ExchangeContext, VocabRender, check_exchange, load, request};
 use crate::finding::Finding;
 use crate::session::{Api, Piece, TokenPiece};
@@ -466,33 +465,18 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
 
 /// `check`'s listing of an analysed session exchange from input `file`.
 fn summary_of(a: &crate::analysis::AnalysedExchange, file: &str) -> ExchangeSummary {
-    let m = a.message.clone().unwrap_or_default();
     let ex = &a.exchange;
     ExchangeSummary {
-        file: file.to_owned(),
-        index: ex.id,
-        api: ex.api().as_str().to_owned(),
-        model: a
-            .request
-            .as_ref()
-            .and_then(|r| r.get("model"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or(m.model.clone()),
-        content: m.content,
-        reasoning: m.reasoning,
-        tool_calls: m
-            .tool_calls
-            .iter()
-            .map(|c| CallSummary {
-                name: c.name.clone(),
-                arguments: arguments_value(&c.arguments),
-            })
-            .collect(),
-        finish_reason: m.finish_reason,
         raw_text: a.raw.as_ref().map(crate::diagnose::report::raw_text_line),
-        status: a.summary.status,
         partial: crate::analysis::partial_note(ex),
+        ..ExchangeSummary::of(
+            file,
+            ex.id,
+            ex.api(),
+            a.request.as_ref(),
+            a.message.as_ref(),
+            a.summary.status,
+        )
     }
 }
 

@@ -136,8 +136,9 @@ pub fn set_stream(cx: &mut ExchangeContext, body: &str) {
     cx.response_text = Some(body.to_owned());
 }
 
-/// Stream rules whose findings are taken from reassembly as they are; the others
-/// (`tool_call.args_invalid_json`, `finish.mismatch`) are recomputed with the request known.
+/// Stream-contract rules whose findings come from reassembly (the decoder sees the events they
+/// judge); argument JSON and the finish reason are rules of diagnose (rules::calls,
+/// rules::finish), one implementation each.
 const STREAM_RULES: &[Rule] = &[
     Rule::StreamMissingIndex,
     Rule::StreamMissingId,
@@ -149,6 +150,7 @@ fn set_reassembled(cx: &mut ExchangeContext, r: &crate::stream::Reassembled) {
     cx.streamed = true;
     cx.finish_event = r.finish_event;
     cx.call_events = r.call_events.clone();
+    cx.args_events = r.args_events.clone();
     cx.stream_chunks = text_chunks(&r.marks, &r.message.content);
     cx.stream_pieces =
         (!r.pieces.is_empty()).then(|| r.pieces.iter().map(|(_, p)| p.clone()).collect());

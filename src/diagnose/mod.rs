@@ -47,6 +47,9 @@ pub struct ExchangeContext {
     pub stream_findings: Vec<Finding>,
     /// For streams: per entry of `message.tool_calls`, the SSE events that contributed to it.
     pub call_events: Vec<Vec<usize>>,
+    /// For streams: per entry of `message.tool_calls`, the last SSE event that added to its
+    /// arguments (the evidence of `tool_call.args_invalid_json`).
+    pub args_events: Vec<Option<usize>>,
     /// Raw generated text before the server's parser (llama-server `-v` `__verbose.content`).
     /// For session exchanges: the model's own text per [`crate::stream::raw::raw_output`]
     /// (assistant prefill + generated text), see `raw`.
@@ -152,6 +155,7 @@ impl ExchangeContext {
             finish_event: None,
             stream_findings: Vec::new(),
             call_events: Vec::new(),
+            args_events: Vec::new(),
             raw_text: None,
             raw: None,
             stopping_word: None,
@@ -286,11 +290,13 @@ impl ExchangeContext {
                 format!("/choices/0/message/tool_calls/{i}/function/name")
             }),
         };
+        let last_args = self.args_events.get(i).copied().flatten();
         let event = self
             .call_events
             .get(i)
             .and_then(|e| if arguments { e.last() } else { e.first() })
-            .copied();
+            .copied()
+            .map(|e| if arguments { last_args.unwrap_or(e) } else { e });
         Evidence {
             pane: Some(Pane::Stream),
             pointer,

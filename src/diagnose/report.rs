@@ -63,18 +63,39 @@ impl ExchangeSummary {
     /// Summarises a context from input `file`; `fallback_index` is used when the context has
     /// no id.
     pub fn from_context(cx: &ExchangeContext, fallback_index: u64, file: &str) -> ExchangeSummary {
-        let m = cx.message.clone().unwrap_or_default();
-        let model = cx
-            .request
-            .as_ref()
+        ExchangeSummary {
+            raw_text: cx.raw.as_ref().map(raw_text_line),
+            ..ExchangeSummary::of(
+                file,
+                cx.id.unwrap_or(fallback_index),
+                cx.api,
+                cx.request.as_ref(),
+                cx.message.as_ref(),
+                cx.status,
+            )
+        }
+    }
+
+    /// The listing of exchange `index` of `file`: its API, the model the request names (else
+    /// the reply's), the reply in brief (`message`), the HTTP status. `partial` and `raw_text` are left unset.
+    pub fn of(
+        file: &str,
+        index: u64,
+        api: crate::session::Api,
+        request: Option<&Value>,
+        message: Option<&crate::stream::AssistantMessage>,
+        status: Option<u16>,
+    ) -> ExchangeSummary {
+        let m = message.cloned().unwrap_or_default();
+        let model = request
             .and_then(|r| r.get("model"))
             .and_then(Value::as_str)
             .map(str::to_owned)
             .or(m.model.clone());
         ExchangeSummary {
             file: file.to_owned(),
-            index: cx.id.unwrap_or(fallback_index),
-            api: cx.api.as_str().to_owned(),
+            index,
+            api: api.as_str().to_owned(),
             model,
             content: m.content,
             reasoning: m.reasoning,
@@ -87,8 +108,8 @@ impl ExchangeSummary {
                 })
                 .collect(),
             finish_reason: m.finish_reason,
-            raw_text: cx.raw.as_ref().map(raw_text_line),
-            status: cx.status,
+            raw_text: None,
+            status,
             partial: None,
         }
     }

@@ -81,29 +81,23 @@ pub struct ToolDef {
     pub pointer: String,
 }
 
-/// The tools a request offers (`tools[]`, both APIs). Empty when there are none.
+/// The tools a request offers (`tools[]`, both APIs; a legacy `functions[]`), found by the one
+/// tools locator ([`crate::schema::tools::locate_tools`]). Entries without a name are skipped.
+/// Empty when there are none.
 pub fn tools(request: &Value) -> Vec<ToolDef> {
-    let Some(arr) = request.get("tools").and_then(Value::as_array) else {
+    let Ok(list) = crate::schema::tools::locate_tools(request) else {
         return Vec::new();
     };
-    arr.iter()
-        .enumerate()
-        .filter_map(|(i, t)| {
-            if let Some(f) = t.get("function") {
-                let name = f.get("name")?.as_str()?.to_owned();
-                Some(ToolDef {
-                    name,
-                    schema: f.get("parameters").cloned(),
-                    pointer: format!("/tools/{i}/function/parameters"),
-                })
-            } else {
-                let name = t.get("name")?.as_str()?.to_owned();
-                Some(ToolDef {
-                    name,
-                    schema: t.get("input_schema").cloned(),
-                    pointer: format!("/tools/{i}/input_schema"),
-                })
-            }
+    list.tools
+        .iter()
+        .filter(|t| !t.name.is_empty())
+        .map(|t| ToolDef {
+            name: t.name.clone(),
+            schema: list.schema(request, t).cloned(),
+            pointer: t
+                .schema_pointer
+                .clone()
+                .unwrap_or_else(|| format!("{}/{}", list.list_pointer, t.index)),
         })
         .collect()
 }

@@ -36,8 +36,10 @@ pub struct Reassembled {
     /// The final message as a client would have assembled it.
     pub message: AssistantMessage,
     /// Stream-contract findings (`stream.missing_index`, `stream.missing_id`,
-    /// `stream.name_repeated`, `tool_call.args_invalid_json`, `finish.mismatch`,
-    /// `server.parse_error` for a parse-failure error event), evidence in pane `stream`.
+    /// `stream.name_repeated`, `server.parse_error` for a parse-failure error event), evidence
+    /// in pane `stream`. Argument JSON and the finish reason are judged by diagnose's rules
+    /// (`tool_call.args_invalid_json`, `finish.mismatch`), from `message`, `args_events` and
+    /// `finish_event`.
     pub findings: Vec<Finding>,
     /// The decoded SSE events (empty for a non-streamed body).
     pub events: Vec<SseEvent>,
@@ -50,6 +52,10 @@ pub struct Reassembled {
     /// Event number where `finish_reason` / `stop_reason` arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_event: Option<usize>,
+    /// For each entry of `message.tool_calls`, the last SSE event that added to its arguments
+    /// (where a cut or broken argument string ends), when any did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args_events: Vec<Option<usize>>,
     /// What the client had assembled after 0, 1, …, n events (`marks[k]` = after `k` events;
     /// `n + 1` entries for `n` events; empty for a non-streamed body). What event `i` added is
     /// the difference of `marks[i]` and `marks[i + 1]` ([`EventMark::delta`]).
@@ -273,100 +279,11 @@ impl Builder {
         self.problem(Some(event), "error_event", format!("error event: {msg}"));
     }
 
-    /// Checks each call's concatenated arguments and the finish reason; `api` chooses the
-    /// finish vocabulary.
-    fn finish(mut self, api: Api) -> Reassembled {
-        for (i, c) in self.r.message.tool_calls.iter().enumerate() {
-            if let Err(e) = c.arguments_json() {
-                let ev = self.last_args_event[i]
-                    .or(self.r.call_events[i].last().copied())
-                    .unwrap_or(0);
-                let mut evd = ev_evidence(ev);
-                evd.tool = Some(c.name.clone()).filter(|n| !n.is_empty());
-                evd.excerpt = Some(excerpt(&c.arguments));
-                self.r.findings.push(
-                    Finding::new(
-                        Rule::ToolCallArgsInvalidJson,
-                        format!(
-                            "arguments of tool call {} ({}) do not concatenate to JSON: {e} (events {:?})",
-                            i,
-                            if c.name.is_empty() { "unnamed" } else { &c.name },
-                            self.r.call_events[i]
-                        ),
-                        "Check the argument deltas for a lost, duplicated or reordered piece; a cut-off object usually means the generation hit max_tokens.",
-                    )
-                    .with_evidence(evd),
-                );
-            }
-        }
-        let fe = self.r.finish_event;
-        self.r
-            .findings
-            .extend(finish_findings(&self.r.message, api, |mut f| {
-                f.evidence = match fe {
-                    Some(e) => ev_evidence(e),
-                    None => Evidence {
-                        pane: Some(Pane::Stream),
-                        ..Default::default()
-                    },
-                };
-                f
-            }));
+    /// Ends the reassembly: records each call's last arguments event.
+    fn finish(mut self, _api: Api) -> Reassembled {
+        self.r.args_events = std::mem::take(&mut self.last_args_event);
         self.r
     }
-}
-
-/// `finish.mismatch` checks on a final message (stream or not). OpenAI vocabulary for
-/// [`Api::Openai`] (`stop`, `length`, `tool_calls`), Anthropic for [`Api::Anthropic`]
-/// (`end_turn`, `max_tokens`, `stop_sequence`, `tool_use`):
-/// * the finish says tool calls but there are none;
-/// * there are tool calls but the finish says a normal stop;
-/// * the finish says tool calls but a call's arguments are cut off (not JSON) — the generation
-///   really stopped at the length limit.
-///
-/// `place` sets each finding's evidence.
-pub fn finish_findings(
-    m: &AssistantMessage,
-    api: Api,
-    place: impl Fn(Finding) -> Finding,
-) -> Vec<Finding> {
-    let Some(fr) = m.finish_reason.as_deref() else {
-        return Vec::new();
-    };
-    let (calls_word, stop_words, length_word): (&str, &[&str], &str) = match api {
-        Api::Anthropic => ("tool_use", &["end_turn", "stop_sequence"], "max_tokens"),
-        _ => ("tool_calls", &["stop"], "length"),
-    };
-    let n = m.tool_calls.len();
-    let mut out = Vec::new();
-    let hint = "Clients branch on the finish reason: make the server report it consistently with the calls it sent (or fix the client to look at the calls).";
-    if fr == calls_word && n == 0 {
-        out.push(Finding::new(
-            Rule::FinishMismatch,
-            format!("finish reason is \"{fr}\" but the message has no tool calls"),
-            hint,
-        ));
-    } else if n > 0 && stop_words.contains(&fr) {
-        out.push(Finding::new(
-            Rule::FinishMismatch,
-            format!("the message has {n} tool call(s) but the finish reason is \"{fr}\", not \"{calls_word}\""),
-            hint,
-        ));
-    } else if fr == calls_word
-        && let Some(c) = m.tool_calls.iter().find(|c| c.arguments_json().is_err())
-    {
-        {
-            out.push(Finding::new(
-                Rule::FinishMismatch,
-                format!(
-                    "finish reason is \"{fr}\" but the arguments of {} are cut off: the generation most likely stopped at the length limit (\"{length_word}\")",
-                    if c.name.is_empty() { "a call" } else { &c.name }
-                ),
-                "Raise max_tokens; a server should report the length stop rather than a completed call.",
-            ));
-        }
-    }
-    out.into_iter().map(place).collect()
 }
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -912,46 +829,6 @@ pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
     b.finish(Api::Completion)
 }
 
-/// Findings for a non-streamed body already read into `m`: invalid argument JSON (evidence
-/// pointer into the body) and finish mismatches.
-fn json_findings(api: Api, m: &AssistantMessage) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for (i, c) in m.tool_calls.iter().enumerate() {
-        if let Err(e) = c.arguments_json() {
-            let pointer = match api {
-                Api::Anthropic => format!("/content/{}/input", c.index.unwrap_or(i as u64)),
-                _ => format!("/choices/0/message/tool_calls/{i}/function/arguments"),
-            };
-            out.push(
-                Finding::new(
-                    Rule::ToolCallArgsInvalidJson,
-                    format!("arguments of tool call {i} ({}) are not JSON: {e}", c.name),
-                    "The server returned the model's arguments verbatim; a cut-off object usually means max_tokens was hit.",
-                )
-                .with_evidence(Evidence {
-                    pane: Some(Pane::Stream),
-                    tool: Some(c.name.clone()).filter(|n| !n.is_empty()),
-                    pointer: Some(pointer),
-                    excerpt: Some(excerpt(&c.arguments)),
-                    ..Default::default()
-                }),
-            );
-        }
-    }
-    let pointer = match api {
-        Api::Anthropic => "/stop_reason",
-        _ => "/choices/0/finish_reason",
-    };
-    out.extend(finish_findings(m, api, |f| {
-        f.with_evidence(Evidence {
-            pane: Some(Pane::Stream),
-            pointer: Some(pointer.to_owned()),
-            ..Default::default()
-        })
-    }));
-    out
-}
-
 /// True when a `Content-Type` value names an SSE stream (`text/event-stream`, any case,
 /// parameters allowed). WHATWG HTML "Server-sent events", §9.2.
 pub fn is_event_stream(content_type: &str) -> bool {
@@ -1011,7 +888,6 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
         let body: Value = resp.body.as_ref()?.json().ok()?;
         let m = from_response_json(api.as_str(), &body)?;
         Reassembled {
-            findings: json_findings(api, &m),
             message: m,
             ..Default::default()
         }

@@ -171,6 +171,63 @@ fn run_jobs(
     }
 }
 
+/// Files larger than this are counted but not analysed for the browser's worst finding.
+const SURVEY_ANALYSE_MAX: u64 = 32 << 20;
+
+/// Reads a session file for the browser: exchange count, label, and (for files up to
+/// [`SURVEY_ANALYSE_MAX`]) the worst finding over its exchanges and damaged lines, analysed as
+/// `check` analyses them.
+pub fn survey(path: &std::path::Path) -> super::state::Survey {
+    use crate::analysis::{Depth, analyse};
+    let src = match SessionSource::open(path, &mut |_, _| {}) {
+        Ok(s) => s,
+        Err(e) => {
+            return super::state::Survey {
+                note: Some(format!("{e:#}")),
+                ..Default::default()
+            };
+        }
+    };
+    let mut out = super::state::Survey {
+        exchanges: src.len(),
+        label: src.header.source.clone().unwrap_or_default(),
+        ..Default::default()
+    };
+    let mut labels: Vec<String> = Vec::new();
+    let mut rules: Vec<crate::finding::Rule> = src
+        .warnings
+        .iter()
+        .map(|_| crate::finding::Rule::SessionDamaged)
+        .collect();
+    let deep = src.size <= SURVEY_ANALYSE_MAX;
+    for row in 0..src.len() {
+        match src.load(row) {
+            Ok(ex) => {
+                if let Some(l) = ex.label.as_deref() {
+                    let l = l.split(':').next().unwrap_or(l).to_owned();
+                    if !labels.contains(&l) {
+                        labels.push(l);
+                    }
+                }
+                if deep {
+                    let ctx = src.context(ex.id);
+                    rules.extend(analyse(ex, ctx, Depth::Findings).summary.rules);
+                }
+            }
+            Err(_) => rules.push(crate::finding::Rule::SessionDamaged),
+        }
+    }
+    if !labels.is_empty() {
+        out.label = labels.join(",");
+    }
+    if !deep {
+        out.note = Some("findings not counted (file over 32 MiB): open it".into());
+    }
+    out.findings = rules.len();
+    out.worst = rules.iter().copied().max_by_key(|r| r.severity());
+    out
+}
+
 /// The inspector application over a ratatui backend.
 pub struct Tui<B: Backend> {
     pub terminal: Terminal<B>,
@@ -245,6 +302,16 @@ impl<B: Backend> Tui<B> {
                     .map_err(|e| format!("{e:#}"));
                 let _ = tx.send(Message::Opened { epoch, result });
             }),
+            Effect::Survey { paths } => {
+                let mut paths = paths.into_iter();
+                self.worker.submit(Priority::Background, move |tx| {
+                    let Some(path) = paths.next() else {
+                        return false;
+                    };
+                    let survey = survey(&path);
+                    tx.send(Message::Surveyed { path, survey }).is_ok() && paths.len() > 0
+                });
+            }
             Effect::Summarize { epoch, rows } => {
                 let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
                     return;

@@ -51,6 +51,10 @@ pub enum Action {
     /// Diff view: next / previous difference.
     NextChange,
     PrevChange,
+    /// Text panes: wrap long lines (toggle).
+    Wrap,
+    /// Exchange list: only the rows it needs ↔ two fifths of the screen (mitmproxy's `-`).
+    Layout,
 }
 
 impl Action {
@@ -444,7 +448,7 @@ impl Default for Keymap {
                 Action::Chunking,
                 &["c"],
                 &[Replay],
-                "chunking: recorded / piece / char / whole",
+                "chunking: recorded / pieces / chars / ×2 / ×8 / whole",
                 true,
             ),
             b(
@@ -453,6 +457,14 @@ impl Default for Keymap {
                 &[Findings],
                 "jump to evidence",
                 true,
+            ),
+            b(Action::Wrap, &["w"], &[Detail], "wrap long lines", true),
+            b(
+                Action::Layout,
+                &["-"],
+                &[List, Detail],
+                "list: rows it needs / two fifths",
+                false,
             ),
         ];
         for n in 1..=6u8 {

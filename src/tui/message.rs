@@ -31,6 +31,11 @@ pub enum Message {
         row: usize,
         analysis: Arc<ExchangeAnalysis>,
     },
+    /// A session file of the browser was surveyed (exchange count, worst finding, label).
+    Surveyed {
+        path: PathBuf,
+        survey: super::state::Survey,
+    },
     /// A live recorder event from `toolscope proxy` (applied in place; bursts of chunks share
     /// one frame).
     Record(crate::record::recorder::RecordEvent),
@@ -52,4 +57,7 @@ pub enum Effect {
     Analyze { epoch: u64, row: usize },
     /// Put text on the clipboard (OSC 52).
     Copy(String),
+    /// Survey the browser's session files in the background (index each, count its exchanges,
+    /// analyse them for the worst finding), one file per slice.
+    Survey { paths: Vec<PathBuf> },
 }

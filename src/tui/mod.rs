@@ -6,6 +6,8 @@
 //!   queue, the input stream and SIGINT; draws when the queue drains.
 //! * [`state`] — the state the UI task owns, updated by input and [`message::Message`]s.
 //! * [`view`] / [`doc`] — drawing, a pure function of the state; pane documents.
+//! * [`layout`] — screen geometry, shared by drawing and the state (neither depends on the
+//!   other).
 //! * [`analysis`] — the view-model computed off the UI task from the session and the analysis
 //!   modules.
 //! * [`source`] — lazily indexed session files (exchanges decoded on demand).
@@ -17,6 +19,7 @@ pub mod app;
 pub mod doc;
 pub mod highlight;
 pub mod keymap;
+pub mod layout;
 pub mod message;
 pub mod source;
 pub mod state;

@@ -13,15 +13,12 @@ use crate::finding::{Finding, Pane};
 use super::analysis::{Chunking, ExchangeAnalysis, Summary};
 use super::doc::{self, Anchor, Doc, Modes};
 use super::keymap::{Action, Ctx, Key, Keymap};
+use super::layout;
 use super::message::{Effect, Message};
 use super::source::SessionSource;
 use super::theme::Theme;
-use super::view;
 
-/// Pane titles in tab order (number keys 1–6).
-pub const PANES: [&str; 6] = [
-    "Tools", "Schema", "Template", "Stream", "Replay", "Findings",
-];
+pub use super::layout::{ListLayout, PANES};
 
 /// Which part has the keyboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +110,23 @@ pub struct BrowserEntry {
     pub size: u64,
     /// Created time and engine from the header line, when readable.
     pub info: String,
+    /// Exchange count, worst finding and label, once the background survey has read the file.
+    pub survey: Option<Survey>,
+}
+
+/// What the browser shows of a session file after reading it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Survey {
+    /// Exchanges in the file.
+    pub exchanges: usize,
+    /// The most severe finding (`None`: no finding, or not analysed).
+    pub worst: Option<crate::finding::Rule>,
+    /// Number of findings (warnings and errors included).
+    pub findings: usize,
+    /// The exchanges' labels (`probe`, `send`; the part before `:`), or the header's `source`.
+    pub label: String,
+    /// Why the file could not be surveyed, or why findings were not counted.
+    pub note: Option<String>,
 }
 
 /// The session browser.
@@ -158,6 +172,8 @@ pub struct SessionView {
     pub modes: Modes,
     /// Stream pane: show the selected event's JSON full size.
     pub stream_zoom: bool,
+    /// Text panes wrap long lines (`w`).
+    pub wrap: bool,
     /// Template pane: the side-by-side diff view, when open.
     pub diff: Option<DiffView>,
     /// Replay chunking shown.
@@ -208,6 +224,8 @@ pub struct State {
     pub quit: bool,
     /// Bumped when another session opens; stale messages are dropped.
     pub epoch: u64,
+    /// How tall the exchange list is (`-` switches).
+    pub layout: ListLayout,
 }
 
 /// Analysed exchanges kept for quick re-selection: at most this many…
@@ -231,6 +249,7 @@ impl State {
             loading: None,
             quit: false,
             epoch: 0,
+            layout: ListLayout::Fit,
         }
     }
 
@@ -279,16 +298,26 @@ impl State {
                             String::new()
                         }
                     });
-                BrowserEntry { path, size, info }
+                BrowserEntry {
+                    path,
+                    size,
+                    info,
+                    survey: None,
+                }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let paths = entries.iter().map(|e| e.path.clone()).collect::<Vec<_>>();
         self.browser = Some(Browser {
             entries,
             scroll: Scroll::default(),
             dir,
         });
         self.screen = Screen::Browser;
-        Vec::new()
+        if paths.is_empty() {
+            Vec::new()
+        } else {
+            vec![Effect::Survey { paths }]
+        }
     }
 
     /// Starts indexing `path`.
@@ -326,6 +355,7 @@ impl State {
             docs: Default::default(),
             modes: Modes::default(),
             stream_zoom: false,
+            wrap: false,
             diff: None,
             chunking: Chunking::Recorded,
             step: 0,
@@ -366,14 +396,33 @@ impl State {
         fx
     }
 
+    /// What the screen geometry depends on ([`layout::areas`]).
+    pub fn shape(&self) -> layout::Shape {
+        layout::Shape {
+            session_rows: match (self.screen, &self.session) {
+                (Screen::Session, Some(s)) => Some(s.visible.len()),
+                _ => None,
+            },
+            layout: self.layout,
+        }
+    }
+
+    /// The largest help scroll offset at the terminal size (the last line at the bottom).
+    pub fn help_max_offset(&self) -> usize {
+        let area = Rect::new(0, 0, self.size.0, self.size.1);
+        layout::help_lines(&self.keymap, &self.theme)
+            .len()
+            .saturating_sub(layout::help_height(area))
+    }
+
     /// Rows the exchange list shows at the current size.
     pub fn list_height(&self) -> usize {
-        let areas = view::areas(Rect::new(0, 0, self.size.0, self.size.1), self);
+        let areas = layout::areas(Rect::new(0, 0, self.size.0, self.size.1), self.shape());
         areas.list.height.saturating_sub(3) as usize
     }
 
     fn pane_height(&self) -> usize {
-        let areas = view::areas(Rect::new(0, 0, self.size.0, self.size.1), self);
+        let areas = layout::areas(Rect::new(0, 0, self.size.0, self.size.1), self.shape());
         areas.pane.height.saturating_sub(2) as usize
     }
 
@@ -474,6 +523,16 @@ impl State {
                 Vec::new()
             }
             Message::Record(ev) => self.on_record(ev),
+            Message::Surveyed { path, survey } => {
+                if let Some(e) = self
+                    .browser
+                    .as_mut()
+                    .and_then(|b| b.entries.iter_mut().find(|e| e.path == path))
+                {
+                    e.survey = Some(survey);
+                }
+                Vec::new()
+            }
             _ => Vec::new(),
         }
     }
@@ -598,8 +657,8 @@ impl State {
         }
         if let Overlay::Help(off) = self.overlay {
             // Only the help and back keys close the help; moving keys scroll it.
-            let max = view::help_max_offset(self);
-            let page = view::help_height(Rect::new(0, 0, self.size.0, self.size.1)).max(1);
+            let max = self.help_max_offset();
+            let page = layout::help_height(Rect::new(0, 0, self.size.0, self.size.1)).max(1);
             let off = match action {
                 Action::Back | Action::Help => {
                     self.overlay = Overlay::None;
@@ -686,6 +745,13 @@ impl State {
     }
 
     fn session_action(&mut self, action: Action) -> Vec<Effect> {
+        if action == Action::Layout {
+            self.layout = match self.layout {
+                ListLayout::Fit => ListLayout::Fixed,
+                ListLayout::Fixed => ListLayout::Fit,
+            };
+            return Vec::new();
+        }
         let lh = self.list_height();
         let ph = self.pane_height();
         let epoch = self.epoch;
@@ -734,6 +800,10 @@ impl State {
                 return Vec::new();
             }
             (_, Action::Copy) => return copy_effect(s),
+            (Focus::Detail, Action::Wrap) => {
+                s.wrap = !s.wrap;
+                return Vec::new();
+            }
             (_, Action::SearchNext) | (_, Action::SearchPrev) => {
                 self.search_step(action == Action::SearchNext);
                 return Vec::new();
@@ -981,7 +1051,7 @@ impl State {
     }
 
     fn on_mouse(&mut self, kind: MouseEventKind, x: u16, y: u16) -> Vec<Effect> {
-        let areas = view::areas(Rect::new(0, 0, self.size.0, self.size.1), self);
+        let areas = layout::areas(Rect::new(0, 0, self.size.0, self.size.1), self.shape());
         let pos = Position { x, y };
         match kind {
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
@@ -1022,7 +1092,7 @@ impl State {
                     return Vec::new();
                 }
                 if areas.tabs.contains(pos) {
-                    for (i, r) in view::tab_ranges().iter().enumerate() {
+                    for (i, r) in layout::tab_ranges().iter().enumerate() {
                         if x >= areas.tabs.x + r.0 && x < areas.tabs.x + r.1 {
                             return self.on_action(Action::Pane(i as u8 + 1));
                         }

@@ -9,66 +9,15 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::analysis::Chunking;
 use super::doc::{self, Doc};
 use super::keymap::Ctx;
-use super::state::{Focus, InputKind, Overlay, PANES, Screen, State};
+use super::layout::PANES;
+use super::state::{Focus, InputKind, Overlay, Screen, State};
 
-/// Screen areas for the current state (shared by drawing and mouse hit-testing).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Areas {
-    pub header: Rect,
-    /// Exchanges list (or browser), with border.
-    pub list: Rect,
-    pub tabs: Rect,
-    /// Detail pane, with border.
-    pub pane: Rect,
-    pub footer: Rect,
-}
+pub use super::layout::{Areas, help_height, tab_ranges};
 
-/// Computes the layout.
+/// Screen areas for the current state (shared by drawing and mouse hit-testing):
+/// [`super::layout::areas`] of the state's [`State::shape`].
 pub fn areas(area: Rect, state: &State) -> Areas {
-    let [header, body, footer] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    if state.screen == Screen::Browser || state.session.is_none() {
-        return Areas {
-            header,
-            list: body,
-            tabs: Rect::default(),
-            pane: Rect::default(),
-            footer,
-        };
-    }
-    let list_h = (body.height * 2 / 5).max(5).min(body.height);
-    let [list, tabs, pane] = Layout::vertical([
-        Constraint::Length(list_h),
-        Constraint::Length(1),
-        Constraint::Min(0),
-    ])
-    .areas(body);
-    Areas {
-        header,
-        list,
-        tabs,
-        pane,
-        footer,
-    }
-}
-
-/// Column ranges `[start, end)` of the pane tabs, relative to the tabs row.
-pub fn tab_ranges() -> Vec<(u16, u16)> {
-    let mut x = 1u16;
-    PANES
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let w = format!(" {} {} ", i + 1, p).chars().count() as u16;
-            let r = (x, x + w);
-            x += w + 1;
-            r
-        })
-        .collect()
+    super::layout::areas(area, state.shape())
 }
 
 /// Draws the whole screen.
@@ -235,8 +184,8 @@ fn draw_browser(state: &State, f: &mut Frame, area: Rect) {
         .clamp(20, 48);
     let mut lines = vec![Line::from(Span::styled(
         format!(
-            "{:<nw$} {:>10}  {}",
-            "FILE", "SIZE", "CREATED / ENGINE · MODEL"
+            "{:<nw$} {:>10} {:>5}  {:<26} {:<8} {}",
+            "FILE", "SIZE", "EXCH", "WORST FINDING", "LABEL", "CREATED / ENGINE · MODEL"
         ),
         st.header,
     ))];
@@ -248,10 +197,39 @@ fn draw_browser(state: &State, f: &mut Frame, area: Rect) {
         } else {
             st.base
         };
-        lines.push(Line::from(Span::styled(
-            format!("{:<nw$} {:>10}  {}", name, fmt_size(e.size), e.info),
-            style,
-        )));
+        let (count, worst, worst_style, label) = match &e.survey {
+            None => ("…".to_owned(), "…".to_owned(), st.muted, String::new()),
+            Some(sv) => {
+                let worst = match (sv.worst, &sv.note) {
+                    (Some(r), _) => format!("{r} ({})", sv.findings),
+                    (None, Some(_)) => "?".to_owned(),
+                    (None, None) => "none".to_owned(),
+                };
+                let ws = match sv.worst.map(|r| r.severity()) {
+                    Some(crate::finding::Severity::Error) => st.severity_error,
+                    Some(crate::finding::Severity::Warning) => st.severity_warning,
+                    Some(crate::finding::Severity::Info) => st.severity_info,
+                    None => st.status_ok,
+                };
+                (sv.exchanges.to_string(), worst, ws, sv.label.clone())
+            }
+        };
+        let cut = |s: &str, n: usize| s.chars().take(n).collect::<String>();
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{:<nw$} {:>10} {:>5}  ", name, fmt_size(e.size), count),
+                style,
+            ),
+            Span::styled(
+                format!("{:<26} ", cut(&worst, 26)),
+                if i == br.scroll.cursor {
+                    style
+                } else {
+                    worst_style
+                },
+            ),
+            Span::styled(format!("{:<8} {}", cut(&label, 8), e.info), style),
+        ]));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
@@ -581,7 +559,16 @@ fn draw_doc(
         }
         lines.push(l);
     }
-    f.render_widget(Paragraph::new(lines), area);
+    let p = Paragraph::new(lines);
+    let wrap = state.session.as_ref().is_some_and(|s| s.wrap);
+    f.render_widget(
+        if wrap {
+            p.wrap(Wrap { trim: false })
+        } else {
+            p
+        },
+        area,
+    );
 }
 
 /// Splits spans so that case-insensitive occurrences of `q` get `style` patched on.
@@ -810,82 +797,18 @@ fn fit_hints(hints: &[(String, String)], width: usize, state: &State) -> Vec<Spa
     spans
 }
 
-/// Help text lines, grouped by context, from the keymap.
+/// Help text lines, grouped by context, from the keymap ([`super::layout::help_lines`]).
 pub fn help_lines(state: &State) -> Vec<Line<'static>> {
-    let st = &state.theme.styles;
-    let groups: [(&str, Ctx); 10] = [
-        ("Everywhere", Ctx::Global),
-        ("Session browser", Ctx::Browser),
-        ("Exchanges list", Ctx::List),
-        ("Any pane", Ctx::Detail),
-        ("Tools", Ctx::Tools),
-        ("Template", Ctx::Template),
-        ("Stream", Ctx::Stream),
-        ("Replay", Ctx::Replay),
-        ("Findings", Ctx::Findings),
-        ("Diff view (d in Template)", Ctx::Diff),
-    ];
-    let mut lines = Vec::new();
-    for (name, ctx) in groups {
-        let bs: Vec<_> = state
-            .keymap
-            .bindings
-            .iter()
-            .filter(|b| b.contexts.contains(&ctx))
-            .collect();
-        if bs.is_empty() {
-            continue;
-        }
-        lines.push(Line::from(Span::styled(name.to_owned(), st.header)));
-        for b in bs {
-            let keys = b
-                .keys
-                .iter()
-                .map(|k| k.display())
-                .collect::<Vec<_>>()
-                .join(", ");
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {keys:<16}"), st.key),
-                Span::styled(b.help.to_owned(), st.base),
-            ]));
-        }
-    }
-    lines.push(Line::default());
-    lines.push(Line::from(Span::styled(
-        "Mouse: click tabs, rows and panes; the wheel scrolls.",
-        st.muted,
-    )));
-    lines.push(Line::from(Span::styled(
-        "Keys can be remapped in keymap.toml (docs/tui.md).",
-        st.muted,
-    )));
-    lines
-}
-
-fn help_rect(area: Rect) -> Rect {
-    let w = area.width.saturating_sub(8).min(76);
-    let h = area.height.saturating_sub(4);
-    Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y + 2,
-        width: w,
-        height: h,
-    }
-}
-
-/// Lines of help visible at once in a terminal of `area`.
-pub fn help_height(area: Rect) -> usize {
-    help_rect(area).height.saturating_sub(2) as usize
+    super::layout::help_lines(&state.keymap, &state.theme)
 }
 
 /// The largest help scroll offset at the state's terminal size (the last line at the bottom).
 pub fn help_max_offset(state: &State) -> usize {
-    let area = Rect::new(0, 0, state.size.0, state.size.1);
-    help_lines(state).len().saturating_sub(help_height(area))
+    state.help_max_offset()
 }
 
 fn draw_help(state: &State, f: &mut Frame, area: Rect, off: usize) {
-    let r = help_rect(area);
+    let r = super::layout::help_rect(area);
     f.render_widget(Clear, r);
     let b = block("Help — keys (? q Esc close; j/k g/G scroll)", true, state)
         .style(state.theme.styles.base);
