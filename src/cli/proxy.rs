@@ -66,6 +66,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cfg.listen = args.listen;
         cfg.keep_secrets = args.keep_secrets;
         cfg.regenerate = args.regenerate;
+        // Regenerations run after their exchange and take as long as a generation: wait for
+        // them on stop (10 s is enough for the render and slot annotations).
+        let settle = Duration::from_secs(if args.regenerate { 600 } else { 10 });
         let proxy = Proxy::spawn(cfg, Some(tx))
             .await
             .context("starting the proxy")?;
@@ -100,10 +103,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )
             .await;
             eprintln!(
-                "toolscope proxy: stopping; writing exchanges in flight to {}",
+                "toolscope proxy: stopping; writing exchanges in flight (and pending annotations) to {}",
                 session.display()
             );
-            proxy.shutdown(Duration::from_secs(10)).await;
+            proxy.shutdown(settle).await;
             result?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -119,10 +122,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         eprintln!(
-            "toolscope proxy: stopping; writing exchanges in flight to {}",
+            "toolscope proxy: stopping; writing exchanges in flight (and pending annotations) to {}",
             session.display()
         );
-        proxy.shutdown(Duration::from_secs(10)).await;
+        proxy.shutdown(settle).await;
         Ok(ExitCode::SUCCESS)
     })
 }
