@@ -13,5 +13,7 @@ pub mod reassemble;
 pub mod sse;
 
 pub use message::{AssistantMessage, CallRecord};
-pub use reassemble::{Reassembled, decode_exchange};
+pub use reassemble::{
+    EventDelta, EventMark, Reassembled, decode_exchange, is_event_stream, is_sse,
+};
 pub use sse::{SseDecoder, SseEvent};

@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::analysis::Summary;
+use crate::analysis::Summary;
 use crate::session::read::Session;
 use crate::session::{Annotation, Exchange, Header, Line, ReadWarning};
 
@@ -235,6 +235,8 @@ impl SessionSource {
             anyhow::bail!("{name}: not a toolscope session: the file is empty");
         }
         src.rows.sort_by_key(|r| (r.id.unwrap_or(u64::MAX), r.line));
+        // an engine the recorder learnt after the header (issue #12)
+        crate::session::read::apply_learnt_engine(&mut src.header, &src.annotations);
         Ok(src)
     }
 
@@ -287,8 +289,8 @@ impl SessionSource {
             }),
         };
         match ex {
-            Ok(ex) => super::analysis::quick_summary(&ex),
-            Err(e) => super::analysis::damaged_summary(id, e),
+            Ok(ex) => crate::analysis::quick_summary(&ex),
+            Err(e) => crate::analysis::damaged_summary(id, e),
         }
     }
 
@@ -381,7 +383,7 @@ impl SessionSource {
             } => {
                 let row = find(self, *id)?;
                 let sse = headers.iter().any(|(k, v)| {
-                    k.eq_ignore_ascii_case("content-type") && v.starts_with("text/event-stream")
+                    k.eq_ignore_ascii_case("content-type") && crate::stream::is_event_stream(v)
                 });
                 with(self, row, &mut |e| {
                     e.response = Some(Response {
@@ -425,12 +427,12 @@ impl SessionSource {
         }
     }
 
-    /// llama-server's own render of exchange `id`, if fetched: `(prompt, tokens)`.
-    pub fn server_render(
-        &self,
-        id: u64,
-    ) -> Option<(Option<&str>, Option<&[crate::session::TokenPiece]>)> {
-        Annotation::latest_server_render(self.annotations.get(&id)?)
+    /// The session facts exchange `id`'s analysis needs: the header and its annotations.
+    pub fn context(&self, id: u64) -> crate::analysis::Context<'_> {
+        crate::analysis::Context {
+            header: &self.header,
+            annotations: self.annotations.get(&id).map_or(&[], Vec::as_slice),
+        }
     }
 }
 
