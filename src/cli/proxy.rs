@@ -105,6 +105,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let grace = Duration::from_secs_f64(args.grace.max(0.0));
+    // Regenerations run after their exchange and take as long as a generation: with
+    // --regenerate, stopping waits for them too (up to 10 min; a second signal cuts at once).
+    let grace = if args.regenerate {
+        grace.max(Duration::from_secs(600))
+    } else {
+        grace
+    };
     // the upstream as printed: never its credentials
     let shown_upstream = crate::session::redact::redact_url(&args.upstream).into_owned();
     let rt = super::runtime();

@@ -31,8 +31,9 @@ pub struct ExchangeSummary {
     pub reasoning: String,
     pub tool_calls: Vec<CallSummary>,
     pub finish_reason: Option<String>,
-    /// Where the model's raw text came from (`slots debug (slot 0)`, `__verbose.content`,
-    /// `regenerated, verified`, …) or `missing: <why>`; absent for bare pairs.
+    /// Where the model's raw text came from (`raw output: slots debug (slot 0)`,
+    /// `raw output: regenerated, verified`, …) or why it is missing and how to get it
+    /// ([`crate::analysis::describe_raw`]); absent for bare pairs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_text: Option<String>,
     /// HTTP status, for text output.
@@ -161,7 +162,7 @@ impl CheckReport {
                 let _ = writeln!(s, "  content:   {}", one_line(&e.content, 100));
             }
             if let Some(r) = &e.raw_text {
-                let _ = writeln!(s, "  raw text:  {}", one_line(r, 160));
+                let _ = writeln!(s, "  {}", one_line(r, 160));
             }
             for c in &e.tool_calls {
                 let _ = writeln!(

@@ -103,12 +103,23 @@ pub async fn run_probe(opts: &ProbeOptions) -> anyhow::Result<ProbeRun> {
                 .with_context(|| format!("{}: cannot append", opts.session.display()))?;
             // As the recorder does for llama-server: the server's own render and its pieces,
             // fetched after the exchange, so the session shows what the model was fed.
-            if props.is_some() {
-                let ann =
-                    super::recorder::server_render(&client, id, api, Some(body.clone())).await;
-                writer
-                    .append(&Line::Annotation(ann))
-                    .with_context(|| format!("{}: cannot append", opts.session.display()))?;
+            // ... and the model's raw text from the slot that served it (GET /slots, with
+            // LLAMA_SERVER_SLOTS_DEBUG=1), or why not.
+            if let Some(p) = &props {
+                let bos = p.get("bos_token").and_then(Value::as_str);
+                let (anns, _) = super::recorder::exchange_annotations(
+                    &client,
+                    bos,
+                    id,
+                    api,
+                    Some(body.clone()),
+                )
+                .await;
+                for ann in anns {
+                    writer
+                        .append(&Line::Annotation(ann))
+                        .with_context(|| format!("{}: cannot append", opts.session.display()))?;
+                }
             }
             let cx = exchange_context(&exchange);
             let (mut verdict, mut evidence) = judge(control, &cx, baseline_called);

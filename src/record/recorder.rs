@@ -612,51 +612,16 @@ impl Recorder {
     /// is that render ([`crate::stream::raw::pick_slot`]), then — with `regenerate` and no raw
     /// text captured — a verified regeneration.
     async fn annotate(&self, l: &Llama, id: u64, request: Request, original: Option<Exchange>) {
-        let slots = l.client.slots().await;
         let api = Api::from_path(&request.path);
         let body = request.body.json().ok();
-        let render = server_render(&l.client, id, api, body).await;
-        let prompt = match &render {
-            Annotation::ServerRender {
-                prompt: Some(p), ..
-            } => Ok(p.clone()),
-            Annotation::ServerRender { error, .. } => Err(error.clone().unwrap_or_default()),
-            _ => Err(String::new()),
-        };
-        self.write_annotation(render);
-        let picked = match (&prompt, slots) {
-            (Ok(p), Ok(s)) => crate::stream::raw::pick_slot(&s, p, l.bos.as_deref()),
-            (Err(e), _) => Err(format!(
-                "no rendered prompt to find the exchange's slot by: {e}"
-            )),
-            (_, Err(e)) => Err(format!("GET /slots failed: {e:#}")),
-        };
-        let captured = picked.is_ok();
-        self.write_annotation(match picked {
-            Ok(t) => Annotation::RawText {
-                exchange: id,
-                source: RawTextSource::SlotsDebug,
-                text: Some(t.generated),
-                slot: Some(t.slot),
-                generation_prompt: t.generation_prompt,
-                by: None,
-                verified: None,
-                diverged_at: None,
-                error: None,
-            },
-            Err(why) => Annotation::RawText {
-                exchange: id,
-                source: RawTextSource::SlotsDebug,
-                text: None,
-                slot: None,
-                generation_prompt: None,
-                by: None,
-                verified: None,
-                diverged_at: None,
-                error: Some(why),
-            },
-        });
-        if let (Some(original), Ok(prompt)) = (original, prompt)
+        let (anns, prompt) = exchange_annotations(&l.client, l.bos.as_deref(), id, api, body).await;
+        let captured = anns
+            .iter()
+            .any(|a| matches!(a, Annotation::RawText { text: Some(_), .. }));
+        for a in anns {
+            self.write_annotation(a);
+        }
+        if let (Some(original), Some(prompt)) = (original, prompt)
             && !captured
             && crate::stream::raw::raw_output(&original, &[])
                 .text()
@@ -728,6 +693,62 @@ impl Recorder {
             let _ = t.join();
         }
     }
+}
+
+/// The llama-server annotations of one ended chat exchange (`api`, request `body`), in the
+/// order they are fetched: `GET /slots` first (a later request may reuse the slot), then
+/// [`server_render`] (`/apply-template` + `/tokenize`), then the [`Annotation::RawText`] of
+/// the slot whose prompt is that render ([`crate::stream::raw::pick_slot`]; `bos`: the
+/// server's `bos_token`), or why there is none. Returns `[server_render, raw_text]` and the
+/// rendered prompt. The proxy, `send` and `probe` all record these.
+pub async fn exchange_annotations(
+    client: &ServerClient,
+    bos: Option<&str>,
+    exchange: u64,
+    api: Api,
+    body: Option<Value>,
+) -> (Vec<Annotation>, Option<String>) {
+    let slots = client.slots().await;
+    let render = server_render(client, exchange, api, body).await;
+    let prompt = match &render {
+        Annotation::ServerRender {
+            prompt: Some(p), ..
+        } => Ok(p.clone()),
+        Annotation::ServerRender { error, .. } => Err(error.clone().unwrap_or_default()),
+        _ => Err(String::new()),
+    };
+    let picked = match (&prompt, slots) {
+        (Ok(p), Ok(s)) => crate::stream::raw::pick_slot(&s, p, bos),
+        (Err(e), _) => Err(format!(
+            "no rendered prompt to find the exchange's slot by: {e}"
+        )),
+        (_, Err(e)) => Err(format!("GET /slots failed: {e:#}")),
+    };
+    let raw = match picked {
+        Ok(t) => Annotation::RawText {
+            exchange,
+            source: RawTextSource::SlotsDebug,
+            text: Some(t.generated),
+            slot: Some(t.slot),
+            generation_prompt: t.generation_prompt,
+            by: None,
+            verified: None,
+            diverged_at: None,
+            error: None,
+        },
+        Err(why) => Annotation::RawText {
+            exchange,
+            source: RawTextSource::SlotsDebug,
+            text: None,
+            slot: None,
+            generation_prompt: None,
+            by: None,
+            verified: None,
+            diverged_at: None,
+            error: Some(why),
+        },
+    };
+    (vec![render, raw], prompt.ok())
 }
 
 /// Fetches llama-server's render of one exchange's request: `POST /apply-template` with the

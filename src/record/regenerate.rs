@@ -1,17 +1,25 @@
-//! Raw regeneration: re-run an exchange whose server answered with a tool-call parse error as a
-//! raw text completion, so the text the server's parser choked on can be seen and replayed.
+//! Raw regeneration: re-run an exchange's rendered prompt as a raw text completion, so the text
+//! the model writes for it can be seen, replayed and — when it reproduces the server's answer —
+//! taken as the model's output.
 //!
-//! llama-server (build 11434) answers a chat request whose generated text its tool-call parser
-//! cannot read with HTTP 500 `"The model produced output that does not match the expected
-//! <name> format"` (tools/server/server-context.cpp; the parser is common/chat.cpp's PEG
-//! parser) and the text is lost. [`regenerate`] asks the same server for the prompt it rendered
-//! (`POST /apply-template` with the same chat body; Anthropic bodies are first converted as the
-//! server does, [`crate::record::anthropic`]) and sends that prompt to `POST /completion` with
-//! the same sampling settings ([`completion_body`]). The answer is recorded as a new exchange
-//! labelled `regenerate:<id>` in the session.
+//! Two uses. (1) llama-server (build 11434) answers a chat request whose generated text its
+//! tool-call parser cannot read with HTTP 500 `"The model produced output that does not match
+//! the expected <name> format"` (tools/server/server-context.cpp; the parser is common/chat.cpp's
+//! PEG parser) and the text is lost. (2) Without `LLAMA_SERVER_SLOTS_DEBUG=1` or `-v` no raw text
+//! is recorded at all (issue #12). [`regenerate`] asks the same server for the prompt it
+//! rendered (`POST /apply-template` with the same chat body; Anthropic bodies are first
+//! converted as the server does, [`crate::record::anthropic`]) and sends that prompt to
+//! `POST /completion` with the same sampling settings ([`completion_body`]). The answer is
+//! recorded as a new exchange labelled `regenerate:<id>`, plus an `Annotation::RawText` for the
+//! original exchange with the verdict of [`crate::stream::raw::verify_regenerated`]: verified
+//! when toolscope's parse of it under the server's chat template gives the server's answer,
+//! else diverged at byte N. `proxy --regenerate` does the same after each exchange whose raw
+//! text was not captured ([`regenerate_recorded`]).
 //!
-//! With greedy sampling (`temperature: 0`, or a fixed `seed`) the regenerated text is the text
-//! the chat request produced; otherwise it is another sample from the same distribution.
+//! With greedy sampling (`temperature: 0`, or a fixed `seed`) the regenerated text is usually
+//! the text the chat request produced — not always: a regeneration batched with another request
+//! on the server, or a grammar the chat request was sampled under, can change it; the verdict
+//! says which. Otherwise it is another sample from the same distribution.
 
 use std::time::{Duration, Instant};
 

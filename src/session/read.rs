@@ -166,34 +166,27 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
             detail: "the file is empty".into(),
         });
     }
-    apply_learnt_engine(&mut session);
+    apply_learnt_engine(&mut session.header, &session.annotations);
     Ok(session)
 }
 
 /// An engine learnt after the header was written ([`Annotation::Engine`], the first one) stands
 /// in for the header's `engine` and `props` when the header has none or says `unknown`, so that
-/// every reader sees what the recorder learnt.
-fn apply_learnt_engine(session: &mut Session) {
-    let unknown = session
-        .header
-        .engine
-        .as_ref()
-        .is_none_or(|e| e.kind == "unknown");
+/// every reader sees what the recorder learnt. Every session reader calls this once the file
+/// is read (`read_session_bytes`, the inspector's indexed `SessionSource`).
+pub fn apply_learnt_engine(header: &mut Header, annotations: &BTreeMap<u64, Vec<Annotation>>) {
+    let unknown = header.engine.as_ref().is_none_or(|e| e.kind == "unknown");
     if !unknown {
         return;
     }
-    let learnt = session
-        .annotations
-        .values()
-        .flatten()
-        .find_map(|a| match a {
-            Annotation::Engine { engine, props, .. } => Some((engine.clone(), props.clone())),
-            _ => None,
-        });
+    let learnt = annotations.values().flatten().find_map(|a| match a {
+        Annotation::Engine { engine, props, .. } => Some((engine.clone(), props.clone())),
+        _ => None,
+    });
     if let Some((engine, props)) = learnt {
-        session.header.engine = Some(engine);
-        if session.header.props.is_none() {
-            session.header.props = props;
+        header.engine = Some(engine);
+        if header.props.is_none() {
+            header.props = props;
         }
     }
 }

@@ -235,6 +235,8 @@ impl SessionSource {
             anyhow::bail!("{name}: not a toolscope session: the file is empty");
         }
         src.rows.sort_by_key(|r| (r.id.unwrap_or(u64::MAX), r.line));
+        // an engine the recorder learnt after the header (issue #12)
+        crate::session::read::apply_learnt_engine(&mut src.header, &src.annotations);
         Ok(src)
     }
 

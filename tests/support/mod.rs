@@ -133,3 +133,13 @@ pub fn start_llama(
     })
     .expect("llama-server starts")
 }
+
+/// The Python of the client venv with the official openai / anthropic / ollama SDKs
+/// (`$TOOLSCOPE_PYTHON`, made by scripts/setup.sh).
+pub fn sdk_python() -> Option<PathBuf> {
+    artefact(
+        "TOOLSCOPE_PYTHON",
+        cache().join("venv/bin/python"),
+        "client SDK venv (python)",
+    )
+}
