@@ -14,8 +14,9 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::cli::Format;
+use crate::gguf;
 use crate::record::client::ServerClient;
-use crate::template::{RenderInput, RenderOptions, TemplateSource, gguf, source::TemplateFormat};
+use crate::template::{RenderInput, RenderOptions, TemplateSource, source::TemplateFormat};
 use crate::tokens::{self, Token, Vocab};
 
 /// Arguments of `toolscope render`.

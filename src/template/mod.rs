@@ -7,11 +7,9 @@
 //!   body, normalised as llama.cpp does.
 //! * [`mod@render`] — [`render::render`]: minijinja configured as transformers' Jinja2.
 //! * [`pyfmt`] — Python `str`/`repr`/`json.dumps`/`strftime` for template values.
-//! * [`gguf`] — GGUF metadata reader.
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
 
 pub mod divergence;
-pub mod gguf;
 pub mod input;
 pub mod pyfmt;
 pub mod render;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::gguf::{self, GgufMetadata};
 use super::input::RenderInput;
+use crate::gguf::{self, GgufMetadata};
 use crate::tokens::Vocab;
 
 /// The template language of a source.
