@@ -50,10 +50,10 @@ pub fn profile_options(source: &TemplateSource, opts: &RenderOptions) -> RenderO
     if opts.engine.is_none() {
         opts.engine = Some(source.engine.unwrap_or_default());
     }
-    if opts.vocab == Default::default()
-        && let Some(f) = source.vocab_flags
-    {
-        opts.vocab = f;
+    if opts.vocab == Default::default() {
+        opts.vocab = source.vocab_flags.unwrap_or_else(|| {
+            crate::template::llama::VocabFlags::guess_from_bos(source.bos_token.as_deref())
+        });
     }
     opts
 }

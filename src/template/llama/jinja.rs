@@ -43,6 +43,8 @@ pub fn configure(env: &mut Environment<'static>, _rules: &BuildRules, now: time:
     env.add_filter("tojson", tojson);
     env.add_filter("string", string_filter);
     env.add_filter("join", join);
+    env.add_filter("default", default_filter);
+    env.add_filter("d", default_filter);
     env.add_test("number", |v: &JValue| {
         v.kind() == ValueKind::Number && !is_bool(v)
     });
@@ -68,9 +70,124 @@ pub fn configure(env: &mut Environment<'static>, _rules: &BuildRules, now: time:
             ))
         },
     );
+    // namespace(): list attributes become mutable lists (`ns.ids.append(x)`, `ns.ids.pop(0)`:
+    // llama.cpp arrays are mutable, value.cpp `append`/`pop`; minijinja's are not)
+    env.add_function(
+        "namespace",
+        |defaults: Option<minijinja::value::ValueOrKwargs>| -> Result<JValue, Error> {
+            use minijinja::value::ArgType;
+            let defaults = match defaults {
+                Some(d) => {
+                    let v = mutable_lists(&d.into_value());
+                    Some(minijinja::value::ValueOrKwargs::from_value(Some(&v))?)
+                }
+                None => None,
+            };
+            minijinja::functions::namespace(defaults)
+        },
+    );
     env.add_function("strftime_now", move |fmt: String| {
         crate::template::pyfmt::strftime(&now, &fmt)
     });
+}
+
+/// A list llama.cpp templates can change in place (`append`, `pop`, `extend`, `insert`).
+#[derive(Debug, Default)]
+pub struct MutList(std::sync::Mutex<Vec<JValue>>);
+
+impl minijinja::value::Object for MutList {
+    fn repr(self: &std::sync::Arc<Self>) -> minijinja::value::ObjectRepr {
+        minijinja::value::ObjectRepr::Seq
+    }
+
+    fn get_value(self: &std::sync::Arc<Self>, key: &JValue) -> Option<JValue> {
+        let items = self.0.lock().ok()?;
+        let i = key.as_i64()?;
+        let i = if i < 0 { items.len() as i64 + i } else { i };
+        items.get(usize::try_from(i).ok()?).cloned()
+    }
+
+    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+        minijinja::value::Enumerator::Seq(self.0.lock().map(|l| l.len()).unwrap_or(0))
+    }
+
+    fn call_method(
+        self: &std::sync::Arc<Self>,
+        _state: &mut minijinja::State<'_, '_>,
+        method: &str,
+        args: &[JValue],
+    ) -> Result<JValue, Error> {
+        let mut items = self
+            .0
+            .lock()
+            .map_err(|_| Error::new(ErrorKind::InvalidOperation, "list poisoned"))?;
+        match (method, args) {
+            ("append", [v]) => {
+                items.push(v.clone());
+                Ok(JValue::from(()))
+            }
+            ("extend", [v]) => {
+                items.extend(v.try_iter()?);
+                Ok(JValue::from(()))
+            }
+            ("insert", [i, v]) => {
+                let i = i.as_i64().unwrap_or(0).clamp(0, items.len() as i64) as usize;
+                items.insert(i, v.clone());
+                Ok(JValue::from(()))
+            }
+            ("pop", []) => items
+                .pop()
+                .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "pop from empty list")),
+            ("pop", [i]) => {
+                let n = items.len() as i64;
+                let i = i.as_i64().unwrap_or(-1);
+                let i = if i < 0 { n + i } else { i };
+                if i < 0 || i >= n {
+                    return Err(Error::new(
+                        ErrorKind::InvalidOperation,
+                        "pop index out of range",
+                    ));
+                }
+                Ok(items.remove(i as usize))
+            }
+            _ => Err(Error::from(ErrorKind::UnknownMethod)),
+        }
+    }
+}
+
+/// Keyword-argument maps with list values → the same with [`MutList`]s.
+fn mutable_lists(v: &JValue) -> JValue {
+    match v.kind() {
+        ValueKind::Seq => JValue::from_object(MutList(std::sync::Mutex::new(
+            v.try_iter().map(|it| it.collect()).unwrap_or_default(),
+        ))),
+        ValueKind::Map => match v.try_iter() {
+            Ok(keys) => {
+                let pairs: Vec<(JValue, JValue)> = keys
+                    .map(|k| {
+                        let item = v.get_item(&k).unwrap_or(JValue::UNDEFINED);
+                        let item = if item.kind() == ValueKind::Seq {
+                            mutable_lists(&item)
+                        } else {
+                            item
+                        };
+                        (k, item)
+                    })
+                    .collect();
+                if v.is_kwargs() {
+                    JValue::from(minijinja::value::Kwargs::from_iter(
+                        pairs
+                            .into_iter()
+                            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v))),
+                    ))
+                } else {
+                    JValue::from_iter(pairs)
+                }
+            }
+            Err(_) => v.clone(),
+        },
+        _ => v.clone(),
+    }
 }
 
 fn is_bool(v: &JValue) -> bool {
@@ -410,6 +527,31 @@ fn string_filter(v: &JValue) -> Result<JValue, Error> {
         }
         _ => as_string(v),
     }))
+}
+
+/// llama.cpp's `default(value, default, boolean=false)`: the default replaces undefined *and*
+/// `none` (Jinja2 replaces only undefined), or any falsy value with `boolean=true`.
+fn default_filter(
+    value: &JValue,
+    other: Option<JValue>,
+    boolean: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<JValue, Error> {
+    let boolean = match boolean {
+        Some(b) => b,
+        None => kwargs.get::<Option<bool>>("boolean")?.unwrap_or(false),
+    };
+    kwargs.assert_all_used()?;
+    let missing = if boolean {
+        !value.is_true()
+    } else {
+        value.is_undefined() || value.is_none()
+    };
+    Ok(if missing {
+        other.unwrap_or_else(|| JValue::from(""))
+    } else {
+        value.clone()
+    })
 }
 
 /// `join(d="", attribute=None)`: items must be strings or numbers (`as_string`); undefined → `""`.

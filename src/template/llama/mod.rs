@@ -49,6 +49,19 @@ pub struct BuildRules {
     pub build: u32,
 }
 
+impl VocabFlags {
+    /// What llama.cpp's vocabulary most likely says when the source does not (a llama-server
+    /// `/props` answer has no `add_bos_token`): SentencePiece vocabularies (`<s>`, `<bos>`) and
+    /// Llama 3's `<|begin_of_text|>` add BOS (llama-vocab.cpp defaults), byte-level BPE
+    /// vocabularies with ChatML-style BOS texts (`<|im_start|>`, `<|endoftext|>`) do not.
+    pub fn guess_from_bos(bos: Option<&str>) -> VocabFlags {
+        VocabFlags {
+            add_bos: matches!(bos, Some("<s>" | "<bos>" | "<|begin_of_text|>")),
+            add_eos: false,
+        }
+    }
+}
+
 impl BuildRules {
     /// The rules of `build` (builds toolscope has not read follow the nearest known one).
     pub fn for_build(build: u32) -> BuildRules {
@@ -216,6 +229,92 @@ fn rebuild_messages(raw: &Value) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
+/// `workaround::convert_tool_responses_gemma4`: `assistant(tool_calls) → tool+ →
+/// assistant(content)` becomes one assistant message `{role, tool_calls, tool_responses:
+/// [{name, response}], content, reasoning_content}`; a tool result that is JSON text is parsed.
+fn gemma4_tool_responses(messages: Vec<Value>) -> Vec<Value> {
+    let has_calls = |m: &Value| {
+        m.get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    };
+    let role = |m: &Value| {
+        m.get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        if role(m) != "assistant" || !has_calls(m) {
+            out.push(m.clone());
+            i += 1;
+            continue;
+        }
+        let reasoning = m
+            .get("reasoning_content")
+            .filter(|r| r.is_string())
+            .cloned();
+        let calls: Vec<Value> = m["tool_calls"].as_array().cloned().unwrap_or_default();
+        let mut responses = Vec::new();
+        i += 1;
+        while i < messages.len() && role(&messages[i]) == "tool" {
+            let t = &messages[i];
+            let response = match t.get("content") {
+                Some(Value::String(c)) => {
+                    serde_json::from_str::<Value>(c).unwrap_or_else(|_| json!(c))
+                }
+                Some(v) => v.clone(),
+                None => Value::Null,
+            };
+            let mut name = calls
+                .get(responses.len())
+                .and_then(|c| c.pointer("/function/name"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if name.is_empty() {
+                name = t
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+            }
+            responses.push(json!({"name": name, "response": response}));
+            i += 1;
+        }
+        let mut content = None;
+        if i < messages.len() && role(&messages[i]) == "assistant" && !has_calls(&messages[i]) {
+            let c = messages[i].get("content");
+            let non_empty = match c {
+                Some(Value::String(s)) => !s.is_empty(),
+                Some(Value::Array(a)) => !a.is_empty(),
+                _ => false,
+            };
+            if non_empty {
+                content = c.cloned();
+                i += 1;
+            }
+        }
+        let mut msg = Map::new();
+        msg.insert("role".into(), json!("assistant"));
+        msg.insert("tool_calls".into(), Value::Array(calls));
+        if !responses.is_empty() {
+            msg.insert("tool_responses".into(), Value::Array(responses));
+        }
+        if let Some(c) = content {
+            msg.insert("content".into(), c);
+        }
+        if let Some(r) = reasoning {
+            msg.insert("reasoning_content".into(), r);
+        }
+        out.push(Value::Object(msg));
+    }
+    out
+}
+
 /// `messages_inp_normalizer::concat_content_parts`.
 fn concat_parts(parts: &[Value]) -> String {
     let mut text = String::new();
@@ -361,6 +460,25 @@ pub fn supports_thinking(tmpl: &CompiledTemplate) -> bool {
         if rt.is_empty() && !lt.is_empty() && a.ends_with(lt) {
             return true;
         }
+        if !lt.is_empty() && !rt.is_empty() {
+            // tail anchoring: one output's last 64 bytes appear in the other, followed by a
+            // pair of markers (e.g. SmolLM3's `<think>\n\n</think>` when thinking is off)
+            for (base, extended) in [(&b, &a), (&a, &b)] {
+                let mut from = base.len().saturating_sub(64);
+                while !base.is_char_boundary(from) {
+                    from += 1;
+                }
+                let anchor = &base[from..];
+                if let Some(pos) = extended.rfind(anchor)
+                    && pos + anchor.len() < extended.len()
+                {
+                    let extra = extended[pos + anchor.len()..].trim();
+                    if two_markers(extra) {
+                        return true;
+                    }
+                }
+            }
+        }
     }
     // reasoning only beside tool calls
     let tools = json!([{"type": "function", "function": {"name": "foofoo", "description": "Test function",
@@ -378,6 +496,60 @@ pub fn supports_thinking(tmpl: &CompiledTemplate) -> bool {
         return true;
     }
     false
+}
+
+/// The reasoning block's opening and closing tags as `analyze_reasoning::compare_reasoning_presence`
+/// reads them (chat-diff-analyzer.cpp): an assistant turn's `reasoning_content` rendered between
+/// a marker (plus the whitespace after it) and whitespace + a marker + whitespace, e.g. Qwen3's
+/// `("<think>\n", "\n</think>\n\n")`. `None` when the template shows no such block.
+pub fn reasoning_tags(tmpl: &CompiledTemplate) -> Option<(String, String)> {
+    const THINKING: &str = "REASON_PART I am thinking END_R";
+    let ctx = json!({"messages": [
+        {"role": "user", "content": "U_USER_MSG Hello END_U"},
+        {"role": "assistant", "content": "A_ASST_MSG I can help END_A", "reasoning_content": THINKING}],
+        "bos_token": "", "eos_token": "", "enable_thinking": true});
+    let out = tmpl.render_plain(&ctx).ok()?;
+    let at = out.find(THINKING)?;
+    let before = &out[..at];
+    let head = before.trim_end();
+    let open = head.rfind(['<', '['])?;
+    let marker = &head[open..];
+    if !(marker.ends_with('>') || marker.ends_with(']')) {
+        return None;
+    }
+    let start = before[open..].to_owned();
+    let after = &out[at + THINKING.len()..];
+    let lead = after.len() - after.trim_start().len();
+    let rest = &after[lead..];
+    let close = match rest.as_bytes().first()? {
+        b'<' => '>',
+        b'[' => ']',
+        _ => return None,
+    };
+    let end_at = lead + rest.find(close)? + 1;
+    let tail = &after[end_at..];
+    let trail = tail.len() - tail.trim_start().len();
+    Some((start, after[..end_at + trail].to_owned()))
+}
+
+/// `extra` is exactly two markers (`<…>` / `[…]`) with only whitespace around them
+/// (`segmentize_markers` + `prune_whitespace_segments` yielding two MARKER segments).
+fn two_markers(extra: &str) -> bool {
+    let mut n = 0;
+    let mut rest = extra.trim();
+    while !rest.is_empty() {
+        let close = match rest.as_bytes()[0] {
+            b'<' => '>',
+            b'[' => ']',
+            _ => return false,
+        };
+        let Some(end) = rest.find(close) else {
+            return false;
+        };
+        n += 1;
+        rest = rest[end + 1..].trim_start();
+    }
+    n == 2
 }
 
 fn format_date(now: &time::OffsetDateTime, fmt: &str) -> String {
@@ -410,6 +582,23 @@ pub fn render(
     };
     let mut messages = rebuild_messages(&raw_messages).map_err(|m| eval_err(tmpl, m))?;
     let tools = rebuild_tools(&raw_tools).map_err(|m| eval_err(tmpl, m))?;
+
+    // prefill (server-common.cpp, `prefill_assistant` on by default): a trailing assistant
+    // message is continued, not closed; it leaves the rendered messages
+    // (common_chat_templates_apply_jinja) before any workaround sees them
+    let body = req.cloned().unwrap_or(Value::Null);
+    let mut add_generation_prompt = input.add_generation_prompt;
+    let mut continue_msg: Option<Value> = None;
+    if messages
+        .last()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        == Some("assistant")
+        && body.get("continue_final_message").is_none()
+    {
+        add_generation_prompt = false;
+        continue_msg = messages.pop();
+    }
 
     // content normalisation for string-only / typed-only templates
     let only_string = caps.supports_string_content && !caps.supports_typed_content;
@@ -474,6 +663,12 @@ pub fn render(
                 }
             }
         }
+    }
+
+    // Gemma 4 templates older than the "OpenAI Chat Completions" one: tool results folded into
+    // the calling assistant turn (common/parsers/gemma4.cpp convert_tool_responses_gemma4)
+    if src.contains("'<|tool_call>call:'") && !src.contains("{#- OpenAI Chat Completions:") {
+        messages = gemma4_tool_responses(messages);
     }
 
     // GPT-OSS (and, from build 11434, LLM-jp Harmony) copy `reasoning_content` to `thinking`
@@ -542,7 +737,6 @@ pub fn render(
     }
 
     // request flags (server-common.cpp)
-    let body = req.cloned().unwrap_or(Value::Null);
     let mut kwargs: std::collections::BTreeMap<String, Value> = Default::default();
     kwargs.insert("preserve_reasoning".into(), json!(true));
     for (k, v) in &input.chat_template_kwargs {
@@ -566,19 +760,6 @@ pub fn render(
         } else if !effort.is_empty() {
             kwargs.insert("reasoning_effort".into(), json!(effort));
         }
-    }
-    let mut add_generation_prompt = input.add_generation_prompt;
-    // prefill: a trailing assistant message is continued, not closed
-    let mut continue_msg: Option<Value> = None;
-    if messages
-        .last()
-        .and_then(|m| m.get("role"))
-        .and_then(Value::as_str)
-        == Some("assistant")
-        && body.get("continue_final_message").is_none()
-    {
-        add_generation_prompt = false;
-        continue_msg = messages.pop();
     }
 
     let mut ctx = Map::new();
@@ -646,7 +827,27 @@ pub fn render(
             Some(Value::Array(p)) => concat_parts(p),
             _ => String::new(),
         };
-        gen_prompt.push_str(&content);
+        let reasoning = msg
+            .get("reasoning_content")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        // continue_final_message AUTO: reasoning when the message has reasoning and no content
+        let continue_content = reasoning.is_empty() || !content.is_empty();
+        if !specialized(src)
+            && let Some((start, end)) = reasoning_tags(tmpl)
+        {
+            if let Some(at) = gen_prompt.find(&start) {
+                gen_prompt.truncate(at);
+            }
+            gen_prompt.push_str(&start);
+            gen_prompt.push_str(reasoning);
+            if continue_content {
+                gen_prompt.push_str(&end);
+            }
+        }
+        if continue_content {
+            gen_prompt.push_str(&content);
+        }
         prompt.push_str(&gen_prompt);
     }
     let bos = input.bos_token.as_deref().unwrap_or("");
