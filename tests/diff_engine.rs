@@ -28,6 +28,16 @@ fn request() -> Value {
     })
 }
 
+/// The template and the request in a temporary directory (kept alive by the first element).
+fn fixture() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t.jinja");
+    let r = dir.path().join("req.json");
+    std::fs::write(&t, TEMPLATE).unwrap();
+    std::fs::write(&r, request().to_string()).unwrap();
+    (dir, t, r)
+}
+
 fn run(args: &[&str]) -> (i32, Value) {
     let out = Command::new(support::bin())
         .args(args)
@@ -45,11 +55,7 @@ fn run(args: &[&str]) -> (i32, Value) {
 
 #[test]
 fn transformers_vs_llama_cpp_on_the_same_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = dir.path().join("t.jinja");
-    let r = dir.path().join("req.json");
-    std::fs::write(&t, TEMPLATE).unwrap();
-    std::fs::write(&r, request().to_string()).unwrap();
+    let (_dir, t, r) = fixture();
     let (code, v) = run(&[
         "diff",
         "--engine",
@@ -102,11 +108,7 @@ fn transformers_vs_llama_cpp_on_the_same_request() {
 
 #[test]
 fn same_profile_twice_is_identical() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = dir.path().join("t.jinja");
-    let r = dir.path().join("req.json");
-    std::fs::write(&t, TEMPLATE).unwrap();
-    std::fs::write(&r, request().to_string()).unwrap();
+    let (_dir, t, r) = fixture();
     let (code, v) = run(&[
         "diff",
         "--engine",
