@@ -50,10 +50,14 @@ pub enum Rule {
     ToolCallArgsInvalidJson,
     #[serde(rename = "tool_call.args_schema_mismatch")]
     ToolCallArgsSchemaMismatch,
+    #[serde(rename = "tool_call.args_not_string")]
+    ToolCallArgsNotString,
     #[serde(rename = "tool_call.unknown_tool")]
     ToolCallUnknownTool,
     #[serde(rename = "tool_call.hallucinated_result")]
     ToolCallHallucinatedResult,
+    #[serde(rename = "content.protocol_marker")]
+    ContentProtocolMarker,
     #[serde(rename = "stream.missing_index")]
     StreamMissingIndex,
     #[serde(rename = "stream.missing_id")]
@@ -93,8 +97,10 @@ impl Rule {
         Rule::ToolCallLeakedAsText,
         Rule::ToolCallArgsInvalidJson,
         Rule::ToolCallArgsSchemaMismatch,
+        Rule::ToolCallArgsNotString,
         Rule::ToolCallUnknownTool,
         Rule::ToolCallHallucinatedResult,
+        Rule::ContentProtocolMarker,
         Rule::StreamMissingIndex,
         Rule::StreamMissingId,
         Rule::StreamNameRepeated,
@@ -125,8 +131,10 @@ impl Rule {
             Rule::ToolCallLeakedAsText => "tool_call.leaked_as_text",
             Rule::ToolCallArgsInvalidJson => "tool_call.args_invalid_json",
             Rule::ToolCallArgsSchemaMismatch => "tool_call.args_schema_mismatch",
+            Rule::ToolCallArgsNotString => "tool_call.args_not_string",
             Rule::ToolCallUnknownTool => "tool_call.unknown_tool",
             Rule::ToolCallHallucinatedResult => "tool_call.hallucinated_result",
+            Rule::ContentProtocolMarker => "content.protocol_marker",
             Rule::StreamMissingIndex => "stream.missing_index",
             Rule::StreamMissingId => "stream.missing_id",
             Rule::StreamNameRepeated => "stream.name_repeated",
@@ -176,6 +184,57 @@ pub enum Pane {
     Findings,
 }
 
+/// How the Replay pane and `parser.chunking_divergence` cut the replayed text into the chunks
+/// fed to toolscope's streaming parser. One list for both, so a finding names the chunking its
+/// step counts in and Enter opens that chunking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Chunking {
+    /// As the server streamed it (one chunk per SSE event that added text).
+    Recorded,
+    /// One chunk per sampled token piece, when the stream lists them (OpenAI `logprobs`:
+    /// `choices[0].logprobs.content[].token`; llama-server `/completion` with `n_probs`:
+    /// `completion_probabilities[].token`).
+    PerPiece,
+    /// One chunk per character.
+    PerChar,
+    /// Every 2 recorded chunks joined.
+    Every2,
+    /// Every 8 recorded chunks joined.
+    Every8,
+    /// The whole text at once (the one-shot parse every other chunking is compared with).
+    Whole,
+}
+
+impl Chunking {
+    /// All chunkings, in the Replay pane's `c` order.
+    pub const ALL: [Chunking; 6] = [
+        Chunking::Recorded,
+        Chunking::PerPiece,
+        Chunking::PerChar,
+        Chunking::Every2,
+        Chunking::Every8,
+        Chunking::Whole,
+    ];
+
+    /// Position in [`Chunking::ALL`].
+    pub fn index(self) -> usize {
+        Chunking::ALL.iter().position(|c| *c == self).unwrap_or(0)
+    }
+
+    /// Words for messages and the pane title: `recorded chunks`, `per token piece`, …
+    pub fn label(self) -> &'static str {
+        match self {
+            Chunking::Recorded => "recorded chunks",
+            Chunking::PerPiece => "per token piece",
+            Chunking::PerChar => "per character",
+            Chunking::Every2 => "every 2 chunks",
+            Chunking::Every8 => "every 8 chunks",
+            Chunking::Whole => "whole text",
+        }
+    }
+}
+
 /// Where a finding's evidence is. All fields optional; set what applies.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Evidence {
@@ -197,9 +256,12 @@ pub struct Evidence {
     /// 0-based token index in the prompt's tokenization.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<usize>,
-    /// 0-based parser replay step.
+    /// 0-based parser replay step, counted in `chunking`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
+    /// The chunking `step` counts in (Replay pane).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunking: Option<Chunking>,
     /// Short excerpt of the text involved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt: Option<String>,

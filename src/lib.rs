@@ -20,20 +20,25 @@
 //! * [`parser`] — tolerant incremental tool-call parsing with a replayable trace.
 //! * [`diagnose`] — findings over an exchange: every rule in [`finding::Rule`].
 //! * [`diff`] — template and engine comparison.
+//! * [`analysis`] — one analysed exchange, built once from all of the above; the inspector's
+//!   panes and `check` read it. Pure.
 //! * [`tui`] — the inspector.
 //! * [`cli`] — the `toolscope` subcommands (thin glue).
 
+pub mod analysis;
 pub mod cli;
 pub mod diagnose;
 pub mod diff;
 pub mod finding;
 pub mod gguf;
+pub mod input;
 pub mod parser;
 pub mod record;
 pub mod schema;
 pub mod session;
 pub mod stream;
 pub mod template;
+pub mod text;
 pub mod tokens;
 pub mod tui;
 

@@ -48,6 +48,12 @@ enum Command {
     Diff(cli::diff::Args),
     /// Re-run exchanges the server's parser rejected as raw completions and replay the parser.
     Regenerate(cli::regenerate::Args),
+    /// Answer an agent's requests from a recorded session (replay without the model).
+    Serve(cli::serve::Args),
+    /// Export a session as HAR 1.2 or OpenTelemetry (OTLP/JSON) traces.
+    Export(cli::export::Args),
+    /// Re-send recorded requests to another server and record the answers.
+    Resend(cli::resend::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +71,9 @@ fn main() -> ExitCode {
         Some(Command::Probe(a)) => cli::probe::run(a),
         Some(Command::Diff(a)) => cli::diff::run(a),
         Some(Command::Regenerate(a)) => cli::regenerate::run(a),
+        Some(Command::Serve(a)) => cli::serve::run(a),
+        Some(Command::Export(a)) => cli::export::run(a),
+        Some(Command::Resend(a)) => cli::resend::run(a),
     };
     match result {
         Ok(code) => code,

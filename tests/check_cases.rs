@@ -191,6 +191,57 @@ fn case10_call_leaked_with_choice_none() {
     assert_eq!(v["exchanges"][0]["tool_calls"], serde_json::json!([]));
 }
 
+/// Case 11: the model wrote the end of a tool result itself (`18C cloudy\n</tool_response>`).
+/// With the case's template (the Qwen3 corpus template, whose protocol has `</tool_response>`)
+/// and without one (the closer is a tool-result marker by name): `tool_call.hallucinated_result`
+/// naming the marker at byte 11 of the content, and no leaked call.
+#[test]
+fn case11_tool_result_echo() {
+    let case = "11-tool-result-echo";
+    let check_with = |extra: &[&str]| {
+        let req = case_path(case, "request.json");
+        let resp = case_path(case, "response.json");
+        let mut args = extra.to_vec();
+        args.extend([
+            "--request",
+            req.to_str().unwrap(),
+            "--response",
+            resp.to_str().unwrap(),
+        ]);
+        check(&args)
+    };
+    let judge = |code: i32, v: &Value| {
+        assert_expectations(case, v);
+        assert_eq!(code, 1);
+        let f = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == "tool_call.hallucinated_result")
+            .unwrap();
+        assert_eq!(f["evidence"]["offset"], 11, "{f}");
+        assert_eq!(f["evidence"]["pointer"], "/choices/0/message/content");
+        assert!(
+            f["message"].as_str().unwrap().contains("</tool_response>"),
+            "{f}"
+        );
+    };
+    let (code, v) = check_with(&[]);
+    judge(code, &v);
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let c = support::case_json(case, "case.json");
+    let tpl = corpus.join(
+        c["inputs"]["template"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("corpus:"),
+    );
+    let (code, v) = check_with(&["--template", tpl.to_str().unwrap()]);
+    judge(code, &v);
+}
+
 #[test]
 fn clean_pair_exits_zero() {
     let dir = tempfile::tempdir().unwrap();

@@ -680,3 +680,545 @@ async fn a_kept_connection_closed_instead_of_answered_is_retried_on_a_fresh_one(
     assert_eq!(s.exchanges.len(), 2);
     assert!(s.exchanges.iter().all(|e| e.outcome == Outcome::Complete));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue #16: shutdown, redaction, bounded bodies, error texts, the `send` hop, escape sequences.
+// ---------------------------------------------------------------------------------------------
+
+/// Fake upstream streaming SSE slowly: event `i` of stream `x-test-id` every `x-delay-ms`
+/// (default 100) ms, `x-events` events (default 1000: longer than any grace period here).
+async fn slow_upstream(listener: TcpListener) {
+    loop {
+        let Ok((mut s, _)) = listener.accept().await else {
+            continue;
+        };
+        tokio::spawn(async move {
+            let Some(head) = read_request(&mut s).await else {
+                return;
+            };
+            let id: u64 = header(&head, "x-test-id")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let delay: u64 = header(&head, "x-delay-ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100);
+            let events: usize = header(&head, "x-events")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1000);
+            let head_out = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            if s.write_all(head_out.as_bytes()).await.is_err() {
+                return;
+            }
+            for i in 0..events {
+                let ev = format!("data: {{\"stream\":{id},\"seq\":{i},\"pad\":\"\"}}\n\n");
+                let frame = format!("{:x}\r\n{ev}\r\n", ev.len());
+                if s.write_all(frame.as_bytes()).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+            }
+            let _ = s.write_all(b"0\r\n\r\n").await;
+        });
+    }
+}
+
+/// A free loopback port (bound, noted, released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `toolscope proxy --headless` as a child process, ready (its port accepts connections).
+async fn proxy_bin(
+    upstream: &str,
+    session: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Child, String) {
+    let port = free_port();
+    #[allow(clippy::zombie_processes)] // waited on by `exited`, or killed on the hang guard
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscope"))
+        .args(["proxy", "--headless", "--upstream", upstream, "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--session")
+        .arg(session)
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // hang guard, not a timing assertion
+    for _ in 0..3000 {
+        if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return (child, format!("http://127.0.0.1:{port}"));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the proxy did not start listening");
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// Waits for the child to exit (hang guard: 60 s); returns its output.
+async fn exited(mut child: std::process::Child) -> std::process::Output {
+    for _ in 0..6000 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = child.kill();
+    panic!("hang guard: the proxy did not exit after the signal(s)");
+}
+
+/// Opens `n` streams through `url`, returns per stream the bytes received so far (shared, kept
+/// growing by a task each) once every stream has at least `min_events` events.
+async fn open_streams(url: &str, n: u64, min_events: usize) -> Vec<Arc<Mutex<Vec<u8>>>> {
+    let mut got = Vec::new();
+    for id in 0..n {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        got.push(buf.clone());
+        let url = url.to_owned();
+        tokio::spawn(async move {
+            let resp = reqwest::Client::new()
+                .post(format!("{url}/v1/chat/completions"))
+                .header("x-test-id", id.to_string())
+                .body(format!(
+                    r#"{{"model":"m{id}","stream":true,"messages":[]}}"#
+                ))
+                .send()
+                .await
+                .unwrap();
+            let mut s = resp.bytes_stream();
+            while let Some(Ok(b)) = s.next().await {
+                buf.lock().unwrap().extend_from_slice(&b);
+            }
+        });
+    }
+    for _ in 0..3000 {
+        if got.iter().all(|b| {
+            b.lock()
+                .unwrap()
+                .windows(2)
+                .filter(|w| w == b"\n\n")
+                .count()
+                >= min_events
+        }) {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("streams did not start");
+}
+
+/// Every exchange of `session` was cut by shutdown: outcome `shutdown`, the reason recorded,
+/// and the events received so far kept whole and in order (at least what each client had
+/// when the signal went out).
+fn assert_cut(session: &std::path::Path, got_at_signal: &[usize]) {
+    let s = read_session(session).unwrap();
+    assert_eq!(s.exchanges.len(), got_at_signal.len(), "{:?}", s.warnings);
+    for ex in &s.exchanges {
+        let id: usize = ex
+            .request
+            .headers
+            .iter()
+            .find(|(k, _)| k == "x-test-id")
+            .unwrap()
+            .1
+            .parse()
+            .unwrap();
+        assert_eq!(ex.outcome, Outcome::Shutdown, "stream {id}: {:?}", ex.error);
+        let err = ex.error.as_deref().unwrap_or("");
+        assert!(err.contains("cut by toolscope's shutdown"), "{err}");
+        let n = check_events(id as u64, &ex.response_bytes());
+        assert!(
+            n >= got_at_signal[id],
+            "stream {id}: {n} events recorded, the client had {}",
+            got_at_signal[id]
+        );
+        assert_eq!(ex.model().as_deref(), Some(format!("m{id}").as_str()));
+    }
+}
+
+fn events_in(b: &Arc<Mutex<Vec<u8>>>) -> usize {
+    b.lock()
+        .unwrap()
+        .windows(2)
+        .filter(|w| w == b"\n\n")
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_and_sigint_write_streams_running_past_the_grace_as_partial() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_url = format!("http://{}", up.local_addr().unwrap());
+    tokio::spawn(slow_upstream(up));
+    for sig in ["TERM", "INT"] {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s.jsonl");
+        // streams last 1000 × 100 ms; the grace is 1 s
+        let (child, url) = proxy_bin(&up_url, &session, &["--grace", "1"]).await;
+        let got = open_streams(&url, 4, 2).await;
+        let at_signal: Vec<usize> = got.iter().map(events_in).collect();
+        signal(&child, sig);
+        let out = exited(child).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "SIG{sig}: {:?} {err}", out.status);
+        assert!(
+            err.contains("4 exchange(s) still running were cut"),
+            "{err}"
+        );
+        assert_cut(&session, &at_signal);
+        // the headless lines of the cut exchanges were printed too
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.matches("[shutdown: cut by").count(), 4, "{stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_cuts_at_once() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_url = format!("http://{}", up.local_addr().unwrap());
+    tokio::spawn(slow_upstream(up));
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    // a grace far longer than the hang guard: only the second signal can end it in time
+    let (mut child, url) = proxy_bin(&up_url, &session, &["--grace", "600"]).await;
+    let got = open_streams(&url, 3, 1).await;
+    signal(&child, "INT");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still in its grace period"
+    );
+    let at_signal: Vec<usize> = got.iter().map(events_in).collect();
+    signal(&child, "TERM");
+    let out = exited(child).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("SIGTERM again: cutting"), "{err}");
+    assert_cut(&session, &at_signal);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_ending_within_the_grace_is_complete() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_url = format!("http://{}", up.local_addr().unwrap());
+    tokio::spawn(slow_upstream(up));
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let (child, url) = proxy_bin(&up_url, &session, &["--grace", "30"]).await;
+    let client = reqwest::Client::new();
+    let req = client
+        .post(format!("{url}/v1/chat/completions"))
+        .header("x-test-id", "0")
+        .header("x-events", "8")
+        .header("x-delay-ms", "100")
+        .body(r#"{"model":"m0","stream":true,"messages":[]}"#)
+        .send();
+    let resp = req.await.unwrap();
+    signal(&child, "TERM");
+    let body = resp.bytes().await.unwrap();
+    let out = exited(child).await;
+    assert!(out.status.success());
+    let s = read_session(&session).unwrap();
+    assert_eq!(s.exchanges.len(), 1);
+    assert_eq!(s.exchanges[0].outcome, Outcome::Complete);
+    assert_eq!(s.exchanges[0].response_bytes(), body.to_vec());
+    assert_eq!(check_events(0, &body), 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_and_escape_sequences_never_reach_the_file_or_the_terminal() {
+    // upstream: answers JSON, remembers the request heads it got
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    let heads = Arc::new(Mutex::new(Vec::<String>::new()));
+    let heads2 = heads.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = up.accept().await else {
+                continue;
+            };
+            let heads = heads2.clone();
+            tokio::spawn(async move {
+                while let Some(head) = read_request(&mut s).await {
+                    heads.lock().unwrap().push(head);
+                    write_json(
+                        &mut s,
+                        r#"{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"ok"}}]}"#,
+                    )
+                    .await;
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let upstream = format!("http://alice:S3CRET-PW@{up_addr}");
+    let (child, url) = proxy_bin(&upstream, &session, &[]).await;
+    let body =
+        "{\"model\":\"m\\u001b]52;c;cm0gLXJm\\u0007\\u001b]0;title\\u0007\",\"messages\":[]}";
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{url}/v1beta/models/g:generateContent?alt=sse&key=S3CRET-KEY&api_key=S3CRET-2&access_token=S3CRET-3&token=S3CRET-4"
+        ))
+        .header("x-goog-api-key", "S3CRET-HDR")
+        .header("x-api-key", "S3CRET-5")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let _ = resp.bytes().await;
+    // the line is printed when the exchange is written: wait for it in the file first
+    for _ in 0..1000 {
+        if std::fs::read_to_string(&session)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            >= 2
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    signal(&child, "TERM");
+    let out = exited(child).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // the terminal: no ESC, no BEL, the model shown visibly; no secret anywhere
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07),
+        "{stdout}"
+    );
+    assert!(!out.stderr.contains(&0x1b), "{stderr}");
+    assert!(stdout.contains("\\x1b]52;c;"), "{stdout}");
+    assert!(
+        !stdout.contains("S3CRET") && !stderr.contains("S3CRET"),
+        "{stdout}{stderr}"
+    );
+    assert!(stderr.contains("http://[redacted]@"), "{stderr}");
+    // the file: no secret; names kept; the escape bytes recorded untouched
+    let file = std::fs::read_to_string(&session).unwrap();
+    assert!(!file.contains("S3CRET"), "{file}");
+    let s = read_session(&session).unwrap();
+    let ex = &s.exchanges[0];
+    assert_eq!(
+        ex.request.path,
+        "/v1beta/models/g:generateContent?alt=sse&key=[redacted]&api_key=[redacted]&access_token=[redacted]&token=[redacted]"
+    );
+    assert_eq!(ex.request.body.to_bytes(), body.as_bytes());
+    assert_eq!(
+        s.header.upstream.as_deref(),
+        Some(format!("http://[redacted]@{up_addr}").as_str())
+    );
+    for k in ["x-goog-api-key", "x-api-key"] {
+        assert!(
+            ex.request
+                .headers
+                .contains(&(k.into(), "[redacted]".into())),
+            "{k}"
+        );
+    }
+    // on the wire the upstream got the key, and the URL's userinfo as Basic credentials
+    let heads = heads.lock().unwrap();
+    let post = heads
+        .iter()
+        .find(|h| h.starts_with("POST "))
+        .expect("the request reached the upstream");
+    assert!(post.contains("key=S3CRET-KEY"), "{post}");
+    // base64("alice:S3CRET-PW")
+    assert!(
+        post.contains("authorization: Basic YWxpY2U6UzNDUkVULVBX"),
+        "{post}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_reset_and_a_stall_then_close_record_different_errors() {
+    // mode per request: `x-mode: reset` (2 events, then RST) or `close` (2 events, 300 ms of
+    // silence, then FIN without the last chunk)
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = up.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let Some(head) = read_request(&mut s).await else {
+                    return;
+                };
+                let mode = header(&head, "x-mode").unwrap_or("").to_owned();
+                let head_out = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                s.write_all(head_out.as_bytes()).await.unwrap();
+                for i in 0..2 {
+                    let ev = format!("data: {{\"stream\":0,\"seq\":{i},\"pad\":\"\"}}\n\n");
+                    s.write_all(format!("{:x}\r\n{ev}\r\n", ev.len()).as_bytes())
+                        .await
+                        .unwrap();
+                }
+                if mode == "reset" {
+                    // let the head and events through first: a RST discards unread data
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    #[allow(deprecated)]
+                    let _ = s.set_linger(Some(Duration::ZERO));
+                    drop(s);
+                } else {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    let _ = s.shutdown().await;
+                }
+            });
+        }
+    });
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
+    for mode in ["reset", "close"] {
+        let resp = reqwest::Client::new()
+            .post(format!("{}/v1/chat/completions", proxy.url()))
+            .header("x-mode", mode)
+            .body("{}")
+            .send()
+            .await;
+        if let Ok(resp) = resp {
+            let _ = resp.bytes().await;
+        }
+    }
+    assert!(proxy.shutdown(Duration::from_secs(10)).await);
+    let s = read_session(&session).unwrap();
+    assert_eq!(s.exchanges.len(), 2);
+    let errs: Vec<&str> = s
+        .exchanges
+        .iter()
+        .map(|e| e.error.as_deref().unwrap_or(""))
+        .collect();
+    assert!(
+        s.exchanges
+            .iter()
+            .all(|e| e.outcome == Outcome::UpstreamError)
+    );
+    assert!(
+        errs[0].contains("reset the connection (TCP RST)"),
+        "{}",
+        errs[0]
+    );
+    assert!(
+        errs[1].contains("closed the connection before the response body ended"),
+        "{}",
+        errs[1]
+    );
+    // the stall is measured from the last byte: at least the 300 ms the upstream slept
+    let ms: u64 = errs[1]
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" ms after its last byte"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", errs[1]));
+    assert!(ms >= 300, "{}", errs[1]);
+    assert_ne!(errs[0], errs[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_larger_than_the_memory_cap_are_recorded_byte_for_byte() {
+    // upstream: echoes the request body's length, then streams 3 MiB of SSE in 4 KiB events
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = up.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                while read_request(&mut s).await.is_some() {
+                    let head_out = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                    s.write_all(head_out.as_bytes()).await.unwrap();
+                    for i in 0..768 {
+                        let ev = format!(
+                            "data: {{\"stream\":0,\"seq\":{i},\"pad\":\"{}\"}}\n\n",
+                            "é".repeat(2000)
+                        );
+                        s.write_all(format!("{:x}\r\n{ev}\r\n", ev.len()).as_bytes())
+                            .await
+                            .unwrap();
+                    }
+                    s.write_all(b"0\r\n\r\n").await.unwrap();
+                }
+            });
+        }
+    });
+    let (_dir, session, proxy) = proxy_to(&format!("http://{up_addr}")).await;
+    // a 3 MiB request body (text), forwarded as it arrives
+    let body: String = (0..3 << 20)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
+    let resp = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    let got = resp.bytes().await.unwrap();
+    assert_eq!(check_events(0, &got), 768);
+    assert!(proxy.shutdown(Duration::from_secs(30)).await);
+    let s = read_session(&session).unwrap();
+    let ex = &s.exchanges[0];
+    assert_eq!(ex.outcome, Outcome::Complete, "{:?}", ex.error);
+    assert_eq!(ex.request.body.to_bytes(), body.as_bytes());
+    assert_eq!(ex.response_bytes(), got.to_vec());
+    assert!(ex.response.as_ref().unwrap().chunks.as_ref().unwrap().len() >= 768);
+    // nothing left behind beside the session
+    let names: Vec<_> = std::fs::read_dir(session.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_records_the_upstream_host_not_its_internal_hop() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = up.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = up.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                while read_request(&mut s).await.is_some() {
+                    write_json(&mut s, r#"{"choices":[]}"#).await;
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let opts = toolscope::record::send::SendOptions {
+        url: format!("http://{up_addr}/v1/chat/completions?key=S3CRET"),
+        api: None,
+        session: dir.path().join("s.jsonl"),
+        keep_secrets: false,
+        headers: Vec::new(),
+    };
+    let r = toolscope::record::send::send(bytes::Bytes::from_static(b"{}"), &opts, |_| {})
+        .await
+        .unwrap();
+    let ex = r.exchange.unwrap();
+    let host = ex
+        .request
+        .headers
+        .iter()
+        .find(|(k, _)| k == "host")
+        .map(|(_, v)| v.clone());
+    assert_eq!(host.as_deref(), Some(up_addr.to_string().as_str()));
+    assert_eq!(ex.request.path, "/v1/chat/completions?key=[redacted]");
+}

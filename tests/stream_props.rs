@@ -13,10 +13,8 @@ use toolscope::stream::reassemble::{
 };
 use toolscope::stream::sse::{SseEvent, decode_bytes, decode_chunks};
 
-/// The event fields that must not depend on chunking.
-fn key(
-    e: &SseEvent,
-) -> (
+/// An event's fields: index, event, data, id, retry, offset, end, complete.
+type EventKey = (
     usize,
     Option<String>,
     String,
@@ -25,7 +23,10 @@ fn key(
     usize,
     usize,
     bool,
-) {
+);
+
+/// The event fields that must not depend on chunking.
+fn key(e: &SseEvent) -> EventKey {
     (
         e.index,
         e.event.clone(),

@@ -123,25 +123,55 @@ async fn pane_stream_event_json() {
     insta::assert_snapshot!(s);
 }
 
+/// The fixture's exchange 1 raw output (llama-server `__verbose.content`), read independently
+/// of toolscope.
+fn raw_output_of_exchange_1() -> String {
+    let text = std::fs::read_to_string(fixture()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("{\"type\":\"exchange\",\"id\":1,"))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let body = v["response"]["body"]["text"].as_str().unwrap();
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    body["__verbose"]["content"].as_str().unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn pane_replay() {
-    // Exchange 2 delivers 9 argument deltas: {"  quantity  ":  12  ,"  shelf  ":"  B  "}
-    let s = run("j 5 l l").await;
-    // 9 argument deltas + the parser's finish() step.
-    assert!(s.contains("step 3/10"), "{s}");
+    // Exchange 1 records the model's raw output (__verbose.content), which arrived whole: one
+    // chunk, then the parser's finish() step.
+    let s = run("5 l").await;
+    assert!(s.contains("step 2/2"), "{s}");
+    assert!(
+        s.contains("text so far: raw output: __verbose.content"),
+        "{s}"
+    );
     insta::assert_snapshot!(s);
 }
 
 #[tokio::test]
 async fn pane_replay_per_char() {
-    // c: recorded → per token piece (none recorded in this stream, the pane says so) → per character.
-    let s = run("j 5 c").await;
+    // c: recorded → per token piece (none recorded for this reply, the pane says so) → per
+    // character.
+    let s = run("5 c").await;
     assert!(s.contains("No token pieces recorded for this reply"), "{s}");
-    let s = run("j 5 c c end").await;
-    // {"quantity":12,"shelf":"B"} is 27 characters.
-    // + the finish() step.
-    assert!(s.contains("step 28/28"), "{s}");
+    let s = run("5 c c end").await;
+    let n = raw_output_of_exchange_1().chars().count();
+    // one step per character + the finish() step
+    assert!(s.contains(&format!("step {}/{}", n + 1, n + 1)), "{s}");
     insta::assert_snapshot!(s);
+}
+
+#[tokio::test]
+async fn pane_replay_says_why_a_stream_has_nothing_to_replay() {
+    // Exchange 2 streams a tool call and no content; its raw output was not recorded. The
+    // pane says so instead of replaying text synthesised from the argument deltas.
+    let s = run("j 5").await;
+    assert!(
+        s.contains("No generated text to replay: the model's raw output") && s.contains("step 0/0"),
+        "{s}"
+    );
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use toolscope::tui::analysis::{self, Context};
+use toolscope::tui::analysis;
 use toolscope::tui::keymap::Keymap;
 use toolscope::tui::source::SessionSource;
 use toolscope::tui::theme::Theme;
@@ -29,11 +29,8 @@ fn quick_rows_match_the_analysed_rows_on_their_heads() {
     for row in 0..src.len() {
         let quick = src.quick_summary(row);
         let ex = src.load(row).unwrap();
-        let ctx = Context {
-            header: &src.header,
-            server_render: src.server_render(ex.id),
-        };
-        let full = analysis::summarize_in(&ex, Some(ctx));
+        let ctx = src.context(ex.id);
+        let full = analysis::summarize(ex, ctx);
         assert!(!quick.analyzed && full.analyzed, "row {row}");
         assert_eq!(
             (quick.tool_calls, quick.rules.len()),

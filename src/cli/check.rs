@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::Format;
 use super::render::{VocabSource, load_template, load_vocab, tokenize_with};
-use crate::diagnose::report::{CheckReport, ExchangeSummary};
+use crate::diagnose::report::{CallSummary, CheckReport, ExchangeSummary};
+use crate::diagnose::rules::calls::arguments_value;
 use crate::diagnose::{ExchangeContext, VocabRender, check_exchange, load, request};
 use crate::finding::Finding;
 use crate::session::{Api, Piece, TokenPiece};
@@ -73,7 +74,7 @@ pub struct Args {
 
 /// Reads a file, naming it in the error.
 fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
+    Ok(crate::input::read_file(path)?)
 }
 
 /// Parses JSON, naming the file, line and column on error.
@@ -129,27 +130,22 @@ pub fn parse_tokens(
         .collect()
 }
 
-/// Loads one session or HAR file into contexts (+ `session.damaged` findings).
-fn load_file(path: &Path) -> anyhow::Result<(Vec<ExchangeContext>, Vec<Finding>)> {
-    let bytes = read(path)?;
-    let name = path.display().to_string();
-    let looks_har = path
-        .extension()
+/// True when `path` is a HAR file: a `.har` extension, or a first line that is a JSON object
+/// with a `log` member (a HAR written on one line). Reads at most the first 64 KiB.
+fn is_har(path: &Path) -> bool {
+    path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("har"))
-        || (bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-            && serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("log").is_some()));
-    if looks_har {
-        let v = parse_json(path, &bytes)?;
-        let session = har_to_session(&name, &v)?;
-        return Ok(load::session_contexts(&session));
-    }
-    let session = crate::session::read_session_bytes(&name, &bytes)?;
-    Ok(load::session_contexts(&session))
+        || crate::tui::source::first_line(path, 64 * 1024)
+            .and_then(|l| serde_json::from_str::<Value>(&l).ok())
+            .is_some_and(|v| v.get("log").is_some())
 }
 
-/// HAR → session (the record module's importer, secrets redacted).
-fn har_to_session(name: &str, v: &Value) -> anyhow::Result<crate::session::read::Session> {
-    crate::session::har::har_to_session(name, v)
+/// Reads a HAR file into a session (imported with secrets redacted; HAR files are held in
+/// memory, they are small next to recorded sessions).
+fn load_har(path: &Path) -> anyhow::Result<crate::session::read::Session> {
+    let bytes = read(path)?;
+    let v = parse_json(path, &bytes)?;
+    crate::session::har::har_to_session(&path.display().to_string(), &v)
 }
 
 /// What the token rules need to render and split each exchange's prompt (`--vocab`).
@@ -203,6 +199,13 @@ impl VocabRenderer<'_> {
                 self.engine,
             ) {
                 Ok(r) => r,
+                // a template over its memory/time budget is unusable input, not a note
+                Err(e)
+                    if e.downcast_ref::<crate::template::RenderError>()
+                        .is_some_and(|r| r.kind == crate::template::RenderErrorKind::Limit) =>
+                {
+                    return Err(e.context(format!("{file}: exchange {}", cx.id.unwrap_or(0))));
+                }
                 Err(e) => {
                     eprintln!(
                         "toolscope: note: {file}: cannot render the request for --vocab: {e:#}"
@@ -270,14 +273,80 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         Ok(())
     };
 
-    for path in &args.files {
-        let file = path.display().to_string();
-        let (contexts, damaged) = load_file(path)?;
+    let overrides = crate::analysis::Overrides {
+        template: tpl_text.clone(),
+        bos_token: tpl_bos.clone(),
+    };
+    // One exchange at a time: analysed, summarised, dropped. Memory is bounded by the largest
+    // exchange (plus the report), not the file.
+    let run = |report: &mut CheckReport,
+               ex: crate::session::Exchange,
+               ctx: crate::analysis::Context<'_>,
+               file: &str|
+     -> anyhow::Result<()> {
+        if !ex.api().is_generation() {
+            return Ok(());
+        }
+        let a = crate::analysis::analyse_with(
+            ex,
+            ctx,
+            crate::analysis::Depth::Findings,
+            &overrides,
+            |cx| -> anyhow::Result<()> {
+                if let Some(r) = &renderer {
+                    cx.vocab_render = r.render(cx, file)?;
+                }
+                Ok(())
+            },
+        )?;
+        report.exchanges.push(summary_of(&a, file));
         report
             .findings
-            .extend(damaged.into_iter().map(|f| in_file(f, &file)));
-        for mut cx in contexts {
-            add(&mut report, &mut cx, 0, &file, true)?;
+            .extend(a.findings.into_iter().map(|f| in_file(f, file)));
+        Ok(())
+    };
+    for path in &args.files {
+        let file = path.display().to_string();
+        if is_har(path) {
+            let mut session = load_har(path)?;
+            report.findings.extend(
+                session
+                    .warnings
+                    .iter()
+                    .map(|w| in_file(load::damaged_line(&file, w), &file)),
+            );
+            let mut exchanges = std::mem::take(&mut session.exchanges);
+            exchanges.sort_by_key(|e| e.id);
+            for ex in exchanges {
+                let ctx = crate::analysis::Context {
+                    header: &session.header,
+                    annotations: session.annotations.get(&ex.id).map_or(&[], Vec::as_slice),
+                };
+                run(&mut report, ex, ctx, &file)?;
+            }
+            continue;
+        }
+        // The inspector's indexed reading: one pass for line offsets, then each exchange line
+        // read and decoded on its own.
+        let src = crate::tui::source::SessionSource::index_file(path, &mut |_, _| {})?;
+        report.findings.extend(
+            src.warnings
+                .iter()
+                .map(|w| in_file(load::damaged_line(&file, w), &file)),
+        );
+        for row in 0..src.len() {
+            match src.load(row) {
+                Ok(ex) => {
+                    let ctx = src.context(ex.id);
+                    run(&mut report, ex, ctx, &file)?;
+                }
+                Err(e) => {
+                    let w = crate::analysis::load_error_warning(src.rows[row].line, &e);
+                    report
+                        .findings
+                        .push(in_file(load::damaged_line(&file, &w), &file));
+                }
+            }
         }
     }
 
@@ -294,17 +363,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     let sse = args
         .response_sse
         .as_deref()
-        .map(|p| {
-            read(p).and_then(|b| {
-                String::from_utf8(b).map_err(|e| {
-                    anyhow::anyhow!(
-                        "{}: byte {}: stream is not UTF-8",
-                        p.display(),
-                        e.utf8_error().valid_up_to()
-                    )
-                })
-            })
-        })
+        .map(|p| read(p).and_then(|b| Ok(crate::input::utf8(b, p)?)))
         .transpose()?;
     if let (Some(p), Some(body)) = (args.response_sse.as_deref(), sse.as_deref()) {
         // A body with no decodable event is unusable input, not a reply that ignored the
@@ -344,6 +403,12 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         Some(ApiArg::Completion) => Api::Completion,
         None => request::guess_api(request.as_ref(), response.as_ref(), sse.as_deref()),
     };
+    // a chat request without `messages` is unusable input (exit 2), as in `render`
+    if let (Some(p), Some(body), Api::Openai | Api::Anthropic) =
+        (args.request.as_deref(), request.as_ref(), api)
+    {
+        super::render::check_chat_request(&p.display().to_string(), body)?;
+    }
     let have_response = response.is_some() || sse.is_some();
     if have_response || (request.is_some() && args.template.is_none()) {
         let mut cx = ExchangeContext::from_pair(api, request.clone(), response.clone());
@@ -416,6 +481,38 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     Ok(report)
 }
 
+/// `check`'s listing of an analysed session exchange from input `file`.
+fn summary_of(a: &crate::analysis::AnalysedExchange, file: &str) -> ExchangeSummary {
+    let m = a.message.clone().unwrap_or_default();
+    let ex = &a.exchange;
+    ExchangeSummary {
+        file: file.to_owned(),
+        index: ex.id,
+        api: ex.api().as_str().to_owned(),
+        model: a
+            .request
+            .as_ref()
+            .and_then(|r| r.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or(m.model.clone()),
+        content: m.content,
+        reasoning: m.reasoning,
+        tool_calls: m
+            .tool_calls
+            .iter()
+            .map(|c| CallSummary {
+                name: c.name.clone(),
+                arguments: arguments_value(&c.arguments),
+            })
+            .collect(),
+        finish_reason: m.finish_reason,
+        raw_text: a.raw.as_ref().map(crate::diagnose::report::raw_text_line),
+        status: a.summary.status,
+        partial: crate::analysis::partial_note(ex),
+    }
+}
+
 /// A path for messages and `file` fields (empty when absent).
 fn display(p: Option<&Path>) -> String {
     p.map(|p| p.display().to_string()).unwrap_or_default()
@@ -443,7 +540,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = build_report(&args)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", report.to_text()),
+        // recorded content in the report never reaches the terminal as escape sequences
+        Format::Text => print!("{}", crate::text::visible(&report.to_text())),
     }
     Ok(ExitCode::from(report.exit_code()))
 }

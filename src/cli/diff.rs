@@ -83,6 +83,10 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Compare SESSION exchange by exchange with this session (e.g. one `toolscope resend`
+    /// wrote): rendered prompt, output, calls, finish reason, findings (docs/replay.md).
+    #[arg(long, value_name = "SESSION_B", requires = "session", conflicts_with_all = ["templates", "servers"])]
+    pub against: Option<PathBuf>,
 }
 
 /// One chat request to diff.
@@ -96,8 +100,7 @@ struct Item {
 
 fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>, usize)> {
     if let Some(path) = &args.request {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let text = crate::input::read_text(path)?;
         let body: Value =
             serde_json::from_str(&text).map_err(|e| super::json_error(path.display(), &e))?;
         let api = match args.api.as_deref() {
@@ -217,6 +220,9 @@ fn token_str(v: Option<&Value>) -> Option<String> {
 
 /// Runs `toolscope diff`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let (Some(b), Some(a)) = (&args.against, &args.session) {
+        return super::resend::run_session_diff(a, b, args.format == Format::Json);
+    }
     if args.generate && args.servers.is_empty() {
         bail!("--generate needs --server URL_A --server URL_B (templates alone do not generate)");
     }
@@ -281,7 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", diff::render_text(&report)),
+        Format::Text => print!("{}", crate::text::visible(&diff::render_text(&report))),
     }
     Ok(if report.has_differences() {
         ExitCode::from(1)

@@ -61,13 +61,7 @@ fn parse_strategy(s: &str) -> Result<Strategy, String> {
 
 /// Reads a JSON file; errors name the file and the line:column.
 pub fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let bytes = if path.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b).context("reading stdin")?;
-        b
-    } else {
-        std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?
-    };
+    let bytes = crate::input::read_file_or_stdin(path)?;
     serde_json::from_slice(&bytes).map_err(|e| super::json_error(path.display(), &e))
 }
 
@@ -174,13 +168,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Format::Text => print!(
             "{}",
-            text_report(
+            crate::text::visible(&text_report(
                 &args.tools.display().to_string(),
                 &flat,
                 chosen,
                 ranking.as_ref(),
                 template_name.as_deref()
-            )
+            ))
         ),
     }
     Ok(ExitCode::SUCCESS)

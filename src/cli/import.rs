@@ -26,7 +26,7 @@ pub struct Args {
 /// Converts the HAR file and writes the session. Prints the number of exchanges.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let name = args.har.display().to_string();
-    let bytes = std::fs::read(&args.har).with_context(|| format!("{name}: cannot read"))?;
+    let bytes = crate::input::read_file(&args.har)?;
     let har: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| super::json_error(&name, &e))?;
     let session = har_to_session_with(&name, &har, args.keep_secrets)?;

@@ -14,13 +14,21 @@ pub mod proxy;
 pub mod regenerate;
 pub mod render;
 pub mod send;
+// replay, export and re-send of recorded sessions (docs/replay.md)
+pub mod export;
+pub mod resend;
+pub mod serve;
 
 /// Exit code for unusable input (message names file and position).
 pub const EXIT_UNUSABLE: u8 = 2;
 
 /// Prints `error: …` (with its causes) to stderr and returns exit code 2.
 pub fn fail(err: &anyhow::Error) -> ExitCode {
-    eprintln!("toolscope: error: {err:#}");
+    // messages quote file names, template text and recorded content: shown, never obeyed
+    eprintln!(
+        "toolscope: error: {}",
+        crate::text::visible(&format!("{err:#}"))
+    );
     ExitCode::from(EXIT_UNUSABLE)
 }
 

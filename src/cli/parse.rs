@@ -1,10 +1,9 @@
 //! `toolscope parse`: raw model text → tool calls, with the step-by-step parser trace.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::bail;
 use serde_json::{Value, json};
 
 use crate::parser::trace::{Trace, check_chunkings, cut};
@@ -42,21 +41,11 @@ pub struct Args {
 }
 
 fn read_file(p: &Path) -> anyhow::Result<Vec<u8>> {
-    if p == Path::new("-") {
-        let mut v = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut v)
-            .context("reading stdin")?;
-        return Ok(v);
-    }
-    std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))
+    Ok(crate::input::read_file_or_stdin(p)?)
 }
 
 fn utf8(p: &Path, b: Vec<u8>) -> anyhow::Result<String> {
-    String::from_utf8(b).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        anyhow!("{}: invalid UTF-8 at byte {at}", p.display())
-    })
+    Ok(crate::input::utf8(b, p)?)
 }
 
 fn json_file(p: &Path) -> anyhow::Result<Value> {
@@ -269,7 +258,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let _ = writeln!(s, "  {}: {}", f.rule, f.message);
         }
     }
-    print!("{s}");
+    print!("{}", crate::text::visible(&s));
     Ok(ExitCode::SUCCESS)
 }
 

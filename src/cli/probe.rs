@@ -104,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let run = super::runtime().block_on(run_probe(&opts))?;
     match args.format {
-        Format::Text => print!("{}", format_report(&run, &args.url)),
+        Format::Text => print!("{}", crate::text::visible(&format_report(&run, &args.url))),
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(

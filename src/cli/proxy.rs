@@ -30,9 +30,60 @@ pub struct Args {
     /// Colour theme of the live inspector (dark, light, high-contrast, or a .toml path).
     #[arg(long, value_name = "NAME|PATH", env = "TOOLSCOPE_THEME")]
     pub theme: Option<String>,
-    /// Record authorization, x-api-key, api-key and cookie headers verbatim (default: redacted).
+    /// Record credentials verbatim: secret headers (authorization, x-api-key, api-key,
+    /// x-goog-api-key, cookies, …), secret query parameters (key, api_key, access_token,
+    /// token, …) and URL userinfo (default: redacted; see docs/session-format.md).
     #[arg(long)]
     pub keep_secrets: bool,
+    /// After each chat exchange whose raw model text was not captured (llama-server without
+    /// LLAMA_SERVER_SLOTS_DEBUG=1 or -v), re-run its rendered prompt through llama-server
+    /// /completion with the same sampling settings, off the client's path. The text counts as the
+    /// model's output only when toolscope's parse of it reproduces the server's answer.
+    #[arg(long)]
+    pub regenerate: bool,
+    /// On Ctrl-C or SIGTERM, seconds to let running exchanges finish before they are cut and
+    /// recorded as partial (outcome `shutdown`). A second signal cuts at once.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub grace: f64,
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM (`kill`, systemd, docker, `timeout`), as one stream.
+struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                int: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+                term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The next SIGINT or SIGTERM; its name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => "SIGINT",
+                _ = self.term.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
+    }
 }
 
 /// `sessions/<UTC timestamp>.jsonl`, e.g. `sessions/2026-11-29T18-32-18Z.jsonl`.
@@ -53,23 +104,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.listen
         );
     }
+    let grace = Duration::from_secs_f64(args.grace.max(0.0));
+    // the upstream as printed: never its credentials
+    let shown_upstream = crate::session::redact::redact_url(&args.upstream).into_owned();
     let rt = super::runtime();
     rt.block_on(async move {
+        let mut signals = Signals::new()?;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordEvent>(1024);
         let mut cfg = ProxyConfig::new(&args.upstream, session.clone());
         cfg.listen = args.listen;
         cfg.keep_secrets = args.keep_secrets;
+        cfg.regenerate = args.regenerate;
         let proxy = Proxy::spawn(cfg, Some(tx))
             .await
             .context("starting the proxy")?;
         let engine = proxy.header().engine.clone().unwrap_or_default();
         eprintln!(
-            "toolscope proxy: http://{} → {} (engine: {}{}), recording to {}",
-            proxy.local_addr(),
-            args.upstream,
-            engine.kind,
-            engine.version.map(|v| format!(" {v}")).unwrap_or_default(),
-            session.display()
+            "{}",
+            crate::text::visible(&format!(
+                "toolscope proxy: http://{} → {} (engine: {}{}), recording to {}",
+                proxy.local_addr(),
+                shown_upstream,
+                engine.kind,
+                engine.version.map(|v| format!(" {v}")).unwrap_or_default(),
+                session.display()
+            ))
         );
         let tty = std::io::IsTerminal::is_terminal(&std::io::stdout())
             && std::io::IsTerminal::is_terminal(&std::io::stdin());
@@ -85,37 +144,80 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 theme: args.theme.clone(),
                 no_color: crate::tui::theme::no_color_env(),
             };
-            let result = crate::tui::run_live_records(
-                session.display().to_string(),
-                proxy.header().clone(),
-                rx,
-                &opts,
-            )
-            .await;
-            eprintln!(
-                "toolscope proxy: stopping; writing exchanges in flight to {}",
-                session.display()
-            );
-            proxy.shutdown(Duration::from_secs(10)).await;
+            // SIGTERM (or SIGINT from outside: the inspector reads Ctrl-C as a key) stops too
+            let result = tokio::select! {
+                r = crate::tui::run_live_records(
+                    session.display().to_string(),
+                    proxy.header().clone(),
+                    rx,
+                    &opts,
+                ) => r,
+                _ = signals.next() => Ok(()),
+            };
+            stop(proxy, grace, &mut signals, &session, None).await;
             result?;
             return Ok(ExitCode::SUCCESS);
         }
         loop {
             tokio::select! {
                 ev = rx.recv() => match ev {
-                    Some(RecordEvent::Ended(ex)) => println!("{}", one_line(&ex)),
-                    Some(RecordEvent::Warning(w)) => eprintln!("toolscope proxy: {w}"),
+                    // the client's model field and path are shown, never obeyed by the terminal
+                    Some(RecordEvent::Ended(ex)) => {
+                        println!("{}", crate::text::visible_line(&one_line(&ex)))
+                    }
+                    Some(RecordEvent::Warning(w)) => {
+                        eprintln!("toolscope proxy: {}", crate::text::visible(&w))
+                    }
                     Some(_) => {}
                     None => break,
                 },
-                _ = tokio::signal::ctrl_c() => break,
+                _ = signals.next() => break,
             }
         }
-        eprintln!(
-            "toolscope proxy: stopping; writing exchanges in flight to {}",
-            session.display()
-        );
-        proxy.shutdown(Duration::from_secs(10)).await;
+        stop(proxy, grace, &mut signals, &session, Some(&mut rx)).await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Shuts the proxy down: stop accepting, wait up to `grace` (a second signal cuts at once),
+/// record what is still running as `shutdown`, flush; prints the remaining exchange lines
+/// (headless) and what was cut.
+async fn stop(
+    proxy: crate::record::proxy::ProxyHandle,
+    grace: Duration,
+    signals: &mut Signals,
+    session: &std::path::Path,
+    rx: Option<&mut tokio::sync::mpsc::Receiver<RecordEvent>>,
+) {
+    let running = proxy.recorder().in_flight();
+    eprintln!(
+        "toolscope proxy: stopping: no new connections; waiting up to {:.1} s for {running} exchange(s) in flight (a second Ctrl-C/SIGTERM cuts them now)",
+        grace.as_secs_f64()
+    );
+    let report = proxy
+        .shutdown_with(grace, async {
+            let sig = signals.next().await;
+            eprintln!("toolscope proxy: {sig} again: cutting the exchanges in flight now");
+        })
+        .await;
+    if let Some(rx) = rx {
+        while let Ok(ev) = rx.try_recv() {
+            if let RecordEvent::Ended(ex) = ev {
+                println!("{}", crate::text::visible_line(&one_line(&ex)));
+            }
+        }
+    }
+    let cut = match report.cut {
+        0 => String::new(),
+        n => format!(
+            "; {n} exchange(s) still running were cut and recorded as partial (outcome shutdown)"
+        ),
+    };
+    eprintln!(
+        "{}",
+        crate::text::visible(&format!(
+            "toolscope proxy: stopped{cut}; session written to {}",
+            session.display()
+        ))
+    );
 }

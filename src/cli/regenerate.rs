@@ -1,7 +1,11 @@
-//! `toolscope regenerate SESSION --url URL [--exchange N]`: re-run exchanges the server's own
-//! parser rejected (llama-server's HTTP 500 "does not match the expected … format") as raw
-//! completions, record them into the same session (label `regenerate:<id>`), and replay
-//! toolscope's parser on the raw text so the user sees where the call broke.
+//! `toolscope regenerate SESSION --url URL [--exchange N]`: re-run an exchange's rendered
+//! prompt as a raw completion (any chat exchange with `--exchange N`; by default every one the
+//! server's own parser rejected, llama-server's HTTP 500 "does not match the expected …
+//! format"), record it into the same session (label `regenerate:<id>`) with a `raw_text`
+//! annotation for the original exchange, and replay toolscope's parser on the raw text so the
+//! user sees where the call broke. The text counts as the model's output for the original
+//! exchange only when toolscope's parse of it reproduces the server's answer ("regenerated,
+//! verified"); otherwise it is "regenerated, diverged at byte N".
 //!
 //! Glue only: [`crate::record::regenerate`] does the requests, [`crate::parser`] the replay.
 //! Exit 0 when every regenerated text parses without a malformed block, 1 when one is
@@ -17,6 +21,7 @@ use serde_json::Value;
 use crate::parser::{Syntax, parse};
 use crate::record::regenerate::{is_parse_error, regenerate};
 use crate::session::{SessionWriter, read_session};
+use crate::stream::raw as toolscope_raw;
 
 /// Arguments of `toolscope regenerate`.
 #[derive(Debug, clap::Args)]
@@ -27,7 +32,8 @@ pub struct Args {
     /// as when the session was recorded (its `/apply-template` renders the prompt again).
     #[arg(long)]
     pub url: String,
-    /// Only this exchange (default: every exchange the server's parser rejected).
+    /// Only this exchange, any chat exchange (default: every exchange the server's parser
+    /// rejected).
     #[arg(long, value_name = "N")]
     pub exchange: Option<u64>,
 }
@@ -88,6 +94,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             syntax.map_or("auto", |s| s.name())
         );
         println!("  raw: {:?}", r.raw_text);
+        if let toolscope_raw::RawOutput::Text { source, .. } =
+            toolscope_raw::raw_output(ex, std::slice::from_ref(&r.annotation))
+        {
+            println!("  as the model's output: {}", source.label());
+        }
         for c in &out.tool_calls {
             println!("  call:      {}({})", c.name, c.arguments);
         }

@@ -85,7 +85,7 @@ pub fn load_template(src: &str) -> anyhow::Result<TemplateSource> {
         let md = read_gguf(path)?;
         return Ok(TemplateSource::from_gguf(src, &md)?);
     }
-    let bytes = std::fs::read(path).with_context(|| format!("{src}: cannot read"))?;
+    let bytes = crate::input::read_file(path)?;
     Ok(TemplateSource::from_bytes(src, &bytes)?)
 }
 
@@ -103,8 +103,7 @@ pub fn corpus_path(name: &str) -> PathBuf {
 }
 
 fn read_gguf(path: &Path) -> anyhow::Result<gguf::GgufMetadata> {
-    let f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let f = crate::input::open_regular(path)?;
     gguf::read_metadata(std::io::BufReader::with_capacity(1 << 20, f))
         .with_context(|| path.display().to_string())
 }
@@ -134,7 +133,7 @@ pub fn load_vocab(src: &str) -> anyhow::Result<VocabSource> {
         let md = read_gguf(path)?;
         return Ok(VocabSource::Local(Box::new(Vocab::from_gguf(src, &md)?)));
     }
-    let bytes = std::fs::read(path).with_context(|| format!("{src}: cannot read"))?;
+    let bytes = crate::input::read_file(path)?;
     if gguf::is_gguf(&bytes) {
         let md = gguf::read_metadata(&bytes[..]).with_context(|| src.to_owned())?;
         return Ok(VocabSource::Local(Box::new(Vocab::from_gguf(src, &md)?)));
@@ -155,7 +154,7 @@ pub fn load_vocab(src: &str) -> anyhow::Result<VocabSource> {
 /// tokenizer.json suggests (transformers reads them the same way).
 fn tokenizer_config_vocab(path: &Path, cfg: &Value) -> anyhow::Result<Vocab> {
     let tj = path.with_file_name("tokenizer.json");
-    let bytes = std::fs::read(&tj).with_context(|| {
+    let bytes = crate::input::read_file(&tj).with_context(|| {
         format!(
             "{}: a tokenizer_config.json holds no vocabulary, and there is no readable {} beside it: pass the tokenizer.json as --vocab",
             path.display(),
@@ -294,18 +293,21 @@ pub fn tokenize_with(
     })
 }
 
-/// Runs `toolscope render`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let req_name = args.request.display().to_string();
-    let text = std::fs::read_to_string(&args.request)
-        .with_context(|| format!("{req_name}: cannot read"))?;
-    let body: Value = serde_json::from_str(&text).map_err(|e| super::json_error(&req_name, &e))?;
+/// The one shape check of a chat request (`render --request`, `check --request`): a JSON object
+/// whose `messages` is an array of message objects. A malformed request names its JSON Pointer
+/// here (`FILE: /messages: missing …`), not a template line that trips over it.
+pub fn check_chat_request(req_name: &str, body: &Value) -> anyhow::Result<()> {
     if !body.is_object() {
-        bail!("{req_name}: the request must be a JSON object with \"messages\"");
+        bail!(
+            "{req_name}: the request must be a JSON object with \"messages\", got {}",
+            crate::json_kind(body)
+        );
     }
-    // a malformed request names its JSON Pointer here, not a template line that trips over it
     match body.get("messages") {
-        None | Some(Value::Array(_)) => {}
+        Some(Value::Array(_)) => {}
+        None => bail!(
+            "{req_name}: /messages: missing: a chat request needs a \"messages\" array (a completion request has \"prompt\"; pass --api completion to check one)"
+        ),
         Some(m) => bail!(
             "{req_name}: /messages: expected an array of messages, got {}",
             crate::json_kind(m)
@@ -319,6 +321,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::json_kind(m)
         );
     }
+    Ok(())
+}
+
+/// Runs `toolscope render`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let req_name = args.request.display().to_string();
+    let text = crate::input::read_text(&args.request)?;
+    let body: Value = serde_json::from_str(&text).map_err(|e| super::json_error(&req_name, &e))?;
+    check_chat_request(&req_name, &body)?;
     let anthropic = match args.api.as_deref() {
         Some("anthropic") => true,
         Some(_) => false,
@@ -348,7 +359,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.engine,
     )?;
     for n in &input.notes {
-        eprintln!("toolscope: note: {req_name}: {n}");
+        let note = format!("toolscope: note: {req_name}: {n}");
+        eprintln!("{}", crate::text::visible(&note));
     }
     match args.format {
         Format::Text => {

@@ -44,15 +44,7 @@ pub struct Args {
 /// Sends the request, streams the response body to stdout, prints a summary line to stderr.
 /// Exit 0 when the server answered 2xx, 1 otherwise, 2 on unusable input.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let bytes = if args.request.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-            .context("reading the request from stdin")?;
-        b
-    } else {
-        std::fs::read(&args.request)
-            .with_context(|| format!("{}: cannot read", args.request.display()))?
-    };
+    let bytes = crate::input::read_file_or_stdin(&args.request)?;
     if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
         return Err(super::json_error(args.request.display(), &e));
     }
@@ -88,7 +80,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     println!();
     match &result.exchange {
-        Some(ex) => eprintln!("toolscope send: {} → {}", one_line(ex), session.display()),
+        Some(ex) => eprintln!(
+            "toolscope send: {} → {}",
+            crate::text::visible_line(&one_line(ex)),
+            crate::text::visible_line(&session.display().to_string())
+        ),
         None => eprintln!("toolscope send: HTTP {} (not recorded)", result.status),
     }
     let ok = (200..300).contains(&result.status)

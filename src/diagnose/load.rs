@@ -1,69 +1,75 @@
-//! Building [`ExchangeContext`]s from recorded data: session exchanges (with their server-render
-//! annotations and `/props` header) and bare request/response pairs. Pure: bytes and values in.
+//! Building [`ExchangeContext`]s from recorded data: one session exchange, or a bare
+//! request/response pair; and the `session.damaged` finding for a skipped line. Session-level
+//! facts (the server's render, the `/props` template, the raw output) are added by
+//! [`crate::analysis`]. Pure: bytes and values in.
 
 use serde_json::Value;
 
 use super::ExchangeContext;
 use crate::finding::{Evidence, Finding, Pane, Rule};
-use crate::session::read::Session;
-use crate::session::{Api, Body, Exchange, Request, Response};
+use crate::session::{Api, Body, Exchange, ReadWarning, Request, Response};
 
-/// Contexts for every chat exchange of a session (OpenAI chat and Anthropic messages; other
-/// paths are skipped), in exchange id order, plus one `session.damaged` finding per line the
-/// reader skipped.
-pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding>) {
-    let damaged = session
-        .warnings
-        .iter()
-        .map(|w| {
-            Finding::new(
-                Rule::SessionDamaged,
-                format!("{}: {w}", session.path),
-                "the rest of the session was checked; the writer was probably interrupted mid-line",
-            )
-            .with_evidence(Evidence {
-                pane: Some(Pane::Findings),
-                offset: None,
-                excerpt: Some(format!("line {}", w.line)),
-                ..Default::default()
-            })
-        })
-        .collect();
-    let props = session.header.props.as_ref();
-    let mut exchanges: Vec<&Exchange> = session
-        .exchanges
-        .iter()
-        .filter(|e| matches!(e.api(), Api::Openai | Api::Anthropic | Api::Completion))
-        .collect();
-    exchanges.sort_by_key(|e| e.id);
-    let contexts = exchanges
-        .into_iter()
-        .map(|e| {
-            let mut cx = exchange_context(e);
-            if let Some((prompt, tokens)) = session.server_render(e.id) {
-                cx.server_prompt = prompt.map(str::to_owned);
-                cx.server_tokens = tokens.map(<[_]>::to_vec);
-            }
-            if let Some(p) = props {
-                cx.template = p
-                    .get("chat_template")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                cx.bos_token = p
-                    .get("bos_token")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-            }
-            cx
-        })
-        .collect();
-    (contexts, damaged)
+/// The `session.damaged` finding for a line of session file `file` the reader skipped (a
+/// truncated or unreadable line, a second header). The one place it is built: `check`, the
+/// inspector's Findings pane and its damaged list rows all use it. Evidence: pane Findings,
+/// the file, an excerpt `line N`.
+pub fn damaged_line(file: &str, w: &ReadWarning) -> Finding {
+    Finding::new(
+        Rule::SessionDamaged,
+        format!("{file}: {w}"),
+        "the other lines are intact and were checked; the writer was probably interrupted mid-line: re-record the lost exchange if you need it",
+    )
+    .with_evidence(Evidence {
+        pane: Some(Pane::Findings),
+        excerpt: Some(format!("line {}", w.line)),
+        file: Some(file.to_owned()).filter(|f| !f.is_empty()),
+        ..Default::default()
+    })
+}
+
+/// A `session.damaged` finding when the exchange's POST body is not empty but no JSON reader
+/// takes it (not JSON, or nested past serde_json's 128 levels): every request rule is then
+/// without input, which must not read as "ok". The message names the body's line and column.
+pub fn unreadable_request(e: &Exchange) -> Option<Finding> {
+    let body = e.request.body.to_bytes();
+    if e.request.method != "POST" || body.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let err = serde_json::from_slice::<Value>(&body).err()?;
+    Some(
+        Finding::new(
+            Rule::SessionDamaged,
+            format!(
+                "exchange {}: request body {}:{}: not readable as JSON: {}; its request checks were skipped",
+                e.id,
+                err.line(),
+                err.column(),
+                crate::json_reason(&err)
+            ),
+            "the request as recorded cannot be checked; the client sent a body the server could not read either, or the recording is damaged",
+        )
+        .in_exchange(Some(e.id))
+        .with_evidence(Evidence {
+            pane: Some(Pane::Findings),
+            excerpt: Some(format!("exchange {}", e.id)),
+            ..Default::default()
+        }),
+    )
 }
 
 /// A context for one recorded exchange: request JSON, status, and the response read as a
 /// stream (when recorded as chunks or `text/event-stream`: [`crate::stream::decode_exchange`])
 /// or a JSON body.
 pub fn exchange_context(e: &Exchange) -> ExchangeContext {
+    exchange_context_from(e, crate::stream::decode_exchange(e).as_ref())
+}
+
+/// [`exchange_context`] from the exchange's decode already made (`decoded` =
+/// [`crate::stream::decode_exchange`]`(e)`), so an exchange is decoded once.
+pub fn exchange_context_from(
+    e: &Exchange,
+    decoded: Option<&crate::stream::Reassembled>,
+) -> ExchangeContext {
     let mut cx = ExchangeContext::new(e.api());
     cx.id = Some(e.id);
     cx.request = e.request_json();
@@ -71,11 +77,9 @@ pub fn exchange_context(e: &Exchange) -> ExchangeContext {
     cx.status = Some(resp.status);
     let bytes = e.response_bytes();
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    let is_sse = e.is_stream()
-        || e.response_header("content-type")
-            .is_some_and(|c| c.contains("text/event-stream"));
-    if is_sse {
-        if let Some(r) = crate::stream::decode_exchange(e) {
+    // Ollama's native endpoints (NDJSON or one object) are read by the one decoder too.
+    if crate::stream::is_sse(e) || crate::session::is_ollama_native(&e.request.path) {
+        if let Some(r) = decoded {
             set_reassembled(&mut cx, r);
         }
         cx.response_text = Some(text);
@@ -127,7 +131,7 @@ pub fn set_stream(cx: &mut ExchangeContext, body: &str) {
         ..Default::default()
     };
     if let Some(r) = crate::stream::decode_exchange(&ex) {
-        set_reassembled(cx, r);
+        set_reassembled(cx, &r);
     }
     cx.response_text = Some(body.to_owned());
 }
@@ -141,22 +145,41 @@ const STREAM_RULES: &[Rule] = &[
     Rule::ServerParseError,
 ];
 
-fn set_reassembled(cx: &mut ExchangeContext, r: crate::stream::Reassembled) {
+fn set_reassembled(cx: &mut ExchangeContext, r: &crate::stream::Reassembled) {
     cx.streamed = true;
     cx.finish_event = r.finish_event;
-    cx.call_events = r.call_events;
-    let (chunks, pieces) = text_chunks(cx.api, &r.events);
-    cx.stream_chunks = chunks;
-    cx.stream_pieces = pieces;
+    cx.call_events = r.call_events.clone();
+    cx.stream_chunks = text_chunks(&r.marks, &r.message.content);
+    cx.stream_pieces =
+        (!r.pieces.is_empty()).then(|| r.pieces.iter().map(|(_, p)| p.clone()).collect());
     let mut findings: Vec<Finding> = r
         .findings
-        .into_iter()
+        .iter()
         .filter(|f| STREAM_RULES.contains(&f.rule))
+        .cloned()
         .collect();
     findings.extend(error_events(&r.problems, &findings));
     cx.stream_findings = findings;
-    cx.message = Some(r.message);
+    cx.message = Some(r.message.clone());
     cx.raw_text = None;
+}
+
+/// The visible text each SSE event added (events that add none are left out), from the
+/// reassembly's marks ([`crate::stream::Reassembled::marks`]): OpenAI `delta.content`,
+/// Anthropic `text_delta`, `/completion` `content`, `/v1/completions` `choices[0].text`.
+fn text_chunks(marks: &[crate::stream::EventMark], content: &str) -> Vec<super::StreamChunk> {
+    marks
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[1].content > w[0].content)
+        .map(|(event, w)| super::StreamChunk {
+            event,
+            text: content
+                .get(w[0].content..w[1].content)
+                .unwrap_or("")
+                .to_owned(),
+        })
+        .collect()
 }
 
 /// `stream.error_event`: an error event in the stream (OpenAI-style `data: {"error": …}`,
@@ -194,50 +217,4 @@ pub fn error_events(
             })
         })
         .collect()
-}
-
-/// The generated text per SSE event (events that add no text are left out), and the sampled
-/// token pieces when the events list them (OpenAI `logprobs: true`:
-/// `choices[0].logprobs.content[].token`; llama-server `/completion` with `n_probs`:
-/// `completion_probabilities[].token`). Visible text only: OpenAI `choices[0].delta.content`,
-/// Anthropic `content_block_delta` `text_delta.text`, `/completion` `content`, `/v1/completions`
-/// `choices[0].text`.
-fn text_chunks(
-    api: Api,
-    events: &[crate::stream::sse::SseEvent],
-) -> (Vec<super::StreamChunk>, Option<Vec<String>>) {
-    let mut chunks = Vec::new();
-    let mut pieces: Vec<String> = Vec::new();
-    for ev in events {
-        let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
-            continue;
-        };
-        let text = match api {
-            Api::Anthropic => v
-                .pointer("/delta/text")
-                .filter(|_| v.pointer("/delta/type").and_then(Value::as_str) == Some("text_delta")),
-            Api::Completion => v.get("content").or_else(|| v.pointer("/choices/0/text")),
-            _ => v.pointer("/choices/0/delta/content"),
-        }
-        .and_then(Value::as_str);
-        if let Some(t) = text.filter(|t| !t.is_empty()) {
-            chunks.push(super::StreamChunk {
-                event: ev.index,
-                text: t.to_owned(),
-            });
-        }
-        if let Some(probs) = v
-            .pointer("/choices/0/logprobs/content")
-            .or_else(|| v.get("completion_probabilities"))
-            .and_then(Value::as_array)
-        {
-            pieces.extend(
-                probs
-                    .iter()
-                    .filter_map(|p| p.get("token").and_then(Value::as_str))
-                    .map(str::to_owned),
-            );
-        }
-    }
-    (chunks, (!pieces.is_empty()).then_some(pieces))
 }

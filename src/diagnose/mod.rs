@@ -48,7 +48,12 @@ pub struct ExchangeContext {
     /// For streams: per entry of `message.tool_calls`, the SSE events that contributed to it.
     pub call_events: Vec<Vec<usize>>,
     /// Raw generated text before the server's parser (llama-server `-v` `__verbose.content`).
+    /// For session exchanges: the model's own text per [`crate::stream::raw::raw_output`]
+    /// (assistant prefill + generated text), see `raw`.
     pub raw_text: Option<String>,
+    /// For session exchanges: what [`crate::stream::raw::raw_output`] says about the raw text
+    /// (its source, or why it is missing and how to get it). `None` for bare pairs.
+    pub raw: Option<crate::stream::raw::RawOutput>,
     /// llama-server `__verbose.stopping_word`, when known.
     pub stopping_word: Option<String>,
     /// The server's render of the request (`/apply-template`).
@@ -89,6 +94,40 @@ pub struct VocabRender {
     pub template: Option<String>,
 }
 
+/// The text toolscope's parser replays for an exchange (`parser.chunking_divergence`, the
+/// inspector's Replay pane), chosen by [`ExchangeContext::replay_text`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplayText {
+    /// The text.
+    pub text: String,
+    /// What it is, for messages: `raw output`, `streamed content`, `returned content`.
+    pub what: &'static str,
+    /// Where it came from and what is missing, for the pane's title line, e.g.
+    /// `raw output: llama-server __verbose.content` or `streamed content (the model's raw
+    /// output was not recorded: …)`.
+    pub source: String,
+    /// The recorded chunks: end byte offset in `text` and the SSE event that delivered the
+    /// chunk, when known. One chunk `(text.len(), None)` when the text arrived whole.
+    pub recorded: Vec<(usize, Option<usize>)>,
+    /// Sampled token pieces that spell `text`, when the stream lists them.
+    pub pieces: Option<Vec<String>>,
+}
+
+impl ReplayText {
+    /// The recorded chunks as strings.
+    pub fn chunks(&self) -> Vec<String> {
+        let mut at = 0;
+        self.recorded
+            .iter()
+            .map(|&(end, _)| {
+                let c = self.text.get(at..end).unwrap_or("").to_owned();
+                at = end;
+                c
+            })
+            .collect()
+    }
+}
+
 /// One text-carrying SSE event of a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamChunk {
@@ -114,6 +153,7 @@ impl ExchangeContext {
             stream_findings: Vec::new(),
             call_events: Vec::new(),
             raw_text: None,
+            raw: None,
             stopping_word: None,
             server_prompt: None,
             server_tokens: None,
@@ -281,6 +321,72 @@ impl ExchangeContext {
     pub fn failed(&self) -> bool {
         self.status.is_some_and(|s| s >= 400)
     }
+
+    /// The text toolscope's parser replays: the model's raw output when recorded
+    /// (`raw_text`; its recorded chunks are the stream's when the streamed content spells it,
+    /// else one chunk), else the streamed content as the SSE events delivered it
+    /// (`stream_chunks`), else the returned message's content (one chunk). Token pieces
+    /// (`stream_pieces`) are kept when they spell the text (or, for streamed content, always:
+    /// the re-cut moves them to character boundaries). Empty text when there is none.
+    pub fn replay_text(&self) -> ReplayText {
+        let streamed: String = self.stream_chunks.iter().map(|c| c.text.as_str()).collect();
+        let per_event = || {
+            let mut at = 0;
+            self.stream_chunks
+                .iter()
+                .map(|c| {
+                    at += c.text.len();
+                    (at, Some(c.event))
+                })
+                .collect::<Vec<_>>()
+        };
+        let described = self
+            .raw
+            .as_ref()
+            .map(crate::stream::raw::RawOutput::describe);
+        let missing = described
+            .as_deref()
+            .unwrap_or("the model's raw output is missing");
+        if let Some(raw) = self.raw_text.as_ref().filter(|r| !r.is_empty()) {
+            let spelled = self
+                .stream_pieces
+                .as_ref()
+                .filter(|p| p.concat() == *raw)
+                .cloned();
+            return ReplayText {
+                recorded: if !streamed.is_empty() && streamed == *raw {
+                    per_event()
+                } else {
+                    vec![(raw.len(), None)]
+                },
+                text: raw.clone(),
+                what: "raw output",
+                source: described
+                    .clone()
+                    .unwrap_or_else(|| "raw output: __verbose.content".into()),
+                pieces: spelled,
+            };
+        }
+        if !self.stream_chunks.is_empty() {
+            return ReplayText {
+                recorded: per_event(),
+                text: streamed,
+                what: "streamed content",
+                source: format!("streamed content ({missing})"),
+                pieces: self.stream_pieces.clone(),
+            };
+        }
+        match self.message.as_ref().filter(|m| !m.content.is_empty()) {
+            Some(m) if !self.failed() => ReplayText {
+                recorded: vec![(m.content.len(), None)],
+                text: m.content.clone(),
+                what: "returned content",
+                source: format!("returned content ({missing})"),
+                pieces: None,
+            },
+            _ => ReplayText::default(),
+        }
+    }
 }
 
 /// Runs every rule on one exchange. Findings carry `exchange = cx.id`, in pipeline order:
@@ -295,6 +401,17 @@ pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
 /// [`check_exchange`] with the streaming parser that `parser.chunking_divergence` replays the
 /// stream through given by `record` (the seam tests use to inject a faulty parser).
 pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorder) -> Vec<Finding> {
+    check_exchange_traced(cx, record).0
+}
+
+/// [`check_exchange_with`], also returning the parser traces `parser.chunking_divergence`
+/// judged ([`rules::replay::traces_with`]; `None` without a text to replay), for the
+/// inspector's Replay pane.
+pub fn check_exchange_traced(
+    cx: &ExchangeContext,
+    record: &rules::replay::Recorder,
+) -> (Vec<Finding>, Option<rules::replay::ReplayTraces>) {
+    let traces = rules::replay::traces_with(cx, record);
     let mut out = Vec::new();
     out.extend(rules::schema::loss(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
@@ -310,7 +427,9 @@ pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorde
     );
     out.extend(rules::server::parse_error(cx));
     out.extend(cx.stream_findings.iter().cloned());
-    out.extend(rules::replay::chunking_divergence_with(cx, record));
+    if let Some(t) = &traces {
+        out.extend(rules::replay::divergences(cx, t, record));
+    }
     if cx.message.is_some() && !cx.failed() {
         out.extend(rules::stop::in_reasoning(cx));
         out.extend(rules::stop::reason_mismatch(cx));
@@ -322,8 +441,10 @@ pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorde
         out.extend(rules::choice::required_ignored(cx));
         out.extend(rules::calls::leaked_as_text(cx));
         out.extend(rules::calls::args(cx));
+        out.extend(rules::calls::args_not_string(cx));
         out.extend(rules::calls::unknown_tool(cx));
         out.extend(rules::calls::hallucinated_result(cx));
+        out.extend(rules::protocol::protocol_marker(cx));
         out.extend(rules::server::call_mismatch(cx));
         out.extend(rules::finish::mismatch(cx));
     }
@@ -332,7 +453,7 @@ pub fn check_exchange_with(cx: &ExchangeContext, record: &rules::replay::Recorde
             f.exchange = cx.id;
         }
     }
-    out
+    (out, traces)
 }
 
 #[cfg(test)]

@@ -31,9 +31,17 @@ pub struct ExchangeSummary {
     pub reasoning: String,
     pub tool_calls: Vec<CallSummary>,
     pub finish_reason: Option<String>,
+    /// Where the model's raw text came from (`slots debug (slot 0)`, `__verbose.content`,
+    /// `regenerated, verified`, …) or `missing: <why>`; absent for bare pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_text: Option<String>,
     /// HTTP status, for text output.
     #[serde(skip)]
     pub status: Option<u16>,
+    /// Set when the exchange is partial (the client disconnected or the upstream failed
+    /// mid-response): its recorded outcome and error. Its own signal, not a finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
 }
 
 /// One tool call in [`ExchangeSummary`].
@@ -79,7 +87,9 @@ impl ExchangeSummary {
                 })
                 .collect(),
             finish_reason: m.finish_reason,
+            raw_text: cx.raw.as_ref().map(raw_text_line),
             status: cx.status,
+            partial: None,
         }
     }
 }
@@ -129,6 +139,9 @@ impl CheckReport {
             if !e.content.is_empty() {
                 let _ = writeln!(s, "  content:   {}", one_line(&e.content, 100));
             }
+            if let Some(r) = &e.raw_text {
+                let _ = writeln!(s, "  raw text:  {}", one_line(r, 160));
+            }
             for c in &e.tool_calls {
                 let _ = writeln!(
                     s,
@@ -168,6 +181,18 @@ impl CheckReport {
             count(Severity::Info)
         );
         s
+    }
+}
+
+/// `check`'s one line about an exchange's raw text: `<source>, N bytes`, or
+/// `missing: <why> — <how>`.
+pub(crate) fn raw_text_line(r: &crate::stream::raw::RawOutput) -> String {
+    use crate::stream::raw::RawOutput;
+    match r {
+        RawOutput::Text { text, source, .. } => {
+            format!("{}, {} bytes", source.label(), text.len())
+        }
+        RawOutput::Missing { why, how } => format!("missing: {why} — {how}"),
     }
 }
 

@@ -17,6 +17,7 @@
 
 pub mod adapt;
 pub mod markers;
+pub mod sessions;
 pub mod split;
 pub mod tokdiff;
 pub mod view;

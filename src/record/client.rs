@@ -3,7 +3,7 @@
 //! llama-server (llama.cpp tools/server/server.cpp, build 11434): `GET /props`,
 //! `POST /apply-template` (chat body → `{"prompt"}`), `POST /tokenize`
 //! (`{"content", "with_pieces": true, "parse_special": true}` → `{"tokens":[{"id","piece"}]}`),
-//! `GET /health`. Ollama: `POST /api/show {"model"}` → `{"template", …}`.
+//! `GET /health`, `GET /slots`. Ollama: `POST /api/show {"model"}` → `{"template", …}`.
 
 use std::time::Duration;
 
@@ -108,6 +108,13 @@ impl ServerClient {
             .cloned()
             .context("/tokenize answer has no \"tokens\"")?;
         serde_json::from_value(tokens).context("/tokenize \"tokens\" is not [{id, piece}]")
+    }
+
+    /// `GET /slots` (llama-server), verbatim: one object per slot; with
+    /// `LLAMA_SERVER_SLOTS_DEBUG=1` each carries `prompt`, `generated` and `params`
+    /// (tools/server/server-context.cpp, build 11434). See [`crate::stream::raw::pick_slot`].
+    pub async fn slots(&self) -> anyhow::Result<Value> {
+        self.get_json("/slots").await
     }
 
     /// `POST /api/show {"model"}` (Ollama); returns the whole answer (`template` is a Go template).

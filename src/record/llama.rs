@@ -93,7 +93,8 @@ impl LlamaServer {
         }
         let mut last_err = None;
         for _attempt in 0..3 {
-            match Self::try_start(&bin, &opts) {
+            let port = free_port()?;
+            match Self::try_start(&bin, &opts, port, &[]) {
                 Ok(s) => return Ok(s),
                 Err((e, retry)) => {
                     if !retry {
@@ -106,8 +107,31 @@ impl LlamaServer {
         Err(last_err.unwrap_or_else(|| anyhow::anyhow!("llama-server did not start")))
     }
 
-    fn try_start(bin: &Path, opts: &LlamaOptions) -> Result<LlamaServer, (anyhow::Error, bool)> {
-        let port = free_port().map_err(|e| (e, false))?;
+    /// As [`LlamaServer::start`], on the given `port` (e.g. one a proxy was already pointed at
+    /// before the server started) and with `env` added to the server's environment (e.g.
+    /// `LLAMA_SERVER_SLOTS_DEBUG=1`, which makes `GET /slots` show each slot's prompt and
+    /// generated text; tools/server/server-context.cpp, build 11434). No retry on a port race.
+    pub fn start_on(
+        opts: LlamaOptions,
+        port: u16,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<LlamaServer> {
+        let bin = llama_server_binary();
+        if !bin.exists() {
+            bail!(
+                "llama-server binary not found at {} ($TOOLSCOPE_LLAMA_SERVER); run scripts/setup.sh",
+                bin.display()
+            );
+        }
+        Self::try_start(&bin, &opts, port, env).map_err(|(e, _)| e)
+    }
+
+    fn try_start(
+        bin: &Path,
+        opts: &LlamaOptions,
+        port: u16,
+        env: &[(&str, &str)],
+    ) -> Result<LlamaServer, (anyhow::Error, bool)> {
         let log =
             std::env::temp_dir().join(format!("toolscope-llama-{}-{port}.log", std::process::id()));
         let log_file = std::fs::File::create(&log)
@@ -145,6 +169,7 @@ impl LlamaServer {
             cmd.arg("-v");
         }
         cmd.args(&opts.extra_args);
+        cmd.envs(env.iter().copied());
         cmd.stdin(Stdio::null())
             .stdout(Stdio::from(log_file))
             .stderr(Stdio::from(log_err));

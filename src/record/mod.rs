@@ -7,8 +7,9 @@
 //! * [`llama`] — start/stop a real llama-server (end-to-end tests, recordings).
 //! * [`client`] — llama-server's inspection endpoints (`/props`, `/apply-template`, `/tokenize`).
 //! * [`anthropic`] — llama-server's Anthropic → OpenAI body conversion, for `/apply-template`.
-//! * [`redact`] — secret headers.
+//! * [`spill`] — bounded memory for recorded bodies (temporary file beyond 1 MiB).
 //! * [`summary`] — one-line exchange summaries (`--headless`).
+//! * [`serve`] — answers requests from a recorded session (`toolscope serve`).
 
 pub mod anthropic;
 pub mod client;
@@ -16,8 +17,10 @@ pub mod llama;
 pub mod probe;
 pub mod proxy;
 pub mod recorder;
-pub mod redact;
+pub mod resend;
 pub mod send;
+pub mod serve;
+pub mod spill;
 pub mod summary;
 
 pub use recorder::RecordEvent;

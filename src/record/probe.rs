@@ -70,7 +70,7 @@ pub async fn run_probe(opts: &ProbeOptions) -> anyhow::Result<ProbeRun> {
         .and_then(Value::as_str)
         .map(str::to_owned);
     let mut header = new_header(now_rfc3339());
-    header.upstream = Some(base.clone());
+    header.upstream = Some(crate::session::redact::redact_url(&base).into_owned());
     if let Some(p) = &props {
         header.engine = Some(Engine {
             kind: "llama-server".into(),

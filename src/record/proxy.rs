@@ -11,8 +11,17 @@
 //!   closes the upstream connection (llama-server then cancels the generation) and records the
 //!   partial exchange as `client_disconnected`.
 //! * An upstream that resets mid-body ends the client's response the same way (the chunked
-//!   body is cut off, not completed) and the exchange is recorded as `upstream_error`. An
-//!   upstream that cannot be reached gives the client HTTP 502 with a plain-text reason.
+//!   body is cut off, not completed) and the exchange is recorded as `upstream_error`; the
+//!   error text tells a reset (TCP RST) from a close before the body ended, with how long the
+//!   upstream had been silent. An upstream that cannot be reached gives the client HTTP 502
+//!   with a plain-text reason.
+//! * Bodies are recorded in bounded memory ([`crate::record::spill`]): a request body up to
+//!   1 MiB is read whole before it is forwarded (so a kept connection the upstream closed can
+//!   take it again); a longer one is forwarded as it arrives, on a fresh connection, and
+//!   recorded on the way.
+//! * Shutdown ([`ProxyHandle::shutdown_with`]): stop accepting, let running exchanges finish
+//!   for a grace period (idle keep-alive connections close at once), then cut the rest and
+//!   record them as `shutdown` with what they received; a second signal skips the wait.
 //!
 //! Server side: hyper 1 (`http1`); upstream side: hyper's low-level `client::conn::http1`
 //! over a `TCP_NODELAY` socket. The upstream connection has no task of its own: the response
@@ -43,11 +52,13 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Request as HRequest, Response as HResponse, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use crate::record::recorder::{
-    ActiveExchange, RecordEvent, Recorder, RecorderConfig, detect_engine, now_rfc3339,
+    ActiveExchange, RecordEvent, Recorder, RecorderConfig, RequestSink, detect_engine, now_rfc3339,
 };
+use crate::record::spill::SPILL_AT;
 use crate::session::{Header, Outcome, write::new_header};
 
 /// Boxed error type of the proxied bodies.
@@ -69,6 +80,13 @@ pub struct ProxyConfig {
     /// Probe the upstream for its engine (`/props`, `/v1/models`, `/api/version`) and, for
     /// llama-server, fetch `/apply-template` + `/tokenize` after each chat exchange.
     pub detect_engine: bool,
+    /// `--regenerate`: re-run each chat exchange whose raw text was not captured through
+    /// llama-server `/completion` after it ended, off the client's path (see
+    /// [`RecorderConfig::regenerate`]).
+    pub regenerate: bool,
+    /// The proxy is `send`'s internal hop: the recorded `host` header is the upstream's (what
+    /// a direct request carries), not the hop's ephemeral loopback port.
+    pub direct: bool,
 }
 
 impl ProxyConfig {
@@ -81,6 +99,8 @@ impl ProxyConfig {
             keep_secrets: false,
             label: None,
             detect_engine: true,
+            regenerate: false,
+            direct: false,
         }
     }
 }
@@ -88,52 +108,151 @@ impl ProxyConfig {
 /// The recording proxy.
 pub struct Proxy;
 
-/// A running proxy. Stop it with [`ProxyHandle::shutdown`] (dropping it stops accepting but
-/// does not wait for the session to be written).
+/// A running proxy. Stop it with [`ProxyHandle::shutdown`] or
+/// [`ProxyHandle::shutdown_with`] (dropping it stops accepting but does not wait for the
+/// session to be written).
 pub struct ProxyHandle {
     addr: SocketAddr,
     recorder: Recorder,
     header: Header,
-    stop: Option<oneshot::Sender<()>>,
+    /// Stop accepting; connections finish their current exchange, then close.
+    stop: CancellationToken,
+    /// Drop every connection now (the end of the grace period).
+    cut: CancellationToken,
+    conns: Arc<ConnCount>,
     task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// How a shutdown went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Every exchange ended within the grace period.
+    pub settled: bool,
+    /// Exchanges cut and recorded as [`Outcome::Shutdown`].
+    pub cut: usize,
+}
+
+/// Open client connections, to wait for them after the cut.
+#[derive(Default)]
+struct ConnCount {
+    n: std::sync::atomic::AtomicUsize,
+    zero: Notify,
+}
+
+struct ConnGuard(Arc<ConnCount>);
+
+impl ConnCount {
+    fn enter(self: &Arc<Self>) -> ConnGuard {
+        self.n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ConnGuard(self.clone())
+    }
+
+    async fn wait_zero(&self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, async {
+            loop {
+                let notified = self.zero.notified();
+                if self.n.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
+    }
+}
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        if self.0.n.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.0.zero.notify_waiters();
+        }
+    }
 }
 
 #[derive(Clone)]
 struct Upstream {
-    /// `host:port` as given (the `Host` header sent upstream).
+    /// `host:port` as given, without userinfo (the `Host` header sent upstream).
     authority: String,
     /// `host:port` with the default port 80 filled in (what is connected to).
     connect: String,
     prefix: String,
+    /// `http://host:port/prefix`, without userinfo: what is printed and recorded.
     base: String,
+    /// `base` with the userinfo as given, for toolscope's own requests (engine detection,
+    /// `/apply-template`); reqwest sends it as Basic credentials.
+    base_with_auth: String,
+    /// `Authorization: Basic …` built from `user:password@` in the URL (RFC 7617), sent
+    /// upstream when the client sent no `authorization` of its own.
+    basic_auth: Option<HeaderValue>,
+    /// [`ProxyConfig::direct`].
+    direct: bool,
 }
 
 fn parse_upstream(url: &str) -> anyhow::Result<Upstream> {
+    // messages never echo credentials (session::redact)
+    let shown = crate::session::redact::redact_url(url).into_owned();
     let uri: Uri = url
         .parse()
-        .with_context(|| format!("upstream URL {url:?} is not a URL"))?;
+        .with_context(|| format!("upstream URL {shown:?} is not a URL"))?;
     match uri.scheme_str() {
         Some("http") => {}
         Some("https") => bail!(
-            "upstream {url}: https is not supported (local inference servers speak plain HTTP)"
+            "upstream {shown}: https is not supported (local inference servers speak plain HTTP)"
         ),
-        _ => bail!("upstream {url:?}: expected http://HOST:PORT"),
+        _ => bail!("upstream {shown:?}: expected http://HOST:PORT"),
     }
-    let authority = uri
+    let given = uri
         .authority()
-        .with_context(|| format!("upstream {url:?} has no host"))?
-        .to_string();
+        .with_context(|| format!("upstream {shown:?} has no host"))?
+        .as_str();
+    let (userinfo, authority) = match given.rsplit_once('@') {
+        Some((u, a)) => (Some(u), a.to_owned()),
+        None => (None, given.to_owned()),
+    };
     let prefix = uri.path().trim_end_matches('/').to_owned();
     let connect = match uri.port_u16() {
         Some(_) => authority.clone(),
         None => format!("{authority}:80"),
     };
+    let basic_auth = userinfo.and_then(|u| {
+        use base64::Engine as _;
+        let u = percent_decode_userinfo(u);
+        HeaderValue::from_str(&format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(u)
+        ))
+        .ok()
+    });
     Ok(Upstream {
+        direct: false,
         base: format!("http://{authority}{prefix}"),
+        base_with_auth: format!("http://{given}{prefix}"),
         authority,
         connect,
         prefix,
+        basic_auth,
     })
+}
+
+/// `user:pa%40ss` → `user:pa@ss` (userinfo is percent-encoded in a URL, RFC 3986 §3.2.1).
+fn percent_decode_userinfo(u: &str) -> Vec<u8> {
+    let b = u.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
 }
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) that a proxy must not forward.
@@ -172,39 +291,61 @@ impl Proxy {
         cfg: ProxyConfig,
         events: Option<mpsc::Sender<RecordEvent>>,
     ) -> anyhow::Result<ProxyHandle> {
-        let upstream = parse_upstream(&cfg.upstream)?;
+        let mut upstream = parse_upstream(&cfg.upstream)?;
+        upstream.direct = cfg.direct;
         let listener = TcpListener::bind(cfg.listen)
             .await
             .with_context(|| format!("binding {}", cfg.listen))?;
         let addr = listener.local_addr()?;
         let mut header = new_header(now_rfc3339());
-        header.upstream = Some(upstream.base.clone());
+        header.upstream = Some(if cfg.keep_secrets {
+            upstream.base_with_auth.clone()
+        } else {
+            crate::session::redact::redact_url(&upstream.base_with_auth).into_owned()
+        });
         let mut render_from = None;
+        let mut learn_engine_from = None;
         if cfg.detect_engine {
-            let (engine, props) = detect_engine(&upstream.base).await;
+            let (engine, props) = detect_engine(&upstream.base_with_auth).await;
             if engine.kind == "llama-server" {
-                render_from = Some(upstream.base.clone());
+                render_from = Some(upstream.base_with_auth.clone());
+            }
+            // Not answering yet (still loading): retried after each exchange.
+            if engine.kind == "unknown" {
+                learn_engine_from = Some(upstream.base.clone());
             }
             header.engine = Some(engine);
             header.props = props;
         }
+        let bos_token = header
+            .props
+            .as_ref()
+            .and_then(|p| p.get("bos_token"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
         let recorder = Recorder::open(
             RecorderConfig {
                 session: cfg.session.clone(),
                 keep_secrets: cfg.keep_secrets,
                 label: cfg.label.clone(),
                 render_from,
+                bos_token,
+                learn_engine_from,
+                regenerate: cfg.regenerate,
             },
             &header,
             events,
         )?;
-        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        let stop = CancellationToken::new();
+        let cut = CancellationToken::new();
+        let conns = Arc::new(ConnCount::default());
         let rec = recorder.clone();
+        let (stop2, cut2, conns2) = (stop.clone(), cut.clone(), conns.clone());
         let task = tokio::spawn(async move {
             loop {
                 tokio::select! {
                     biased;
-                    _ = &mut stop_rx => break,
+                    _ = stop2.cancelled() => break,
                     accepted = listener.accept() => {
                         let Ok((stream, _peer)) = accepted else {
                             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -213,14 +354,30 @@ impl Proxy {
                         let _ = stream.set_nodelay(true);
                         let upstream = upstream.clone();
                         let rec = rec.clone();
+                        let (stop, cut, guard) = (stop2.clone(), cut2.clone(), conns2.enter());
                         tokio::spawn(async move {
+                            let _guard = guard;
                             // This client connection's upstream connection, kept between its requests.
                             let slot = Slot::default();
                             let svc = hyper::service::service_fn(move |req| handle(req, slot.clone(), upstream.clone(), rec.clone()));
-                            let _ = hyper::server::conn::http1::Builder::new()
+                            let conn = hyper::server::conn::http1::Builder::new()
                                 .keep_alive(true)
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .await;
+                                .serve_connection(TokioIo::new(stream), svc);
+                            let mut conn = std::pin::pin!(conn);
+                            tokio::select! {
+                                biased;
+                                _ = cut.cancelled() => return,
+                                _ = conn.as_mut() => return,
+                                _ = stop.cancelled() => {}
+                            }
+                            // shutting down: finish the exchange running on this connection (an
+                            // idle keep-alive connection closes now), unless cut first
+                            conn.as_mut().graceful_shutdown();
+                            tokio::select! {
+                                biased;
+                                _ = cut.cancelled() => {}
+                                _ = conn.as_mut() => {}
+                            }
                         });
                     }
                 }
@@ -230,7 +387,9 @@ impl Proxy {
             addr,
             recorder,
             header,
-            stop: Some(stop_tx),
+            stop,
+            cut,
+            conns,
             task: Some(task),
         })
     }
@@ -262,28 +421,50 @@ impl ProxyHandle {
         &self.recorder
     }
 
-    /// Stops accepting, waits up to `timeout` for in-flight exchanges and annotations, writes
-    /// everything queued and closes the session. Returns false when the wait timed out (the
-    /// exchanges still in flight are then lost, as after a crash).
-    pub async fn shutdown(mut self, timeout: Duration) -> bool {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+    /// [`ProxyHandle::shutdown_with`] with no early stop. Returns whether every exchange
+    /// ended within `grace` (the others are recorded as [`Outcome::Shutdown`]).
+    pub async fn shutdown(self, grace: Duration) -> bool {
+        self.shutdown_with(grace, std::future::pending())
+            .await
+            .settled
+    }
+
+    /// Stops accepting at once and waits up to `grace` for the exchanges in flight (and their
+    /// llama-server annotations) to end; idle keep-alive connections close at once. When
+    /// `grace` passes, or `hurry` completes first (a second Ctrl-C / SIGTERM), every exchange
+    /// still running is cut and recorded as [`Outcome::Shutdown`] with the request and response
+    /// bytes received so far. Then everything queued is written and flushed, and the session
+    /// closed. Annotations still pending 2 s after a cut are dropped.
+    pub async fn shutdown_with(
+        mut self,
+        grace: Duration,
+        hurry: impl Future<Output = ()>,
+    ) -> ShutdownReport {
+        self.stop.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
-        let settled = self.recorder.settle(timeout).await;
+        let settled = tokio::select! {
+            s = self.recorder.settle(grace) => s,
+            _ = hurry => false,
+        };
+        if !settled {
+            self.recorder.cut_in_flight();
+            self.cut.cancel();
+            // connection tasks drop their exchanges at once; give them a moment to run
+            self.conns.wait_zero(Duration::from_secs(5)).await;
+            self.recorder.settle(Duration::from_secs(2)).await;
+        }
+        let cut = self.recorder.cut_count();
         let rec = self.recorder.clone();
         let _ = tokio::task::spawn_blocking(move || rec.close()).await;
-        settled
+        ShutdownReport { settled, cut }
     }
 }
 
 impl Drop for ProxyHandle {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.stop.cancel();
     }
 }
 
@@ -301,38 +482,186 @@ fn text_response(status: StatusCode, text: String) -> HResponse<BoxBody<Bytes, B
     r
 }
 
+/// The body sent upstream: a buffered request body, or one forwarded as it arrives.
+type UpBody = BoxBody<Bytes, BoxError>;
+
+fn full_body(b: Bytes) -> UpBody {
+    Full::new(b)
+        .map_err(|e: Infallible| -> BoxError { match e {} })
+        .boxed()
+}
+
+/// A request body longer than [`SPILL_AT`]: the frames read so far, then the rest of the
+/// client's body as it arrives, each frame recorded on the way. A client that fails mid-body
+/// leaves its error in `client_error` (the exchange is then the client's fault, not the
+/// upstream's).
+struct StreamingRequest {
+    prefix: std::collections::VecDeque<Bytes>,
+    inner: Incoming,
+    sink: RequestSink,
+    client_error: Arc<Mutex<Option<String>>>,
+}
+
+impl HttpBody for StreamingRequest {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        if let Some(b) = this.prefix.pop_front() {
+            return Poll::Ready(Some(Ok(Frame::data(b))));
+        }
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(d) = frame.data_ref() {
+                    this.sink.push(d);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                let msg = format!(
+                    "reading the request body from the client failed after {} bytes: {e}",
+                    this.sink.len()
+                );
+                if let Ok(mut c) = this.client_error.lock() {
+                    *c = Some(msg);
+                }
+                Poll::Ready(Some(Err(Box::new(e))))
+            }
+            other => other.map(|o| o.map(|r| r.map_err(|e| -> BoxError { Box::new(e) }))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.prefix.is_empty() && self.inner.is_end_stream()
+    }
+}
+
+/// `e` and its sources, `: `-joined.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !chain.contains(&t) {
+            chain.push_str(": ");
+            chain.push_str(&t);
+        }
+        src = s.source();
+    }
+    chain
+}
+
+/// The recorded text for an upstream body that ended in an error: a reset (TCP RST) and a
+/// close before the body ended (a stall, then FIN) read differently, each with how long the
+/// upstream had been silent and how much arrived.
+fn body_error_text(e: &(dyn std::error::Error + 'static), quiet_ms: u64, bytes: u64) -> String {
+    let mut reset = false;
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+            )
+        {
+            reset = true;
+        }
+        src = s.source();
+    }
+    let incomplete = e
+        .downcast_ref::<hyper::Error>()
+        .is_some_and(|h| h.is_incomplete_message());
+    let chain = error_chain(e);
+    let lead = if reset {
+        "the upstream reset the connection (TCP RST) mid-response"
+    } else if incomplete || chain.contains("end of file") || chain.contains("unexpected EOF") {
+        "the upstream closed the connection before the response body ended"
+    } else {
+        "the upstream response body failed mid-response"
+    };
+    format!("{lead}, {quiet_ms} ms after its last byte, {bytes} body bytes received ({chain})")
+}
+
 async fn handle(
     req: HRequest<Incoming>,
     slot: Slot,
     upstream: Upstream,
     rec: Recorder,
 ) -> Result<HResponse<BoxBody<Bytes, BoxError>>, Infallible> {
-    let (parts, body) = req.into_parts();
+    let (parts, mut body) = req.into_parts();
     let path = parts
         .uri
         .path_and_query()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "/".into());
-    let req_headers = header_pairs(&parts.headers);
-    let body = match body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            // The client went away (or sent a broken body) before the request was complete.
-            let active = rec.begin(parts.method.as_str(), &path, req_headers, b"");
-            active.finish(
-                Outcome::ClientDisconnected,
-                Some(format!("reading the request body failed: {e}")),
-            );
-            return Ok(text_response(
-                StatusCode::BAD_REQUEST,
-                format!("toolscope proxy: reading the request body failed: {e}\n"),
-            ));
+    let mut req_headers = header_pairs(&parts.headers);
+    if upstream.direct {
+        // `send`'s internal hop: record the host a direct request carries
+        for (k, v) in req_headers.iter_mut() {
+            if k.eq_ignore_ascii_case("host") {
+                v.clone_from(&upstream.authority);
+            }
         }
+    }
+    // The exchange starts with the request head, so a shutdown or a client that goes away
+    // mid-upload still records what arrived.
+    let mut active = rec.begin_request(parts.method.as_str(), &path, req_headers);
+    let sink = active.request_sink();
+    let mut frames = std::collections::VecDeque::new();
+    let mut size = 0usize;
+    let mut whole = false;
+    while size <= SPILL_AT {
+        match body.frame().await {
+            None => {
+                whole = true;
+                break;
+            }
+            Some(Ok(frame)) => {
+                if let Ok(d) = frame.into_data() {
+                    sink.push(&d);
+                    size += d.len();
+                    frames.push_back(d);
+                }
+            }
+            Some(Err(e)) => {
+                // The client went away (or sent a broken body) before the request was complete.
+                let msg = format!("reading the request body failed after {size} bytes: {e}");
+                active.finish(Outcome::ClientDisconnected, Some(msg.clone()));
+                return Ok(text_response(
+                    StatusCode::BAD_REQUEST,
+                    format!("toolscope proxy: {msg}\n"),
+                ));
+            }
+        }
+    }
+    // live view: the request (its body while it is in memory)
+    active.request_done();
+    let client_error = Arc::new(Mutex::new(None::<String>));
+    // A whole body is kept (≤ 1 MiB) so a kept connection that turns out closed can take it
+    // again; a longer one streams once, on a fresh connection.
+    let buffered: Option<Bytes> = whole.then(|| {
+        let mut b = bytes::BytesMut::with_capacity(size);
+        for f in &frames {
+            b.extend_from_slice(f);
+        }
+        b.freeze()
+    });
+    let mut streaming = match &buffered {
+        Some(_) => None,
+        None => Some(StreamingRequest {
+            prefix: std::mem::take(&mut frames),
+            inner: body,
+            sink: sink.clone(),
+            client_error: client_error.clone(),
+        }),
     };
-    let mut active = rec.begin(parts.method.as_str(), &path, req_headers, &body);
 
     let target = format!("{}{}", upstream.prefix, path);
-    let build = || {
+    let build = |b: UpBody| {
         let mut up = HRequest::builder()
             .method(parts.method.clone())
             .uri(&target);
@@ -345,10 +674,21 @@ async fn handle(
             if let Ok(host) = HeaderValue::from_str(&upstream.authority) {
                 h.insert(hyper::header::HOST, host);
             }
+            if let Some(auth) = &upstream.basic_auth
+                && !h.contains_key(hyper::header::AUTHORIZATION)
+            {
+                h.insert(hyper::header::AUTHORIZATION, auth.clone());
+            }
         }
-        up.body(Full::new(body.clone()))
+        up.body(b)
     };
-    let first = match build() {
+    let next_body = |streaming: &mut Option<StreamingRequest>| -> Option<UpBody> {
+        match &buffered {
+            Some(b) => Some(full_body(b.clone())),
+            None => streaming.take().map(|s| s.boxed()),
+        }
+    };
+    let first = match build(next_body(&mut streaming).expect("a body")) {
         Ok(r) => r,
         Err(e) => {
             let msg = format!(
@@ -363,40 +703,40 @@ async fn handle(
     let mut first = Some(first);
     let mut sent = match kept {
         // A kept connection the upstream closed meanwhile fails before the request is
-        // written: send it again on a fresh connection.
-        Some(conn) => match conn.send(first.take().expect("unused")).await {
+        // written: send it again on a fresh connection (buffered bodies only).
+        Some(conn) if buffered.is_some() => match conn.send(first.take().expect("unused")).await {
             Err(SendError::NotSent(_)) => None,
             r => Some(r.map_err(SendError::into_inner)),
         },
-        None => None,
+        _ => None,
     };
     if sent.is_none() {
-        sent = Some(match UpstreamConn::connect(&upstream.connect).await {
-            Ok(conn) => conn
-                .send(
-                    first
-                        .take()
-                        .map_or_else(build, Ok)
-                        .expect("built once already"),
-                )
-                .await
-                .map_err(SendError::into_inner),
-            Err(e) => Err(e),
-        });
+        let req = match first.take() {
+            Some(r) => Some(r),
+            None => next_body(&mut streaming).and_then(|b| build(b).ok()),
+        };
+        sent = Some(
+            match (req, UpstreamConn::connect(&upstream.connect).await) {
+                (Some(req), Ok(conn)) => conn.send(req).await.map_err(SendError::into_inner),
+                (None, _) => Err("the request body could not be sent again".into()),
+                (_, Err(e)) => Err(e),
+            },
+        );
     }
     let (resp, conn) = match sent.expect("set above") {
         Ok(r) => r,
         Err(e) => {
-            let mut chain = e.to_string();
-            let mut src = std::error::Error::source(&*e);
-            while let Some(s) = src {
-                chain.push_str(": ");
-                chain.push_str(&s.to_string());
-                src = s.source();
+            if let Some(c) = client_error.lock().ok().and_then(|mut c| c.take()) {
+                active.finish(Outcome::ClientDisconnected, Some(c.clone()));
+                return Ok(text_response(
+                    StatusCode::BAD_REQUEST,
+                    format!("toolscope proxy: {c}\n"),
+                ));
             }
             let msg = format!(
-                "toolscope proxy: upstream {} failed: {chain}",
-                upstream.base
+                "toolscope proxy: upstream {} failed: {}",
+                upstream.base,
+                error_chain(&*e)
             );
             active.finish(Outcome::UpstreamError, Some(msg.clone()));
             return Ok(text_response(StatusCode::BAD_GATEWAY, msg + "\n"));
@@ -433,8 +773,8 @@ type UpstreamSocket = TokioIo<TcpStream>;
 
 /// One upstream HTTP/1.1 connection, driven by whoever holds it (it has no task of its own).
 struct UpstreamConn {
-    sender: client_h1::SendRequest<Full<Bytes>>,
-    conn: Pin<Box<client_h1::Connection<UpstreamSocket, Full<Bytes>>>>,
+    sender: client_h1::SendRequest<UpBody>,
+    conn: Pin<Box<client_h1::Connection<UpstreamSocket, UpBody>>>,
 }
 
 /// Where a client connection keeps its idle upstream connection between requests.
@@ -442,7 +782,7 @@ type Slot = Arc<Mutex<Option<UpstreamConn>>>;
 
 /// Drives `conn` once; `Some(result)` when the connection has ended.
 fn poll_conn(
-    conn: &mut Pin<Box<client_h1::Connection<UpstreamSocket, Full<Bytes>>>>,
+    conn: &mut Pin<Box<client_h1::Connection<UpstreamSocket, UpBody>>>,
     cx: &mut TaskContext<'_>,
 ) -> Option<hyper::Result<()>> {
     match conn.as_mut().poll(cx) {
@@ -472,7 +812,7 @@ impl UpstreamConn {
     /// body still to be read through it).
     async fn send(
         mut self,
-        req: HRequest<Full<Bytes>>,
+        req: HRequest<UpBody>,
     ) -> Result<(HResponse<Incoming>, Option<UpstreamConn>), SendError> {
         // Ready: the connection is idle and open (a kept one may have been closed upstream).
         std::future::poll_fn(|cx| {
@@ -556,6 +896,14 @@ impl RecordingBody {
         b
     }
 
+    fn error_text(&self, e: &hyper::Error) -> String {
+        let (quiet, bytes) = self
+            .active
+            .as_ref()
+            .map_or((0, 0), |a| (a.quiet_ms(), a.body_len()));
+        body_error_text(e, quiet, bytes)
+    }
+
     fn end(&mut self, outcome: Outcome, error: Option<String>) {
         if let Some(a) = self.active.take() {
             a.finish(outcome, error);
@@ -600,18 +948,16 @@ impl HttpBody for RecordingBody {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
-                this.end(
-                    Outcome::UpstreamError,
-                    Some(format!("upstream body failed mid-response: {e}")),
-                );
+                let text = this.error_text(&e);
+                this.end(Outcome::UpstreamError, Some(text));
                 Poll::Ready(Some(Err(Box::new(e))))
             }
             Poll::Ready(None) => {
                 match conn_error {
-                    Some(e) => this.end(
-                        Outcome::UpstreamError,
-                        Some(format!("upstream connection failed mid-response: {e}")),
-                    ),
+                    Some(e) => {
+                        let text = this.error_text(&e);
+                        this.end(Outcome::UpstreamError, Some(text))
+                    }
                     None => this.end(Outcome::Complete, None),
                 }
                 Poll::Ready(None)

@@ -7,9 +7,17 @@
 //! mix and file I/O stays off the client's path; each line is flushed when written.
 //!
 //! The client's path does the least per chunk: [`ActiveExchange::chunk`] appends the bytes to
-//! one growing buffer and notes (end offset, receive time in µs). Splitting that buffer into
+//! one growing [`Spill`] and notes (end offset, receive time in µs). Splitting that buffer into
 //! [`Chunk`]s (UTF-8 check, text or base64), building the [`Exchange`], the
 //! [`RecordEvent::Ended`] event and the JSON encoding all happen on the writer thread.
+//!
+//! Memory is bounded per exchange: request and response bodies (and the chunk marks) stay in
+//! memory up to [`crate::record::spill::SPILL_AT`] (1 MiB) each, then move to an unlinked
+//! temporary file beside the session, and the writer streams them into the line in 64 KiB
+//! pieces. Live events carry bodies only while they are in memory.
+//!
+//! Shutdown: [`Recorder::cut_in_flight`] marks every exchange still running, when its guard
+//! is dropped, as [`Outcome::Shutdown`] with what it received so far.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -21,10 +29,11 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
 use crate::record::client::ServerClient;
-use crate::record::redact::redact_value;
+use crate::record::spill::{Spill, mark_bytes, write_body_json, write_chunks_json};
+use crate::session::redact::{redact_query, redact_value};
 use crate::session::{
-    Annotation, Api, Body, Chunk, Engine, Exchange, Header, Line, Outcome, Request, Response,
-    SessionWriter,
+    Annotation, Api, Body, Chunk, Engine, Exchange, Header, Line, Outcome, RawTextSource, Request,
+    Response, SessionWriter,
 };
 
 /// What the recorder reports live (for the TUI's live view and `--headless` printing).
@@ -55,17 +64,38 @@ pub enum RecordEvent {
 }
 
 /// Recorder settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RecorderConfig {
     /// Session file (created with `header`, or appended to when it exists).
     pub session: PathBuf,
-    /// Store secret headers verbatim (default: redacted, see [`crate::record::redact`]).
+    /// Store secret headers verbatim (default: redacted, see [`crate::session::redact`]).
     pub keep_secrets: bool,
     /// `label` for every exchange (`send`), or `None` for proxied traffic.
     pub label: Option<String>,
     /// Upstream base URL for the `/apply-template` + `/tokenize` annotations; set only when the
     /// upstream is llama-server.
     pub render_from: Option<String>,
+    /// llama-server's BOS text (`/props` `bos_token`): a slot's prompt in `/slots` may carry it
+    /// in front of the rendered prompt.
+    pub bos_token: Option<String>,
+    /// Upstream base URL to retry engine detection against after each exchange while the
+    /// engine is unknown (the server was still loading when the recorder started). What is
+    /// learnt is written as an [`Annotation::Engine`]; for llama-server the annotations then
+    /// start.
+    pub learn_engine_from: Option<String>,
+    /// `proxy --regenerate`: after a chat exchange whose raw text was not captured, re-run its
+    /// rendered prompt through llama-server `/completion` (off the client's path), record that
+    /// exchange (label `regenerate:<id>`) and an [`Annotation::RawText`] with its verdict.
+    pub regenerate: bool,
+}
+
+/// A llama-server upstream, known when the recorder opened or learnt later.
+#[derive(Debug, Clone)]
+struct Llama {
+    client: ServerClient,
+    bos: Option<String>,
+    /// `/props` `chat_template` (the server's call format, for verifying regenerations).
+    template: Option<String>,
 }
 
 enum WriterMsg {
@@ -79,38 +109,117 @@ enum WriterMsg {
 
 struct RawExchange {
     ex: Exchange,
-    body: Vec<u8>,
-    /// `Some` for `text/event-stream`: per chunk, its end offset in `body` and receive µs.
-    marks: Option<Vec<(usize, u64)>>,
+    /// The request body as received.
+    req: Spill,
+    /// The response body as forwarded.
+    body: Spill,
+    /// `Some` for `text/event-stream`: per chunk, its end offset in `body` and receive µs
+    /// ([`mark_bytes`] records).
+    marks: Option<Spill>,
 }
 
+/// Stand-ins serialized where the streamed bodies go; JSON text never contains them outside
+/// a string, and inside a string their quotes would be escaped.
+const REQ_MARK: &str = "\u{0}toolscope:request-body\u{0}";
+const RESP_MARK: &str = "\u{0}toolscope:response-body\u{0}";
+
 impl RawExchange {
-    /// The exchange with its response body or chunks filled in.
-    fn build(self) -> Exchange {
-        let RawExchange {
-            mut ex,
-            body,
-            marks,
-        } = self;
+    /// The exchange for live events: bodies and chunks filled in when they are still in
+    /// memory (at most [`crate::record::spill::SPILL_AT`] each), left empty otherwise.
+    fn event_exchange(&self) -> Exchange {
+        let mut ex = self.ex.clone();
+        ex.request.body = self.req.body_in_memory().unwrap_or_default();
         if let Some(r) = ex.response.as_mut() {
-            match marks {
-                Some(marks) => {
-                    let mut start = 0;
-                    r.chunks = Some(
-                        marks
-                            .into_iter()
-                            .map(|(end, t_us)| {
-                                let data = Body::from_bytes(&body[start..end]);
+            match (&self.marks, self.body.in_memory()) {
+                (Some(marks), Some(body)) => {
+                    r.chunks = marks.in_memory().map(|m| {
+                        let mut start = 0usize;
+                        m.chunks_exact(16)
+                            .map(|rec| {
+                                let end =
+                                    u64::from_le_bytes(rec[..8].try_into().expect("8")) as usize;
+                                let t_us = u64::from_le_bytes(rec[8..].try_into().expect("8"));
+                                let data = Body::from_bytes(&body[start.min(end)..end]);
                                 start = end;
                                 Chunk { t_us, data }
                             })
-                            .collect(),
-                    );
+                            .collect()
+                    });
                 }
-                None => r.body = Some(Body::from_bytes(&body)),
+                (None, Some(body)) => r.body = Some(Body::from_bytes(body)),
+                _ => {}
             }
         }
         ex
+    }
+
+    /// Writes the exchange as one session line, streaming the bodies from their spills
+    /// (byte-identical to serializing the whole [`Exchange`]).
+    fn write(mut self, writer: &mut SessionWriter) -> std::io::Result<()> {
+        let mut ex = std::mem::take(&mut self.ex);
+        ex.request.body = Body::Text {
+            text: REQ_MARK.into(),
+        };
+        let resp_mark = Body::Text {
+            text: RESP_MARK.into(),
+        };
+        let resp_token = match (ex.response.as_mut(), self.marks.is_some()) {
+            (Some(r), true) => {
+                let c = vec![Chunk {
+                    t_us: 0,
+                    data: resp_mark,
+                }];
+                let t = serde_json::to_string(&c).map_err(std::io::Error::other)?;
+                r.chunks = Some(c);
+                Some(t)
+            }
+            (Some(r), false) => {
+                let t = serde_json::to_string(&resp_mark).map_err(std::io::Error::other)?;
+                r.body = Some(resp_mark);
+                Some(t)
+            }
+            (None, _) => None,
+        };
+        let req_token = serde_json::to_string(&Body::Text {
+            text: REQ_MARK.into(),
+        })
+        .map_err(std::io::Error::other)?;
+        let line =
+            serde_json::to_string(&Line::Exchange(Box::new(ex))).map_err(std::io::Error::other)?;
+        let a = line
+            .find(&req_token)
+            .ok_or_else(|| std::io::Error::other("request body stand-in not found"))?;
+        let after_req = a + req_token.len();
+        let b = match &resp_token {
+            Some(t) => Some(
+                line[after_req..]
+                    .find(t.as_str())
+                    .map(|i| after_req + i)
+                    .ok_or_else(|| std::io::Error::other("response stand-in not found"))?,
+            ),
+            None => None,
+        };
+        let RawExchange {
+            mut req,
+            mut body,
+            marks,
+            ..
+        } = self;
+        writer.append_with(|w| {
+            w.write_all(&line.as_bytes()[..a])?;
+            write_body_json(w, &mut req)?;
+            match (b, &resp_token) {
+                (Some(b), Some(t)) => {
+                    w.write_all(&line.as_bytes()[after_req..b])?;
+                    match marks {
+                        Some(mut m) => write_chunks_json(w, &mut body, &mut m)?,
+                        None => write_body_json(w, &mut body)?,
+                    }
+                    w.write_all(&line.as_bytes()[b + t.len()..])
+                }
+                _ => w.write_all(&line.as_bytes()[after_req..]),
+            }
+        })
     }
 }
 
@@ -123,11 +232,22 @@ struct Inner {
     /// Exchanges started and not yet queued, plus annotation fetches pending.
     busy: AtomicUsize,
     idle: Notify,
-    render_client: Option<ServerClient>,
+    /// The llama-server upstream for annotations (render, slots, regeneration), once known.
+    llama: std::sync::RwLock<Option<Llama>>,
+    /// Where to retry engine detection while it is unknown; `None` once learnt.
+    learn_from: Mutex<Option<String>>,
+    /// A detection is running (at most one at a time).
+    learning: std::sync::atomic::AtomicBool,
     /// Lines written (exchanges + annotations), for tests and benches.
     written: Arc<AtomicU64>,
     /// The runtime the recorder was opened on (late events from the writer thread).
     rt: Option<tokio::runtime::Handle>,
+    /// Set by [`Recorder::cut_in_flight`]: exchanges dropped from now on were cut by shutdown.
+    cut: std::sync::atomic::AtomicBool,
+    /// Exchanges recorded as [`Outcome::Shutdown`].
+    cut_count: AtomicUsize,
+    /// Folder for spilled bodies (the session's).
+    spill_dir: PathBuf,
 }
 
 /// A cheap-to-clone handle on one session being recorded.
@@ -194,14 +314,14 @@ impl Recorder {
             .spawn(move || {
                 let mut failed = false;
                 for msg in rx {
-                    let line = match msg {
-                        WriterMsg::Line(line) => line,
+                    let result = match msg {
+                        WriterMsg::Line(line) => writer.append(&line),
                         WriterMsg::Ended(raw) => {
-                            let ex = raw.build();
                             if let Some(ev) = &events2 {
-                                emit_to(ev, rt2.as_ref(), RecordEvent::Ended(Box::new(ex.clone())));
+                                let ex = raw.event_exchange();
+                                emit_to(ev, rt2.as_ref(), RecordEvent::Ended(Box::new(ex)));
                             }
-                            Box::new(Line::Exchange(Box::new(ex)))
+                            raw.write(&mut writer)
                         }
                         WriterMsg::Flush(done) => {
                             let _ = done.send(());
@@ -209,7 +329,7 @@ impl Recorder {
                         }
                     };
                     {
-                        match writer.append(&line) {
+                        match result {
                             Ok(()) => {
                                 written2.fetch_add(1, Ordering::SeqCst);
                             }
@@ -227,7 +347,22 @@ impl Recorder {
                     }
                 }
             })?;
-        let render_client = cfg.render_from.as_deref().map(ServerClient::new);
+        let llama = cfg.render_from.as_deref().map(|base| Llama {
+            client: ServerClient::new(base),
+            bos: cfg.bos_token.clone(),
+            template: header
+                .props
+                .as_ref()
+                .and_then(|p| p.get("chat_template"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+        let learn_from = cfg.learn_engine_from.clone().filter(|_| llama.is_none());
+        let spill_dir = cfg
+            .session
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_owned);
         Ok(Recorder {
             inner: Arc::new(Inner {
                 cfg,
@@ -237,11 +372,33 @@ impl Recorder {
                 events,
                 busy: AtomicUsize::new(0),
                 idle: Notify::new(),
-                render_client,
+                llama: std::sync::RwLock::new(llama),
+                learn_from: Mutex::new(learn_from),
+                learning: std::sync::atomic::AtomicBool::new(false),
                 written,
                 rt,
+                cut: std::sync::atomic::AtomicBool::new(false),
+                cut_count: AtomicUsize::new(0),
+                spill_dir,
             }),
         })
+    }
+
+    /// From now on, every exchange still running whose guard is dropped is recorded as
+    /// [`Outcome::Shutdown`] (the proxy calls this when the grace period ends, then drops the
+    /// connections).
+    pub fn cut_in_flight(&self) {
+        self.inner.cut.store(true, Ordering::SeqCst);
+    }
+
+    /// Exchanges recorded as [`Outcome::Shutdown`] so far.
+    pub fn cut_count(&self) -> usize {
+        self.inner.cut_count.load(Ordering::SeqCst)
+    }
+
+    /// Exchanges started and not yet queued for writing, plus pending annotation fetches.
+    pub fn in_flight(&self) -> usize {
+        self.inner.busy.load(Ordering::SeqCst)
     }
 
     /// The session file.
@@ -278,15 +435,32 @@ impl Recorder {
         }
     }
 
-    /// Starts an exchange for a request (method, path with query, headers as received, whole
-    /// body). Headers are redacted here unless `keep_secrets`. The returned guard records the
-    /// exchange when finished, or as [`Outcome::ClientDisconnected`] when dropped unfinished.
+    /// Starts an exchange for a request whose body is already whole (method, path with query,
+    /// headers as received, body): [`Recorder::begin_request`], the body, and
+    /// [`ActiveExchange::request_done`].
     pub fn begin(
         &self,
         method: &str,
         path: &str,
         headers: Vec<(String, String)>,
         body: &[u8],
+    ) -> ActiveExchange {
+        let mut a = self.begin_request(method, path, headers);
+        a.request_sink().push(body);
+        a.request_done();
+        a
+    }
+
+    /// Starts an exchange as soon as a request's head arrives; its body follows through
+    /// [`ActiveExchange::request_sink`]. Headers and secret query values are redacted here
+    /// unless `keep_secrets` ([`crate::session::redact`]). The returned guard records the
+    /// exchange when finished, or as [`Outcome::ClientDisconnected`] when dropped unfinished
+    /// ([`Outcome::Shutdown`] after [`Recorder::cut_in_flight`]).
+    pub fn begin_request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
     ) -> ActiveExchange {
         let start = Instant::now();
         let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
@@ -301,21 +475,19 @@ impl Recorder {
                 })
                 .collect()
         };
+        let path = if self.inner.cfg.keep_secrets {
+            path.to_owned()
+        } else {
+            redact_query(path).into_owned()
+        };
         let request = Request {
             method: method.to_owned(),
-            path: path.to_owned(),
+            path,
             headers,
-            body: Body::from_bytes(body),
+            body: Body::default(),
         };
         let started = now_rfc3339();
         self.busy_inc();
-        if self.inner.events.is_some() {
-            self.emit(RecordEvent::Started {
-                id,
-                started: started.clone(),
-                request: request.clone(),
-            });
-        }
         ActiveExchange {
             rec: self.clone(),
             start,
@@ -327,8 +499,12 @@ impl Recorder {
                 ..Default::default()
             }),
             sse: false,
-            body: Vec::new(),
-            marks: Vec::new(),
+            req: RequestSink(Arc::new(Mutex::new(Spill::new(&self.inner.spill_dir)))),
+            announced: false,
+            body: Spill::new(&self.inner.spill_dir),
+            marks: Spill::new(&self.inner.spill_dir),
+            last_chunk_us: None,
+            tail: Vec::new(),
         }
     }
 
@@ -336,31 +512,177 @@ impl Recorder {
     /// render annotation. Cheap: this runs on the client's path when a response ends.
     fn ended(&self, raw: RawExchange) {
         let ex = &raw.ex;
-        let render = self.inner.render_client.clone().filter(|_| {
-            matches!(ex.api(), Api::Openai | Api::Anthropic) && ex.request.method == "POST"
+        if ex.outcome == Outcome::Shutdown {
+            self.inner.cut_count.fetch_add(1, Ordering::SeqCst);
+        }
+        // A request body too large to keep in memory is not rendered (the annotation would
+        // hold it again), nor is an exchange cut by shutdown.
+        let req_body = raw.req.body_in_memory();
+        let chat = matches!(ex.api(), Api::Openai | Api::Anthropic)
+            && ex.request.method == "POST"
+            && req_body.is_some()
+            && ex.outcome != Outcome::Shutdown;
+        let llama = self.inner.llama.read().ok().and_then(|l| l.clone());
+        let learn = match llama {
+            Some(_) => None,
+            None => self.inner.learn_from.lock().ok().and_then(|l| l.clone()),
+        };
+        // The whole exchange (bodies while in memory), for verifying a regeneration against
+        // what the server sent.
+        let original = (chat && self.inner.cfg.regenerate).then(|| raw.event_exchange());
+        let id = ex.id;
+        let request = chat.then(|| {
+            let mut request = ex.request.clone();
+            request.body = req_body.clone().unwrap_or_default();
+            request
         });
-        let render_req = render
-            .as_ref()
-            .map(|_| (ex.id, ex.api(), ex.request.clone()));
         if let Ok(guard) = self.inner.writer.lock()
             && let Some(tx) = guard.as_ref()
         {
             let _ = tx.send(WriterMsg::Ended(Box::new(raw)));
         }
-        if let (Some(client), Some((id, api, request))) = (render, render_req)
+        if (learn.is_some() || (llama.is_some() && chat))
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
             self.busy_inc();
             let rec = self.clone();
             rt.spawn(async move {
-                let body = request.body.json().ok();
-                let ann = server_render(&client, id, api, body).await;
-                rec.emit(RecordEvent::Annotated(ann.clone()));
-                rec.queue(Line::Annotation(ann));
+                let llama = match (llama, learn) {
+                    (Some(l), _) => Some(l),
+                    (None, Some(base)) => rec.learn_engine(&base, id).await,
+                    (None, None) => None,
+                };
+                if let (Some(l), Some(request)) = (llama, request) {
+                    rec.annotate(&l, id, request, original).await;
+                }
                 rec.busy_dec();
             });
         }
         self.busy_dec();
+    }
+
+    fn write_annotation(&self, ann: Annotation) {
+        self.emit(RecordEvent::Annotated(ann.clone()));
+        self.queue(Line::Annotation(ann));
+    }
+
+    /// Retries engine detection (at most one at a time). When the engine answers it is written
+    /// as an [`Annotation::Engine`] after exchange `id` and detection stops; a llama-server
+    /// becomes the upstream of the annotations from now on (and is returned).
+    async fn learn_engine(&self, base: &str, id: u64) -> Option<Llama> {
+        if self.inner.learning.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let (engine, props) = detect_engine(base).await;
+        self.inner.learning.store(false, Ordering::SeqCst);
+        if engine.kind == "unknown" {
+            return None;
+        }
+        if let Ok(mut l) = self.inner.learn_from.lock() {
+            if l.is_none() {
+                return None; // learnt meanwhile
+            }
+            *l = None;
+        }
+        let s = |k: &str| {
+            props
+                .as_ref()
+                .and_then(|p| p.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let llama = (engine.kind == "llama-server").then(|| Llama {
+            client: ServerClient::new(base),
+            bos: s("bos_token"),
+            template: s("chat_template"),
+        });
+        if let (Some(l), Ok(mut slot)) = (&llama, self.inner.llama.write()) {
+            *slot = Some(l.clone());
+        }
+        self.write_annotation(Annotation::Engine {
+            exchange: id,
+            engine,
+            props,
+        });
+        llama
+    }
+
+    /// The annotations of one ended chat exchange against llama-server: `GET /slots` first (a
+    /// later request may reuse the slot), then the server render, then the slot whose prompt
+    /// is that render ([`crate::stream::raw::pick_slot`]), then — with `regenerate` and no raw
+    /// text captured — a verified regeneration.
+    async fn annotate(&self, l: &Llama, id: u64, request: Request, original: Option<Exchange>) {
+        let slots = l.client.slots().await;
+        let api = Api::from_path(&request.path);
+        let body = request.body.json().ok();
+        let render = server_render(&l.client, id, api, body).await;
+        let prompt = match &render {
+            Annotation::ServerRender {
+                prompt: Some(p), ..
+            } => Ok(p.clone()),
+            Annotation::ServerRender { error, .. } => Err(error.clone().unwrap_or_default()),
+            _ => Err(String::new()),
+        };
+        self.write_annotation(render);
+        let picked = match (&prompt, slots) {
+            (Ok(p), Ok(s)) => crate::stream::raw::pick_slot(&s, p, l.bos.as_deref()),
+            (Err(e), _) => Err(format!(
+                "no rendered prompt to find the exchange's slot by: {e}"
+            )),
+            (_, Err(e)) => Err(format!("GET /slots failed: {e:#}")),
+        };
+        let captured = picked.is_ok();
+        self.write_annotation(match picked {
+            Ok(t) => Annotation::RawText {
+                exchange: id,
+                source: RawTextSource::SlotsDebug,
+                text: Some(t.generated),
+                slot: Some(t.slot),
+                generation_prompt: t.generation_prompt,
+                by: None,
+                verified: None,
+                diverged_at: None,
+                error: None,
+            },
+            Err(why) => Annotation::RawText {
+                exchange: id,
+                source: RawTextSource::SlotsDebug,
+                text: None,
+                slot: None,
+                generation_prompt: None,
+                by: None,
+                verified: None,
+                diverged_at: None,
+                error: Some(why),
+            },
+        });
+        if let (Some(original), Ok(prompt)) = (original, prompt)
+            && !captured
+            && crate::stream::raw::raw_output(&original, &[])
+                .text()
+                .is_none()
+        {
+            let new_id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+            let (ex, ann) = crate::record::regenerate::regenerate_recorded(
+                &l.client,
+                &original,
+                &prompt,
+                new_id,
+                l.template.as_deref(),
+            )
+            .await;
+            if let Some(ex) = ex {
+                if let Some(ev) = &self.inner.events {
+                    emit_to(
+                        ev,
+                        self.inner.rt.as_ref(),
+                        RecordEvent::Ended(Box::new(ex.clone())),
+                    );
+                }
+                self.queue(Line::Exchange(Box::new(ex)));
+            }
+            self.write_annotation(ann);
+        }
     }
 
     /// Waits until no exchange is in flight and no annotation is pending (at most `timeout`),
@@ -455,16 +777,61 @@ pub async fn server_render(
 }
 
 /// One exchange being recorded. Finish it with [`ActiveExchange::finish`]; dropping it
-/// unfinished records it as [`Outcome::ClientDisconnected`].
+/// unfinished records it as [`Outcome::ClientDisconnected`] (or [`Outcome::Shutdown`] after
+/// [`Recorder::cut_in_flight`]) with everything received so far.
 pub struct ActiveExchange {
     rec: Recorder,
     start: Instant,
     ex: Option<Exchange>,
     sse: bool,
+    /// The request body as it arrives (shared with the body forwarded upstream).
+    req: RequestSink,
+    /// Whether [`RecordEvent::Started`] was sent.
+    announced: bool,
     /// The response body so far, every chunk appended as forwarded.
-    body: Vec<u8>,
+    body: Spill,
     /// For `text/event-stream`: per chunk, its end offset in `body` and receive µs.
-    marks: Vec<(usize, u64)>,
+    marks: Spill,
+    /// When the last response chunk arrived (µs since the request start).
+    last_chunk_us: Option<u64>,
+    /// The last [`TAIL`]–2×[`TAIL`] bytes of the response body (the body itself may be spilled
+    /// to disk): enough to see whether it ends with its API's terminal event.
+    tail: Vec<u8>,
+}
+
+/// How much of a response body's end [`ActiveExchange`] keeps in memory for the terminal-event
+/// check (a llama-server `/completion` final event with its settings is a few KiB).
+const TAIL: usize = 64 << 10;
+
+/// Where a request body is recorded while it is forwarded upstream: cheap to clone, shared
+/// between the exchange and the upstream request's body.
+#[derive(Clone)]
+pub struct RequestSink(Arc<Mutex<Spill>>);
+
+impl RequestSink {
+    /// Records the next piece of the request body.
+    pub fn push(&self, data: &[u8]) {
+        if let Ok(mut s) = self.0.lock() {
+            s.push(data);
+        }
+    }
+
+    /// Bytes recorded so far.
+    pub fn len(&self) -> u64 {
+        self.0.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn take(&self, dir: &Path) -> Spill {
+        match self.0.lock() {
+            Ok(mut s) => std::mem::replace(&mut *s, Spill::new(dir)),
+            Err(_) => Spill::new(dir),
+        }
+    }
 }
 
 impl ActiveExchange {
@@ -478,9 +845,51 @@ impl ActiveExchange {
         self.start.elapsed().as_micros() as u64
     }
 
+    /// Milliseconds since the last response chunk (or since the head when none came).
+    pub fn quiet_ms(&self) -> u64 {
+        let last = self
+            .last_chunk_us
+            .or_else(|| self.ex.as_ref().and_then(|e| e.timings.ttfb_us))
+            .unwrap_or(0);
+        self.elapsed_us().saturating_sub(last) / 1000
+    }
+
+    /// Bytes of response body received so far.
+    pub fn body_len(&self) -> u64 {
+        self.body.len()
+    }
+
+    /// Where the request body goes as it arrives.
+    pub fn request_sink(&self) -> RequestSink {
+        self.req.clone()
+    }
+
+    /// The request body is complete: sends [`RecordEvent::Started`] (with the body while it
+    /// is in memory, at most [`crate::record::spill::SPILL_AT`] bytes).
+    pub fn request_done(&mut self) {
+        if self.announced {
+            return;
+        }
+        self.announced = true;
+        if self.rec.inner.events.is_none() {
+            return;
+        }
+        let Some(ex) = self.ex.as_ref() else { return };
+        let mut request = ex.request.clone();
+        if let Ok(s) = self.req.0.lock() {
+            request.body = s.body_in_memory().unwrap_or_default();
+        }
+        self.rec.emit(RecordEvent::Started {
+            id: ex.id,
+            started: ex.started.clone(),
+            request,
+        });
+    }
+
     /// Records the response status line and headers (redacted unless `keep_secrets`).
-    /// `text/event-stream` responses are then recorded chunk by chunk.
+    /// `text/event-stream` and `application/x-ndjson` responses are then recorded chunk by chunk.
     pub fn head(&mut self, status: u16, headers: Vec<(String, String)>) {
+        self.request_done();
         let t = self.elapsed_us();
         let keep = self.rec.inner.cfg.keep_secrets;
         let headers: Vec<(String, String)> = if keep {
@@ -494,11 +903,12 @@ impl ActiveExchange {
                 })
                 .collect()
         };
+        // SSE and Ollama's NDJSON (`application/x-ndjson`) are both recorded read by read.
         self.sse = headers.iter().any(|(k, v)| {
-            k.eq_ignore_ascii_case("content-type")
-                && v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("text/event-stream")
+            k.eq_ignore_ascii_case("content-type") && {
+                let v = v.trim_start().to_ascii_lowercase();
+                v.starts_with("text/event-stream") || v.starts_with("application/x-ndjson")
+            }
         });
         let id = self.id();
         if let Some(ex) = self.ex.as_mut() {
@@ -518,14 +928,19 @@ impl ActiveExchange {
         });
     }
 
-    /// Records one body chunk exactly as forwarded to the client: a copy into one growing
-    /// buffer and, for streams, one (end offset, µs) mark — no per-chunk allocation or
+    /// Records one body chunk exactly as forwarded to the client: appended to the body's
+    /// [`Spill`] and, for streams, one (end offset, µs) mark — no per-chunk allocation or
     /// encoding here (that is the writer thread's job).
     pub fn chunk(&mut self, data: &Bytes) {
         let t = self.elapsed_us();
-        self.body.extend_from_slice(data);
+        self.last_chunk_us = Some(t);
+        self.body.push(data);
+        self.tail.extend_from_slice(data);
+        if self.tail.len() > 2 * TAIL {
+            self.tail.drain(..self.tail.len() - TAIL);
+        }
         if self.sse {
-            self.marks.push((self.body.len(), t));
+            self.marks.push(&mark_bytes(self.body.len(), t));
         }
         if self.rec.inner.events.is_some() {
             let id = self.id();
@@ -547,10 +962,15 @@ impl ActiveExchange {
         ex.timings.total_us = Some(self.elapsed_us());
         ex.outcome = outcome;
         ex.error = error;
-        let marks = self.sse.then(|| std::mem::take(&mut self.marks));
+        let dir = &self.rec.inner.spill_dir;
+        let marks = std::mem::replace(&mut self.marks, Spill::new(dir));
+        let marks = self.sse.then_some(marks);
+        let req = self.req.take(dir);
+        let body = std::mem::replace(&mut self.body, Spill::new(dir));
         self.rec.ended(RawExchange {
             ex,
-            body: std::mem::take(&mut self.body),
+            req,
+            body,
             marks,
         });
     }
@@ -559,7 +979,25 @@ impl ActiveExchange {
 impl Drop for ActiveExchange {
     fn drop(&mut self) {
         if self.ex.is_some() {
-            self.end(Outcome::ClientDisconnected, Some("the client closed the connection before the response ended; upstream request cancelled".into()));
+            if self.rec.inner.cut.load(Ordering::SeqCst) {
+                let got = self.body.len();
+                let sent = self.req.len();
+                self.end(
+                    Outcome::Shutdown,
+                    Some(format!(
+                        "cut by toolscope's shutdown (SIGINT/SIGTERM) after the grace period, {} ms after the last response byte; recorded what had arrived: {sent} request bytes, {got} response bytes",
+                        self.quiet_ms()
+                    )),
+                );
+            } else if self.ex.as_ref().is_some_and(|e| e.response.is_some())
+                && crate::stream::sse::ends_with_terminal_event(&self.tail)
+            {
+                // A client that closes once it has read the terminal event (`[DONE]`,
+                // `message_stop`; the official openai SDK does) got the whole response.
+                self.end(Outcome::Complete, None);
+            } else {
+                self.end(Outcome::ClientDisconnected, Some("the client closed the connection before the response ended; upstream request cancelled".into()));
+            }
         }
     }
 }

@@ -18,8 +18,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 
+use crate::parser::Syntax;
 use crate::record::client::ServerClient;
-use crate::session::{Api, Body, Exchange, Line, Request, Response, SessionWriter, Timings};
+use crate::session::{
+    Annotation, Api, Body, Exchange, Line, RawTextSource, Request, Response, SessionWriter, Timings,
+};
+use crate::stream::raw::{Verdict, verify_regenerated};
 
 /// True when `ex` is a chat exchange (OpenAI or Anthropic) that llama-server answered with its
 /// tool-call parse error: HTTP 500 (or an SSE `error` event) whose message says the output
@@ -80,27 +84,7 @@ pub fn completion_body(chat: &Value, prompt: &str) -> Value {
     Value::Object(b)
 }
 
-/// The assistant prefill of a chat body: the text of its last message when that message has
-/// role `assistant` (string content, or the concatenated `text` parts/blocks). llama-server
-/// continues such a message, so the text its parser saw is this prefill followed by the
-/// generated text.
-pub fn assistant_prefill(chat: &Value) -> Option<String> {
-    let last = chat.get("messages")?.as_array()?.last()?;
-    if last.get("role").and_then(Value::as_str) != Some("assistant") {
-        return None;
-    }
-    match last.get("content")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
-        ),
-        _ => None,
-    }
-}
+pub use crate::stream::raw::assistant_prefill;
 
 /// What [`regenerate`] produced.
 #[derive(Debug, Clone)]
@@ -113,20 +97,14 @@ pub struct Regenerated {
     pub generated: String,
     /// The text to replay the parser on: the assistant prefill (if any) + `generated`.
     pub raw_text: String,
+    /// The [`Annotation::RawText`] written for the original exchange (source `regenerated`,
+    /// `by` = the new exchange, and the verdict of [`crate::stream::raw::verify_regenerated`]).
+    pub annotation: Annotation,
 }
 
-/// Regenerates exchange `original` against the llama-server at `base_url` (`http://HOST:PORT`)
-/// and appends the new exchange to `writer` (id from [`SessionWriter::next_id`], label
-/// `regenerate:<original id>`, `started` now, timings measured).
-///
-/// Errors: the original request body is not JSON or not a chat body; `/apply-template` fails;
-/// `/completion` cannot be reached (an HTTP error status from `/completion` is recorded, not an
-/// error); the session line cannot be written. Every message names the original exchange id.
-pub async fn regenerate(
-    base_url: &str,
-    original: &Exchange,
-    writer: &mut SessionWriter,
-) -> anyhow::Result<Regenerated> {
+/// The chat body of a chat exchange, converted to OpenAI shape as llama-server converts
+/// Anthropic bodies (`/apply-template` takes OpenAI bodies only): `(original body, chat body)`.
+fn chat_bodies(original: &Exchange) -> anyhow::Result<(Value, Value)> {
     let id = original.id;
     let body = original
         .request_json()
@@ -141,15 +119,24 @@ pub async fn regenerate(
             other.as_str()
         ),
     };
-    let base = base_url.trim_end_matches('/');
-    let client = ServerClient::new(base);
-    let prompt = client
-        .apply_template(&chat)
-        .await
-        .with_context(|| format!("exchange {id}: /apply-template"))?;
-    let req_body = completion_body(&body, &prompt);
-    let req_bytes = serde_json::to_vec(&req_body)?;
+    Ok((body, chat))
+}
 
+/// Sends `prompt` to llama-server `POST /completion` with the sampling settings of `original`
+/// ([`completion_body`]) and returns the recorded exchange (id `new_id`, label
+/// `regenerate:<original id>`, timings measured) and the generated text.
+///
+/// Errors: `/completion` cannot be reached or its answer cannot be read (an HTTP error status
+/// is recorded, not an error). Messages name the original exchange id.
+async fn complete(
+    base: &str,
+    original: &Exchange,
+    body: &Value,
+    prompt: &str,
+    new_id: u64,
+) -> anyhow::Result<(Exchange, String)> {
+    let id = original.id;
+    let req_bytes = serde_json::to_vec(&completion_body(body, prompt))?;
     let started = crate::record::recorder::now_rfc3339();
     let t0 = Instant::now();
     let http = reqwest::Client::builder()
@@ -172,17 +159,12 @@ pub async fn regenerate(
         .await
         .with_context(|| format!("exchange {id}: reading the /completion answer"))?;
     let total = t0.elapsed().as_micros() as u64;
-
     let generated = serde_json::from_slice::<Value>(&bytes)
         .ok()
         .and_then(|v| v.get("content").and_then(Value::as_str).map(str::to_owned))
         .unwrap_or_default();
-    let raw_text = format!(
-        "{}{generated}",
-        assistant_prefill(&body).unwrap_or_default()
-    );
     let exchange = Exchange {
-        id: writer.next_id(),
+        id: new_id,
         started,
         label: Some(format!("regenerate:{id}")),
         request: Request {
@@ -203,20 +185,142 @@ pub async fn regenerate(
         },
         ..Default::default()
     };
+    Ok((exchange, generated))
+}
+
+/// The [`Annotation::RawText`] for `original` regenerated as `generated` by exchange `by`:
+/// verified against the server's answer when the original exchange has one (a complete
+/// response with a status below 400), under the call syntax of `template` (the server's chat
+/// template; else the syntax the text shows).
+pub fn regenerated_annotation(
+    original: &Exchange,
+    generated: &str,
+    by: Option<u64>,
+    template: Option<&str>,
+) -> Annotation {
+    let body = original.request_json();
+    let prefill = body
+        .as_ref()
+        .and_then(assistant_prefill)
+        .unwrap_or_default();
+    let answered = original.response.as_ref().is_some_and(|r| r.status < 400)
+        && !original.is_partial()
+        && !is_parse_error(original);
+    let server = answered
+        .then(|| crate::stream::decode_exchange(original))
+        .flatten()
+        .map(|r| r.message);
+    let verdict = server.map(|m| {
+        let raw = format!("{prefill}{generated}");
+        let syntax = template
+            .and_then(Syntax::detect_from_template)
+            .or_else(|| Syntax::detect_from_text(&raw));
+        verify_regenerated(&m, &prefill, generated, syntax, body.as_ref())
+    });
+    Annotation::RawText {
+        exchange: original.id,
+        source: RawTextSource::Regenerated,
+        text: Some(generated.to_owned()),
+        slot: None,
+        generation_prompt: None,
+        by,
+        verified: verdict.map(|v| v == Verdict::Verified),
+        diverged_at: match verdict {
+            Some(Verdict::Diverged { at }) => Some(at),
+            _ => None,
+        },
+        error: None,
+    }
+}
+
+/// Regenerates exchange `original` against the llama-server at `base_url` (`http://HOST:PORT`)
+/// and appends to `writer` the new exchange (id from [`SessionWriter::next_id`], label
+/// `regenerate:<original id>`, `started` now, timings measured) and the
+/// [`Annotation::RawText`] for the original exchange, verified against the server's answer
+/// under the server's own chat template (`GET /props`).
+///
+/// Errors: the original request body is not JSON or not a chat body; `/apply-template` fails;
+/// `/completion` cannot be reached (an HTTP error status from `/completion` is recorded, not an
+/// error); the session line cannot be written. Every message names the original exchange id.
+pub async fn regenerate(
+    base_url: &str,
+    original: &Exchange,
+    writer: &mut SessionWriter,
+) -> anyhow::Result<Regenerated> {
+    let id = original.id;
+    let (body, chat) = chat_bodies(original)?;
+    let base = base_url.trim_end_matches('/');
+    let client = ServerClient::new(base);
+    let prompt = client
+        .apply_template(&chat)
+        .await
+        .with_context(|| format!("exchange {id}: /apply-template"))?;
+    let template = client.props().await.ok().and_then(|p| {
+        p.get("chat_template")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let (exchange, generated) = complete(base, original, &body, &prompt, writer.next_id()).await?;
+    let annotation =
+        regenerated_annotation(original, &generated, Some(exchange.id), template.as_deref());
+    let path = writer.path().display().to_string();
     writer
         .append(&Line::Exchange(Box::new(exchange.clone())))
-        .with_context(|| {
-            format!(
-                "exchange {id}: writing the regenerated exchange to {}",
-                writer.path().display()
-            )
-        })?;
+        .and_then(|()| writer.append(&Line::Annotation(annotation.clone())))
+        .with_context(|| format!("exchange {id}: writing the regenerated exchange to {path}"))?;
+    let raw_text = format!(
+        "{}{generated}",
+        assistant_prefill(&body).unwrap_or_default()
+    );
     Ok(Regenerated {
         exchange,
         prompt,
         generated,
         raw_text,
+        annotation,
     })
+}
+
+/// `proxy --regenerate`: regenerates `original` from its already fetched rendered `prompt`
+/// through `client`'s `/completion`, as exchange `new_id`. Returns the exchange to record (when
+/// `/completion` answered) and the original's [`Annotation::RawText`] (with `error` when the
+/// regeneration failed).
+pub async fn regenerate_recorded(
+    client: &ServerClient,
+    original: &Exchange,
+    prompt: &str,
+    new_id: u64,
+    template: Option<&str>,
+) -> (Option<Exchange>, Annotation) {
+    let failed = |e: anyhow::Error| Annotation::RawText {
+        exchange: original.id,
+        source: RawTextSource::Regenerated,
+        text: None,
+        slot: None,
+        generation_prompt: None,
+        by: None,
+        verified: None,
+        diverged_at: None,
+        error: Some(format!("{e:#}")),
+    };
+    let body = match chat_bodies(original) {
+        Ok((body, _)) => body,
+        Err(e) => return (None, failed(e)),
+    };
+    match complete(client.base(), original, &body, prompt, new_id).await {
+        Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
+            let ann = regenerated_annotation(original, &generated, Some(ex.id), template);
+            (Some(ex), ann)
+        }
+        Ok((ex, _)) => {
+            let status = ex.response.as_ref().map_or(0, |r| r.status);
+            (
+                Some(ex),
+                failed(anyhow::anyhow!("/completion answered HTTP {status}")),
+            )
+        }
+        Err(e) => (None, failed(e)),
+    }
 }
 
 /// Response headers as a session records them: `(lower-case name, value)` pairs in the

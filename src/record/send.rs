@@ -107,6 +107,7 @@ pub async fn send(
     let mut cfg = ProxyConfig::new(&base, opts.session.clone());
     cfg.keep_secrets = opts.keep_secrets;
     cfg.label = Some("send".into());
+    cfg.direct = true; // record the upstream's host, not the internal hop's
     let (tx, mut rx) = mpsc::channel(4096);
     let proxy = Proxy::spawn(cfg, Some(tx)).await?;
     let http = reqwest::Client::builder()
@@ -130,7 +131,8 @@ pub async fn send(
                 }
             }
         }
-        Err(e) => eprintln!("toolscope send: {e}"),
+        // without its URL: the query may hold a key (the recorded path is redacted)
+        Err(e) => eprintln!("toolscope send: {}", e.without_url()),
     }
     proxy.shutdown(Duration::from_secs(60)).await;
     let mut exchange = None;

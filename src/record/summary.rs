@@ -98,11 +98,7 @@ pub fn one_line(ex: &Exchange) -> String {
         ex.id, ex.request.method, ex.request.path, status, model, tools, dur
     );
     if ex.outcome != Outcome::Complete {
-        let o = match ex.outcome {
-            Outcome::ClientDisconnected => "client_disconnected",
-            Outcome::UpstreamError => "upstream_error",
-            Outcome::Complete => "complete",
-        };
+        let o = ex.outcome.as_str();
         s.push_str(&format!(" [{o}"));
         if let Some(e) = &ex.error {
             s.push_str(": ");

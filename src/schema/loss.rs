@@ -83,6 +83,10 @@ impl FactKind {
     }
 }
 
+/// A candidate occurrence of a parameter in the prompt: its rank (lost weight, ties), its
+/// byte offset, and the parameters judged there.
+type BestOccurrence = ((u32, u32, u32), usize, Vec<ParamLoss>);
+
 /// One fact and whether it reached the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FactCheck {
@@ -877,7 +881,7 @@ impl Check<'_, '_> {
             let pp = ptr(&ptr(p, "properties"), name);
             let cands = self.m.key_candidates(name, r);
             // The occurrence whose region carries the most facts wins (ties: shallowest, first).
-            let mut best: Option<((u32, u32, u32), usize, Vec<ParamLoss>)> = None;
+            let mut best: Option<BestOccurrence> = None;
             for at in cands {
                 let region = self.m.param_region(name, at, r, &all_keys);
                 let mut tmp = Vec::new();

@@ -18,7 +18,10 @@
 
 pub mod har;
 pub mod model;
+pub mod otel;
 pub mod read;
+pub mod redact;
+pub mod replay;
 pub mod write;
 
 pub use model::*;

@@ -64,6 +64,28 @@ pub enum Outcome {
     ClientDisconnected,
     /// The upstream connection failed or reset (before or during the response). Partial.
     UpstreamError,
+    /// toolscope itself stopped (SIGINT/SIGTERM) while the exchange ran, after the grace
+    /// period: what had arrived is recorded. Partial.
+    Shutdown,
+}
+
+impl Outcome {
+    /// The serialized name (`complete`, `client_disconnected`, `upstream_error`, `shutdown`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::ClientDisconnected => "client_disconnected",
+            Outcome::UpstreamError => "upstream_error",
+            Outcome::Shutdown => "shutdown",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    /// As serialized: `client_disconnected`, never the Rust variant name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One HTTP request/response pair.
@@ -229,13 +251,73 @@ pub enum Annotation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    // --- raw output capture (issue #12) ---
+    /// The model's raw generated text for the exchange, read from the engine after it ended
+    /// (see [`crate::stream::raw`]): llama-server `GET /slots` `generated` of the slot whose
+    /// `prompt` is this exchange's rendered prompt (server started with
+    /// `LLAMA_SERVER_SLOTS_DEBUG=1`; tools/server/server-context.cpp, build 11434), or a
+    /// regeneration of the rendered prompt through the engine's raw completion endpoint.
+    /// `text` is the generated text only (an assistant prefill is not repeated).
+    RawText {
+        exchange: u64,
+        source: RawTextSource,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// llama-server slot id (`id` in `/slots`), for `slots_debug`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot: Option<u64>,
+        /// What llama-server's parser reads before `text` (`/slots` `params.generation_prompt`,
+        /// e.g. `<|im_start|>assistant\n<think>\n`), when reported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        generation_prompt: Option<String>,
+        /// For `regenerated`: id of the exchange that re-ran the prompt (label
+        /// `regenerate:<exchange>`), when it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<u64>,
+        /// For `regenerated`: true when toolscope's parse of the text under the server's format
+        /// reproduced the server's answer (same content, same calls).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verified: Option<bool>,
+        /// For `regenerated` and not verified: byte offset in `text` where it first disagrees
+        /// with the server's answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diverged_at: Option<usize>,
+        /// Why there is no text (no slot's `prompt` matched: the slot was reused; `/slots`
+        /// disabled; the regeneration failed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The engine, learnt after the header was written (the upstream was not ready when the
+    /// recorder started). Readers use it in place of the header's `engine` / `props` when
+    /// those are missing or `unknown` ([`crate::session::read::read_session_bytes`]).
+    /// `exchange` is the exchange after which it was learnt.
+    Engine {
+        exchange: u64,
+        engine: Engine,
+        /// llama-server `GET /props`, verbatim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        props: Option<Value>,
+    },
+}
+
+/// Where an [`Annotation::RawText`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RawTextSource {
+    /// llama-server `GET /slots` with `LLAMA_SERVER_SLOTS_DEBUG=1`.
+    SlotsDebug,
+    /// The rendered prompt re-run through a raw completion endpoint (llama-server
+    /// `/completion`, OpenAI-style `/v1/completions`, Ollama `/api/generate` with `raw`).
+    Regenerated,
 }
 
 impl Annotation {
     /// Id of the exchange this annotation refers to.
     pub fn exchange(&self) -> u64 {
         match self {
-            Annotation::ServerRender { exchange, .. } => *exchange,
+            Annotation::ServerRender { exchange, .. }
+            | Annotation::RawText { exchange, .. }
+            | Annotation::Engine { exchange, .. } => *exchange,
         }
     }
 
@@ -243,15 +325,12 @@ impl Annotation {
     pub fn latest_server_render(
         annotations: &[Annotation],
     ) -> Option<(Option<&str>, Option<&[TokenPiece]>)> {
-        annotations
-            .iter()
-            .rev()
-            .map(|a| match a {
-                Annotation::ServerRender { prompt, tokens, .. } => {
-                    (prompt.as_deref(), tokens.as_deref())
-                }
-            })
-            .next()
+        annotations.iter().rev().find_map(|a| match a {
+            Annotation::ServerRender { prompt, tokens, .. } => {
+                Some((prompt.as_deref(), tokens.as_deref()))
+            }
+            _ => None,
+        })
     }
 }
 
@@ -290,8 +369,12 @@ pub enum Api {
     Openai,
     /// `/v1/messages` (Anthropic messages).
     Anthropic,
-    /// `/completion`, `/v1/completions` (raw text completion).
+    /// `/completion`, `/v1/completions`, Ollama `/api/generate` (raw text completion).
     Completion,
+    /// Ollama's native chat API, `/api/chat`: NDJSON stream (one JSON object per line) or one
+    /// JSON object; `message.tool_calls[].function.arguments` is a JSON object and `done_reason`
+    /// is `stop` even when the reply is tool calls (ollama docs/api.md, api/types.go).
+    Ollama,
     /// Anything else (`/v1/models`, `/props`, …).
     Other,
 }
@@ -300,8 +383,9 @@ impl Api {
     /// Classifies a request path (query ignored).
     pub fn from_path(path: &str) -> Api {
         let p = path.split('?').next().unwrap_or(path).trim_end_matches('/');
-        if p.ends_with("/chat/completions") || p == "/chat/completions" || p.ends_with("/api/chat")
-        {
+        if p.ends_with("/api/chat") {
+            Api::Ollama
+        } else if p.ends_with("/chat/completions") || p == "/chat/completions" {
             Api::Openai
         } else if p.ends_with("/messages") {
             Api::Anthropic
@@ -315,14 +399,29 @@ impl Api {
         }
     }
 
+    /// True for the APIs whose exchanges ask a model to generate (chat, messages, completion,
+    /// Ollama native): the ones decoded, analysed and checked. `Other` (`/v1/models`,
+    /// `/props`, …) is not.
+    pub fn is_generation(self) -> bool {
+        !matches!(self, Api::Other)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Api::Openai => "openai",
             Api::Anthropic => "anthropic",
             Api::Completion => "completion",
+            Api::Ollama => "ollama",
             Api::Other => "other",
         }
     }
+}
+
+/// True for Ollama's native endpoints (`/api/chat`, `/api/generate`), whose streams are NDJSON
+/// (`application/x-ndjson`, one JSON object per line) rather than SSE.
+pub fn is_ollama_native(path: &str) -> bool {
+    let p = path.split('?').next().unwrap_or(path).trim_end_matches('/');
+    p.ends_with("/api/chat") || p.ends_with("/api/generate")
 }
 
 impl Exchange {

@@ -51,6 +51,9 @@ pub enum ReadError {
         super::FORMAT
     )]
     NotASession { path: String, detail: String },
+    /// Not a regular file, too large, or unreadable ([`crate::input`]).
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     #[error(
         "{path}: line 1: unsupported session format {found:?} (this toolscope reads {})",
         super::FORMAT
@@ -80,10 +83,7 @@ impl Session {
 /// Errors: the file cannot be read, or its first non-empty line is not a header of
 /// format `toolscope-session/1`.
 pub fn read_session(path: &Path) -> Result<Session, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = crate::input::read_file(path)?;
     read_session_bytes(&path.display().to_string(), &bytes)
 }
 
@@ -166,5 +166,143 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
             detail: "the file is empty".into(),
         });
     }
+    apply_learnt_engine(&mut session);
     Ok(session)
+}
+
+/// An engine learnt after the header was written ([`Annotation::Engine`], the first one) stands
+/// in for the header's `engine` and `props` when the header has none or says `unknown`, so that
+/// every reader sees what the recorder learnt.
+fn apply_learnt_engine(session: &mut Session) {
+    let unknown = session
+        .header
+        .engine
+        .as_ref()
+        .is_none_or(|e| e.kind == "unknown");
+    if !unknown {
+        return;
+    }
+    let learnt = session
+        .annotations
+        .values()
+        .flatten()
+        .find_map(|a| match a {
+            Annotation::Engine { engine, props, .. } => Some((engine.clone(), props.clone())),
+            _ => None,
+        });
+    if let Some((engine, props)) = learnt {
+        session.header.engine = Some(engine);
+        if session.header.props.is_none() {
+            session.header.props = props;
+        }
+    }
+}
+
+/// A quick look at one raw line without parsing it whole: `Some(id)` when it is an exchange
+/// line whose `id` is among its leading scalar members (`{"type":"exchange","id":N,…` as the
+/// session writer writes it, or with whitespace after colons and commas as other JSON writers
+/// and editors leave it), `Some(None)` when it is an exchange line with the id further on, and
+/// `None` when it is not recognisably an exchange line. Works on a line cut by a crash
+/// (everything after the id may be missing).
+pub fn peek_exchange(raw: &[u8]) -> Option<Option<u64>> {
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while *i < raw.len() && matches!(raw[*i], b' ' | b'\t' | b'\r' | b'\n') {
+            *i += 1;
+        }
+    };
+    let string = |i: &mut usize| -> Option<&[u8]> {
+        if raw.get(*i) != Some(&b'"') {
+            return None;
+        }
+        let start = *i + 1;
+        let mut j = start;
+        while j < raw.len() && raw[j] != b'"' {
+            if raw[j] == b'\\' {
+                j += 1;
+            }
+            j += 1;
+        }
+        if j >= raw.len() {
+            return None;
+        }
+        *i = j + 1;
+        Some(&raw[start..j])
+    };
+    ws(&mut i);
+    if raw.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let (mut kind, mut id) = (None, None);
+    // the leading members with scalar values: enough for `type` and `id`
+    for _ in 0..4 {
+        ws(&mut i);
+        let Some(key) = string(&mut i) else { break };
+        ws(&mut i);
+        if raw.get(i) != Some(&b':') {
+            break;
+        }
+        i += 1;
+        ws(&mut i);
+        match raw.get(i) {
+            Some(b'"') => {
+                let Some(v) = string(&mut i) else { break };
+                if key == b"type" {
+                    kind = Some(v);
+                }
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let start = i;
+                while i < raw.len() && raw[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if key == b"id" {
+                    id = std::str::from_utf8(&raw[start..i])
+                        .ok()
+                        .and_then(|s| s.parse().ok());
+                }
+            }
+            _ => break,
+        }
+        if kind.is_some() && id.is_some() {
+            break;
+        }
+        ws(&mut i);
+        if raw.get(i) != Some(&b',') {
+            break;
+        }
+        i += 1;
+    }
+    (kind == Some(b"exchange".as_slice())).then_some(id)
+}
+
+#[cfg(test)]
+mod peek_tests {
+    use super::peek_exchange;
+
+    #[test]
+    fn peek_reads_the_id_with_or_without_spaces_and_on_a_cut_line() {
+        assert_eq!(
+            peek_exchange(br#"{"type":"exchange","id":12,"started":"x"}"#),
+            Some(Some(12))
+        );
+        assert_eq!(
+            peek_exchange(b"{ \"type\" : \"exchange\",  \"id\" : 7 , \"request\": {"),
+            Some(Some(7))
+        );
+        assert_eq!(
+            peek_exchange(br#"{"type":"exchange","id":4"#),
+            Some(Some(4))
+        );
+        assert_eq!(
+            peek_exchange(br#"{"type":"exchange","request":{},"id":3}"#),
+            Some(None)
+        );
+        assert_eq!(
+            peek_exchange(br#"{"type":"annotation","exchange":2}"#),
+            None
+        );
+        assert_eq!(peek_exchange(b"garbage"), None);
+    }
 }

@@ -35,7 +35,18 @@ impl SessionWriter {
         if existing {
             let bytes = std::fs::read(path)?;
             let session = super::read_session_bytes(&path.display().to_string(), &bytes)?;
-            next_id = session.exchanges.iter().map(|e| e.id).max().unwrap_or(0) + 1;
+            // a line cut by a crash still reserved its id: the next exchange must not reuse it
+            let cut = bytes
+                .split(|&b| b == b'\n')
+                .filter_map(|l| super::read::peek_exchange(l).flatten());
+            next_id = session
+                .exchanges
+                .iter()
+                .map(|e| e.id)
+                .chain(cut)
+                .max()
+                .unwrap_or(0)
+                + 1;
             let mut file = OpenOptions::new().append(true).open(path)?;
             lock(&file, path)?;
             if !bytes.ends_with(b"\n") {
@@ -70,6 +81,21 @@ impl SessionWriter {
         let id = self.next_id;
         self.next_id += 1;
         id
+    }
+
+    /// Appends one line written in pieces by `write` (which must not write a newline; one is
+    /// added), through a 64 KiB buffer, then flushes it to the OS. For lines too large to hold
+    /// in memory whole (the recorder streams spilled bodies this way).
+    pub fn append_with(
+        &mut self,
+        write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::with_capacity(64 << 10, &mut self.file);
+        write(&mut w)?;
+        w.write_all(b"\n")?;
+        w.flush()?;
+        drop(w);
+        self.file.flush()
     }
 
     /// Appends one line and flushes it to the OS.
@@ -114,5 +140,52 @@ pub fn new_header(created: String) -> Header {
         created,
         tool: format!("toolscope {}", env!("CARGO_PKG_VERSION")),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_id_skips_an_id_taken_by_a_line_cut_by_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        let mut w = SessionWriter::open(&p, &new_header("2026-12-01T00:00:00Z".into())).unwrap();
+        let id = w.next_id();
+        let ex = Exchange {
+            id,
+            ..Default::default()
+        };
+        w.append(&Line::Exchange(Box::new(ex))).unwrap();
+        drop(w);
+        // exchange 2 was being written when the process was killed
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(br#"{"type":"exchange","id":2,"started":"2026-12-01T00:00:01Z","requ"#)
+            .unwrap();
+        drop(f);
+        let mut w = SessionWriter::open(&p, &new_header(String::new())).unwrap();
+        assert_eq!(w.next_id(), 3);
+    }
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+
+    #[test]
+    fn outcome_displays_as_serialized() {
+        for o in [
+            Outcome::Complete,
+            Outcome::ClientDisconnected,
+            Outcome::UpstreamError,
+            Outcome::Shutdown,
+        ] {
+            assert_eq!(
+                format!("\"{o}\""),
+                serde_json::to_string(&o).unwrap(),
+                "{o:?}"
+            );
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! SSE decoding and reassembly of OpenAI `chat.completion.chunk` and Anthropic message
-//! streams. Pure.
+//! streams, and of Ollama's native NDJSON streams ([`ollama`]). Pure.
 //!
 //! Pipeline: recorded chunks → [`sse::SseDecoder`] (events with byte offsets, chunk index and
 //! receive time) → [`reassemble`] (the final [`AssistantMessage`] plus stream-contract
@@ -8,9 +8,13 @@
 
 pub mod compare;
 pub mod message;
+pub mod ollama;
+pub mod raw;
 pub mod reassemble;
 pub mod sse;
 
 pub use message::{AssistantMessage, CallRecord};
-pub use reassemble::{Reassembled, decode_exchange};
+pub use reassemble::{
+    EventDelta, EventMark, Reassembled, decode_exchange, is_event_stream, is_sse,
+};
 pub use sse::{SseDecoder, SseEvent};

@@ -50,6 +50,70 @@ pub struct Reassembled {
     /// Event number where `finish_reason` / `stop_reason` arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_event: Option<usize>,
+    /// What the client had assembled after 0, 1, …, n events (`marks[k]` = after `k` events;
+    /// `n + 1` entries for `n` events; empty for a non-streamed body). What event `i` added is
+    /// the difference of `marks[i]` and `marks[i + 1]` ([`EventMark::delta`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<EventMark>,
+    /// Sampled token pieces the events list, in order, with the event that listed each (OpenAI
+    /// `logprobs: true`: `choices[0].logprobs.content[].token`; llama-server `/completion`
+    /// with `n_probs`: `completion_probabilities[].token`). Empty when none are listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pieces: Vec<(usize, String)>,
+}
+
+/// The reassembled reply's size after some events: bytes of `content` and `reasoning`, and per
+/// tool call the bytes of its name and arguments (prefix lengths of the final
+/// [`AssistantMessage`]'s strings, so a mark costs no copy of the text).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EventMark {
+    /// Bytes of `message.content` assembled.
+    pub content: usize,
+    /// Bytes of `message.reasoning` assembled.
+    pub reasoning: usize,
+    /// Per call started so far: (bytes of name, bytes of arguments).
+    pub calls: Vec<(usize, usize)>,
+    /// The event that led to this mark carried `usage`.
+    pub usage: bool,
+}
+
+/// What one SSE event added to the reply: the text pieces (slices of the final message) and
+/// the calls it started or extended. Built by [`EventMark::delta`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EventDelta<'a> {
+    pub reasoning: &'a str,
+    pub content: &'a str,
+    /// `(call position, started by this event, name added, arguments added)`.
+    pub calls: Vec<(usize, bool, &'a str, &'a str)>,
+    /// The event carried `usage`.
+    pub usage: bool,
+}
+
+impl EventMark {
+    /// What happened between `self` (before the event) and `after`, as slices of `m` (the
+    /// final message the marks were taken from).
+    pub fn delta<'a>(&self, after: &EventMark, m: &'a AssistantMessage) -> EventDelta<'a> {
+        let slice = |s: &'a str, a: usize, b: usize| s.get(a..b).unwrap_or("");
+        let calls = after
+            .calls
+            .iter()
+            .enumerate()
+            .filter_map(|(j, &(n1, a1))| {
+                let started = j >= self.calls.len();
+                let (n0, a0) = self.calls.get(j).copied().unwrap_or((0, 0));
+                let c = m.tool_calls.get(j)?;
+                let (name, args) = (slice(&c.name, n0, n1), slice(&c.arguments, a0, a1));
+                (started || !name.is_empty() || !args.is_empty())
+                    .then_some((j, started, name, args))
+            })
+            .collect();
+        EventDelta {
+            reasoning: slice(&m.reasoning, self.reasoning, after.reasoning),
+            content: slice(&m.content, self.content, after.content),
+            calls,
+            usage: after.usage,
+        }
+    }
 }
 
 /// A fault in a stream that is not a finding rule.
@@ -98,9 +162,41 @@ struct Builder {
     r: Reassembled,
     /// last event that appended arguments, per call
     last_args_event: Vec<Option<usize>>,
+    /// The event being read carried `usage` (goes into the next mark).
+    usage: bool,
 }
 
 impl Builder {
+    /// Records what the client has assembled so far (called before each event and once at the
+    /// end: see [`Reassembled::marks`]).
+    fn mark(&mut self) {
+        let m = &self.r.message;
+        self.r.marks.push(EventMark {
+            content: m.content.len(),
+            reasoning: m.reasoning.len(),
+            calls: m
+                .tool_calls
+                .iter()
+                .map(|c| (c.name.len(), c.arguments.len()))
+                .collect(),
+            usage: std::mem::take(&mut self.usage),
+        });
+    }
+
+    /// Keeps the sampled token pieces event `event` lists (`logprobs.content[].token`,
+    /// `completion_probabilities[].token`).
+    fn pieces(&mut self, event: usize, v: &Value) {
+        let list = v
+            .pointer("/choices/0/logprobs/content")
+            .or_else(|| v.get("completion_probabilities"))
+            .and_then(Value::as_array);
+        for p in list.into_iter().flatten() {
+            if let Some(t) = p.get("token").and_then(Value::as_str) {
+                self.r.pieces.push((event, t.to_owned()));
+            }
+        }
+    }
+
     fn finding(
         &mut self,
         rule: Rule,
@@ -294,6 +390,7 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
     let mut last_call: Option<usize> = None;
     let mut extra_choice_noted = false;
     for ev in events {
+        b.mark();
         let n = ev.index;
         if let Some(d) = done {
             b.problem(
@@ -323,7 +420,9 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             b.r.message.usage = Some(u.clone());
+            b.usage = true;
         }
+        b.pieces(n, &v);
         // llama-server -v (tools/server/server-context.cpp, build 11434) repeats `__verbose` in the
         // final chunk of a stream with `content: ""`: the raw text is only known when non-empty;
         // otherwise readers fall back to the concatenated deltas.
@@ -492,6 +591,7 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
             }
         }
     }
+    b.mark();
     end_checks(&mut b, done.is_some(), "[DONE]");
     b.finish(Api::Openai)
 }
@@ -531,6 +631,7 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
     let mut done: Option<usize> = None;
     let mut last_block: Option<u64> = None;
     for ev in events {
+        b.mark();
         let n = ev.index;
         if let Some(d) = done {
             b.problem(
@@ -555,6 +656,7 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
                 b.r.message.model = str_field(m, "model").map(str::to_owned);
                 if let Some(u) = m.get("usage").filter(|u| !u.is_null()) {
                     b.r.message.usage = Some(u.clone());
+                    b.usage = true;
                 }
             }
             "content_block_start" => {
@@ -714,6 +816,7 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
                     b.r.message.stop_sequence = Some(ss.to_owned());
                 }
                 if let Some(u) = v.get("usage").and_then(Value::as_object) {
+                    b.usage = true;
                     let mut merged =
                         b.r.message
                             .usage
@@ -743,6 +846,7 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
             b.r.message.tool_calls[*k].arguments = input.clone();
         }
     }
+    b.mark();
     end_checks(&mut b, done.is_some(), "message_stop");
     b.finish(Api::Anthropic)
 }
@@ -754,6 +858,7 @@ pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
     b.r.events = events.to_vec();
     let mut done = false;
     for ev in events {
+        b.mark();
         let n = ev.index;
         if ev.data.trim() == "[DONE]" {
             done = true;
@@ -798,8 +903,11 @@ pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             b.r.message.usage = Some(u.clone());
+            b.usage = true;
         }
+        b.pieces(n, &v);
     }
+    b.mark();
     end_checks(&mut b, done, "a final event");
     b.finish(Api::Completion)
 }
@@ -844,10 +952,30 @@ fn json_findings(api: Api, m: &AssistantMessage) -> Vec<Finding> {
     out
 }
 
+/// True when a `Content-Type` value names an SSE stream (`text/event-stream`, any case,
+/// parameters allowed). WHATWG HTML "Server-sent events", §9.2.
+pub fn is_event_stream(content_type: &str) -> bool {
+    content_type
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
+}
+
+/// True when `ex`'s response is an SSE stream: recorded as chunks, or a body whose
+/// `content-type` is `text/event-stream` ([`is_event_stream`]). The one answer to "is this
+/// SSE" for [`decode_exchange`], diagnose and the inspector.
+pub fn is_sse(ex: &Exchange) -> bool {
+    ex.response.as_ref().is_some_and(|r| r.chunks.is_some())
+        || ex
+            .response_header("content-type")
+            .is_some_and(is_event_stream)
+}
+
 /// Decodes one recorded exchange's response: SSE (recorded chunks, or a body whose
 /// `content-type` is `text/event-stream`) or a JSON body, by the API of the request path
 /// (`/v1/chat/completions` → OpenAI, `/v1/messages` → Anthropic, `/completion`,
-/// `/v1/completions` → raw completion). Findings carry the exchange id.
+/// `/v1/completions` → raw completion; Ollama `/api/chat`, `/api/generate` → NDJSON, see
+/// [`super::ollama`]). Findings carry the exchange id.
 ///
 /// Returns `None` for other paths, a missing response, or a non-stream body that is not a
 /// message (e.g. an HTTP error body `{"error": …}`; status-based rules are diagnose's).
@@ -857,11 +985,15 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
         return None;
     }
     let resp = ex.response.as_ref()?;
-    let is_sse = resp.chunks.is_some()
-        || ex
-            .response_header("content-type")
-            .is_some_and(|c| c.contains("text/event-stream"));
-    let mut r = if is_sse {
+    // Ollama's native /api/chat and /api/generate: NDJSON, decoded in `super::ollama`.
+    if crate::session::is_ollama_native(&ex.request.path) {
+        let mut r = super::ollama::decode_ollama_exchange(ex)?;
+        for f in &mut r.findings {
+            f.exchange = Some(ex.id);
+        }
+        return Some(r);
+    }
+    let mut r = if is_sse(ex) {
         let events = match &resp.chunks {
             Some(chunks) => {
                 let bytes: Vec<(Vec<u8>, u64)> =

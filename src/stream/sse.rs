@@ -368,3 +368,61 @@ where
 pub fn decode_bytes(body: &[u8]) -> Vec<SseEvent> {
     decode_chunks([(body, None)])
 }
+
+/// True when a streamed response body ends with its API's terminal event, complete: OpenAI
+/// (chat and `/v1/completions`) `data: [DONE]`, Anthropic `message_stop`, llama-server
+/// `/completion` `"stop": true`; for a newline-delimited JSON body (Ollama `/api/chat`,
+/// `/api/generate`) a last line with `"done": true`. A client that closes after reading it
+/// (the official `openai` Python SDK does, after `[DONE]`) got the whole response.
+pub fn ends_with_terminal_event(body: &[u8]) -> bool {
+    let events = decode_bytes(body);
+    if let Some(last) = events.iter().rev().find(|e| !e.data.trim().is_empty()) {
+        if !last.complete {
+            return false;
+        }
+        let data = last.data.trim();
+        if data == "[DONE]" || last.event.as_deref() == Some("message_stop") {
+            return true;
+        }
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+            return false;
+        };
+        return v.get("type").and_then(|t| t.as_str()) == Some("message_stop")
+            || v.get("stop").and_then(|s| s.as_bool()) == Some(true);
+    }
+    // NDJSON: the last line, terminated.
+    let Some(text) = std::str::from_utf8(body).ok().filter(|t| t.ends_with('\n')) else {
+        return false;
+    };
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .is_some_and(|v| v.get("done").and_then(|d| d.as_bool()) == Some(true))
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    use super::ends_with_terminal_event as done;
+
+    #[test]
+    fn terminal_events_of_each_api() {
+        assert!(done(b"data: {\"choices\":[]}\n\ndata: [DONE]\n\n"));
+        // Cut before the event was dispatched: the client cannot have read it.
+        assert!(!done(b"data: {\"choices\":[]}\n\ndata: [DONE]"));
+        assert!(!done(b"data: {\"choices\":[]}\n\n"));
+        assert!(done(
+            b"event: message_delta\ndata: {\"type\":\"message_delta\"}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+        ));
+        assert!(!done(
+            b"event: message_delta\ndata: {\"type\":\"message_delta\"}\n\n"
+        ));
+        assert!(done(b"data: {\"content\":\"\",\"stop\":true}\n\n"));
+        assert!(!done(b"data: {\"content\":\"a\",\"stop\":false}\n\n"));
+        assert!(done(
+            b"{\"response\":\"a\",\"done\":false}\n{\"response\":\"\",\"done\":true}\n"
+        ));
+        assert!(!done(b"{\"response\":\"a\",\"done\":false}\n"));
+        assert!(!done(b""));
+    }
+}

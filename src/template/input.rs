@@ -182,13 +182,16 @@ pub fn normalize_messages(messages: &mut Value, notes: &mut Vec<String>) {
 /// (tools/server/server-chat.cpp `server_chat_convert_anthropic_to_oai`, build 11434):
 /// `system` (string or text blocks, concatenated) becomes a leading system message; `text`
 /// blocks stay content parts, `thinking` becomes `reasoning_content`, `tool_use` becomes
-/// `tool_calls` (arguments = compact JSON of `input`), `tool_result` becomes `role: "tool"`
+/// `tool_calls` (arguments = compact JSON of `input` in its key order: build 11434's
+/// `common_json` wraps `nlohmann::ordered_json`, common/json.cpp), `tool_result` becomes `role: "tool"`
 /// messages (text parts concatenated); `image` becomes `image_url`; `tools[].input_schema`
 /// becomes `function.parameters`; `tool_choice` `auto` → `"auto"`, `any`/`tool` →
 /// `"required"` (the tool name is dropped, `none` unmapped — llama.cpp's behaviour);
 /// `stop_sequences` → `stop`; `max_tokens` default 4096; `temperature`, `top_p`, `top_k`,
-/// `stream`, `chat_template_kwargs` pass through. (The `x-anthropic-billing-header` cch
-/// rewrite is also applied.)
+/// `stream`, `chat_template_kwargs` pass through; `metadata.user_id` → `__metadata_user_id`.
+/// (The `x-anthropic-billing-header` cch rewrite is also applied.) The one port of this
+/// conversion: the recorder's `/apply-template` fetch and toolscope's local render both use it,
+/// so the Template pane compares renders of the same converted body.
 pub fn anthropic_to_openai(body: &Value) -> Value {
     let mut oai = Map::new();
     let mut out_msgs: Vec<Value> = Vec::new();
@@ -355,7 +358,25 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
             th.get("budget_tokens").cloned().unwrap_or(json!(10000)),
         );
     }
+    if let Some(user) = body
+        .pointer("/metadata/user_id")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+    {
+        oai.insert("__metadata_user_id".into(), json!(user));
+    }
     Value::Object(oai)
+}
+
+/// [`anthropic_to_openai`] with the server's one input check: a body without `messages` is
+/// refused ("'messages' is required", tools/server/server-chat.cpp, build 11434).
+///
+/// Errors: `'messages' is required`.
+pub fn anthropic_to_openai_checked(body: &Value) -> Result<Value, String> {
+    if body.get("messages").is_none() {
+        return Err("'messages' is required".to_owned());
+    }
+    Ok(anthropic_to_openai(body))
 }
 
 fn image_url(src: &Value) -> Option<String> {

@@ -11,6 +11,7 @@
 //! * [`llama`] — the llama.cpp profile: llama-server's request handling and Jinja engine.
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
 
+pub mod budget;
 pub mod divergence;
 pub mod engine;
 pub mod input;

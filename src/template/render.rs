@@ -27,8 +27,8 @@ use super::pyfmt::{self, JsonOptions};
 pub const DEFAULT_NAME: &str = "chat_template";
 
 /// Rendering knobs. `Default` gives: no clock (`strftime_now` renders the Unix epoch), lenient
-/// undefined (as Jinja2's default `Undefined`), 20 000 000 fuel, recursion limit 250, output
-/// cap 8 MiB.
+/// undefined (as Jinja2's default `Undefined`), the default [`super::budget::Budget`] (4 000 000
+/// fuel, recursion limit 250), output cap 8 MiB.
 #[derive(Debug, Clone)]
 pub struct RenderOptions {
     /// The clock `strftime_now` reads (`--now RFC3339`). `None` renders 1970-01-01T00:00:00Z
@@ -40,7 +40,8 @@ pub struct RenderOptions {
     pub strict: bool,
     /// Name used in error messages (a file name or URL).
     pub name: Option<String>,
-    /// Fuel: how many VM instructions a render may execute (`minijinja` fuel).
+    /// Fuel: VM instructions plus created bytes / 64 a render may spend (`minijinja` fuel; the
+    /// memory budget, see [`super::budget`]).
     pub fuel: u64,
     /// Maximum nesting of macro calls / includes / recursive loops.
     pub recursion_limit: usize,
@@ -60,8 +61,8 @@ impl Default for RenderOptions {
             now: None,
             strict: false,
             name: None,
-            fuel: 20_000_000,
-            recursion_limit: 250,
+            fuel: super::budget::Budget::default().fuel,
+            recursion_limit: super::budget::Budget::default().recursion_limit,
             max_output: 8 << 20,
             engine: None,
             vocab: VocabFlags::default(),
@@ -123,6 +124,8 @@ pub struct CompiledTemplate {
     vocab: VocabFlags,
     caps: std::sync::OnceLock<Caps>,
     thinking: std::sync::OnceLock<bool>,
+    /// The render budget's fuel, for the message when it runs out.
+    fuel: u64,
 }
 
 impl std::fmt::Debug for CompiledTemplate {
@@ -203,7 +206,7 @@ impl CompiledTemplate {
         };
         let rewritten = rewrite_generation_blocks(source);
         if let Err(e) = env.add_template_owned(name.clone(), rewritten) {
-            return Err(convert_error(&e, &name, source));
+            return Err(convert_error(&e, &name, source, opts.fuel));
         }
         Ok(CompiledTemplate {
             env,
@@ -215,6 +218,7 @@ impl CompiledTemplate {
             vocab: opts.vocab,
             caps: std::sync::OnceLock::new(),
             thinking: std::sync::OnceLock::new(),
+            fuel: opts.fuel,
         })
     }
 
@@ -269,7 +273,7 @@ impl CompiledTemplate {
         let tmpl = self
             .env
             .get_template(&self.name)
-            .map_err(|e| convert_error(&e, &self.name, &self.source))?;
+            .map_err(|e| convert_error(&e, &self.name, &self.source, self.fuel))?;
         let mut w = CapWriter {
             buf: Vec::new(),
             cap: self.max_output,
@@ -296,7 +300,7 @@ impl CompiledTemplate {
                 line: None,
                 column: None,
             }),
-            Err(e) => Err(convert_error(&e, &self.name, &self.source)),
+            Err(e) => Err(convert_error(&e, &self.name, &self.source, self.fuel)),
         }
     }
 
@@ -336,7 +340,7 @@ impl io::Write for CapWriter {
     }
 }
 
-fn convert_error(e: &Error, name: &str, source: &str) -> RenderError {
+fn convert_error(e: &Error, name: &str, source: &str, fuel: u64) -> RenderError {
     // The innermost error with a position is the most useful one.
     let kind = match e.kind() {
         ErrorKind::SyntaxError | ErrorKind::InvalidDelimiter | ErrorKind::UnknownBlock => {
@@ -353,13 +357,23 @@ fn convert_error(e: &Error, name: &str, source: &str) -> RenderError {
         ErrorKind::InvalidOperation if e.detail().is_some_and(|d| d.contains("recursion")) => {
             RenderErrorKind::Limit
         }
+        ErrorKind::InvalidOperation
+            if e.detail().is_some_and(|d| {
+                d.starts_with(super::budget::MARK) || super::budget::engine_cap_message(d).is_some()
+            }) =>
+        {
+            RenderErrorKind::Limit
+        }
         _ => RenderErrorKind::Eval,
     };
     let mut message = match (kind, e.detail()) {
         (RenderErrorKind::Raised, Some(d)) => d.trim_start_matches("raise_exception: ").to_owned(),
         (RenderErrorKind::Limit, _) if e.kind() == ErrorKind::OutOfFuel => {
-            "fuel exhausted: the template ran too long (infinite loop?); rendering stopped"
-                .to_owned()
+            super::budget::exhausted_message(fuel)
+        }
+        (RenderErrorKind::Limit, Some(d)) if d.starts_with(super::budget::MARK) => d.to_owned(),
+        (RenderErrorKind::Limit, Some(d)) if super::budget::engine_cap_message(d).is_some() => {
+            super::budget::engine_cap_message(d).unwrap_or_default()
         }
         (_, Some(d)) => format!("{}: {d}", e.kind()),
         (_, None) => e.kind().to_string(),
@@ -399,8 +413,15 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
     } else {
         UndefinedBehavior::Lenient
     });
-    env.set_fuel(Some(opts.fuel));
-    env.set_recursion_limit(opts.recursion_limit);
+    // the one budget every environment is built with (budget.rs, seam 3); filters below
+    // that build more than they are given check it before allocating
+    super::budget::install(
+        &mut env,
+        &super::budget::Budget {
+            fuel: opts.fuel,
+            recursion_limit: opts.recursion_limit,
+        },
+    );
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.set_formatter(|out, state, value| {
@@ -413,16 +434,28 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
                     .write_str(s)
                     .map_err(|_| Error::from(ErrorKind::WriteFailure));
             }
-            None => pyfmt::py_str(value),
+            None => {
+                super::budget::ensure_print(state, value, 0, 0, "printing a value")?;
+                pyfmt::py_str(value)
+            }
         };
         out.write_str(&text)
             .map_err(|_| Error::from(ErrorKind::WriteFailure))
     });
     env.add_filter("tojson", tojson);
     env.add_filter("indent", indent);
-    env.add_filter("upper", |v: &JValue| pyfmt::py_str(v).to_uppercase());
-    env.add_filter("lower", |v: &JValue| pyfmt::py_str(v).to_lowercase());
-    env.add_filter("string", |v: &JValue| JValue::from(pyfmt::py_str(v)));
+    env.add_filter("upper", |state: &State, v: &JValue| {
+        super::budget::ensure_print(state, v, 0, 0, "upper")?;
+        Ok::<_, Error>(pyfmt::py_str(v).to_uppercase())
+    });
+    env.add_filter("lower", |state: &State, v: &JValue| {
+        super::budget::ensure_print(state, v, 0, 0, "lower")?;
+        Ok::<_, Error>(pyfmt::py_str(v).to_lowercase())
+    });
+    env.add_filter("string", |state: &State, v: &JValue| {
+        super::budget::ensure_print(state, v, 0, 0, "string")?;
+        Ok::<_, Error>(JValue::from(pyfmt::py_str(v)))
+    });
     env.add_filter("join", join);
     env.add_test("iterable", |v: &JValue| match v.kind() {
         ValueKind::Undefined
@@ -469,7 +502,12 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
 
 /// transformers' `tojson`: `json.dumps(x, ensure_ascii=False, indent=None, separators=None,
 /// sort_keys=False)` with those keyword arguments (and `ensure_ascii` positionally).
-fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Result<JValue, Error> {
+fn tojson(
+    state: &State,
+    value: &JValue,
+    ensure_ascii: Option<JValue>,
+    kwargs: Kwargs,
+) -> Result<JValue, Error> {
     let mut opts = JsonOptions::default();
     let names = ["ensure_ascii", "indent", "separators", "sort_keys"];
     let get = |i: usize| -> Result<Option<JValue>, Error> {
@@ -492,7 +530,9 @@ fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Resul
                         "tojson: indent must be an integer or a string",
                     )
                 })?;
-                Some(" ".repeat(n.max(0) as usize))
+                let n = n.max(0) as u64;
+                super::budget::ensure_bytes(state, n, "tojson indent")?;
+                Some(" ".repeat(n as usize))
             }
         };
     }
@@ -513,6 +553,12 @@ fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Resul
         opts.sort_keys = v.is_true();
     }
     kwargs.assert_all_used()?;
+    let per_item = opts
+        .separators
+        .as_ref()
+        .map_or(4, |(a, b)| a.len() + b.len());
+    let per_level = opts.indent.as_ref().map_or(0, String::len);
+    super::budget::ensure_print(state, value, per_level, per_item, "tojson")?;
     pyfmt::py_json_dumps(value, &opts)
         .map(JValue::from)
         .map_err(|m| Error::new(ErrorKind::InvalidOperation, format!("tojson: {m}")))
@@ -520,12 +566,15 @@ fn tojson(value: &JValue, ensure_ascii: Option<JValue>, kwargs: Kwargs) -> Resul
 
 /// Jinja2's `indent(width=4, first=False, blank=False)`; `width` may be a string.
 fn indent(
+    state: &State,
     value: &JValue,
-    width: Option<JValue>,
-    first: Option<bool>,
-    blank: Option<bool>,
-    kwargs: Kwargs,
+    args: minijinja::value::Rest<minijinja::value::ValueOrKwargs>,
 ) -> Result<JValue, Error> {
+    // positional and keyword arguments split by hand: with the state, one parameter too many
+    // for minijinja's typed signatures
+    let args = args.into_values();
+    let (width, first, blank, kwargs): (Option<JValue>, Option<bool>, Option<bool>, Kwargs) =
+        minijinja::value::from_args(&args)?;
     let width = match width {
         Some(w) => Some(w),
         None => kwargs.get::<Option<JValue>>("width")?,
@@ -539,16 +588,28 @@ fn indent(
         None => kwargs.get::<Option<bool>>("blank")?.unwrap_or(false),
     };
     kwargs.assert_all_used()?;
+    super::budget::ensure_print(state, value, 0, 0, "indent")?;
+    let text = pyfmt::py_str(value);
+    let lines = text.bytes().filter(|&b| b == b'\n').count() as u64 + 1;
+    let width_bytes = match &width {
+        None => 4,
+        Some(w) if w.kind() == ValueKind::String => w.as_str().map_or(0, str::len) as u64,
+        Some(w) => w.as_i64().unwrap_or(4).max(0) as u64,
+    };
+    super::budget::ensure_bytes(
+        state,
+        width_bytes
+            .saturating_mul(lines)
+            .saturating_add(text.len() as u64),
+        "indent",
+    )?;
     let indention = match width {
         None => "    ".to_owned(),
         Some(w) if w.kind() == ValueKind::String => w.as_str().unwrap_or_default().to_owned(),
         Some(w) => " ".repeat(w.as_i64().unwrap_or(4).max(0) as usize),
     };
     Ok(JValue::from(pyfmt::jinja_indent(
-        &pyfmt::py_str(value),
-        &indention,
-        first,
-        blank,
+        &text, &indention, first, blank,
     )))
 }
 
@@ -560,14 +621,21 @@ fn join(state: &State, value: &JValue, d: Option<String>, kwargs: Kwargs) -> Res
         None => kwargs.get::<Option<String>>("d")?.unwrap_or_default(),
     };
     kwargs.assert_all_used()?;
-    let _ = state;
     if value.is_undefined() || value.is_none() {
         return Ok(String::new());
     }
     if let Some(s) = value.as_str() {
+        let n = s.chars().count() as u64;
+        super::budget::ensure_bytes(
+            state,
+            n.saturating_mul(d.len() as u64)
+                .saturating_add(s.len() as u64),
+            "join",
+        )?;
         return Ok(s.chars().map(String::from).collect::<Vec<_>>().join(&d));
     }
     let mut parts = Vec::new();
+    let mut size = 0u64;
     for item in value.try_iter()? {
         let item = match &attribute {
             Some(a) => {
@@ -582,7 +650,14 @@ fn join(state: &State, value: &JValue, d: Option<String>, kwargs: Kwargs) -> Res
             }
             None => item,
         };
-        parts.push(pyfmt::py_str(&item));
+        super::budget::ensure_print(state, &item, 0, 0, "join")?;
+        let part = pyfmt::py_str(&item);
+        // the result so far, this item and one more separator must fit the budget
+        size = size
+            .saturating_add(part.len() as u64)
+            .saturating_add(d.len() as u64);
+        super::budget::ensure_bytes(state, size, "join")?;
+        parts.push(part);
     }
     Ok(parts.join(&d))
 }

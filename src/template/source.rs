@@ -87,12 +87,11 @@ impl TemplateSource {
             return TemplateSource::from_gguf(name, &md);
         }
         let text = std::str::from_utf8(bytes).map_err(|e| {
+            // the one invalid-UTF-8 shape (crate::text::utf8_error): NAME:LINE:COL: …
+            let (line, col, at) = crate::text::utf8_position(bytes, &e);
             err(
-                name,
-                format!(
-                    "not UTF-8 at byte {} (and not a GGUF file)",
-                    e.valid_up_to()
-                ),
+                &format!("{name}:{line}:{col}"),
+                format!("invalid UTF-8 (byte {at}); not a GGUF file either"),
             )
         })?;
         let trimmed = text.trim_start();

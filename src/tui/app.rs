@@ -284,11 +284,8 @@ impl<B: Backend> Tui<B> {
                     if let Some(row) = next {
                         let sum = match src.load(row) {
                             Ok(ex) => {
-                                let ctx = analysis::Context {
-                                    header: &src.header,
-                                    server_render: src.server_render(ex.id),
-                                };
-                                analysis::summarize_in(&ex, Some(ctx))
+                                let ctx = src.context(ex.id);
+                                analysis::summarize(ex, ctx)
                             }
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
@@ -317,25 +314,12 @@ impl<B: Backend> Tui<B> {
                     }
                     let a = match src.load(row) {
                         Ok(ex) => {
-                            let id = ex.id;
-                            let ctx = analysis::Context {
-                                header: &src.header,
-                                server_render: src.server_render(id),
-                            };
+                            let ctx = src.context(ex.id);
                             analysis::analyze(row, ex, ctx)
                         }
                         Err(e) => {
-                            let mut a = analysis::ExchangeAnalysis {
-                                row,
-                                summary: analysis::damaged_summary(src.rows[row].id, e.clone()),
-                                ..Default::default()
-                            };
-                            a.findings.push(crate::finding::Finding::new(
-                                crate::finding::Rule::SessionDamaged,
-                                format!("{}: {e}", src.name),
-                                "the other lines are intact; re-record this exchange",
-                            ));
-                            a
+                            let r = src.rows[row];
+                            analysis::damaged(row, r.id, &src.name, r.line, e)
                         }
                     };
                     let _ = tx.send(Message::Analyzed {

@@ -458,10 +458,15 @@ fn mark_spans(line: &str, markers: &[(&str, Style)], base: Style) -> Vec<Span<'s
     spans
 }
 
-/// Stream pane: one line per SSE event (number, relative ms, size, event name, data preview).
+/// Stream pane: one line per SSE event: number, receive time (ms from the request start), size
+/// on the wire, the `event:` name when the stream names its events, and what the event meant
+/// to the reply ([`crate::analysis::StreamEvent::meaning`]); the raw data is beside it.
 pub fn stream(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let mut d = Doc::default();
+    if let Some(p) = crate::analysis::partial_note(&a.exchange) {
+        d.text(format!("partial: {p}"), st.severity_warning, None);
+    }
     if a.events.is_empty() {
         let what = if a.exchange.is_stream() {
             "The stream has no events."
@@ -478,6 +483,7 @@ pub fn stream(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
         }
         return d;
     }
+    let named = a.events.iter().any(|e| e.event.is_some());
     for e in &a.events {
         d.anchors.push((Anchor::Event(e.index), d.lines.len()));
         d.copy.push(e.data.clone());
@@ -485,22 +491,27 @@ pub fn stream(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
             .t_us
             .map(|t| format!("{:>9.1}ms", t as f64 / 1000.0))
             .unwrap_or_else(|| "          —".into());
-        let preview: String = e.data.chars().take(200).collect();
-        d.push(
-            Line::from(vec![
-                Span::styled(format!("{:>4} ", e.index), st.muted),
-                Span::styled(t, st.info),
-                Span::styled(format!("{:>6}B ", e.size), st.muted),
-                Span::styled(
-                    format!("{:<20} ", e.event.as_deref().unwrap_or("message")),
-                    st.accent,
-                ),
-                Span::styled(preview, st.base),
-            ]),
-            Some(e.index),
-        );
+        let mut spans = vec![
+            Span::styled(format!("{:>4} ", e.index), st.muted),
+            Span::styled(t, st.info),
+            Span::styled(format!("{:>6}B ", e.size), st.muted),
+        ];
+        // Named events (Anthropic `event:` lines) show the name; OpenAI's unnamed ones do not.
+        if named {
+            let name = e.event.as_deref().unwrap_or("");
+            spans.push(Span::styled(
+                format!("{:<19} ", cut_chars(name, 19)),
+                st.accent,
+            ));
+        }
+        spans.push(Span::styled(e.meaning.clone(), st.base));
+        d.push(Line::from(spans), Some(e.index));
     }
     d
+}
+
+fn cut_chars(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
 }
 
 /// Pretty-prints JSON text; non-JSON is returned as is.
@@ -591,18 +602,23 @@ pub fn findings(list: &[Finding], theme: &Theme) -> Doc {
     d
 }
 
-/// Replay pane's left side at `step`: chunk, state, buffer, events; and the text so far.
+/// Replay pane's left side at `step` of `chunking`: chunk, state, buffer, events; and the text
+/// so far.
 pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &Theme) -> Doc {
     let st = &theme.styles;
+    let r = &a.replay;
     let mut d = Doc::default();
-    let ci = Chunking::ALL
-        .iter()
-        .position(|c| *c == chunking)
-        .unwrap_or(0);
-    let no_pieces = chunking == Chunking::PerPiece
-        && !a.replay.raw.is_empty()
-        && a.replay.bounds.get(ci).is_none_or(Vec::is_empty);
-    if no_pieces {
+    if r.text().is_empty() {
+        let why = match &a.raw {
+            Some(raw) if raw.models_text().is_none() => {
+                format!("No generated text to replay: {}.", raw.describe())
+            }
+            _ => "No generated text to replay.".to_owned(),
+        };
+        d.text(why, st.muted, None);
+        return d;
+    }
+    if !r.has(chunking) {
         d.text(
             "No token pieces recorded for this reply (the stream lists them with OpenAI \
              `logprobs: true` or llama-server `n_probs`): press c for another chunking.",
@@ -611,12 +627,12 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
         );
         return d;
     }
-    let Some(s) = a.replay.step(ci, step) else {
+    let Some(s) = r.step(chunking, step) else {
         d.text("No generated text to replay.", st.muted, None);
         return d;
     };
-    d.copy
-        .push(a.replay.raw[..s.end.min(a.replay.raw.len())].to_owned());
+    let text = r.text();
+    d.copy.push(text[..floor_char(text, s.end)].to_owned());
     d.push(
         Line::from(vec![
             Span::styled("chunk   ", st.muted),
@@ -627,10 +643,7 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
     d.push(
         Line::from(vec![
             Span::styled("syntax  ", st.muted),
-            Span::styled(
-                a.replay.syntax.clone().unwrap_or_else(|| "auto".into()),
-                st.info,
-            ),
+            Span::styled(r.syntax().unwrap_or("auto").to_owned(), st.info),
         ]),
         Some(0),
     );
@@ -655,13 +668,9 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
             Some(0),
         );
     }
-    d.text(
-        format!("raw text so far ({})", a.replay.raw_source),
-        st.muted,
-        Some(0),
-    );
-    let upto = floor_char(&a.replay.raw, s.end);
-    for l in a.replay.raw[..upto].split('\n') {
+    d.text(format!("text so far: {}", r.source()), st.muted, Some(0));
+    let upto = floor_char(text, s.end);
+    for l in text[..upto].split('\n') {
         d.push(
             Line::from(vec![Span::raw("  "), Span::styled(l.to_owned(), st.base)]),
             Some(0),
@@ -670,21 +679,29 @@ pub fn replay(a: &ExchangeAnalysis, chunking: Chunking, step: usize, theme: &The
     d
 }
 
-/// The server's view after `n` events (Replay's right side).
+/// The server's reply after `n` events (Replay's right side); the whole reply when it was not
+/// streamed.
 pub fn server_view(a: &ExchangeAnalysis, n: usize, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let mut d = Doc::default();
-    let marks = &a.replay.server_marks;
-    let Some(m) = marks.get(n.min(marks.len().saturating_sub(1))) else {
-        d.text("No server stream.", st.muted, None);
+    if a.message.is_none() {
+        d.text("No server reply.", st.muted, None);
         return d;
-    };
-    let v = &m.view(&a.replay.server_final);
-    d.text(
-        format!("after {n} of {} events", a.events.len()),
-        st.muted,
-        None,
-    );
+    }
+    let v = &a.replay.server_view(n);
+    if a.replay.marks.is_empty() {
+        d.text("the whole reply (not streamed)", st.muted, None);
+    } else {
+        d.text(
+            format!(
+                "after {} of {} events",
+                n.min(a.events.len()),
+                a.events.len()
+            ),
+            st.muted,
+            None,
+        );
+    }
     if !v.reasoning.is_empty() {
         d.text("reasoning_content", st.muted, None);
         for l in v.reasoning.split('\n') {

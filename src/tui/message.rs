@@ -5,8 +5,6 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::session::Exchange;
-
 use super::analysis::{ExchangeAnalysis, Summary};
 use super::source::SessionSource;
 
@@ -33,14 +31,9 @@ pub enum Message {
         row: usize,
         analysis: Arc<ExchangeAnalysis>,
     },
-    /// The live proxy recorded or updated an exchange (an in-flight stream arrives repeatedly,
-    /// growing, and replaces the earlier copy by id).
-    Live(Box<Exchange>),
     /// A live recorder event from `toolscope proxy` (applied in place; bursts of chunks share
     /// one frame).
     Record(crate::record::recorder::RecordEvent),
-    /// A background failure to show in the status line.
-    Error(String),
 }
 
 /// Work the state asks the controller to start. Effects never block the UI task.

@@ -163,31 +163,6 @@ pub async fn run_live_records(
     .await
 }
 
-/// Runs the inspector over a live proxy: every [`crate::session::Exchange`] received on `rx`
-/// (a new one, or a newer copy of an in-flight one with more chunks, matched by id) appears or
-/// updates in place. `name` titles the session (e.g. the session file path). Returns when the
-/// user quits; the proxy keeps its own lifetime.
-///
-/// Must be called from within a tokio runtime (multi-threaded).
-pub async fn run_live(
-    name: String,
-    header: crate::session::Header,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<crate::session::Exchange>,
-    opts: &Options,
-) -> anyhow::Result<()> {
-    let (state, fx) = live_state(name, header, opts)?;
-    run_on_terminal(state, fx, |tx| {
-        Some(tokio::spawn(async move {
-            while let Some(ex) = rx.recv().await {
-                if tx.send(Message::Live(Box::new(ex))).is_err() {
-                    break;
-                }
-            }
-        }))
-    })
-    .await
-}
-
 /// The state of a live view: an empty in-memory session named `name`.
 fn live_state(
     name: String,

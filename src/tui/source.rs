@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::analysis::Summary;
+use crate::analysis::Summary;
 use crate::session::read::Session;
 use crate::session::{Annotation, Exchange, Header, Line, ReadWarning};
 
@@ -76,7 +76,7 @@ impl SessionSource {
     }
 
     fn open_har(path: &Path) -> anyhow::Result<SessionSource> {
-        let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let bytes = crate::input::read_file(path)?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             anyhow::anyhow!(
                 "{}: line {} column {}: not JSON: {e}",
@@ -118,7 +118,7 @@ impl SessionSource {
     /// [`crate::session::FORMAT`] (same rules as [`crate::session::read_session`]).
     pub fn index_file(path: &Path, progress: Progress<'_>) -> anyhow::Result<SessionSource> {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let file = crate::input::open_regular(path)?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let mut reader = BufReader::with_capacity(
             1 << 20,
@@ -287,8 +287,8 @@ impl SessionSource {
             }),
         };
         match ex {
-            Ok(ex) => super::analysis::quick_summary(&ex),
-            Err(e) => super::analysis::damaged_summary(id, e),
+            Ok(ex) => crate::analysis::quick_summary(&ex),
+            Err(e) => crate::analysis::damaged_summary(id, e),
         }
     }
 
@@ -381,7 +381,7 @@ impl SessionSource {
             } => {
                 let row = find(self, *id)?;
                 let sse = headers.iter().any(|(k, v)| {
-                    k.eq_ignore_ascii_case("content-type") && v.starts_with("text/event-stream")
+                    k.eq_ignore_ascii_case("content-type") && crate::stream::is_event_stream(v)
                 });
                 with(self, row, &mut |e| {
                     e.response = Some(Response {
@@ -425,12 +425,12 @@ impl SessionSource {
         }
     }
 
-    /// llama-server's own render of exchange `id`, if fetched: `(prompt, tokens)`.
-    pub fn server_render(
-        &self,
-        id: u64,
-    ) -> Option<(Option<&str>, Option<&[crate::session::TokenPiece]>)> {
-        Annotation::latest_server_render(self.annotations.get(&id)?)
+    /// The session facts exchange `id`'s analysis needs: the header and its annotations.
+    pub fn context(&self, id: u64) -> crate::analysis::Context<'_> {
+        crate::analysis::Context {
+            header: &self.header,
+            annotations: self.annotations.get(&id).map_or(&[], Vec::as_slice),
+        }
     }
 }
 
@@ -520,29 +520,7 @@ fn read_exact_at(f: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Res
     f.read_exact(buf)
 }
 
-/// `Some(id)` when `raw` starts as the session writer writes exchange lines
-/// (`{"type":"exchange","id":N,…`); `Some(None)` when it is an exchange line with the id
-/// elsewhere; `None` when it is not recognisably an exchange line.
-fn peek_exchange(raw: &[u8]) -> Option<Option<u64>> {
-    const PREFIX: &[u8] = br#"{"type":"exchange","#;
-    if !raw.starts_with(PREFIX) {
-        return None;
-    }
-    let rest = &raw[PREFIX.len()..];
-    let Some(rest) = rest.strip_prefix(br#""id":"#) else {
-        return Some(None);
-    };
-    let digits: Vec<u8> = rest
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .copied()
-        .collect();
-    Some(
-        std::str::from_utf8(&digits)
-            .ok()
-            .and_then(|s| s.parse().ok()),
-    )
-}
+use crate::session::read::peek_exchange;
 
 /// Session files (`*.jsonl`, `*.har`) directly inside `dir`, sorted by name. A missing folder
 /// is an empty list.
@@ -560,7 +538,7 @@ pub fn list_sessions(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads at most `limit` bytes of a file's first line (for the browser's header preview).
 pub fn first_line(path: &Path, limit: usize) -> Option<String> {
-    let f = std::fs::File::open(path).ok()?;
+    let f = crate::input::open_regular(path).ok()?;
     let mut buf = Vec::new();
     BufReader::new(f)
         .take(limit as u64)

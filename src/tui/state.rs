@@ -160,7 +160,8 @@ pub struct SessionView {
     pub stream_zoom: bool,
     /// Template pane: the side-by-side diff view, when open.
     pub diff: Option<DiffView>,
-    pub chunking: usize,
+    /// Replay chunking shown.
+    pub chunking: Chunking,
     pub step: usize,
     /// Replay right side.
     pub server_doc: Doc,
@@ -308,7 +309,7 @@ impl State {
     pub fn show_source(&mut self, source: Arc<SessionSource>, live: bool) -> Vec<Effect> {
         self.epoch += 1;
         let n = source.len();
-        let session_findings = super::analysis::session_findings(&source.warnings);
+        let session_findings = super::analysis::session_findings(&source.name, &source.warnings);
         self.session = Some(SessionView {
             summaries: vec![None; n],
             summarized: 0,
@@ -326,7 +327,7 @@ impl State {
             modes: Modes::default(),
             stream_zoom: false,
             diff: None,
-            chunking: 0,
+            chunking: Chunking::Recorded,
             step: 0,
             server_doc: Doc::default(),
             search: None,
@@ -472,12 +473,7 @@ impl State {
                 }
                 Vec::new()
             }
-            Message::Live(ex) => self.on_live(*ex),
             Message::Record(ev) => self.on_record(ev),
-            Message::Error(e) => {
-                self.status = Some(e);
-                Vec::new()
-            }
             _ => Vec::new(),
         }
     }
@@ -527,34 +523,6 @@ impl State {
             } else {
                 s.analysis_stale = true;
             }
-        }
-        fx
-    }
-
-    fn on_live(&mut self, ex: crate::session::Exchange) -> Vec<Effect> {
-        let epoch = self.epoch;
-        let Some(s) = &mut self.session else {
-            return Vec::new();
-        };
-        let src = Arc::make_mut(&mut s.source);
-        let row = src.push_live(ex);
-        if row >= s.summaries.len() {
-            s.summaries.resize(row + 1, None);
-            if s.filter.is_empty() {
-                s.visible.push(row);
-            }
-        }
-        s.cache.remove(&row);
-        let mut fx = vec![Effect::Diagnose {
-            epoch,
-            rows: row..row + 1,
-        }];
-        let selected = s.visible.get(s.list.cursor).copied();
-        if selected == Some(row) || s.analysis.is_none() {
-            if s.analysis.is_none() {
-                s.analyzing = Some(row);
-            }
-            fx.push(Effect::Analyze { epoch, row });
         }
         fx
     }
@@ -1190,7 +1158,6 @@ fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
         2 => doc::template(&a, &s.modes, theme),
         3 => doc::stream(&a, theme),
         4 => {
-            let ch = Chunking::ALL[s.chunking];
             let steps = a.replay.len(s.chunking);
             s.step = s.step.min(steps.saturating_sub(1));
             let n = a
@@ -1198,7 +1165,7 @@ fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
                 .step(s.chunking, s.step)
                 .map_or(a.events.len(), |st| st.server_events);
             s.server_doc = doc::server_view(&a, n, theme);
-            doc::replay(&a, ch, s.step, theme)
+            doc::replay(&a, s.chunking, s.step, theme)
         }
         _ => doc::findings(&findings_of(s), theme),
     };
@@ -1288,7 +1255,8 @@ fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effe
         Action::Chunking => {
             // Keep the same text position across chunkings.
             let end = a.replay.end(s.chunking, s.step).unwrap_or(0);
-            s.chunking = (s.chunking + 1) % Chunking::ALL.len();
+            let next = (s.chunking.index() + 1) % Chunking::ALL.len();
+            s.chunking = Chunking::ALL[next];
             s.step = a.replay.find(s.chunking, end);
         }
         _ => {}
@@ -1317,10 +1285,13 @@ fn jump_to_evidence(s: &mut SessionView, theme: &Theme, ph: usize) {
     s.pane = pane;
     s.focus = Focus::Detail;
     if pane == 4 {
+        if let Some(c) = ev.chunking {
+            s.chunking = c;
+        }
         if let Some(step) = ev.step {
             s.step = step;
-            rebuild(s, 4, theme);
         }
+        rebuild(s, 4, theme);
         return;
     }
     if pane == 0 {

@@ -337,11 +337,15 @@ fn draw_list(state: &State, f: &mut Frame, area: Rect) {
                     .unwrap_or_else(|| "—".into());
                 // llama-server reports its model as the GGUF path: the file name is the name.
                 let model = x.model.as_deref().unwrap_or_default();
-                let model = model.rsplit('/').next().unwrap_or(model).to_owned();
-                let path = match &x.label {
+                // control characters shown visibly (text::visible_line), so the terminal drops
+                // none of them and the columns keep their width
+                let model = crate::text::visible_line(model.rsplit('/').next().unwrap_or(model))
+                    .into_owned();
+                let path = crate::text::visible_line(&match &x.label {
                     Some(l) => format!("{}  {l}", x.path),
                     None => x.path.clone(),
-                };
+                })
+                .into_owned();
                 let nf = x.rules.len();
                 let worst = doc::worst(&x.rules);
                 let fstyle = match worst {
@@ -457,12 +461,14 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
             if s.modes.local { "local" } else { "server" }
         ),
         (3, Some(a)) => format!("Stream · {} events", a.events.len()),
-        (4, Some(a)) => format!(
-            "Replay · {} · step {}/{}",
-            Chunking::ALL[s.chunking].label(),
-            s.step + 1,
-            a.replay.len(s.chunking)
-        ),
+        (4, Some(a)) => {
+            let n = a.replay.len(s.chunking);
+            format!(
+                "Replay · {} · step {}/{n}",
+                s.chunking.label(),
+                if n == 0 { 0 } else { s.step + 1 }
+            )
+        }
         (_, Some(_)) => format!("Findings · {}", state.findings().len()),
     };
     let b = block(&title, focused, state);
@@ -494,7 +500,7 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         let [left, right] = if s.stream_zoom {
             [Rect::default(), inner]
         } else {
-            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+            Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
                 .areas(inner)
         };
         draw_doc(state, f, left, &s.docs[3], s.panes[3], focused, search);
@@ -608,6 +614,18 @@ fn highlight_matches(line: &Line<'static>, q: &str, style: Style) -> Line<'stati
     Line::from(out).style(line.style)
 }
 
+/// A chunking's name in the Replay pane's selector (the title says it in full).
+fn short_label(c: Chunking) -> &'static str {
+    match c {
+        Chunking::Recorded => "recorded",
+        Chunking::PerPiece => "pieces",
+        Chunking::PerChar => "chars",
+        Chunking::Every2 => "×2",
+        Chunking::Every8 => "×8",
+        Chunking::Whole => "whole",
+    }
+}
+
 fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::ExchangeAnalysis) {
     let st = &state.theme.styles;
     let Some(s) = &state.session else { return };
@@ -618,10 +636,10 @@ fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::Ex
     ])
     .areas(area);
     let mut sel = vec![Span::styled("chunking: ", st.muted)];
-    for (i, c) in Chunking::ALL.iter().enumerate() {
+    for c in Chunking::ALL {
         sel.push(Span::styled(
-            format!(" {} ", c.label()),
-            if i == s.chunking {
+            format!(" {} ", short_label(c)),
+            if c == s.chunking {
                 st.tab_active
             } else {
                 st.tab

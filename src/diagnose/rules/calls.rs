@@ -34,6 +34,93 @@ pub fn leaked_as_text(cx: &ExchangeContext) -> Vec<Finding> {
         .collect()
 }
 
+/// `tool_call.args_not_string`: on an OpenAI-compatible `/v1/chat/completions` endpoint, a
+/// tool call whose `function.arguments` is a JSON object (or any non-string) instead of the
+/// JSON text the contract specifies (OpenAI API reference: `arguments` "string"; the `openai`
+/// Python SDK types `Function.arguments` as `str`, so `json.loads` on it fails). TGI's Messages
+/// API does this. Not a fault on Ollama's native `/api/chat`, where arguments are objects by
+/// design (that exchange is [`crate::session::Api::Ollama`], not checked here). One finding per
+/// call. Evidence: the arguments' pointer (non-streamed) or the SSE event (streamed).
+pub fn args_not_string(cx: &ExchangeContext) -> Vec<Finding> {
+    if cx.api != crate::session::Api::Openai {
+        return Vec::new();
+    }
+    let finding = |i: usize, name: &str, v: &Value, evidence: Evidence| {
+        Finding::new(
+            Rule::ToolCallArgsNotString,
+            format!(
+                "function.arguments of tool call {i} ({}) is {}, not a string of JSON as the OpenAI chat completions contract says",
+                if name.is_empty() { "unnamed" } else { name },
+                crate::json_kind(v)
+            ),
+            "clients built on the OpenAI SDK json.loads(arguments) and fail on an object: serialise the arguments to a JSON string server-side (or use the engine's native API, e.g. Ollama /api/chat, whose clients expect objects)",
+        )
+        .with_evidence(Evidence {
+            tool: Some(name.to_owned()).filter(|n| !n.is_empty()),
+            excerpt: Some(crate::diagnose::report::one_line(&v.to_string(), 80)),
+            ..evidence
+        })
+    };
+    let not_string = |v: Option<&Value>| v.filter(|a| !a.is_string() && !a.is_null()).cloned();
+    let mut out = Vec::new();
+    if !cx.streamed {
+        let calls = cx
+            .response_json
+            .as_ref()
+            .and_then(|b| b.pointer("/choices/0/message/tool_calls"))
+            .and_then(Value::as_array);
+        for (i, c) in calls.into_iter().flatten().enumerate() {
+            if let Some(v) = not_string(c.pointer("/function/arguments")) {
+                let name = c
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let ev = Evidence {
+                    pane: Some(Pane::Stream),
+                    pointer: Some(format!(
+                        "/choices/0/message/tool_calls/{i}/function/arguments"
+                    )),
+                    ..Default::default()
+                };
+                out.push(finding(i, name, &v, ev));
+            }
+        }
+        return out;
+    }
+    let Some(text) = cx.response_text.as_deref() else {
+        return out;
+    };
+    let mut seen: Vec<u64> = Vec::new();
+    for ev in crate::stream::sse::decode_bytes(text.as_bytes()) {
+        let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
+            continue;
+        };
+        let deltas = v
+            .pointer("/choices/0/delta/tool_calls")
+            .and_then(Value::as_array);
+        for (k, tc) in deltas.into_iter().flatten().enumerate() {
+            let i = tc.get("index").and_then(Value::as_u64).unwrap_or(k as u64);
+            if seen.contains(&i) {
+                continue;
+            }
+            if let Some(a) = not_string(tc.pointer("/function/arguments")) {
+                seen.push(i);
+                let name = tc
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let e = Evidence {
+                    pane: Some(Pane::Stream),
+                    event: Some(ev.index),
+                    ..Default::default()
+                };
+                out.push(finding(i as usize, name, &a, e));
+            }
+        }
+    }
+    out
+}
+
 /// Byte offset of serde_json's 1-based (line, column) in `text`.
 fn byte_offset(text: &str, line: usize, column: usize) -> usize {
     let mut off = 0;
@@ -128,7 +215,10 @@ pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
     out
 }
 
-/// `tool_call.unknown_tool`: a call names a tool the request did not offer.
+/// `tool_call.unknown_tool`: a call names a tool the request did not offer — a call the server
+/// returned, or a call written in the content that the server left as text
+/// ([`markup::find_leaks`], also `tool_call.leaked_as_text`), e.g. named by the tool's
+/// description. Evidence: the call's name pointer, or the content offset of the leaked call.
 pub fn unknown_tool(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
@@ -137,21 +227,55 @@ pub fn unknown_tool(cx: &ExchangeContext) -> Vec<Finding> {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    m.tool_calls
+    let offered = if names.is_empty() {
+        "no tools were offered".to_owned()
+    } else {
+        format!("offered: {}", names.join(", "))
+    };
+    let hint = "the model invented or misspelt a tool name: constrain calls with a grammar, or map the name client-side";
+    let mut out: Vec<Finding> = m
+        .tool_calls
         .iter()
         .enumerate()
         .filter(|(_, c)| !names.contains(&c.name))
         .map(|(i, c)| {
-            let offered = if names.is_empty() { "no tools were offered".to_owned() } else { format!("offered: {}", names.join(", ")) };
-            Finding::new(Rule::ToolCallUnknownTool, format!("call {i} names {:?}, which the request did not offer ({offered})", c.name), "the model invented or misspelt a tool name: constrain calls with a grammar, or map the name client-side")
-                .with_evidence(cx.call_evidence(i, false))
+            Finding::new(
+                Rule::ToolCallUnknownTool,
+                format!(
+                    "call {i} names {:?}, which the request did not offer ({offered})",
+                    c.name
+                ),
+                hint,
+            )
+            .with_evidence(cx.call_evidence(i, false))
         })
-        .collect()
+        .collect();
+    for mk in markup::find_leaks(&m.content, cx.request_or_null()) {
+        let Some(name) = mk.name.as_ref().filter(|n| !names.iter().any(|x| x == *n)) else {
+            continue;
+        };
+        let mut ev = cx.content_evidence(
+            Some(mk.offset),
+            Some(markup::excerpt(&m.content, mk.offset, 80)),
+        );
+        ev.tool = Some(name.clone());
+        out.push(
+            Finding::new(
+                Rule::ToolCallUnknownTool,
+                format!("the {} call written in the content at byte {} names {name:?}, which the request did not offer ({offered})", mk.syntax, mk.offset),
+                hint,
+            )
+            .with_evidence(ev),
+        );
+    }
+    out
 }
 
-/// `tool_call.hallucinated_result`: the model wrote a tool-result block (`<tool_response>`, …,
-/// see [`markup::find_result_markup`]) itself instead of stopping for the real result. Looks at
-/// content, then reasoning, then the raw text. Evidence: byte offset of the marker.
+/// `tool_call.hallucinated_result`: the model wrote a tool-result marker (opener or closer:
+/// `<tool_response>`, `</tool_response>`, … — the chat template's own, or the well-known ones of
+/// [`markup::find_result_markup`]; see [`super::protocol::first_result_marker`]) itself instead
+/// of stopping for the real result. Looks at content, then reasoning, then the raw text.
+/// Evidence: byte offset of the marker; the message names it.
 pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
@@ -163,7 +287,9 @@ pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
     ];
     for (place, text) in places {
         let Some(text) = text else { continue };
-        if let Some(&(at, marker)) = markup::find_result_markup(text).first() {
+        if let Some((at, marker)) =
+            super::protocol::first_result_marker(text, cx.template.as_deref())
+        {
             let ex = Some(markup::excerpt(text, at, 80));
             let ev = match place {
                 "content" => cx.content_evidence(Some(at), ex),
@@ -192,6 +318,45 @@ pub fn arguments_value(arguments: &str) -> Value {
         return Value::Object(Default::default());
     }
     serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+#[cfg(test)]
+mod args_not_string_tests {
+    use super::*;
+    use crate::diagnose::rules::testutil::*;
+    use serde_json::json;
+
+    /// TGI Messages API shape (huggingface/text-generation-inference#2136-style reply): the
+    /// arguments arrive as an object, finish_reason "stop", description null.
+    #[test]
+    fn object_arguments_on_openai_endpoint() {
+        let resp = json!({"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "0", "type": "function", "function": {"name": "get_time", "description": null, "arguments": {"city": "Paris"}}}]}}]});
+        let f = args_not_string(&openai(json!({"tools": two_tools()}), resp));
+        assert_eq!(ids(&f), ["tool_call.args_not_string"]);
+        assert_eq!(
+            f[0].evidence.pointer.as_deref(),
+            Some("/choices/0/message/tool_calls/0/function/arguments")
+        );
+        assert!(f[0].message.contains("is an object"), "{}", f[0].message);
+        // the same call with string arguments is the contract
+        let ok = oa_resp(None, &[("get_time", "{\"city\":\"Paris\"}")], "tool_calls");
+        assert!(args_not_string(&openai(json!({}), ok)).is_empty());
+    }
+
+    #[test]
+    fn object_arguments_in_a_stream() {
+        let mut cx = openai(json!({}), json!({}));
+        cx.streamed = true;
+        cx.response_text = Some(concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":{\"city\":\"Paris\"}}}]}}]}\n\n",
+            "data: [DONE]\n\n"
+        ).into());
+        let f = args_not_string(&cx);
+        assert_eq!(
+            (ids(&f), f[0].evidence.event),
+            (vec!["tool_call.args_not_string"], Some(0))
+        );
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,11 @@ pub fn mismatch(cx: &ExchangeContext) -> Vec<Finding> {
         ToolChoice::from_request(cx.api, cx.request_or_null()),
         ToolChoice::Named(_)
     );
+    // Ollama's native API says `done_reason: "stop"` for a reply of tool calls (docs/api.md
+    // "Chat request (Streaming with tools)"): only an empty reply is a contract fault there.
+    if cx.api == Api::Ollama {
+        return ollama_empty(cx, m, finish);
+    }
     let msg = if says_calls && n == 0 {
         format!("finish reason is {finish:?} but the reply has no tool calls")
     } else if says_stop && n > 0 && !(cx.api == Api::Openai && named && finish == "stop") {
@@ -47,6 +52,33 @@ pub fn mismatch(cx: &ExchangeContext) -> Vec<Finding> {
     let mut ev = cx.finish_evidence();
     ev.excerpt = Some(finish.to_owned());
     vec![Finding::new(Rule::FinishMismatch, msg, "trust the tool_calls array over finish_reason, and report the server bug; raise max_tokens when replies are cut").with_evidence(ev)]
+}
+
+/// Ollama native `/api/chat`: `done_reason: "stop"` with no content and no tool calls — the
+/// client gets an empty assistant turn (Ollama's tool parser holds back text that starts like a
+/// call and drops it when the call never completes). Evidence: the done line.
+fn ollama_empty(
+    cx: &ExchangeContext,
+    m: &crate::stream::AssistantMessage,
+    finish: &str,
+) -> Vec<Finding> {
+    if finish != "stop" || !m.tool_calls.is_empty() || !m.content.trim().is_empty() {
+        return Vec::new();
+    }
+    let thought = if m.reasoning.is_empty() {
+        String::new()
+    } else {
+        format!(" (after {} bytes of thinking)", m.reasoning.len())
+    };
+    let mut ev = cx.finish_evidence();
+    ev.pointer = (!cx.streamed).then(|| "/done_reason".to_owned());
+    ev.excerpt = Some(finish.to_owned());
+    vec![Finding::new(
+        Rule::FinishMismatch,
+        format!("done_reason is \"stop\" but the reply has no content and no tool calls{thought}"),
+        "regenerate with \"raw\": true on /api/generate to see what the model wrote; a call the server's parser started and dropped leaves nothing behind",
+    )
+    .with_evidence(ev)]
 }
 
 fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
@@ -96,6 +128,26 @@ mod tests {
             json!({"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}], "stop_reason": "end_turn"}),
         );
         assert_eq!(ids(&mismatch(&a)), ["finish.mismatch"]);
+    }
+
+    #[test]
+    fn ollama_stop_with_calls_is_the_contract_and_empty_is_not() {
+        let ctx = |body: serde_json::Value| {
+            let mut cx = ExchangeContext::new(Api::Ollama);
+            cx.request = Some(json!({"tools": two_tools()}));
+            cx.message = crate::stream::ollama::from_ollama_json(
+                &body,
+                crate::stream::ollama::OllamaEndpoint::Chat,
+            );
+            cx
+        };
+        // docs/api.md "Chat request (No streaming, with tools)": calls with done_reason stop.
+        let calls = json!({"message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_time", "arguments": {"city": "Paris"}}}]}, "done": true, "done_reason": "stop"});
+        assert!(mismatch(&ctx(calls)).is_empty());
+        let empty = json!({"message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop"});
+        let f = mismatch(&ctx(empty));
+        assert_eq!(ids(&f), ["finish.mismatch"]);
+        assert_eq!(f[0].evidence.pointer.as_deref(), Some("/done_reason"));
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! `parser.chunking_divergence` over a recorded stream: toolscope's streaming parser fed the
-//! generated text cut as the stream delivered it (and re-cut per token piece, per character,
-//! every 2 and every 8 chunks) must release what a one-shot parse of the whole text releases.
+//! `parser.chunking_divergence` over an exchange's replay text (the raw output when recorded,
+//! else the streamed or returned content: [`ExchangeContext::replay_text`]): toolscope's
+//! streaming parser fed the text cut as the stream delivered it (and re-cut per token piece,
+//! per character, every 2 and every 8 chunks) must release what a one-shot parse of the whole
+//! text releases. The traces are computed once ([`traces_with`]) and kept for the inspector's
+//! Replay pane, so a finding's step is the pane's step in the same chunking.
 //! The machinery is [`crate::parser::trace`] (its public API only: [`recut`], [`Trace`],
 //! [`first_divergence`]); this rule adds what a recorded exchange knows: the SSE event each
 //! step came from, the syntax from the template, the request's tools.
@@ -8,8 +11,8 @@
 use std::sync::Arc;
 
 use crate::diagnose::ExchangeContext;
-use crate::finding::{Evidence, Finding, Pane, Rule};
-use crate::parser::trace::{Cut, Trace, cut, first_divergence, recut};
+use crate::finding::{Chunking, Evidence, Finding, Pane, Rule};
+use crate::parser::trace::{Cut, Trace, cut as cut_text, first_divergence, recut};
 use crate::parser::{ParserOptions, Syntax, ToolIndex};
 
 /// Records a parse of `chunks` (one step per chunk, then `finish()`). The rule's seam: the real
@@ -26,64 +29,160 @@ pub fn real_parser(chunks: &[String], syntax: Option<Syntax>, tools: &Arc<ToolIn
     )
 }
 
-/// `parser.chunking_divergence` for a streamed exchange ([`chunking_divergence_with`] and the
-/// real parser).
+/// `parser.chunking_divergence` for an exchange ([`chunking_divergence_with`] and the real
+/// parser).
 pub fn chunking_divergence(cx: &ExchangeContext) -> Vec<Finding> {
     chunking_divergence_with(cx, &real_parser)
 }
 
-/// For an exchange with a stream (`cx.stream_chunks`): parses the text per recorded SSE chunk,
-/// per token piece (when `cx.stream_pieces` is set), per character, every 2 and every 8 chunks,
-/// with `record`, and compares each with a one-shot parse of the whole text by `record`
-/// (content, reasoning, calls, repairs and malformed blocks released so far must be a prefix of
-/// the one-shot result, and equal at the end: [`first_divergence`]). One finding per cut that
-/// diverges, naming the cut and its first differing step; for the recorded cut also the SSE
-/// event. Syntax: the template's markers, else the text's; tools: the request's `tools`.
-/// Evidence: pane replay, `step`, `offset` (byte offset of the step's chunk in the text),
-/// `event` (recorded cut), excerpt of the chunk.
-pub fn chunking_divergence_with(cx: &ExchangeContext, record: &Recorder) -> Vec<Finding> {
-    if cx.stream_chunks.is_empty() {
-        return Vec::new();
+/// Texts longer than this many characters keep no per-character trace in [`ReplayTraces`]
+/// (the rule still judges it; the Replay pane then says the text is too long to step per
+/// character). Bounds the memory an inspector keeps per analysed exchange.
+pub const MAX_KEPT_PER_CHAR: usize = 64 * 1024;
+
+/// One chunking of the replayed text: its chunk end offsets (bytes into the text) and
+/// toolscope's parser trace over those chunks (one step per chunk, then `finish()`).
+#[derive(Debug, Clone)]
+pub struct ReplayCut {
+    /// End offset of each chunk, ascending; the last is the text's length.
+    pub bounds: Vec<usize>,
+    /// `None` when the trace was not kept (per character over [`MAX_KEPT_PER_CHAR`]).
+    pub trace: Option<Arc<Trace>>,
+}
+
+/// toolscope's parser over the exchange's replay text ([`ExchangeContext::replay_text`]) in
+/// every chunking of [`Chunking::ALL`]: what `parser.chunking_divergence` judges and the Replay
+/// pane steps through, computed once.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayTraces {
+    /// The text, its source and its recorded chunks.
+    pub replay: super::super::ReplayText,
+    /// Syntax the parser used: the template's markers, else the text's.
+    pub syntax: Option<Syntax>,
+    /// Per chunking, in [`Chunking::ALL`] order; `None` where it does not apply (no token
+    /// pieces listed).
+    pub cuts: Vec<Option<ReplayCut>>,
+}
+
+impl ReplayTraces {
+    /// The cut of chunking `c`, when it applies.
+    pub fn cut(&self, c: Chunking) -> Option<&ReplayCut> {
+        self.cuts.get(c.index()).and_then(Option::as_ref)
     }
-    let chunks: Vec<String> = cx.stream_chunks.iter().map(|c| c.text.clone()).collect();
-    let text = chunks.concat();
-    let syntax = cx
-        .template
-        .as_deref()
-        .and_then(Syntax::detect_from_template)
-        .or_else(|| Syntax::detect_from_text(&text));
-    let tools = Arc::new(ToolIndex::from_value(
+}
+
+/// The request's tools as the parser's index.
+fn tool_index(cx: &ExchangeContext) -> Arc<ToolIndex> {
+    Arc::new(ToolIndex::from_value(
         cx.request
             .as_ref()
             .and_then(|r| r.get("tools"))
             .filter(|t| !t.is_null()),
-    ));
-    let one = record(std::slice::from_ref(&text), syntax, &tools);
-    let mut cuts = vec![Cut::Recorded];
-    if let Some(p) = &cx.stream_pieces {
-        cuts.push(Cut::Pieces(p.clone()));
+    ))
+}
+
+/// End offsets of `chunks` laid end to end.
+fn bounds_of(chunks: &[String]) -> Vec<usize> {
+    let mut at = 0;
+    chunks
+        .iter()
+        .map(|c| {
+            at += c.len();
+            at
+        })
+        .collect()
+}
+
+/// Parses the exchange's replay text ([`ExchangeContext::replay_text`]) with `record` in every
+/// chunking of [`Chunking::ALL`]. `None` when there is no text to replay. Syntax: the
+/// template's markers, else the text's; tools: the request's `tools`.
+pub fn traces_with(cx: &ExchangeContext, record: &Recorder) -> Option<ReplayTraces> {
+    let replay = cx.replay_text();
+    if replay.text.is_empty() {
+        return None;
     }
-    cuts.extend([Cut::PerChar, Cut::EveryN(2), Cut::EveryN(8)]);
+    let syntax = cx
+        .template
+        .as_deref()
+        .and_then(Syntax::detect_from_template)
+        .or_else(|| Syntax::detect_from_text(&replay.text));
+    let tools = tool_index(cx);
+    let chunks = replay.chunks();
+    let whole = Arc::new(record(std::slice::from_ref(&replay.text), syntax, &tools));
+    let same_as_whole = |re: &[String]| re.len() <= 1;
+    let cuts = Chunking::ALL
+        .iter()
+        .map(|&c| {
+            let cut = match c {
+                Chunking::Whole => {
+                    return Some(ReplayCut {
+                        bounds: vec![replay.text.len()],
+                        trace: Some(whole.clone()),
+                    });
+                }
+                Chunking::Recorded => Cut::Recorded,
+                Chunking::PerPiece => Cut::Pieces(replay.pieces.clone()?),
+                Chunking::PerChar => Cut::PerChar,
+                Chunking::Every2 => Cut::EveryN(2),
+                Chunking::Every8 => Cut::EveryN(8),
+            };
+            let re = recut(&chunks, &cut);
+            let bounds = bounds_of(&re);
+            let trace = if same_as_whole(&re) {
+                Some(whole.clone())
+            } else if c == Chunking::PerChar && re.len() > MAX_KEPT_PER_CHAR {
+                None
+            } else {
+                Some(Arc::new(record(&re, syntax, &tools)))
+            };
+            Some(ReplayCut { bounds, trace })
+        })
+        .collect();
+    Some(ReplayTraces {
+        replay,
+        syntax,
+        cuts,
+    })
+}
+
+/// `parser.chunking_divergence` over computed traces: each chunking whose parse diverges from
+/// the one-shot parse ([`first_divergence`]: content, reasoning, calls, repairs and malformed
+/// blocks released so far must be a prefix of the one-shot result, and equal at the end) gives
+/// one finding naming the chunking and its first differing step; for the recorded chunking also
+/// the SSE event. A chunking that is one chunk (or the same chunks as the recorded one) is
+/// skipped. A per-character trace that was not kept is recomputed here with `record`.
+/// Evidence: pane replay, `chunking`, `step`, `offset` (byte offset of the step's chunk in the
+/// text), `event` (recorded chunking), excerpt of the chunk.
+pub fn divergences(cx: &ExchangeContext, traces: &ReplayTraces, record: &Recorder) -> Vec<Finding> {
+    let Some(whole) = traces.cut(Chunking::Whole).and_then(|c| c.trace.clone()) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for c in cuts {
-        if matches!(c, Cut::EveryN(n) if n >= chunks.len()) {
-            continue; // the same as one chunk: nothing to compare
+    for &c in &Chunking::ALL {
+        let Some(cut) = traces.cut(c) else { continue };
+        if c == Chunking::Whole || cut.bounds.len() <= 1 {
+            continue;
         }
-        let re = recut(&chunks, &c);
-        let tr = record(&re, syntax, &tools);
-        let Some((step, why)) = first_divergence(&one, &tr) else {
+        let tr = match &cut.trace {
+            Some(t) => t.clone(),
+            None => {
+                let chunks = recut(&traces.replay.chunks(), &Cut::PerChar);
+                Arc::new(record(&chunks, traces.syntax, &tool_index(cx)))
+            }
+        };
+        let Some((step, why)) = first_divergence(&whole, &tr) else {
             continue;
         };
         let view = tr.state_at(step);
         let offset = tr.steps().get(step).map(|s| s.input.0);
         let event = match c {
-            Cut::Recorded => cx.stream_chunks.get(step).map(|c| c.event),
+            Chunking::Recorded => traces.replay.recorded.get(step).and_then(|r| r.1),
             _ => None,
         };
         let chunk = if view.chunk.is_empty() && step + 1 == tr.len() {
             "(end of stream)".to_owned()
         } else {
-            cut(view.chunk, 60)
+            cut_text(view.chunk, 60)
         };
         let at_event = event
             .map(|e| format!(", SSE event {e}"))
@@ -92,13 +191,15 @@ pub fn chunking_divergence_with(cx: &ExchangeContext, record: &Recorder) -> Vec<
             Finding::new(
                 Rule::ParserChunkingDivergence,
                 format!(
-                    "parsing the streamed text {} diverges from the one-shot parse at step {step}{at_event} (chunk {chunk:?}): {why}",
-                    c.describe()
+                    "parsing the {} {} diverges from the one-shot parse at step {step}{at_event} (chunk {chunk:?}): {why}",
+                    traces.replay.what,
+                    describe(c)
                 ),
                 "a streaming parser must hold a possible marker start until it can decide; open this step in the replay pane",
             )
             .with_evidence(Evidence {
                 pane: Some(Pane::Replay),
+                chunking: Some(c),
                 step: Some(step),
                 event,
                 offset,
@@ -108,6 +209,26 @@ pub fn chunking_divergence_with(cx: &ExchangeContext, record: &Recorder) -> Vec<
         );
     }
     out
+}
+
+/// The rule's words for a chunking (as [`crate::parser::trace::Cut::describe`]).
+fn describe(c: Chunking) -> &'static str {
+    match c {
+        Chunking::Recorded => "per recorded chunk",
+        Chunking::PerPiece => "per token piece",
+        Chunking::PerChar => "per character",
+        Chunking::Every2 => "every 2 chunks",
+        Chunking::Every8 => "every 8 chunks",
+        Chunking::Whole => "as one chunk",
+    }
+}
+
+/// [`chunking_divergence`] with the streaming parser given by `record` (see [`divergences`]).
+pub fn chunking_divergence_with(cx: &ExchangeContext, record: &Recorder) -> Vec<Finding> {
+    match traces_with(cx, record) {
+        Some(t) => divergences(cx, &t, record),
+        None => Vec::new(),
+    }
 }
 
 #[cfg(test)]

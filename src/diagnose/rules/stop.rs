@@ -18,10 +18,12 @@ const THINK_OPEN: &[(&str, &str)] = &[
 /// whole generated text, reasoning included: tools/server/server-context.cpp, build 11434).
 ///
 /// Fires when the request has stop strings, the reply has reasoning (a `reasoning_content` /
-/// `thinking` block, or an unclosed `<think>` in content) but no answer text and no tool call,
-/// was not cut by the token limit, and either the server named the stop string
-/// (`stop_sequence`, `__verbose.stopping_word`) or the reasoning breaks off mid-sentence.
-/// Evidence: the reasoning's pointer and the byte offset where it ends.
+/// `thinking` block; or, when the server did not split reasoning, an unclosed `<think>` in
+/// the content, the raw text or the assistant prefill it continued) but no answer text and no
+/// tool call, was not cut by the token limit, and either the server named the stop string
+/// (`stop_sequence`, `__verbose.stopping_word`), or the reasoning breaks off mid-sentence, or
+/// it is empty (the reply ends right after the opener).
+/// Evidence: the reasoning's pointer (or the content's) and the byte offset where it ends.
 pub fn in_reasoning(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
@@ -30,21 +32,37 @@ pub fn in_reasoning(cx: &ExchangeContext) -> Vec<Finding> {
     if stops.is_empty() || !m.tool_calls.is_empty() {
         return Vec::new();
     }
+    // An opener left unclosed: in the content (the server did not split reasoning), else in the
+    // raw text or the assistant prefill the server continued (then the whole content is
+    // inside the reasoning).
+    let unclosed = |t: &str| {
+        let t = t.trim_start();
+        THINK_OPEN
+            .iter()
+            .find(|(o, close)| t.starts_with(o) && !t.contains(close))
+            .map(|(o, _)| *o)
+    };
+    let prefill = crate::stream::raw::assistant_prefill(cx.request_or_null());
     let (reasoning, answer, in_content) = if !m.reasoning.trim().is_empty() {
         (m.reasoning.as_str(), m.content.as_str(), false)
+    } else if let Some(o) = unclosed(&m.content) {
+        (&m.content.trim_start()[o.len()..], "", true)
+    } else if [cx.raw_text.as_deref(), prefill.as_deref()]
+        .into_iter()
+        .flatten()
+        .any(|t| unclosed(t).is_some())
+        && !THINK_OPEN.iter().any(|(_, c)| m.content.contains(c))
+    {
+        (m.content.as_str(), "", true)
     } else {
-        let c = m.content.trim_start();
-        match THINK_OPEN
-            .iter()
-            .find(|(o, close)| c.starts_with(o) && !c.contains(close))
-        {
-            Some((o, _)) => (&c[o.len()..], "", true),
-            None => return Vec::new(),
-        }
+        return Vec::new();
     };
-    if reasoning.trim().is_empty() || !answer.trim().is_empty() {
+    if !answer.trim().is_empty() {
         return Vec::new();
     }
+    // Nothing but the opener: a model does not end its turn right after opening its
+    // reasoning; the stop string matched there.
+    let empty = reasoning.trim().is_empty();
     let finish = m.finish_reason.as_deref().unwrap_or("");
     if matches!(finish, "length" | "max_tokens") {
         return Vec::new();
@@ -57,7 +75,7 @@ pub fn in_reasoning(cx: &ExchangeContext) -> Vec<Finding> {
     let mid_sentence = !tail.ends_with(['.', '!', '?', '…', ':', ')', '"', '\'', '>', '`', '*']);
     let stop = match named {
         Some(s) => s.to_owned(),
-        None if mid_sentence => stops
+        None if mid_sentence || empty => stops
             .iter()
             .map(|(s, _)| format!("{s:?}"))
             .collect::<Vec<_>>()
@@ -69,7 +87,11 @@ pub fn in_reasoning(cx: &ExchangeContext) -> Vec<Finding> {
     } else {
         stop.clone()
     };
-    let offset = reasoning.len();
+    let offset = if in_content {
+        m.content.len()
+    } else {
+        reasoning.len()
+    };
     let tail_start = tail
         .char_indices()
         .rev()
@@ -167,6 +189,33 @@ mod tests {
             oa_resp(Some("<think>\nIs 7 a"), &[], "stop"),
         );
         assert_eq!(ids(&in_reasoning(&cx)), ["stop.in_reasoning"]);
+    }
+
+    /// sessions/g-stop-in-reasoning.jsonl as a user records it (no `-v`): assistant prefill
+    /// `<think>\n`, `stop: ["The"]`, the server answers content `<think>\n\n` (its parser
+    /// read prefill + the generated `\n`; `The` was cut), finish `stop`, no stopping word.
+    #[test]
+    fn stop_in_reasoning_right_after_the_prefilled_opener() {
+        let req = json!({"stop": ["The"], "messages": [{"role": "user", "content": "What is the capital of France?"}, {"role": "assistant", "content": "<think>\n"}]});
+        let cx = openai(req.clone(), oa_resp(Some("<think>\n\n"), &[], "stop"));
+        let f = in_reasoning(&cx);
+        assert_eq!(ids(&f), ["stop.in_reasoning"]);
+        assert_eq!(f[0].evidence.offset, Some("<think>\n\n".len()));
+        assert!(f[0].message.contains("\"The\""), "{}", f[0].message);
+        // The server did not echo the prefill: the opener is in the prefill only.
+        let cx = openai(req.clone(), oa_resp(Some("\n"), &[], "stop"));
+        assert_eq!(ids(&in_reasoning(&cx)), ["stop.in_reasoning"]);
+        // ... or in the raw text only.
+        let mut cx = openai(json!({"stop": ["The"]}), oa_resp(Some("\n"), &[], "stop"));
+        assert!(in_reasoning(&cx).is_empty());
+        cx.raw_text = Some("<think>\n\n".into());
+        assert_eq!(ids(&in_reasoning(&cx)), ["stop.in_reasoning"]);
+        // Closed reasoning and an answer: nothing.
+        let cx = openai(req, oa_resp(Some("<think>\n</think>\nParis."), &[], "stop"));
+        assert!(in_reasoning(&cx).is_empty());
+        // No stop strings requested: nothing.
+        let cx = openai(json!({}), oa_resp(Some("<think>\n\n"), &[], "stop"));
+        assert!(in_reasoning(&cx).is_empty());
     }
 
     #[test]

@@ -34,7 +34,11 @@ pub const RAISE_PREFIX: &str = "Jinja Exception: ";
 /// (llama.cpp formats the server's local time; toolscope renders the given clock, UTC).
 pub fn configure(env: &mut Environment<'static>, _rules: &BuildRules, now: time::OffsetDateTime) {
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
-    env.set_formatter(|out, _state, value| {
+    env.set_formatter(|out, state, value| {
+        if value.as_str().is_none() {
+            // the render's memory budget (budget.rs, seam 3) before building the text
+            crate::template::budget::ensure_print(state, value, 0, 0, "printing a value")?;
+        }
         let mut s = String::new();
         print_value(&mut s, value, 0);
         out.write_str(&s)
@@ -477,6 +481,7 @@ fn ensure_ascii(s: &str) -> String {
 
 /// llama.cpp's `tojson(ensure_ascii, indent, separators, sort_keys)` (positional or keyword).
 fn tojson(
+    state: &minijinja::State,
     value: &JValue,
     args: minijinja::value::Rest<JValue>,
     kwargs: Kwargs,
@@ -503,6 +508,8 @@ fn tojson(
         ));
     }
     kwargs.assert_all_used()?;
+    let per_level = usize::try_from(indent.max(0)).unwrap_or(0);
+    crate::template::budget::ensure_print(state, value, per_level, 2, "tojson")?;
     let item_sep = seps
         .first()
         .cloned()
@@ -518,7 +525,8 @@ fn tojson(
 
 /// `string`: numbers through `tojson`, booleans `True`/`False`, `none` → `None`, undefined → `""`,
 /// strings as they are, arrays and objects as their repr.
-fn string_filter(v: &JValue) -> Result<JValue, Error> {
+fn string_filter(state: &minijinja::State, v: &JValue) -> Result<JValue, Error> {
+    crate::template::budget::ensure_print(state, v, 0, 0, "string")?;
     Ok(JValue::from(match v.kind() {
         ValueKind::Number => {
             let mut s = String::new();

@@ -1,0 +1,368 @@
+//! One analysed exchange: everything toolscope knows about one request/response pair, computed
+//! once, read by the inspector's list row and panes and by `toolscope check`. Pure: an
+//! [`Exchange`] and its session's header and annotations in, an [`AnalysedExchange`] out.
+//!
+//! Built from, each exactly once:
+//! * the one decoder, [`crate::stream::decode_exchange`] (SSE events with per-event marks, the
+//!   reassembled message, stream-contract findings);
+//! * the one raw-output lookup, [`crate::stream::raw::raw_output`] (seam 1 with issue #12);
+//! * the one server-render lookup, [`server_render`] (`/apply-template` annotation, else
+//!   `__verbose.prompt`), which both the rules and the Template pane read;
+//! * diagnose's context ([`crate::diagnose::load::exchange_context_from`]) and every rule
+//!   ([`crate::diagnose::check_exchange_traced`]), whose parser traces per chunking are kept for
+//!   the Replay pane, so a finding's step is the pane's step;
+//! * at [`Depth::Panes`] only: the tools and schema rows, the local render and its diff.
+
+pub mod replay;
+pub mod stream;
+pub mod template;
+pub mod tools;
+
+use serde_json::Value;
+
+use crate::diagnose::ExchangeContext;
+use crate::finding::{Finding, Rule};
+use crate::session::{Annotation, Api, Exchange, Header, TokenPiece};
+use crate::stream::AssistantMessage;
+
+pub use replay::{ReplayStep, ReplayView, ServerView};
+pub use stream::StreamEvent;
+pub use template::TemplateView;
+pub use tools::{SchemaRow, ToolEntry};
+
+/// Session-level facts an exchange's analysis needs: the session header (`/props`: chat
+/// template, BOS token) and the annotations recorded for this exchange (server renders; raw
+/// output once issue #12 records it).
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub header: &'a Header,
+    /// This exchange's annotations, in file order.
+    pub annotations: &'a [Annotation],
+}
+
+/// How much to compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// The findings and the list row (what `check` and the list's counts need): no tools or
+    /// schema rows, no local render, no parser traces kept.
+    Findings,
+    /// Everything the panes show.
+    Panes,
+}
+
+/// Overrides `toolscope check` sets on every exchange (`--template`): the template text and
+/// BOS token the rules judge with, instead of the session's `/props` ones.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Chat template source text.
+    pub template: Option<String>,
+    /// BOS token text.
+    pub bos_token: Option<String>,
+}
+
+/// llama-server's own render of an exchange's request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerRender {
+    /// The prompt text, when known.
+    pub prompt: Option<String>,
+    /// Its tokenization with pieces (`/tokenize` `with_pieces`), when fetched.
+    pub tokens: Option<Vec<TokenPiece>>,
+    /// Where it came from: `server /apply-template` or `server __verbose.prompt`.
+    pub source: &'static str,
+}
+
+/// The server's render of `ex`: the latest `server_render` annotation (`/apply-template` and
+/// `/tokenize`, fetched by the recorder), else the `__verbose.prompt` of a non-streamed
+/// llama-server `-v` reply (llama.cpp tools/server/server-context.cpp, build 11434). The one
+/// lookup: rules (`schema.*`, token rules) and the Template pane read the same prompt.
+pub fn server_render(ex: &Exchange, annotations: &[Annotation]) -> Option<ServerRender> {
+    let ann = Annotation::latest_server_render(annotations);
+    if let Some((Some(prompt), tokens)) = ann {
+        return Some(ServerRender {
+            prompt: Some(prompt.to_owned()),
+            tokens: tokens.map(<[_]>::to_vec),
+            source: "server /apply-template",
+        });
+    }
+    let verbose = ex
+        .response
+        .as_ref()
+        .filter(|r| r.chunks.is_none())
+        .and_then(|r| r.body.as_ref())
+        .and_then(|b| b.json().ok())
+        .and_then(|b| match b.pointer("/__verbose/prompt") {
+            Some(Value::String(p)) => Some(p.clone()),
+            _ => None,
+        });
+    match (verbose, ann) {
+        (Some(p), ann) => Some(ServerRender {
+            prompt: Some(p),
+            tokens: ann.and_then(|(_, t)| t.map(<[_]>::to_vec)),
+            source: "server __verbose.prompt",
+        }),
+        (None, Some((None, Some(t)))) => Some(ServerRender {
+            prompt: None,
+            tokens: Some(t.to_vec()),
+            source: "server /tokenize",
+        }),
+        _ => None,
+    }
+}
+
+pub use crate::stream::raw::RawOutput;
+
+/// `OUTCOME: ERROR` for a partial exchange (`client_disconnected: client closed the
+/// connection`), `None` for a complete one. A partial exchange is its own signal (the list's
+/// `!`, the Stream pane's first line, `check`'s `partial` field), not a finding: the line is
+/// whole, the response was cut.
+pub fn partial_note(ex: &Exchange) -> Option<String> {
+    ex.is_partial().then(|| {
+        let outcome = serde_json::to_value(ex.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        format!(
+            "{outcome}: {}",
+            ex.error.as_deref().unwrap_or("no reason recorded")
+        )
+    })
+}
+
+/// One row of the exchanges list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// Exchange id (1-based).
+    pub id: u64,
+    pub method: String,
+    pub path: String,
+    /// The exchange's label (`probe:named_tool`, `send`), shown after the path.
+    pub label: Option<String>,
+    pub model: Option<String>,
+    /// HTTP status; `None` when the upstream failed before a status line.
+    pub status: Option<u16>,
+    /// Tool calls in the reply.
+    pub tool_calls: usize,
+    /// Rule ids of the exchange's findings (for the count column and `f rule:`).
+    pub rules: Vec<Rule>,
+    /// Total duration in milliseconds.
+    pub duration_ms: Option<f64>,
+    pub stream: bool,
+    /// Not [`crate::session::Outcome::Complete`]: the client disconnected or the upstream
+    /// failed mid-response (its own signal, shown as `!`; not a finding).
+    pub partial: bool,
+    /// Why the line could not be decoded (the row is then shown as damaged).
+    pub error: Option<String>,
+    /// True once the exchange has been analysed: `tool_calls` and `rules` are then final. A
+    /// [`quick_summary`] row (shown while the background analysis runs) has them empty.
+    pub analyzed: bool,
+}
+
+/// The list row from the request and response heads only (no stream decode, no findings):
+/// what the list shows at once while the background analysis runs. The model comes from the
+/// request or a non-stream response body (a stream's model is filled in later).
+pub fn quick_summary(ex: &Exchange) -> Summary {
+    #[derive(serde::Deserialize)]
+    struct Model {
+        model: Option<String>,
+    }
+    let model_in = |b: &crate::session::Body| {
+        serde_json::from_str::<Model>(&b.to_text())
+            .ok()
+            .and_then(|m| m.model)
+    };
+    Summary {
+        id: ex.id,
+        method: ex.request.method.clone(),
+        path: ex.request.path.clone(),
+        label: ex.label.clone(),
+        model: model_in(&ex.request.body).or_else(|| {
+            ex.response
+                .as_ref()
+                .and_then(|r| r.body.as_ref())
+                .and_then(model_in)
+        }),
+        status: ex.response.as_ref().map(|r| r.status),
+        duration_ms: ex.timings.total_us.map(|us| us as f64 / 1000.0),
+        stream: ex.is_stream(),
+        partial: ex.is_partial(),
+        ..Default::default()
+    }
+}
+
+/// The [`crate::session::ReadWarning`] for exchange line `line` that could not be decoded
+/// (`error` as the indexed reader gives it: `line N column C: …`), for
+/// [`crate::diagnose::load::damaged_line`].
+pub fn load_error_warning(line: usize, error: &str) -> crate::session::ReadWarning {
+    let rest = error
+        .strip_prefix(&format!("line {line}"))
+        .unwrap_or(error)
+        .trim_start();
+    let (column, message) = match rest
+        .strip_prefix("column ")
+        .and_then(|r| r.split_once(": "))
+    {
+        Some((c, m)) if c.parse::<usize>().is_ok() => (c.parse().ok(), m.to_owned()),
+        _ => (None, rest.trim_start_matches(": ").to_owned()),
+    };
+    crate::session::ReadWarning {
+        line,
+        column,
+        message,
+    }
+}
+
+/// Row for an exchange line that could not be decoded (`error`: `line N column C: …`). Its
+/// finding is [`crate::diagnose::load::damaged_line`]'s `session.damaged`.
+pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {
+    Summary {
+        id: id.unwrap_or(0),
+        method: "?".into(),
+        path: "(damaged line)".into(),
+        error: Some(error),
+        rules: vec![Rule::SessionDamaged],
+        analyzed: true,
+        ..Default::default()
+    }
+}
+
+/// Everything toolscope knows about one exchange (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct AnalysedExchange {
+    /// The list row (final: `analyzed` is true).
+    pub summary: Summary,
+    pub exchange: Exchange,
+    pub api: Option<Api>,
+    /// The request body as JSON.
+    pub request: Option<Value>,
+    /// The reply, reassembled (stream or JSON body).
+    pub message: Option<AssistantMessage>,
+    /// The model's raw output, or why it is missing.
+    pub raw: Option<RawOutput>,
+    /// The server's render of the request, when recorded.
+    pub server_render: Option<ServerRender>,
+    /// Every finding of the exchange, in diagnose's pipeline order.
+    pub findings: Vec<Finding>,
+    /// SSE events with what each added (empty for a non-streamed body).
+    pub events: Vec<StreamEvent>,
+    /// Stream faults that are not rules (missing `[DONE]`, events after the end, …).
+    pub problems: Vec<crate::stream::reassemble::StreamProblem>,
+    /// The Replay pane's model (parser traces kept at [`Depth::Panes`] only).
+    pub replay: ReplayView,
+    /// [`Depth::Panes`] only: the request's tools.
+    pub tools: Vec<ToolEntry>,
+    /// [`Depth::Panes`] only: every tool parameter, flattened, with what never reached the prompt.
+    pub schema: Vec<SchemaRow>,
+    /// [`Depth::Panes`] only: server and local renders.
+    pub template: TemplateView,
+}
+
+/// Analyses one exchange ([`analyse_with`] without overrides or context hook).
+pub fn analyse(ex: Exchange, ctx: Context<'_>, depth: Depth) -> AnalysedExchange {
+    analyse_with(ex, ctx, depth, &Overrides::default(), |_| Ok(()))
+        .unwrap_or_else(|_: std::convert::Infallible| unreachable!())
+}
+
+/// Analyses one exchange. `hook` sees diagnose's context after the session facts are set and
+/// before the rules run (`check --vocab` adds its own render and tokenization there; that IO
+/// stays in the CLI). Errors: the hook's.
+pub fn analyse_with<E>(
+    ex: Exchange,
+    ctx: Context<'_>,
+    depth: Depth,
+    overrides: &Overrides,
+    hook: impl FnOnce(&mut ExchangeContext) -> Result<(), E>,
+) -> Result<AnalysedExchange, E> {
+    let api = ex.api();
+    let mut decoded = crate::stream::decode_exchange(&ex);
+    let mut cx = crate::diagnose::load::exchange_context_from(&ex, decoded.as_ref());
+    // The one raw-output lookup (seam 1, issue #12): what the model wrote, or why unknown.
+    let raw = crate::stream::raw::raw_output(&ex, ctx.annotations);
+    cx.raw_text = raw.models_text().map(str::to_owned);
+    cx.raw = Some(raw.clone());
+    if let (
+        Some(_),
+        RawOutput::Text {
+            pieces: Some(p),
+            prefill,
+            ..
+        },
+    ) = (&cx.raw_text, &raw)
+    {
+        // Pieces spell the generated part; the parser reads the prefill first.
+        let mut all: Vec<String> = Vec::with_capacity(p.len() + 1);
+        if !prefill.is_empty() {
+            all.push(prefill.clone());
+        }
+        all.extend(p.iter().cloned());
+        cx.stream_pieces = Some(all);
+    }
+    let render = server_render(&ex, ctx.annotations);
+    if let Some(r) = &render {
+        cx.server_prompt = r.prompt.clone();
+        cx.server_tokens = r.tokens.clone();
+    }
+    let props = ctx.header.props.as_ref();
+    let prop = |k: &str| {
+        props
+            .and_then(|p| p.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    cx.template = overrides.template.clone().or_else(|| prop("chat_template"));
+    cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
+    hook(&mut cx)?;
+    let chat = api.is_generation();
+    let (mut findings, traces) = if chat {
+        crate::diagnose::check_exchange_traced(&cx, &crate::diagnose::rules::replay::real_parser)
+    } else {
+        (Vec::new(), None)
+    };
+    if chat {
+        findings.extend(crate::diagnose::load::unreadable_request(&ex));
+    }
+    let events = decoded
+        .as_mut()
+        .map(|d| stream::rows(&ex, d))
+        .unwrap_or_default();
+    let problems = decoded
+        .as_mut()
+        .map(|d| std::mem::take(&mut d.problems))
+        .unwrap_or_default();
+    let replay = ReplayView::new(
+        traces.filter(|_| depth == Depth::Panes),
+        decoded.as_ref(),
+        cx.message.as_ref(),
+        events.len(),
+    );
+    let message = cx.message.take();
+    let request = cx.request.take();
+    let mut a = AnalysedExchange {
+        summary: Summary {
+            model: ex
+                .model()
+                .or_else(|| message.as_ref().and_then(|m| m.model.clone())),
+            tool_calls: message.as_ref().map_or(0, |m| m.tool_calls.len()),
+            rules: findings.iter().map(|f| f.rule).collect(),
+            analyzed: true,
+            ..quick_summary(&ex)
+        },
+        api: Some(api),
+        raw: chat.then_some(raw),
+        server_render: render,
+        findings,
+        events,
+        problems,
+        replay,
+        message,
+        ..Default::default()
+    };
+    if depth == Depth::Panes {
+        a.tools = tools::entries(request.as_ref());
+        a.schema = tools::schema_rows(request.as_ref(), &a.findings);
+        a.template =
+            template::template_view(&ex, request.as_ref(), ctx.header, a.server_render.as_ref());
+    }
+    a.request = request;
+    a.exchange = ex;
+    Ok(a)
+}

@@ -1,0 +1,156 @@
+//! The Template pane's model: the server's render of an exchange, toolscope's own render of
+//! the same request, and their difference. Pure.
+
+use serde_json::Value;
+
+use crate::session::{Api, Exchange, Header, TokenPiece};
+
+use super::ServerRender;
+
+/// The Template pane's model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TemplateView {
+    /// toolscope's own render of the request ([`crate::diff::adapt::render`]: the session's
+    /// `/props` `chat_template`, the request's messages and tools, `now` = the exchange's start
+    /// time), or why it failed (`None`: the header has no `/props` template).
+    pub local: Option<Result<String, String>>,
+    /// Where the local render's template came from (`/props chat_template, MODEL FILE`).
+    pub local_source: Option<String>,
+    /// Local render (left, A) against the server's (right, B), line by line with token
+    /// changes inside ([`crate::diff::side_by_side`]); `None` unless both renders exist.
+    pub diff: Option<Vec<crate::diff::Row>>,
+    /// llama-server's render (`/apply-template` annotation or `__verbose.prompt`).
+    pub server: Option<String>,
+    /// Where `server` came from.
+    pub server_source: Option<String>,
+    /// The server's tokenization of its render.
+    pub tokens: Option<Vec<TokenPiece>>,
+    /// Marker strings that are single special tokens (highlighted).
+    pub specials: Vec<String>,
+    /// Marker-looking strings (`<tool_call>`) that the vocabulary splits into several pieces.
+    pub pseudo_specials: Vec<String>,
+    /// BOS token text (props `bos_token`).
+    pub bos_token: Option<String>,
+    /// Number of BOS tokens at the start of the tokenization (2+ is a doubled BOS).
+    pub bos_count: Option<usize>,
+}
+
+/// toolscope's render of `request` with the session's `/props` template, as
+/// `toolscope render --template /props` does (OpenAI body, or Anthropic converted as
+/// llama-server build 11434 converts it, tools/server/server-chat.cpp). `strftime_now` reads
+/// the exchange's recorded start time, so a render is reproducible and matches the server's
+/// date. Returns (origin, render or error); `None` without a `/props` `chat_template`.
+fn local_render(
+    ex: &Exchange,
+    request: Option<&Value>,
+    header: &Header,
+) -> Option<(String, Result<String, String>)> {
+    use crate::template::{RenderInput, RenderOptions, TemplateSource};
+    let source = TemplateSource::from_props(header.props.as_ref()?).ok()?;
+    let Some(body) = request else {
+        return Some((source.origin, Err("the request body is not JSON".into())));
+    };
+    let input = match ex.api() {
+        Api::Anthropic => RenderInput::from_anthropic_request(body),
+        _ => RenderInput::from_openai_request(body),
+    };
+    let now =
+        time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339)
+            .ok();
+    let opts = RenderOptions {
+        now,
+        ..Default::default()
+    };
+    let out = crate::diff::adapt::render(&source, &input, &opts);
+    let model = header
+        .props
+        .as_ref()
+        .and_then(|p| p.get("model_path"))
+        .and_then(Value::as_str)
+        .map(|p| p.rsplit(['/', '\\']).next().unwrap_or(p).to_owned());
+    let origin = match model {
+        Some(m) => format!("/props chat_template, {m}"),
+        None => "/props chat_template".to_owned(),
+    };
+    Some((origin, out))
+}
+
+/// The Template pane's model: the server's render ([`ServerRender`]) with its special and
+/// pseudo-special markers and BOS count, toolscope's local render, and their line diff.
+pub fn template_view(
+    ex: &Exchange,
+    request: Option<&Value>,
+    header: &Header,
+    server: Option<&ServerRender>,
+) -> TemplateView {
+    let props = header.props.as_ref();
+    let bos_token = props
+        .and_then(|p| p.get("bos_token"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut v = TemplateView {
+        bos_token: bos_token.clone(),
+        ..Default::default()
+    };
+    if let Some(r) = server {
+        v.server = r.prompt.clone();
+        v.server_source = r.prompt.as_ref().map(|_| r.source.to_owned());
+        v.tokens = r.tokens.clone();
+    }
+    if let Some(tokens) = &v.tokens {
+        let text = |t: &TokenPiece| String::from_utf8_lossy(t.piece.as_bytes()).into_owned();
+        // Single-token markers.
+        let mut specials: Vec<String> = tokens.iter().map(text).filter(|p| is_marker(p)).collect();
+        specials.sort();
+        specials.dedup();
+        // Markers written as several ordinary pieces: the same rule as `token.pseudo_special`
+        // (crate::tokens::pseudo_special), over the server's prompt and its pieces.
+        let pseudo: Vec<String> = v
+            .server
+            .as_deref()
+            .map(|prompt| {
+                let toks = crate::tokens::tokens_from_pieces(prompt, tokens);
+                crate::tokens::pseudo_special(prompt, &toks)
+                    .into_iter()
+                    .filter_map(|f| f.evidence.excerpt)
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.specials = specials;
+        v.pseudo_specials = pseudo;
+        if let Some(bos) = &bos_token {
+            v.bos_count = Some(tokens.iter().take_while(|t| text(t) == *bos).count());
+        }
+    } else if let (Some(p), Some(bos)) = (&v.server, &bos_token) {
+        let mut n = 0;
+        let mut rest = p.as_str();
+        while let Some(r) = rest.strip_prefix(bos.as_str()) {
+            n += 1;
+            rest = r;
+        }
+        v.bos_count = Some(n);
+    }
+    if matches!(ex.api(), Api::Openai | Api::Anthropic)
+        && let Some((origin, out)) = local_render(ex, request, header)
+    {
+        v.local_source = Some(origin);
+        v.local = Some(out);
+    }
+    if let (Some(Ok(local)), Some(server)) = (&v.local, &v.server) {
+        v.diff = Some(crate::diff::side_by_side(
+            local,
+            server,
+            crate::diff::ViewOptions::default(),
+        ));
+    }
+    v
+}
+
+/// `<…>` or `<|…|>` with no whitespace inside, 3..=40 bytes.
+fn is_marker(s: &str) -> bool {
+    s.len() >= 3
+        && s.len() <= 40
+        && s.starts_with('<')
+        && s.ends_with('>')
+        && !s[1..s.len() - 1].contains(['<', '>', ' ', '\n'])
+}

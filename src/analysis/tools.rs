@@ -1,0 +1,154 @@
+//! The Tools and Schema panes' rows: the request's tools as located by the one tools locator
+//! ([`crate::schema::tools::locate_tools`]), their parameters flattened
+//! ([`crate::schema::flatten::flatten_tools`]) and marked where a `schema.*` finding says a
+//! fact never reached the prompt. Pure.
+
+use serde_json::Value;
+
+use crate::finding::Finding;
+
+/// One tool of the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    pub name: String,
+    pub description: String,
+    /// Parameter count (top-level properties).
+    pub params: usize,
+    /// The tool as sent, pretty-printed JSON.
+    pub json: String,
+    /// JSON Pointer of the tool in the request body (`/tools/0`).
+    pub pointer: String,
+}
+
+/// One parameter row of the Schema pane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaRow {
+    pub tool: String,
+    /// JSON Pointer within the tool's parameters, e.g. `/properties/quantity`.
+    pub pointer: String,
+    /// The original schema fragment, compact.
+    pub original: String,
+    /// The flattened fragment, when flattening changed it.
+    pub flattened: Option<String>,
+    /// What flattening changed and lost.
+    pub change: Option<String>,
+    /// True when a `schema.*` finding says a fact of this parameter never reached the prompt.
+    pub lost_in_prompt: bool,
+}
+
+/// The request's tools (`tools[]` of an OpenAI or Anthropic request). Empty without tools.
+pub fn entries(request: Option<&Value>) -> Vec<ToolEntry> {
+    let Some(req) = request.filter(|r| r.get("tools").is_some()) else {
+        return Vec::new();
+    };
+    let Ok(list) = crate::schema::tools::locate_tools(req) else {
+        return Vec::new();
+    };
+    list.tools
+        .iter()
+        .map(|t| {
+            let pointer = format!("{}/{}", list.list_pointer, t.index);
+            let params = list.schema(req, t);
+            ToolEntry {
+                name: if t.name.is_empty() {
+                    "(unnamed)".into()
+                } else {
+                    t.name.clone()
+                },
+                description: t.description.clone().unwrap_or_default(),
+                params: params
+                    .and_then(|p| p.get("properties"))
+                    .and_then(Value::as_object)
+                    .map_or(0, |o| o.len()),
+                json: req
+                    .pointer(&pointer)
+                    .and_then(|v| serde_json::to_string_pretty(v).ok())
+                    .unwrap_or_default(),
+                pointer,
+            }
+        })
+        .collect()
+}
+
+/// Every parameter of every tool (depth first, `properties` only), with its flattened form and
+/// changes, and `lost_in_prompt` from `findings` (`schema.*` rules, matched by tool and pointer).
+pub fn schema_rows(request: Option<&Value>, findings: &[Finding]) -> Vec<SchemaRow> {
+    let Some(req) = request.filter(|r| r.get("tools").is_some()) else {
+        return Vec::new();
+    };
+    let Ok(list) = crate::schema::tools::locate_tools(req) else {
+        return Vec::new();
+    };
+    let tools = req.pointer(&list.list_pointer).unwrap_or(&Value::Null);
+    let flat = crate::schema::flatten::flatten_tools(
+        tools,
+        &crate::schema::flatten::FlattenOptions::default(),
+    )
+    .ok();
+    let mut rows = Vec::new();
+    for t in &list.tools {
+        let (Some(schema), Some(base)) = (list.schema(req, t), t.schema_pointer.as_deref()) else {
+            continue;
+        };
+        // The schema's pointer within the tool array (what flatten_tools' paths are relative to).
+        let base = base.strip_prefix(&list.list_pointer).unwrap_or(base);
+        let name = if t.name.is_empty() {
+            "(unnamed)"
+        } else {
+            &t.name
+        };
+        let first = rows.len();
+        walk(name, "", schema, &mut rows);
+        for r in &mut rows[first..] {
+            let path = format!("{base}{}", r.pointer);
+            if let Some(flat) = &flat {
+                r.flattened = flat
+                    .tools
+                    .pointer(&path)
+                    .map(Value::to_string)
+                    .filter(|f| *f != r.original);
+                let ch: Vec<String> = flat
+                    .changes
+                    .iter()
+                    .filter(|c| c.path == path)
+                    .map(|c| match &c.lost {
+                        Some(l) => format!("{} (lost: {l})", c.change),
+                        None => c.change.clone(),
+                    })
+                    .collect();
+                if !ch.is_empty() {
+                    r.change = Some(ch.join("; "));
+                }
+            }
+            r.lost_in_prompt = findings.iter().any(|f| {
+                f.rule.id().starts_with("schema.")
+                    && f.evidence.tool.as_deref().is_none_or(|t| t == r.tool)
+                    && f.evidence.pointer.as_deref().is_some_and(|p| {
+                        p == r.pointer || p.ends_with(&format!("parameters{}", r.pointer))
+                    })
+            });
+        }
+    }
+    rows
+}
+
+fn walk(tool: &str, pointer: &str, schema: &Value, rows: &mut Vec<SchemaRow>) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (k, v) in props {
+        let p = format!(
+            "{pointer}/properties/{}",
+            k.replace('~', "~0").replace('/', "~1")
+        );
+        rows.push(SchemaRow {
+            tool: tool.to_owned(),
+            pointer: p.clone(),
+            original: v.to_string(),
+            flattened: None,
+            change: None,
+            lost_in_prompt: false,
+        });
+        walk(tool, &p, v, rows);
+    }
+}

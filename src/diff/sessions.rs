@@ -1,0 +1,230 @@
+//! Two sessions compared exchange by exchange: what changed when the same requests went to
+//! another server (`toolscope resend`, then `toolscope diff A.jsonl --against B.jsonl`). Pure.
+//!
+//! Pairing: an exchange of B labelled `resend:<id>` is paired with exchange `<id>` of A;
+//! without such labels, the n-th chat/completion exchange of B (id order) with the n-th of A.
+//! Per pair: HTTP status, the server's rendered prompt (llama-server `server_render`
+//! annotation) as a unified line diff, the model's output (`__verbose` raw text when recorded,
+//! else the visible content, reasoning included), the tool calls (`name(arguments)`, arguments
+//! as parsed JSON so key spacing does not count), the finish reason, and the rule ids of the
+//! findings `check` reports on each side.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::diagnose::{ExchangeContext, check_exchange, load::exchange_context};
+use crate::session::read::Session;
+use crate::session::{Api, Exchange};
+use crate::stream::{AssistantMessage, decode_exchange};
+
+/// A value on side A and side B.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change<T> {
+    pub a: T,
+    pub b: T,
+}
+
+/// What differs between two paired exchanges; `None` fields are equal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairDiff {
+    /// Exchange id in A and in B.
+    pub a: u64,
+    pub b: u64,
+    pub status: Option<Change<Option<u16>>>,
+    /// Unified diff of the server-rendered prompts (`--- A #id` / `+++ B #id`), or a note when
+    /// one side has no render.
+    pub render: Option<String>,
+    /// Output text (raw text when recorded, else reasoning + content).
+    pub output: Option<Change<String>>,
+    pub calls: Option<Change<Vec<String>>>,
+    pub finish: Option<Change<Option<String>>>,
+    /// Rule ids, sorted and deduplicated.
+    pub findings: Option<Change<Vec<String>>>,
+}
+
+impl PairDiff {
+    /// True when nothing differs.
+    pub fn is_same(&self) -> bool {
+        self.status.is_none()
+            && self.render.is_none()
+            && self.output.is_none()
+            && self.calls.is_none()
+            && self.finish.is_none()
+            && self.findings.is_none()
+    }
+}
+
+fn is_llm(e: &Exchange) -> bool {
+    e.api() != Api::Other && !e.label.as_deref().is_some_and(|l| l.starts_with("probe:"))
+}
+
+/// The pairs of `(A exchange, B exchange)` (see the module docs), in B's id order.
+pub fn pair<'a>(a: &'a Session, b: &'a Session) -> Vec<(&'a Exchange, &'a Exchange)> {
+    let mut bs: Vec<&Exchange> = b.exchanges.iter().filter(|e| is_llm(e)).collect();
+    bs.sort_by_key(|e| e.id);
+    let linked = bs
+        .iter()
+        .any(|e| e.label.as_deref().is_some_and(|l| l.starts_with("resend:")));
+    if linked {
+        return bs
+            .into_iter()
+            .filter_map(|e| {
+                let orig: u64 = e.label.as_deref()?.strip_prefix("resend:")?.parse().ok()?;
+                Some((a.exchange(orig)?, e))
+            })
+            .collect();
+    }
+    let mut as_: Vec<&Exchange> = a.exchanges.iter().filter(|e| is_llm(e)).collect();
+    as_.sort_by_key(|e| e.id);
+    as_.into_iter().zip(bs).collect()
+}
+
+/// The model's output as compared: the raw generated text when the server reported it,
+/// else reasoning and content. (The one place to switch to the raw-output seam.)
+fn output_text(m: &AssistantMessage) -> String {
+    match &m.raw_text {
+        Some(raw) => raw.clone(),
+        None if m.reasoning.is_empty() => m.content.clone(),
+        None => format!("[reasoning] {}\n[content] {}", m.reasoning, m.content),
+    }
+}
+
+fn calls(m: &AssistantMessage) -> Vec<String> {
+    m.tool_calls
+        .iter()
+        .map(|c| {
+            let args = c
+                .arguments_json()
+                .map(|v| v.to_string())
+                .unwrap_or_else(|_| c.arguments.clone());
+            format!("{}({args})", c.name)
+        })
+        .collect()
+}
+
+fn context(s: &Session, e: &Exchange) -> ExchangeContext {
+    let mut cx = exchange_context(e);
+    if let Some((prompt, tokens)) = s.server_render(e.id) {
+        cx.server_prompt = prompt.map(str::to_owned);
+        cx.server_tokens = tokens.map(<[_]>::to_vec);
+    }
+    if let Some(p) = s.header.props.as_ref() {
+        cx.template = p
+            .get("chat_template")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        cx.bos_token = p
+            .get("bos_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    cx
+}
+
+fn rule_ids(s: &Session, e: &Exchange) -> Vec<String> {
+    let mut ids: Vec<String> = check_exchange(&context(s, e))
+        .iter()
+        .map(|f| f.rule.id().to_owned())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn changed<T: PartialEq>(a: T, b: T) -> Option<Change<T>> {
+    (a != b).then_some(Change { a, b })
+}
+
+/// Compares one pair.
+pub fn diff_pair(sa: &Session, a: &Exchange, sb: &Session, b: &Exchange) -> PairDiff {
+    let ma = decode_exchange(a).map(|r| r.message).unwrap_or_default();
+    let mb = decode_exchange(b).map(|r| r.message).unwrap_or_default();
+    let pa = sa.server_render(a.id).and_then(|r| r.0);
+    let pb = sb.server_render(b.id).and_then(|r| r.0);
+    let render = match (pa, pb) {
+        (Some(x), Some(y)) if x != y => Some(
+            similar::TextDiff::from_lines(x, y)
+                .unified_diff()
+                .context_radius(2)
+                .header(&format!("A #{}", a.id), &format!("B #{}", b.id))
+                .to_string(),
+        ),
+        (Some(_), None) => Some(format!(
+            "B #{} has no server render (not llama-server, or the fetch failed)",
+            b.id
+        )),
+        (None, Some(_)) => Some(format!(
+            "A #{} has no server render (not llama-server, or the fetch failed)",
+            a.id
+        )),
+        _ => None,
+    };
+    PairDiff {
+        a: a.id,
+        b: b.id,
+        status: changed(
+            a.response.as_ref().map(|r| r.status),
+            b.response.as_ref().map(|r| r.status),
+        ),
+        render,
+        output: changed(output_text(&ma), output_text(&mb)),
+        calls: changed(calls(&ma), calls(&mb)),
+        finish: changed(ma.finish_reason.clone(), mb.finish_reason.clone()),
+        findings: changed(rule_ids(sa, a), rule_ids(sb, b)),
+    }
+}
+
+/// Every pair's differences.
+pub fn diff_sessions(a: &Session, b: &Session) -> Vec<PairDiff> {
+    pair(a, b)
+        .into_iter()
+        .map(|(x, y)| diff_pair(a, x, b, y))
+        .collect()
+}
+
+fn show<T: std::fmt::Debug>(v: &T) -> String {
+    format!("{v:?}")
+}
+
+/// Text report: one block per pair, `= A #1 ↔ B #3: same` or the changed fields.
+pub fn render_text(diffs: &[PairDiff]) -> String {
+    let mut out = String::new();
+    if diffs.is_empty() {
+        out.push_str("no exchanges to pair (B has no resend:<id> labels and no chat exchanges)\n");
+    }
+    for d in diffs {
+        if d.is_same() {
+            out.push_str(&format!("= A #{} ↔ B #{}: same\n", d.a, d.b));
+            continue;
+        }
+        out.push_str(&format!("≠ A #{} ↔ B #{}\n", d.a, d.b));
+        if let Some(c) = &d.status {
+            out.push_str(&format!("  status:   {} → {}\n", show(&c.a), show(&c.b)));
+        }
+        if let Some(c) = &d.finish {
+            out.push_str(&format!("  finish:   {} → {}\n", show(&c.a), show(&c.b)));
+        }
+        if let Some(c) = &d.calls {
+            out.push_str(&format!("  calls:    {} → {}\n", show(&c.a), show(&c.b)));
+        }
+        if let Some(c) = &d.findings {
+            out.push_str(&format!("  findings: {} → {}\n", show(&c.a), show(&c.b)));
+        }
+        if let Some(c) = &d.output {
+            out.push_str(&format!(
+                "  output A: {}\n  output B: {}\n",
+                show(&c.a),
+                show(&c.b)
+            ));
+        }
+        if let Some(r) = &d.render {
+            out.push_str("  render:\n");
+            for l in r.lines() {
+                out.push_str("    ");
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,155 @@
+//! `toolscope resend`: send recorded requests to another server (another engine, build, model
+//! or template) and record the answers, each exchange labelled `resend:<id>` with the id of
+//! the exchange it re-sends.
+//!
+//! Each request goes out as recorded — method, path (appended to the target base URL), body
+//! bytes, headers except hop-by-hop ones, `host`, `content-length` and redacted secrets — through
+//! an in-process [`crate::record::proxy`] on an ephemeral loopback port, so the answers are
+//! recorded exactly as proxied traffic is (engine detection, chunk offsets, llama-server render
+//! annotations). Requests are sent one after the other, in id order.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::record::proxy::{Proxy, ProxyConfig};
+use crate::record::recorder::RecordEvent;
+use crate::session::redact::REDACTED;
+use crate::session::replay::servable;
+use crate::session::{Api, Exchange};
+
+/// What to re-send and where.
+#[derive(Debug, Clone)]
+pub struct ResendOptions {
+    /// Target base URL, `http://host:port` (a path prefix is kept).
+    pub url: String,
+    /// Exchange ids to re-send; empty: every chat or completion exchange (OpenAI, Anthropic,
+    /// Ollama, `/completion`) that is the client's own traffic.
+    pub exchanges: Vec<u64>,
+    /// Session file to write (created, or appended to).
+    pub session: PathBuf,
+    /// Extra headers (e.g. `authorization` for a server that needs one), replacing recorded
+    /// ones of the same name.
+    pub headers: Vec<(String, String)>,
+}
+
+/// One re-sent exchange.
+#[derive(Debug, Clone)]
+pub struct Resent {
+    /// Id of the exchange re-sent.
+    pub original: u64,
+    /// The new exchange as recorded (`label` `resend:<original>`); `None` if recording failed.
+    pub exchange: Option<Exchange>,
+}
+
+/// Headers never copied onto a re-sent request.
+fn dropped(name: &str, value: &str) -> bool {
+    matches!(
+        name,
+        "host"
+            | "content-length"
+            | "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "accept-encoding"
+    ) || value.contains(REDACTED)
+}
+
+/// The exchanges `resend` picks from `exchanges` for `ids` (all LLM exchanges when empty), in
+/// id order. Errors: an id that is not in the session.
+pub fn select<'a>(exchanges: &'a [Exchange], ids: &[u64]) -> anyhow::Result<Vec<&'a Exchange>> {
+    let mut out: Vec<&Exchange> = if ids.is_empty() {
+        exchanges
+            .iter()
+            .filter(|e| servable(e) && e.api() != Api::Other)
+            .collect()
+    } else {
+        ids.iter()
+            .map(|id| {
+                exchanges.iter().find(|e| e.id == *id).with_context(|| {
+                    format!("--exchange {id}: no exchange with that id in the session")
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    out.sort_by_key(|e| e.id);
+    out.dedup_by_key(|e| e.id);
+    Ok(out)
+}
+
+/// Re-sends `chosen` to `opts.url`, recording each answer. `on_done` is called after each.
+///
+/// Errors: a bad URL, or a session that cannot be opened. An unreachable server is not an error
+/// (the exchange is recorded as `upstream_error`).
+pub async fn resend(
+    chosen: &[&Exchange],
+    opts: &ResendOptions,
+    mut on_done: impl FnMut(&Resent),
+) -> anyhow::Result<Vec<Resent>> {
+    let http = reqwest::Client::builder()
+        .build()
+        .context("building the HTTP client")?;
+    let mut out = Vec::new();
+    for ex in chosen {
+        let mut cfg = ProxyConfig::new(&opts.url, opts.session.clone());
+        cfg.label = Some(format!("resend:{}", ex.id));
+        let (tx, mut rx) = mpsc::channel(4096);
+        let proxy = Proxy::spawn(cfg, Some(tx)).await?;
+        let method = reqwest::Method::from_bytes(ex.request.method.as_bytes())
+            .with_context(|| format!("exchange {}: bad method {:?}", ex.id, ex.request.method))?;
+        let mut req = http.request(method, format!("{}{}", proxy.url(), ex.request.path));
+        for (k, v) in &ex.request.headers {
+            if !dropped(k, v) && !opts.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k)) {
+                req = req.header(k, v);
+            }
+        }
+        for (k, v) in &opts.headers {
+            req = req.header(k, v);
+        }
+        match req.body(ex.request.body.to_bytes()).send().await {
+            Ok(resp) => {
+                let mut body = resp.bytes_stream();
+                while let Some(chunk) = body.next().await {
+                    if chunk.is_err() {
+                        break; // recorded by the proxy as upstream_error
+                    }
+                }
+            }
+            Err(e) => eprintln!("toolscope resend: exchange {}: {e}", ex.id),
+        }
+        proxy.shutdown(Duration::from_secs(60)).await;
+        let mut exchange = None;
+        while let Ok(ev) = rx.try_recv() {
+            if let RecordEvent::Ended(e) = ev {
+                exchange = Some(*e);
+            }
+        }
+        let r = Resent {
+            original: ex.id,
+            exchange,
+        };
+        on_done(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_and_hop_headers_are_not_resent() {
+        assert!(dropped("authorization", "Bearer [redacted]"));
+        assert!(dropped("content-length", "12"));
+        assert!(!dropped("content-type", "application/json"));
+        assert!(!dropped("x-stainless-lang", "python"));
+    }
+}

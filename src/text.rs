@@ -1,0 +1,120 @@
+//! The one sanitiser for text toolscope prints to a terminal outside the inspector.
+//!
+//! Recorded content (model replies, a client's `model` field, paths, template text, error
+//! messages quoting them) may carry terminal control and escape sequences: `ESC ] 52 ; c ; … BEL`
+//! sets the clipboard, `ESC ] 0 ; … BEL` the window title, `ESC [ 2 J` clears the screen. The
+//! inspector never lets them through (ratatui's `Buffer::set_stringn` drops every grapheme that
+//! contains a control character, ratatui-core 0.1 `buffer/buffer.rs`); everything else toolscope
+//! prints (`check` and `parse` text output, the proxy's per-exchange lines, `render` notes, error
+//! messages) goes through [`visible`] or [`visible_line`], which show such characters instead of
+//! sending them: `ESC` becomes the four characters `\x1b`.
+//!
+//! Only what is printed changes: recorded bytes and JSON output stay untouched (JSON escapes
+//! C0 controls itself, RFC 8259 §7).
+//!
+//! Escaped (as `\xNN` for code points below U+0100, `\u{NNNN}` above):
+//! * C0 controls U+0000–U+001F except `\n` and `\t` in [`visible`] (all of them in
+//!   [`visible_line`]), and DEL U+007F;
+//! * C1 controls U+0080–U+009F (U+009B is a one-character CSI for terminals that honour 8-bit
+//!   controls);
+//! * bidirectional overrides and isolates U+202A–U+202E, U+2066–U+2069 (they reorder what
+//!   follows on the line, CVE-2021-42574 "Trojan Source").
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+fn must_escape(c: char, keep_newlines: bool) -> bool {
+    match c {
+        '\n' | '\t' => !keep_newlines,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let Some(first) = s.find(|c| must_escape(c, keep_newlines)) else {
+        return Cow::Borrowed(s);
+    };
+    let mut out = String::with_capacity(s.len() + 8);
+    out.push_str(&s[..first]);
+    for c in s[first..].chars() {
+        if !must_escape(c, keep_newlines) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `s` with control and escape characters shown visibly (see the module docs); newlines and
+/// tabs are kept, so multi-line reports keep their shape. Borrowed when nothing changes.
+///
+/// ```
+/// assert_eq!(toolscope::text::visible("a\x1b]0;pwned\x07\nb"), "a\\x1b]0;pwned\\x07\nb");
+/// ```
+pub fn visible(s: &str) -> Cow<'_, str> {
+    escape(s, true)
+}
+
+/// [`visible`] for one-line output (list rows, the proxy's per-exchange line): newlines and
+/// tabs are escaped too (`\n`, `\t`), so a field can never start a new line or shift columns.
+///
+/// ```
+/// assert_eq!(toolscope::text::visible_line("m\n\x9b2J"), "m\\n\\x9b2J");
+/// ```
+pub fn visible_line(s: &str) -> Cow<'_, str> {
+    escape(s, false)
+}
+
+/// The one shape of an invalid-UTF-8 error: `FILE:LINE:COLUMN: invalid UTF-8 (byte N)`, the
+/// position of the first byte that is not UTF-8 (1-based line and column, the column counted in
+/// characters of the valid text before it; `N` is the 0-based byte offset).
+///
+/// ```
+/// let e = std::str::from_utf8(b"ab\ncd\xff").unwrap_err();
+/// assert_eq!(toolscope::text::utf8_error("t.jinja", b"ab\ncd\xff", &e), "t.jinja:2:3: invalid UTF-8 (byte 5)");
+/// ```
+pub fn utf8_error(file: &str, bytes: &[u8], e: &std::str::Utf8Error) -> String {
+    let (line, col, at) = utf8_position(bytes, e);
+    format!("{file}:{line}:{col}: invalid UTF-8 (byte {at})")
+}
+
+/// Where [`utf8_error`] points: (1-based line, 1-based column in characters, 0-based byte).
+pub fn utf8_position(bytes: &[u8], e: &std::str::Utf8Error) -> (usize, usize, usize) {
+    let at = e.valid_up_to();
+    let valid = std::str::from_utf8(&bytes[..at.min(bytes.len())]).unwrap_or_default();
+    let line = valid.matches('\n').count() + 1;
+    let col = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_osc_csi_c1_bidi_keeps_text() {
+        // OSC 52 (clipboard) and OSC 0 (title), as a hostile model reply carries them.
+        let s = "ok \x1b]52;c;aGk=\x07 \x1b]0;title\x1b\\ \u{9b}2J \u{202e}abc é\t\n";
+        let v = visible(s);
+        assert!(!v.contains('\x1b') && !v.contains('\x07') && !v.contains('\u{9b}'));
+        assert_eq!(
+            v,
+            "ok \\x1b]52;c;aGk=\\x07 \\x1b]0;title\\x1b\\ \\x9b2J \\u{202e}abc é\t\n"
+        );
+        assert_eq!(visible_line("a\tb\r\n"), "a\\tb\\r\\n");
+        assert!(matches!(visible("plain ünïcode\n"), Cow::Borrowed(_)));
+    }
+}
