@@ -1,15 +1,16 @@
 //! The inspector's Template pane on the shipped sessions (`sessions/*.jsonl`, recorded from
-//! llama-server b11434): its local render — the session's `/props` template under the profile
-//! the session's engine implies (llama.cpp@11434), through the same function the pane calls
-//! (`TemplateSource::from_props` + `diff::adapt::render`, `strftime_now` at the exchange's
-//! start) — must be byte-identical to the render the server itself reported for the exchange
-//! (`server_render` annotation: llama-server's `/apply-template` on the recorded request), so
-//! the pane's "differs from the server render" count is 0 on every exchange whose template the
+//! llama-server b11434): its model is built by the function the inspector calls
+//! (`analysis::analyse(…, Depth::Panes).template`), whose local render is the session's `/props`
+//! template under the profile the session's engine implies (llama.cpp@11434). Its diff against
+//! the render the server itself reported for the exchange (`server_render` annotation:
+//! llama-server's `/apply-template` on the recorded request) must have no differing row — the
+//! pane's "differs from the server render" count is 0 — on every exchange whose template the
 //! server accepted. The expected side is the real server's output, recorded in the session.
 
 use std::path::Path;
 
 use serde_json::Value;
+use toolscope::diff::RowKind;
 use toolscope::session::{Annotation, Api, read_session};
 use toolscope::template::{Engine, RenderInput, RenderOptions, TemplateSource, divergence};
 
@@ -64,21 +65,45 @@ fn template_pane_agrees_with_the_server_render_on_every_shipped_session() {
         );
         for ex in &s.exchanges {
             let anns = s.annotations.get(&ex.id).map(Vec::as_slice).unwrap_or(&[]);
-            let Some((Some(server), _)) = Annotation::latest_server_render(anns) else {
+            // the Template pane's model, exactly as the inspector builds it
+            let a = toolscope::analysis::analyse(
+                ex.clone(),
+                toolscope::analysis::Context {
+                    header: &s.header,
+                    annotations: anns,
+                },
+                toolscope::analysis::Depth::Panes,
+            );
+            let t = &a.template;
+            let Some(server) = t.server.as_deref() else {
                 continue;
             };
-            let Some(body) = ex.request_json() else {
+            // the server accepted the template for this request
+            if !matches!(ex.api(), Api::Openai | Api::Anthropic) {
                 continue;
-            };
+            }
             compared += 1;
-            match local_render(&source, ex, &body) {
-                Ok(local) => {
-                    if let Some(d) = divergence::engine_divergence(&local, server, "llama-server") {
-                        differing.push(format!("{}#{}: {}", f.display(), ex.id, d.message));
+            match &t.local {
+                Some(Ok(local)) => {
+                    // the pane's "differs from the server render" count: non-equal diff rows
+                    let rows = t.diff.as_deref().unwrap_or(&[]);
+                    let changed = rows
+                        .iter()
+                        .filter(|r| !matches!(r.kind, RowKind::Equal | RowKind::Fold))
+                        .count();
+                    if changed > 0 || local != server {
+                        let d = divergence::engine_divergence(local, server, "llama-server")
+                            .map(|d| d.message)
+                            .unwrap_or_default();
+                        differing.push(format!(
+                            "{}#{}: {changed} differing rows; {d}",
+                            f.display(),
+                            ex.id
+                        ));
                     }
                 }
-                Err(e) => differing.push(format!(
-                    "{}#{}: local render failed: {e}",
+                other => differing.push(format!(
+                    "{}#{}: no local render: {other:?}",
                     f.display(),
                     ex.id
                 )),
