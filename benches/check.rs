@@ -70,6 +70,7 @@ fn measure(path: PathBuf) {
         response_sse: None,
         tokens: None,
         api: None,
+        engine: None,
         format: toolscope::cli::Format::Json,
         files: vec![path],
     };

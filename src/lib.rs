@@ -13,6 +13,8 @@
 //! * [`session`] — the session file format (JSON Lines), reading and writing; HAR import.
 //! * [`schema`] — JSON Schema flattening and schema-loss detection against a render.
 //! * [`template`] — chat template sources and rendering as transformers' `apply_chat_template`.
+//! * [`gguf`] — GGUF metadata reader (model files: chat template, vocabulary), shared by
+//!   [`template`] and [`tokens`].
 //! * [`tokens`] — vocabularies, tokenization of a rendered prompt, special-token checks.
 //! * [`stream`] — SSE decoding and reassembly of OpenAI / Anthropic streams.
 //! * [`parser`] — tolerant incremental tool-call parsing with a replayable trace.
@@ -28,6 +30,7 @@ pub mod cli;
 pub mod diagnose;
 pub mod diff;
 pub mod finding;
+pub mod gguf;
 pub mod input;
 pub mod parser;
 pub mod record;

@@ -142,7 +142,7 @@ fn smollm2_tokenization_matches_server() {
         .enable_all()
         .build()
         .unwrap();
-    let md = toolscope::template::gguf::read_metadata(std::io::BufReader::new(
+    let md = toolscope::gguf::read_metadata(std::io::BufReader::new(
         std::fs::File::open(&model).unwrap(),
     ))
     .unwrap();

@@ -6,7 +6,7 @@ mod support;
 
 use std::io::BufReader;
 
-use toolscope::template::gguf::{self, GgufValue};
+use toolscope::gguf::{self, GgufValue};
 use toolscope::template::{RenderInput, RenderOptions, TemplateSource};
 use toolscope::tokens::{self, Vocab};
 

@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::Format;
-use super::render::{VocabSource, load_template, load_vocab, render_request, tokenize_with};
+use super::render::{VocabSource, load_template, load_vocab, tokenize_with};
 use crate::diagnose::report::{CheckReport, ExchangeSummary};
 use crate::diagnose::{ExchangeContext, VocabRender, check_exchange, load, request};
 use crate::finding::Finding;
@@ -58,6 +58,11 @@ pub struct Args {
     /// recognised by its `content`/`stop` events).
     #[arg(long, value_enum)]
     pub api: Option<ApiArg>,
+    /// Render profile for the token rules' render: `transformers`, `llama.cpp` or
+    /// `llama.cpp@BUILD` (default: the template's engine — a session's /props template or a
+    /// llama-server URL render as llama.cpp — else transformers).
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<crate::template::Engine>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -147,6 +152,8 @@ struct VocabRenderer<'a> {
     vocab: &'a VocabSource,
     /// `--template`, when given (else each exchange's own template from the session's `/props`).
     source: Option<&'a TemplateSource>,
+    /// `--engine`, when given.
+    engine: Option<crate::template::Engine>,
 }
 
 impl VocabRenderer<'_> {
@@ -163,6 +170,8 @@ impl VocabRenderer<'_> {
             (None, Some(t)) => {
                 let mut s = TemplateSource::from_jinja("the session's /props chat_template", t);
                 s.bos_token = cx.bos_token.clone();
+                // a session's /props template is llama-server's: render as llama.cpp does
+                s.engine = Some(crate::template::Engine::LLAMA_CPP);
                 own = s;
                 &own
             }
@@ -180,7 +189,14 @@ impl VocabRenderer<'_> {
             };
             (p.to_owned(), crate::template::RenderInput::default())
         } else {
-            match render_request(source, req, cx.api == Api::Anthropic, None, false) {
+            match super::render::render_request_with(
+                source,
+                req,
+                cx.api == Api::Anthropic,
+                None,
+                false,
+                self.engine,
+            ) {
                 Ok(r) => r,
                 // a template over its memory/time budget is unusable input, not a note
                 Err(e)
@@ -225,6 +241,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     let renderer = vocab.as_ref().map(|vocab| VocabRenderer {
         vocab,
         source: source.as_ref(),
+        engine: args.engine,
     });
     let tpl_text = source.as_ref().map(|s| s.template.clone());
     let tpl_bos = source.as_ref().and_then(|s| s.bos_token.clone());

@@ -3,6 +3,7 @@
 //! ```text
 //! toolscope diff --template A --template B (SESSION | --request FILE) [--vocab SRC] [--format text|json]
 //! toolscope diff --server URL_A --server URL_B (SESSION | --request FILE) [--format text|json]
+//! toolscope diff --engine A --engine B [--template SRC] (SESSION | --request FILE) [--format text|json]
 //! ```
 //!
 //! Exit status: 0 when nothing differs, 1 when anything differs (prompts, markers, turn roles,
@@ -42,6 +43,17 @@ pub struct Args {
         conflicts_with = "templates"
     )]
     pub servers: Vec<String>,
+    /// Render profile (`transformers`, `llama.cpp`, `llama.cpp@BUILD`). Given once: both
+    /// `--template` sides render under it (default: each source's engine, else transformers).
+    /// Given twice (A then B): the same template — `--template SRC` once, or the session's
+    /// recorded `/props` template — rendered under the two profiles.
+    #[arg(
+        long = "engine",
+        value_name = "ENGINE",
+        num_args = 1,
+        conflicts_with = "servers"
+    )]
+    pub engines: Vec<crate::template::Engine>,
     /// Session file (.jsonl): every OpenAI / Anthropic chat exchange is diffed.
     #[arg(value_name = "SESSION", required_unless_present = "request")]
     pub session: Option<PathBuf>,
@@ -224,14 +236,54 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         run_servers(&args, &rt, &mut notes)?
+    } else if args.engines.len() == 2 {
+        let (la, label) = match args.templates.as_slice() {
+            [t] => (super::render::load_template(t)?, t.clone()),
+            [] => session_template(&args)?,
+            _ => bail!(
+                "--engine A --engine B diffs one template: give --template once (or a session with /props), got {}",
+                args.templates.len()
+            ),
+        };
+        let sides = [
+            (
+                format!("{} · {label}", args.engines[0]),
+                la.clone(),
+                Some(args.engines[0]),
+            ),
+            (
+                format!("{} · {label}", args.engines[1]),
+                la,
+                Some(args.engines[1]),
+            ),
+        ];
+        run_templates(&args, "engines", sides, &rt, &mut notes)?
     } else {
         if args.templates.len() != 2 {
             bail!(
-                "--template must be given exactly twice (A then B), got {}",
-                args.templates.len()
+                "--template must be given exactly twice (A then B), got {}{}",
+                args.templates.len(),
+                if args.engines.len() > 2 {
+                    "; --engine once or twice"
+                } else {
+                    ""
+                }
             );
         }
-        run_templates(&args, &rt, &mut notes)?
+        let engine = args.engines.first().copied();
+        let sides = [
+            (
+                args.templates[0].clone(),
+                super::render::load_template(&args.templates[0])?,
+                engine,
+            ),
+            (
+                args.templates[1].clone(),
+                super::render::load_template(&args.templates[1])?,
+                engine,
+            ),
+        ];
+        run_templates(&args, "templates", sides, &rt, &mut notes)?
     };
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
@@ -244,13 +296,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The session's recorded llama-server template (`/props` in the header) as a source, for
+/// `--engine A --engine B` without `--template`.
+fn session_template(args: &Args) -> anyhow::Result<(TemplateSource, String)> {
+    let path = args
+        .session
+        .as_ref()
+        .context("--engine A --engine B needs --template SRC, or a SESSION recorded with /props")?;
+    let session = read_session(path)?;
+    let props = session.header.props.as_ref().with_context(|| {
+        format!(
+            "{}: the session has no recorded /props template; give --template SRC",
+            path.display()
+        )
+    })?;
+    let mut src = TemplateSource::from_props(props)?;
+    src.origin = format!("{} (/props)", path.display());
+    Ok((src, format!("{} /props template", path.display())))
+}
+
 fn run_templates(
     args: &Args,
+    mode: &str,
+    sides: [(String, TemplateSource, Option<crate::template::Engine>); 2],
     rt: &tokio::runtime::Runtime,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<DiffReport> {
-    let la = super::render::load_template(&args.templates[0])?;
-    let lb = super::render::load_template(&args.templates[1])?;
+    let [(label_a, la, engine_a), (label_b, lb, engine_b)] = sides;
     let (items, skipped) = load_items(args, notes)?;
     let vocab = args
         .vocab
@@ -285,7 +357,13 @@ fn run_templates(
     let mut out: Vec<ExchangeDiff> = Vec::new();
     for item in &items {
         let input = template_input(item);
-        let render = |l: &TemplateSource| -> anyhow::Result<Rendered> {
+        let render = |l: &TemplateSource,
+                      engine: Option<crate::template::Engine>|
+         -> anyhow::Result<Rendered> {
+            let opts = RenderOptions {
+                engine: engine.or(opts.engine),
+                ..opts.clone()
+            };
             let prompt = diff::adapt::render(l, &input, &opts);
             let tokens = match (&vocab, &prompt, &l.vocab) {
                 (Some(VocabSource::Local(v)), Ok(p), _) => Some(diff::adapt::tokenize(v, p)),
@@ -305,7 +383,7 @@ fn run_templates(
                 eos,
             })
         };
-        let (ra, rb) = (render(&la)?, render(&lb)?);
+        let (ra, rb) = (render(&la, engine_a)?, render(&lb, engine_b)?);
         if ra.tokens.is_some() || rb.tokens.is_some() {
             tokenizer_note = match &args.vocab {
                 Some(v) => format!("tokens: vocabulary {v}"),
@@ -329,16 +407,17 @@ fn run_templates(
         ));
     }
     notes.push(tokenizer_note);
-    let side = |src: &str, l: &TemplateSource| SideInfo {
+    let side = |src: &str, l: &TemplateSource, e: Option<crate::template::Engine>| SideInfo {
         source: src.to_owned(),
         kind: "template".into(),
         origin: Some(l.origin.clone()),
+        engine: Some(e.or(l.engine).unwrap_or_default().to_string()),
         ..SideInfo::default()
     };
     Ok(DiffReport::new(
-        "templates",
-        side(&args.templates[0], &la),
-        side(&args.templates[1], &lb),
+        mode,
+        side(&label_a, &la, engine_a),
+        side(&label_b, &lb, engine_b),
         Some(structure),
         None,
         out,
@@ -491,6 +570,7 @@ fn run_servers(
         build_info: s(p, "build_info"),
         chat_template_caps: p.get("chat_template_caps").cloned(),
         model: s(p, "model_path"),
+        engine: None,
     };
     Ok(DiffReport::new(
         "servers",

@@ -1,4 +1,4 @@
-//! `toolscope flatten TOOLS.json [--strategy NAME] [--template SRC] [--format text|json]`.
+//! `toolscope flatten TOOLS.json [--strategy NAME] [--template SRC [--engine ENGINE]] [--format text|json]`.
 //!
 //! Glue only: reads the files, calls [`crate::schema`], prints. Exit 0 on success, 2 on unusable
 //! input (the message names the file and the JSON line:column).
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::Format;
 use crate::schema::flatten::{FlattenOptions, Flattened, Strategy, flatten_tools};
 use crate::schema::rank::{Ranking, as_request, rank_strategies, render_template};
-use crate::template::RenderInput;
+use crate::template::{Engine, RenderInput, RenderOptions};
 
 /// Arguments of `toolscope flatten`.
 #[derive(Debug, clap::Args)]
@@ -29,6 +29,11 @@ pub struct Args {
     /// the best and show the ranking.
     #[arg(long, value_name = "SRC")]
     pub template: Option<String>,
+    /// Render profile for --template: `transformers`, `llama.cpp` or `llama.cpp@BUILD`
+    /// (default: the source's engine — a llama-server URL renders as llama.cpp — else
+    /// transformers).
+    #[arg(long, value_name = "ENGINE", requires = "template")]
+    pub engine: Option<Engine>,
     /// How often a recursive `$ref` is expanded along one path before it is cut.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub recursion_depth: usize,
@@ -79,17 +84,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match &args.template {
             Some(tp) => {
                 let src = super::render::load_template(tp)?;
+                let engine = args.engine.or(src.engine);
                 let (ranking, best) = rank_strategies(&doc, &base, |d| {
                     let req = as_request(d);
-                    let tmpl = src
-                        .select(&RenderInput::from_openai_request(&req))
-                        .to_string();
-                    render_template(
-                        &tmpl,
-                        &req,
-                        src.bos_token.as_deref(),
-                        src.eos_token.as_deref(),
-                    )
+                    match engine {
+                        // llama.cpp profile: the one render path ([`crate::diff::adapt::render`])
+                        Some(e @ Engine::LlamaCpp { .. }) => crate::diff::adapt::render(
+                            &src,
+                            &RenderInput::from_openai_request(&req),
+                            &RenderOptions {
+                                engine: Some(e),
+                                ..Default::default()
+                            },
+                        ),
+                        _ => {
+                            let tmpl = src
+                                .select(&RenderInput::from_openai_request(&req))
+                                .to_string();
+                            render_template(
+                                &tmpl,
+                                &req,
+                                src.bos_token.as_deref(),
+                                src.eos_token.as_deref(),
+                            )
+                        }
+                    }
                 })
                 .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
                 // nothing rendered: no strategy can be chosen (and none judged) on this template

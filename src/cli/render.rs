@@ -1,5 +1,5 @@
 //! `toolscope render --template SRC --request FILE [--vocab SRC] [--now T] [--strict]
-//! [--format text|json]`.
+//! [--engine transformers|llama.cpp[@BUILD]] [--format text|json]`.
 //!
 //! `text` prints exactly the rendered prompt (no trailing newline added) and nothing else;
 //! `json` prints `{"prompt", "tokens": [{"id", "piece", "special"}], "findings": [...]}`.
@@ -14,8 +14,9 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::cli::Format;
+use crate::gguf;
 use crate::record::client::ServerClient;
-use crate::template::{RenderInput, RenderOptions, TemplateSource, gguf, source::TemplateFormat};
+use crate::template::{RenderInput, RenderOptions, TemplateSource, source::TemplateFormat};
 use crate::tokens::{self, Token, Vocab};
 
 /// Arguments of `toolscope render`.
@@ -44,6 +45,10 @@ pub struct Args {
     /// Which API the request body speaks (default: detected from its shape).
     #[arg(long, value_parser = ["openai", "anthropic"])]
     pub api: Option<String>,
+    /// Render profile: `transformers`, `llama.cpp` (build 11434) or `llama.cpp@BUILD`. Default:
+    /// the source's engine (a llama-server URL → llama.cpp at its build), else transformers.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<crate::template::Engine>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -214,6 +219,19 @@ pub fn render_request(
     now: Option<time::OffsetDateTime>,
     strict: bool,
 ) -> anyhow::Result<(String, RenderInput)> {
+    render_request_with(source, body, anthropic, now, strict, None)
+}
+
+/// [`render_request`] under a render profile: `engine`, else the source's
+/// ([`crate::diff::adapt::profile_options`]).
+pub fn render_request_with(
+    source: &TemplateSource,
+    body: &Value,
+    anthropic: bool,
+    now: Option<time::OffsetDateTime>,
+    strict: bool,
+    engine: Option<crate::template::Engine>,
+) -> anyhow::Result<(String, RenderInput)> {
     let input = if anthropic {
         RenderInput::from_anthropic_request(body)
     } else {
@@ -224,12 +242,16 @@ pub fn render_request(
     if template.is_empty() {
         bail!("{}: the source has no chat template", source.origin);
     }
-    let opts = RenderOptions {
-        now,
-        strict,
-        name: Some(source.origin.clone()),
-        ..Default::default()
-    };
+    let opts = crate::diff::adapt::profile_options(
+        source,
+        &RenderOptions {
+            now,
+            strict,
+            name: Some(source.origin.clone()),
+            engine,
+            ..Default::default()
+        },
+    );
     let prompt = crate::template::render(template, &input, &opts)?;
     Ok((prompt, input))
 }
@@ -328,7 +350,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             source.template
         );
     }
-    let (prompt, input) = render_request(&source, &body, anthropic, Some(now), args.strict)?;
+    let (prompt, input) = render_request_with(
+        &source,
+        &body,
+        anthropic,
+        Some(now),
+        args.strict,
+        args.engine,
+    )?;
     for n in &input.notes {
         let note = format!("toolscope: note: {req_name}: {n}");
         eprintln!("{}", crate::text::visible(&note));

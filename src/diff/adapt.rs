@@ -12,10 +12,20 @@ pub use crate::template::input::RenderInput;
 
 use super::split::DiffToken;
 
-/// Renders `source` for `input` as transformers' `apply_chat_template` does (see
-/// [`crate::template::render()`]): the source's named `tool_use` template is picked when the
-/// request has tools; `bos_token`/`eos_token` default to the source's when the request does not
-/// set them. `opts.name` defaults to the source's origin.
+/// Renders `source` for `input` under a render profile — the one function every caller (the
+/// inspector's Template pane, `render`, `check`, `flatten`, `diff`) renders a request from a
+/// template source with:
+///
+/// * profile: `opts.engine`, else the source's engine (a llama-server `/props` source: the
+///   llama.cpp profile at its `build_info`), else transformers
+///   ([`crate::template::Engine`]);
+/// * template: the source's named `tool_use` template when the request has tools (both
+///   transformers and llama.cpp pick it so), else the default;
+/// * `bos_token`/`eos_token` default to the source's when the request does not set them; for
+///   the llama.cpp profile the source's vocabulary flags (adds BOS/EOS) apply unless
+///   `opts.vocab` was set.
+///
+/// `opts.name` defaults to the source's origin.
 ///
 /// Errors: the render error as one line, `NAME:LINE:COLUMN: message`.
 pub fn render(
@@ -26,11 +36,26 @@ pub fn render(
     let input = input
         .clone()
         .with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
+    let opts = profile_options(source, opts);
+    render_template(source.select(&input), &input, &opts).map_err(|e| e.to_string())
+}
+
+/// `opts` completed from `source` as [`render`] does: the name, the profile
+/// (`opts.engine` → the source's engine → transformers) and the vocabulary flags.
+pub fn profile_options(source: &TemplateSource, opts: &RenderOptions) -> RenderOptions {
     let mut opts = opts.clone();
     if opts.name.is_none() {
         opts.name = Some(source.origin.clone());
     }
-    render_template(source.select(&input), &input, &opts).map_err(|e| e.to_string())
+    if opts.engine.is_none() {
+        opts.engine = Some(source.engine.unwrap_or_default());
+    }
+    if opts.vocab == Default::default() {
+        opts.vocab = source.vocab_flags.unwrap_or_else(|| {
+            crate::template::llama::VocabFlags::guess_from_bos(source.bos_token.as_deref())
+        });
+    }
+    opts
 }
 
 /// The tool-call syntax a template implies for the parser: the parser's name

@@ -487,6 +487,9 @@ pub struct SideInfo {
     /// Server model path (`/props` `model_path`), for `--server`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Render profile of a template side (`transformers`, `llama.cpp@11434`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 /// Differences between two servers' `/props`.
@@ -497,6 +500,12 @@ pub struct PropsDiff {
     pub chat_template_caps: BTreeMap<String, [Value; 2]>,
     /// The `chat_template` strings differ.
     pub chat_template_changed: bool,
+    /// Top-level `/props` fields only A's / only B's server reports (a newer build's new
+    /// fields, e.g. `architecture` from build 11434 on), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields_only_a: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields_only_b: Vec<String>,
     pub changed: bool,
 }
 
@@ -526,11 +535,25 @@ impl PropsDiff {
             }
         }
         let chat_template_changed = s(a, "chat_template") != s(b, "chat_template");
-        let changed = build_info.changed || !caps.is_empty() || chat_template_changed;
+        let keys = |v: &Value| -> std::collections::BTreeSet<String> {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let (ka, kb) = (keys(a), keys(b));
+        let fields_only_a: Vec<String> = ka.difference(&kb).cloned().collect();
+        let fields_only_b: Vec<String> = kb.difference(&ka).cloned().collect();
+        let changed = build_info.changed
+            || !caps.is_empty()
+            || chat_template_changed
+            || !fields_only_a.is_empty()
+            || !fields_only_b.is_empty();
         PropsDiff {
             build_info,
             chat_template_caps: caps,
             chat_template_changed,
+            fields_only_a,
+            fields_only_b,
             changed,
         }
     }
@@ -674,6 +697,11 @@ pub fn render_text(r: &DiffReport) -> String {
     let mut o = String::new();
     let side = |s: &SideInfo| {
         let mut t = s.source.clone();
+        if let Some(e) = &s.engine
+            && !s.source.starts_with(e.as_str())
+        {
+            let _ = write!(t, " [{e}]");
+        }
         if let Some(b) = &s.build_info {
             let _ = write!(t, " (build {b})");
         }
@@ -690,6 +718,20 @@ pub fn render_text(r: &DiffReport) -> String {
         }
         if p.chat_template_changed {
             let _ = writeln!(o, "chat_template: differs");
+        }
+        if !p.fields_only_a.is_empty() {
+            let _ = writeln!(
+                o,
+                "/props fields only A has: {}",
+                p.fields_only_a.join(", ")
+            );
+        }
+        if !p.fields_only_b.is_empty() {
+            let _ = writeln!(
+                o,
+                "/props fields only B has: {}",
+                p.fields_only_b.join(", ")
+            );
         }
     }
     if let Some(s) = &r.structure {

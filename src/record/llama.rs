@@ -70,7 +70,13 @@ impl LlamaServer {
     /// within [`START_TIMEOUT`]. The message includes the last lines of the server log.
     /// A port race (another process took the free port first) is retried up to 3 times.
     pub fn start(opts: LlamaOptions) -> anyhow::Result<LlamaServer> {
-        let bin = llama_server_binary();
+        Self::start_binary(&llama_server_binary(), opts)
+    }
+
+    /// [`LlamaServer::start`] with another llama-server binary (a second build, e.g.
+    /// `$TOOLSCOPE_LLAMA_SERVER_OLD`, for `diff --server OLD --server NEW`). Same errors.
+    pub fn start_binary(bin: &Path, opts: LlamaOptions) -> anyhow::Result<LlamaServer> {
+        let bin = bin.to_owned();
         if !bin.exists() {
             bail!(
                 "llama-server binary not found at {} ($TOOLSCOPE_LLAMA_SERVER); run scripts/setup.sh",

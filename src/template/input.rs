@@ -29,6 +29,9 @@ pub struct RenderInput {
     /// What normalisation changed or could not do (e.g. tool-call arguments that are not JSON),
     /// one sentence each with a JSON Pointer into the request.
     pub notes: Vec<String>,
+    /// The OpenAI body as received (after Anthropic conversion), for profiles that re-read the
+    /// request themselves (the llama.cpp profile keeps tool-call argument strings verbatim).
+    pub request: Option<Value>,
 }
 
 impl RenderInput {
@@ -71,6 +74,7 @@ impl RenderInput {
             eos_token: str_field("eos_token"),
             chat_template_kwargs,
             notes,
+            request: Some(body.clone()),
         }
     }
 

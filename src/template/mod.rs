@@ -7,17 +7,20 @@
 //!   body, normalised as llama.cpp does.
 //! * [`mod@render`] — [`render::render`]: minijinja configured as transformers' Jinja2.
 //! * [`pyfmt`] — Python `str`/`repr`/`json.dumps`/`strftime` for template values.
-//! * [`gguf`] — GGUF metadata reader.
+//! * [`engine`] — [`Engine`]: the render profile (transformers, or llama.cpp at a build).
+//! * [`llama`] — the llama.cpp profile: llama-server's request handling and Jinja engine.
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
 
 pub mod budget;
 pub mod divergence;
-pub mod gguf;
+pub mod engine;
 pub mod input;
+pub mod llama;
 pub mod pyfmt;
 pub mod render;
 pub mod source;
 
+pub use engine::Engine;
 pub use input::RenderInput;
 pub use render::{CompiledTemplate, RenderError, RenderErrorKind, RenderOptions, render};
 pub use source::TemplateSource;

@@ -18,7 +18,9 @@ use std::io;
 use minijinja::value::{Kwargs, Value as JValue, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
+use super::engine::Engine;
 use super::input::RenderInput;
+use super::llama::{self, VocabFlags, caps::Caps};
 use super::pyfmt::{self, JsonOptions};
 
 /// Name under which the template is compiled when [`RenderOptions::name`] is unset.
@@ -45,6 +47,12 @@ pub struct RenderOptions {
     pub recursion_limit: usize,
     /// Output cap in bytes.
     pub max_output: usize,
+    /// The render profile ([`Engine`]); `None`: the caller's default (a template source's
+    /// engine, else transformers).
+    pub engine: Option<Engine>,
+    /// llama.cpp profile only: whether the engine's vocabulary adds BOS / EOS itself (a leading
+    /// `bos_token` printed by the template is then removed, as llama.cpp does).
+    pub vocab: VocabFlags,
 }
 
 impl Default for RenderOptions {
@@ -56,6 +64,8 @@ impl Default for RenderOptions {
             fuel: super::budget::Budget::default().fuel,
             recursion_limit: super::budget::Budget::default().recursion_limit,
             max_output: 8 << 20,
+            engine: None,
+            vocab: VocabFlags::default(),
         }
     }
 }
@@ -109,6 +119,11 @@ pub struct CompiledTemplate {
     name: String,
     source: String,
     max_output: usize,
+    engine: Engine,
+    now: time::OffsetDateTime,
+    vocab: VocabFlags,
+    caps: std::sync::OnceLock<Caps>,
+    thinking: std::sync::OnceLock<bool>,
     /// The render budget's fuel, for the message when it runs out.
     fuel: u64,
 }
@@ -180,6 +195,15 @@ impl CompiledTemplate {
     pub fn compile(source: &str, opts: &RenderOptions) -> Result<CompiledTemplate, RenderError> {
         let name = opts.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
         let mut env = build_env(opts);
+        let engine = opts.engine.unwrap_or_default();
+        let patched;
+        let source = match engine {
+            Engine::LlamaCpp { .. } => {
+                patched = llama::patch_source(source);
+                patched.as_str()
+            }
+            Engine::Transformers => source,
+        };
         let rewritten = rewrite_generation_blocks(source);
         if let Err(e) = env.add_template_owned(name.clone(), rewritten) {
             return Err(convert_error(&e, &name, source, opts.fuel));
@@ -189,17 +213,63 @@ impl CompiledTemplate {
             name,
             source: source.to_owned(),
             max_output: opts.max_output,
+            engine,
+            now: opts.now.unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
+            vocab: opts.vocab,
+            caps: std::sync::OnceLock::new(),
+            thinking: std::sync::OnceLock::new(),
             fuel: opts.fuel,
         })
     }
 
-    /// Renders with `input`'s context ([`RenderInput::context`]).
+    /// Renders `input` under the template's profile: transformers' context
+    /// ([`RenderInput::context`]), or llama-server's request handling ([`llama::render`]).
     pub fn render(&self, input: &RenderInput) -> Result<String, RenderError> {
-        self.render_context(&input.context())
+        match self.engine {
+            Engine::Transformers => self.render_context(&input.context()),
+            Engine::LlamaCpp { .. } => llama::render(self, input, self.now, self.vocab),
+        }
     }
 
-    /// Renders with an explicit JSON context object.
+    /// The profile this template was compiled for.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// The template name used in messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// llama.cpp's capability probes on this template ([`llama::caps::detect`]), computed once.
+    pub fn llama_caps(&self) -> Caps {
+        *self.caps.get_or_init(|| llama::caps::detect(self))
+    }
+
+    /// Whether llama-server enables thinking by default for this template
+    /// ([`llama::supports_thinking`]), computed once.
+    pub fn llama_supports_thinking(&self) -> bool {
+        *self.thinking.get_or_init(|| llama::supports_thinking(self))
+    }
+
+    /// Renders with an explicit JSON context object (no request handling; for the llama.cpp
+    /// profile the context is used as given).
     pub fn render_context(&self, ctx: &serde_json::Value) -> Result<String, RenderError> {
+        self.render_value(pyfmt::json_to_value(ctx))
+    }
+
+    /// [`Self::render_context`] (the name llama.cpp's pipeline uses).
+    pub fn render_plain(&self, ctx: &serde_json::Value) -> Result<String, RenderError> {
+        self.render_context(ctx)
+    }
+
+    /// Renders with a context of (name, value) pairs.
+    pub fn render_values(&self, vars: Vec<(String, JValue)>) -> Result<String, RenderError> {
+        let map: std::collections::BTreeMap<String, JValue> = vars.into_iter().collect();
+        self.render_value(JValue::from(map))
+    }
+
+    fn render_value(&self, ctx: JValue) -> Result<String, RenderError> {
         let tmpl = self
             .env
             .get_template(&self.name)
@@ -209,7 +279,7 @@ impl CompiledTemplate {
             cap: self.max_output,
             exceeded: false,
         };
-        let res = tmpl.render_captured_to(pyfmt::json_to_value(ctx), &mut w);
+        let res = tmpl.render_captured_to(ctx, &mut w);
         if w.exceeded {
             return Err(RenderError {
                 kind: RenderErrorKind::Limit,
@@ -424,6 +494,9 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
     env.add_function("strftime_now", move |fmt: String| {
         pyfmt::strftime(&now, &fmt)
     });
+    if let Some(Engine::LlamaCpp { build }) = opts.engine {
+        llama::jinja::configure(&mut env, &llama::BuildRules::for_build(build), now);
+    }
     env
 }
 

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::gguf::{self, GgufMetadata};
+use super::engine::Engine;
 use super::input::RenderInput;
+use super::llama::VocabFlags;
+use crate::gguf::{self, GgufMetadata};
 use crate::tokens::Vocab;
 
 /// The template language of a source.
@@ -40,6 +42,12 @@ pub struct TemplateSource {
     pub vocab: Option<Vocab>,
     /// Jinja or Go.
     pub format: TemplateFormat,
+    /// The engine that serves this template, when the source says (llama-server `/props`:
+    /// the llama.cpp profile at its `build_info`); renders default to it.
+    pub engine: Option<Engine>,
+    /// Whether the engine's tokenizer adds BOS / EOS itself (GGUF `tokenizer.ggml.add_bos_token`;
+    /// llama-server: its model's vocabulary), for the llama.cpp profile's BOS handling.
+    pub vocab_flags: Option<VocabFlags>,
 }
 
 /// A template source that cannot be used, naming the source and (for JSON) the position.
@@ -221,6 +229,9 @@ impl TemplateSource {
         }
         src.bos_token = token_text(v.get("bos_token"));
         src.eos_token = token_text(v.get("eos_token"));
+        src.engine = Some(Engine::from_llama_build_info(
+            v.get("build_info").and_then(Value::as_str),
+        ));
         Ok(src)
     }
 
@@ -268,6 +279,13 @@ impl TemplateSource {
             let vocab = Vocab::from_gguf(name, md).map_err(|e| err(name, e.message))?;
             src.bos_token = vocab.bos_text().map(str::to_owned);
             src.eos_token = vocab.eos_text().map(str::to_owned);
+            src.vocab_flags = Some(VocabFlags {
+                add_bos: vocab.add_bos,
+                add_eos: md
+                    .get("tokenizer.ggml.add_eos_token")
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(false),
+            });
             src.vocab = Some(vocab);
         }
         Ok(src)

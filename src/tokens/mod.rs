@@ -18,8 +18,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::finding::{Evidence, Finding, Pane, Rule};
+use crate::gguf::{GgufMetadata, GgufValue};
 use crate::session::TokenPiece;
-use crate::template::gguf::{GgufMetadata, GgufValue};
 
 mod spm;
 
