@@ -246,6 +246,24 @@ impl Call {
                 }
                 s + "</function>"
             }
+            Syntax::MiniMaxM1 => {
+                format!("<tool_calls>\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n</tool_calls>")
+            }
+            Syntax::SolarOpen => format!(
+                "<|tool_call:begin|>call_1<|tool_call:name|>{n}<|tool_call:args|>{a}<|tool_call:end|>"
+            ),
+            Syntax::Hy3 => {
+                let mut s = format!(
+                    "<tool_calls:opensource><tool_call:opensource>{n}<tool_sep:opensource>\n"
+                );
+                for (k, v) in &self.args {
+                    s += &format!(
+                        "<arg_key:opensource>{k}</arg_key:opensource>\n<arg_value:opensource>{}</arg_value:opensource>\n",
+                        Self::xml_value(v)
+                    );
+                }
+                s + "</tool_call:opensource>\n</tool_calls:opensource>"
+            }
             Syntax::MuseGlimmer => {
                 let mut s = format!(
                     " to={n}<|message|><atem:function_calls>\n<atem:invoke name=\"{n}\">\n"

@@ -1884,3 +1884,80 @@ pub(crate) fn muse(body: &str, recipient: &str, tools: &ToolIndex) -> BodyResult
     }
     Ok((calls, notes))
 }
+
+/// `<tool_calls>` body: a JSON array (Apriel) or one call JSON object a line (MiniMax M1).
+pub(crate) fn tool_calls_tag(body: &str) -> BodyResult {
+    if body.trim_start().starts_with('[') {
+        return json_block(body, Syntax::Apriel);
+    }
+    let mut notes = Vec::new();
+    let mut calls = Vec::new();
+    let mut rest = body;
+    while !rest.trim().is_empty() {
+        let (v, lead, end) = first_json(rest)?;
+        calls.extend(json_calls(v, Syntax::MiniMaxM1, lead, &mut notes)?);
+        rest = &rest[end..];
+    }
+    if calls.is_empty() {
+        return Err("no call inside <tool_calls>".into());
+    }
+    Ok((calls, notes))
+}
+
+/// Solar Open body: `ID<|tool_call:name|>N<|tool_call:args|>{json}` (the id is kept).
+pub(crate) fn solar(body: &str) -> BodyResult {
+    const NAME: &str = "<|tool_call:name|>";
+    const ARGS: &str = "<|tool_call:args|>";
+    let (id, rest) = body.split_once(NAME).ok_or("no <|tool_call:name|>")?;
+    let (name, args) = rest.split_once(ARGS).ok_or("no <|tool_call:args|>")?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err("empty function name".into());
+    }
+    let mut notes = Vec::new();
+    let v = json_filling(args, &mut notes)?;
+    let id = id.trim();
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: v,
+            id: (!id.is_empty()).then(|| id.to_string()),
+            syntax: Syntax::SolarOpen,
+        }],
+        notes,
+    ))
+}
+
+/// Hunyuan 3 `<tool_calls:opensource>` body: `<tool_call:opensource>N<tool_sep:opensource>`
+/// + GLM-style `<arg_key:…>`/`<arg_value:…>` pairs, one `<tool_call:…>` per call.
+pub(crate) fn hy3(body: &str, tools: &ToolIndex) -> BodyResult {
+    let plain = body.replace(":opensource>", ">");
+    let mut calls = Vec::new();
+    let mut notes = Vec::new();
+    let mut rest = plain.as_str();
+    loop {
+        let r = rest.trim_start();
+        if r.is_empty() {
+            break;
+        }
+        let c = r
+            .strip_prefix("<tool_call>")
+            .ok_or_else(|| format!("expected <tool_call:opensource>, found {:?}", excerpt(r)))?;
+        let e = find_str(c, "</tool_call>").ok_or("<tool_call:opensource> without its end")?;
+        let one = c[..e].replacen("<tool_sep>", "", 1);
+        let (mut cs, n) = glm(&one, tools)?;
+        for x in &mut cs {
+            x.syntax = Syntax::Hy3;
+        }
+        calls.extend(cs);
+        notes.extend(n);
+        rest = &c[e + "</tool_call>".len()..];
+    }
+    if calls.is_empty() {
+        return Err("no call inside <tool_calls:opensource>".into());
+    }
+    for n in &mut notes {
+        n.offset = 0;
+    }
+    Ok((calls, notes))
+}

@@ -1300,7 +1300,9 @@ impl Parser {
             (Some(Syntax::MuseGlimmer), "") => body::muse(b, name.unwrap_or(""), tools),
             (_, "functools") => body::json_block(b, Syntax::FirefunctionV2),
             (_, "Action:") => body::command_r_plus(b),
-            (_, "<tool_calls>") => body::json_block(b, Syntax::Apriel),
+            (_, "<tool_calls>") => body::tool_calls_tag(b),
+            (_, "<|tool_call:begin|>") => body::solar(b),
+            (_, "<tool_calls:opensource>") => body::hy3(b, tools),
             (_, "<function name=") => body::minicpm5(b, tools),
             _ => Err("unknown block".into()),
         }

@@ -145,6 +145,9 @@ pub fn parsers(family: Syntax) -> [Option<&'static str>; 3] {
         S::Apriel => [Some("auto (apriel)"), None, None],
         S::MiniCpm5 => [Some("minicpm5"), Some("minicpm5xml"), Some("minicpm5")],
         S::MuseGlimmer => [Some("muse-glimmer"), Some("muse_glimmer"), Some("muse")],
+        S::MiniMaxM1 => [Some("auto (minimax m1)"), Some("minimax"), None],
+        S::SolarOpen => [Some("auto (solar open)"), Some("solar_open2"), None],
+        S::Hy3 => [Some("auto (hy3)"), Some("hy_v3"), Some("hunyuan")],
         S::FunctionCall | S::ToolCallFence => [None, None, None],
     }
 }

@@ -95,6 +95,14 @@ pub enum Syntax {
     /// Muse Glimmer (harmony-like): ` to=N<|message|><atem:function_calls><atem:invoke name="N">
     /// <atem:parameter name="k">v</atem:parameter>…`; ` to=self` is reasoning, ` to=user` content.
     MuseGlimmer,
+    /// MiniMax M1: `<tool_calls>\n{"name","arguments"}\n{…}\n</tool_calls>` (one JSON object a line).
+    MiniMaxM1,
+    /// Solar Open: `<|tool_call:begin|>ID<|tool_call:name|>N<|tool_call:args|>{json}<|tool_call:end|>`.
+    SolarOpen,
+    /// Hunyuan 3 (Hy3): `<tool_calls:opensource><tool_call:opensource>N<tool_sep:opensource>
+    /// <arg_key:opensource>k</arg_key:opensource><arg_value:opensource>v</arg_value:opensource>…`,
+    /// values typed by the schema; reasoning in `<think:opensource>`.
+    Hy3,
     /// Neutral prompt-emulated `<function_call>{json}</function_call>`.
     FunctionCall,
     /// Prompt-emulated ```` ```tool_call\n{json}\n``` ```` fences.
@@ -133,6 +141,9 @@ impl Syntax {
         Syntax::Apriel,
         Syntax::MiniCpm5,
         Syntax::MuseGlimmer,
+        Syntax::MiniMaxM1,
+        Syntax::SolarOpen,
+        Syntax::Hy3,
         Syntax::FunctionCall,
         Syntax::ToolCallFence,
     ];
@@ -169,6 +180,9 @@ impl Syntax {
             Syntax::Apriel => "apriel",
             Syntax::MiniCpm5 => "minicpm5",
             Syntax::MuseGlimmer => "muse-glimmer",
+            Syntax::MiniMaxM1 => "minimax-m1",
+            Syntax::SolarOpen => "solar-open",
+            Syntax::Hy3 => "hy3",
             Syntax::FunctionCall => "function-call",
             Syntax::ToolCallFence => "tool-call-fence",
         }
@@ -229,6 +243,9 @@ impl Syntax {
             "apriel" | "apriel-1.5" | "apriel-1.6" => Syntax::Apriel,
             "minicpm5" | "minicpm" => Syntax::MiniCpm5,
             "muse-glimmer" | "muse" | "glimmer" => Syntax::MuseGlimmer,
+            "minimax-m1" | "minimax-m1-json" => Syntax::MiniMaxM1,
+            "solar-open" | "solar" | "solar-open2" => Syntax::SolarOpen,
+            "hy3" | "hy-v3" | "hunyuan" | "hunyuan3" => Syntax::Hy3,
             "function-call" => Syntax::FunctionCall,
             "tool-call-fence" | "fence" | "tool-call-fences" | "fenced" => Syntax::ToolCallFence,
             _ => return None,
@@ -274,6 +291,7 @@ impl Syntax {
             Some(Syntax::GptOss) => HARMONY_REASONING_ENDS,
             Some(Syntax::Apertus) => &["<|inner_suffix|>"],
             Some(Syntax::Apriel) => &["[BEGIN FINAL RESPONSE]"],
+            Some(Syntax::Hy3) => &["</think:opensource>"],
             Some(_) => THINK_ENDS,
             None => ALL_REASONING_ENDS,
         }
@@ -353,7 +371,11 @@ impl Syntax {
             Syntax::MiniMaxM3
         } else if has("<function=") && has("<parameter=") {
             Syntax::Qwen3Coder
-        } else if has("<|tool_call_start|>") {
+        } else if has("<|tool_call_start|>")
+            || (has("<|tool_list_start|>") && has("<|tool_list_end|>"))
+            || has("List of tools: [")
+        {
+            // llama.cpp common/chat.cpp: is_lfm2_template, and LFM2.5's plain "List of tools: ["
             Syntax::Lfm2
         } else if has("<|START_ACTION|>") {
             Syntax::CommandR7b
@@ -371,6 +393,12 @@ impl Syntax {
             Syntax::FirefunctionV2
         } else if has("[BEGIN FINAL RESPONSE]") || has("<tool_calls>[") {
             Syntax::Apriel
+        } else if has("<tool_calls>") && has("\"arguments\": <args-json-object>") {
+            Syntax::MiniMaxM1
+        } else if has("<|tool_call:begin|>") {
+            Syntax::SolarOpen
+        } else if has("<tool_calls{}>") || has("<tool_calls:opensource>") {
+            Syntax::Hy3
         } else if has("<function name=") && has("<param name=") {
             Syntax::MiniCpm5
         } else if has("Action:") && has("tool_name") && has("<|CHATBOT_TOKEN|>") {
@@ -560,6 +588,7 @@ pub(crate) const ALL_REASONING_ENDS: &[&str] = &[
     "[BEGIN FINAL RESPONSE]",
     "<channel|>",
     "<|open|>response<|sep|>",
+    "</think:opensource>",
 ];
 pub(crate) const GEMMA_THOUGHT_ENDS: &[&str] = &["<channel|>"];
 pub(crate) const HARMONY_REASONING_ENDS: &[&str] =
@@ -830,6 +859,24 @@ pub(crate) const MARKERS: &[Marker] = &[
     }),
     chosen_only(drop("<|eom|>", Syntax::MuseGlimmer)),
     chosen_only(drop("<|eot|>", Syntax::MuseGlimmer)),
+    // minimax m1 (shares <tool_calls> with apriel; the body decides)
+    block("<tool_calls>", Syntax::MiniMaxM1, &["</tool_calls>"], false),
+    // solar open
+    block(
+        "<|tool_call:begin|>",
+        Syntax::SolarOpen,
+        &["<|tool_call:end|>"],
+        false,
+    ),
+    // hunyuan 3
+    block(
+        "<tool_calls:opensource>",
+        Syntax::Hy3,
+        &["</tool_calls:opensource>"],
+        false,
+    ),
+    reasoning("<think:opensource>", Syntax::Hy3, &["</think:opensource>"]),
+    orphan_close("</think:opensource>", Syntax::Hy3),
     // neutral
     block(
         "<function_call>",
