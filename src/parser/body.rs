@@ -1445,30 +1445,44 @@ fn typed_param(
 pub(crate) fn dsml(body: &str, tools: &ToolIndex) -> BodyResult {
     // the same elements as Anthropic-style XML with a `｜DSML｜` prefix on every tag
     let plain = body.replace("<｜DSML｜", "<").replace("</｜DSML｜", "</");
+    element_seq(&plain, "<invoke", "</invoke>", Syntax::DeepSeekV32, |b| {
+        invoke(b, tools)
+    })
+}
+
+/// `s` as a sequence of `open…close` elements (whitespace between), each parsed by `one`; the
+/// calls are marked `syntax`. `s` is a rewritten body (prefixes stripped), so repair notes point
+/// at the start of the block.
+fn element_seq(
+    s: &str,
+    open: &str,
+    close: &str,
+    syntax: Syntax,
+    one: impl Fn(&str) -> BodyResult,
+) -> BodyResult {
     let mut calls = Vec::new();
     let mut notes = Vec::new();
-    let mut rest = plain.as_str();
+    let mut rest = s;
     loop {
         let r = rest.trim_start();
         if r.is_empty() {
             break;
         }
-        let Some(inv) = r.strip_prefix("<invoke") else {
-            return Err(format!("expected <｜DSML｜invoke, found {:?}", excerpt(r)));
-        };
-        let e = find_str(inv, "</invoke>").ok_or("<｜DSML｜invoke> without its end")?;
-        let (mut c, n) = invoke(&inv[..e], tools)?;
+        let inner = r
+            .strip_prefix(open)
+            .ok_or_else(|| format!("expected {open}, found {:?}", excerpt(r)))?;
+        let e = find_str(inner, close).ok_or_else(|| format!("{open} without {close}"))?;
+        let (mut c, n) = one(&inner[..e])?;
         for x in &mut c {
-            x.syntax = Syntax::DeepSeekV32;
+            x.syntax = syntax;
         }
         calls.extend(c);
         notes.extend(n);
-        rest = &inv[e + "</invoke>".len()..];
+        rest = &inner[e + close.len()..];
     }
     if calls.is_empty() {
-        return Err("no invoke inside the DSML block".into());
+        return Err(format!("no {open} element in the block"));
     }
-    // offsets in the DSML text differ from the plain text: notes point at the block
     for n in &mut notes {
         n.offset = 0;
     }
@@ -1738,12 +1752,10 @@ pub(crate) fn apertus(body: &str) -> BodyResult {
 /// 3.1 (`<|function_call|>{json}`) bodies (llama.cpp common/parsers/gigachat-v3.cpp).
 pub(crate) fn gigachat(body: &str, v3: bool) -> BodyResult {
     let b = if v3 {
-        let t = body.trim_start();
-        let r = t
+        body.trim_start()
             .strip_prefix("function call")
             .and_then(|r| r.trim_start().strip_prefix("<|role_sep|>"))
-            .ok_or("not a `function call` message")?;
-        r
+            .ok_or("not a `function call` message")?
     } else {
         body
     };
@@ -1856,33 +1868,10 @@ pub(crate) fn muse(body: &str, recipient: &str, tools: &ToolIndex) -> BodyResult
     let t = t.strip_prefix("<function_calls>").unwrap_or(t);
     let t = t.trim_end();
     let t = t.strip_suffix("</function_calls>").unwrap_or(t);
-    let mut calls = Vec::new();
-    let mut notes = Vec::new();
-    let mut rest = t;
-    loop {
-        let r = rest.trim_start();
-        if r.is_empty() {
-            break;
-        }
-        let inv = r
-            .strip_prefix("<invoke")
-            .ok_or_else(|| format!("expected <atem:invoke, found {:?}", excerpt(r)))?;
-        let e = find_str(inv, "</invoke>").ok_or("<atem:invoke> without its end")?;
-        let (mut c, n) = invoke(&inv[..e], tools)?;
-        for x in &mut c {
-            x.syntax = Syntax::MuseGlimmer;
-        }
-        calls.extend(c);
-        notes.extend(n);
-        rest = &inv[e + "</invoke>".len()..];
-    }
-    if calls.is_empty() {
-        return Err(format!("no invoke in the message to {recipient:?}"));
-    }
-    for n in &mut notes {
-        n.offset = 0;
-    }
-    Ok((calls, notes))
+    element_seq(t, "<invoke", "</invoke>", Syntax::MuseGlimmer, |b| {
+        invoke(b, tools)
+    })
+    .map_err(|e| format!("message to {recipient:?}: {e}"))
 }
 
 /// `<tool_calls>` body: a JSON array (Apriel) or one call JSON object a line (MiniMax M1).
@@ -1932,32 +1921,7 @@ pub(crate) fn solar(body: &str) -> BodyResult {
 /// + GLM-style `<arg_key:…>`/`<arg_value:…>` pairs, one `<tool_call:…>` per call.
 pub(crate) fn hy3(body: &str, tools: &ToolIndex) -> BodyResult {
     let plain = body.replace(":opensource>", ">");
-    let mut calls = Vec::new();
-    let mut notes = Vec::new();
-    let mut rest = plain.as_str();
-    loop {
-        let r = rest.trim_start();
-        if r.is_empty() {
-            break;
-        }
-        let c = r
-            .strip_prefix("<tool_call>")
-            .ok_or_else(|| format!("expected <tool_call:opensource>, found {:?}", excerpt(r)))?;
-        let e = find_str(c, "</tool_call>").ok_or("<tool_call:opensource> without its end")?;
-        let one = c[..e].replacen("<tool_sep>", "", 1);
-        let (mut cs, n) = glm(&one, tools)?;
-        for x in &mut cs {
-            x.syntax = Syntax::Hy3;
-        }
-        calls.extend(cs);
-        notes.extend(n);
-        rest = &c[e + "</tool_call>".len()..];
-    }
-    if calls.is_empty() {
-        return Err("no call inside <tool_calls:opensource>".into());
-    }
-    for n in &mut notes {
-        n.offset = 0;
-    }
-    Ok((calls, notes))
+    element_seq(&plain, "<tool_call>", "</tool_call>", Syntax::Hy3, |b| {
+        glm(&b.replacen("<tool_sep>", "", 1), tools)
+    })
 }
