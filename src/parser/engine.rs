@@ -319,16 +319,38 @@ pub struct Parser {
     done: bool,
 }
 
-/// The markers active for one syntax choice, indexed by first byte.
+/// One active marker in a [`MarkerSet`] bucket: its first (up to) 8 bytes as a little-endian
+/// word and the mask of those bytes, so most candidates are rejected with one comparison.
+#[derive(Debug, Clone, Copy)]
+struct Cand {
+    m: &'static Marker,
+    head: u64,
+    mask: u64,
+    block: bool,
+}
+
+/// The first (up to) 8 bytes of `b`, little-endian, zero-padded.
+#[inline]
+fn word8(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    u64::from_le_bytes(w)
+}
+
+/// The markers active for one syntax choice, indexed by their first two bytes.
 #[derive(Debug)]
 struct MarkerSet {
-    /// Per first byte: the active markers starting with it (in [`MARKERS`] order).
-    by_first: Vec<Vec<&'static Marker>>,
+    /// `slot[b0]`: index of first byte `b0` in `needles`, or `u8::MAX` when no marker starts
+    /// with it.
+    slot: [u8; 256],
+    /// `by_two[slot * 256 + b1]`: the markers starting with bytes `b0 b1`, longest first (the
+    /// first full match is the longest one).
+    by_two: Vec<Vec<Cand>>,
+    /// Per slot: some call-block marker starts with that byte.
+    block_first: Vec<bool>,
     /// The distinct first bytes (memchr needles), searched three at a time.
     needles: Vec<u8>,
-    /// Bit `b1` of `second[b0]`: some active marker starts with bytes `b0 b1` (a 256-bit set per
-    /// first byte, so most `<` in prose are rejected with one lookup).
-    second: Vec<[u64; 4]>,
     /// A GPT-OSS marker is active (a reply may start with a harmony recipient).
     harmony: bool,
 }
@@ -347,29 +369,48 @@ impl MarkerSet {
                 markers.push(m);
             }
         }
-        let mut by_first = vec![Vec::new(); 256];
-        let mut second = vec![[0u64; 4]; 256];
+        let mut slot = [u8::MAX; 256];
         let mut needles = Vec::new();
         for m in &markers {
+            let b0 = m.text.as_bytes()[0];
+            if slot[b0 as usize] == u8::MAX {
+                slot[b0 as usize] = needles.len() as u8;
+                needles.push(b0);
+            }
+        }
+        let mut by_two = vec![Vec::new(); needles.len() * 256];
+        let mut block_first = vec![false; needles.len()];
+        for m in &markers {
             let t = m.text.as_bytes();
-            let b = t[0];
-            if by_first[b as usize].is_empty() {
-                needles.push(b);
-            }
-            by_first[b as usize].push(*m);
-            match t.get(1) {
-                Some(&b1) => second[b as usize][b1 as usize / 64] |= 1 << (b1 % 64),
-                // a one-byte marker: any second byte
-                None => second[b as usize] = [u64::MAX; 4],
-            }
+            // every marker has at least two bytes
+            debug_assert!(t.len() >= 2, "{:?}", m.text);
+            let s = slot[t[0] as usize] as usize;
+            let n = t.len().min(8);
+            let block = matches!(m.kind, MarkerKind::Block { .. });
+            block_first[s] |= block;
+            by_two[s * 256 + t[1] as usize].push(Cand {
+                m,
+                head: word8(t),
+                mask: if n == 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * n)) - 1
+                },
+                block,
+            });
+        }
+        for v in &mut by_two {
+            // longest first; equal lengths keep MARKERS order
+            v.sort_by_key(|c| std::cmp::Reverse(c.m.text.len()));
         }
         let harmony = markers
             .iter()
             .any(|m| matches!(m.syntax, Some(Syntax::GptOss | Syntax::MuseGlimmer)));
         MarkerSet {
-            by_first,
+            slot,
+            by_two,
+            block_first,
             needles,
-            second,
             harmony,
         }
     }
@@ -636,26 +677,32 @@ impl Parser {
             };
             let at = i + p;
             let rest = &b[at..];
-            if let Some(&b1) = rest.get(1) {
-                let b1 = b1 as usize;
-                if set.second[rest[0] as usize][b1 / 64] & (1 << (b1 % 64)) == 0 {
-                    i = at + 1;
-                    continue;
+            let slot = set.slot[rest[0] as usize] as usize;
+            let Some(&b1) = rest.get(1) else {
+                // one byte left: the start of any marker with that first byte
+                if !eof && (!blocks_only || set.block_first[slot]) {
+                    return Err(Some(at));
                 }
+                return Err(None);
+            };
+            let bucket = &set.by_two[slot * 256 + b1 as usize];
+            if bucket.is_empty() {
+                i = at + 1;
+                continue;
             }
+            let w = word8(rest);
             let mut best: Option<&'static Marker> = None;
             let mut partial = false;
-            for m in &set.by_first[rest[0] as usize] {
-                if blocks_only && !matches!(m.kind, MarkerKind::Block { .. }) {
+            for c in bucket {
+                if blocks_only && !c.block {
                     continue;
                 }
-                let mt = m.text.as_bytes();
+                let mt = c.m.text.as_bytes();
                 if rest.len() >= mt.len() {
-                    if (mt.len() < 2 || rest[1] == mt[1])
-                        && &rest[..mt.len()] == mt
-                        && best.is_none_or(|x| x.text.len() < mt.len())
-                    {
-                        best = Some(m);
+                    if w & c.mask == c.head && (mt.len() <= 8 || rest[8..mt.len()] == mt[8..]) {
+                        // longest first: the first full match is the longest
+                        best = Some(c.m);
+                        break;
                     }
                 } else if mt.starts_with(rest) {
                     partial = true;
