@@ -6,6 +6,10 @@
 //!   resume a live parser there (`Trace::parser_at`, snapshot + ≤256 chunks re-fed).
 //!
 //! Goals (issue 5): ≥ 200 MB/s; ≤ 1 ms per scrub.
+//!
+//! `TOOLSCOPE_BENCH_FIXED=1`: only one one-shot parse and one 16-byte-chunk streamed parse of a
+//! fixed 1 MB mixed text, for an instruction count that does not depend on the machine's load:
+//! `TOOLSCOPE_BENCH_FIXED=1 valgrind --tool=callgrind target/release/deps/parser-*`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -55,6 +59,26 @@ fn main() {
     let tools = json!([
         {"type": "function", "function": {"name": "set_limit", "parameters": {"type": "object", "properties": {"limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "unit": {"type": "string"}}}}},
     ]);
+    if std::env::var_os("TOOLSCOPE_BENCH_FIXED").is_some() {
+        let text = mixed(1024 * 1024);
+        let out = parse(black_box(&text), None, Some(&tools));
+        let mut p = Parser::new(None, Some(&tools));
+        let mut ev = Vec::new();
+        let b = text.as_bytes();
+        let mut at = 0;
+        while at < b.len() {
+            let mut e = (at + 16).min(b.len());
+            while !text.is_char_boundary(e) {
+                e += 1;
+            }
+            p.feed_into(&text[at..e], &mut ev);
+            ev.clear();
+            at = e;
+        }
+        p.finish_into(&mut ev);
+        println!("fixed: {} calls", out.tool_calls.len());
+        return;
+    }
     let text = mixed(10 * 1024 * 1024);
     let mb = text.len() as f64 / (1024.0 * 1024.0);
 

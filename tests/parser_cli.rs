@@ -100,7 +100,7 @@ fn raw_file_with_template_detection_and_repair_step() {
     let (code, out, _) = run(&["--tools", tools.to_str().unwrap(), raw.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(out.contains("write_file("), "{out}");
-    assert!(out.contains("REPAIR stray_closer"), "{out}");
+    assert!(out.contains("repair stray_closer @"), "{out}");
     assert!(out.contains("same result as one-shot"), "{out}");
 }
 

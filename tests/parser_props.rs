@@ -135,7 +135,176 @@ impl Call {
             Syntax::ToolCallFence => {
                 format!("```tool_call\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n```")
             }
+            Syntax::Glm45 => {
+                let nl = if variant { "\n" } else { "" };
+                let mut s = format!("<tool_call>{n}{nl}");
+                for (k, v) in &self.args {
+                    s += &format!(
+                        "<arg_key>{k}</arg_key>{nl}<arg_value>{}</arg_value>{nl}",
+                        Self::xml_value(v)
+                    );
+                }
+                s + "</tool_call>"
+            }
+            Syntax::SeedOss => {
+                let mut s = format!("<seed:tool_call>\n<function={n}>\n");
+                for (k, v) in &self.args {
+                    s += &format!("<parameter={k}>{}</parameter>\n", Self::xml_value(v));
+                }
+                s + "</function>\n</seed:tool_call>"
+            }
+            Syntax::FunctionGemma => {
+                let body: Vec<String> = self
+                    .args
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Arg::Int(i) => format!("{k}:{i}"),
+                        Arg::Str(s) => format!("{k}:<escape>{s}<escape>"),
+                    })
+                    .collect();
+                format!(
+                    "<start_function_call>call:{n}{{{}}}<end_function_call>",
+                    body.join(",")
+                )
+            }
+            Syntax::Pythonic => format!("[{}]", self.pythonic()),
+            Syntax::Lfm2 if variant => format!(
+                "<|tool_call_start|>[{{\"name\": \"{n}\", \"arguments\": {a}}}]<|tool_call_end|>"
+            ),
+            Syntax::Lfm2 => format!("<|tool_call_start|>[{}]<|tool_call_end|>", self.pythonic()),
+            Syntax::DeepSeekV32 => {
+                let w = if variant {
+                    "tool_calls"
+                } else {
+                    "function_calls"
+                };
+                let mut s = format!("<｜DSML｜{w}>\n<｜DSML｜invoke name=\"{n}\">\n");
+                for (k, v) in &self.args {
+                    let st = matches!(v, Arg::Str(_));
+                    s += &format!(
+                        "<｜DSML｜parameter name=\"{k}\" string=\"{st}\">{}</｜DSML｜parameter>\n",
+                        Self::xml_value(v)
+                    );
+                }
+                s + &format!("</｜DSML｜invoke>\n</｜DSML｜{w}>")
+            }
+            Syntax::KimiK3 => {
+                let mut s =
+                    format!("<|open|>tools<|sep|><|open|>call tool=\"{n}\" index=\"1\"<|sep|>");
+                for (k, v) in &self.args {
+                    let ty = if matches!(v, Arg::Str(_)) {
+                        "string"
+                    } else {
+                        "number"
+                    };
+                    s += &format!(
+                        "<|open|>argument key=\"{k}\" type=\"{ty}\"<|sep|>{}<|close|>argument<|sep|>",
+                        Self::xml_value(v)
+                    );
+                }
+                s + "<|close|>call<|sep|><|close|>tools<|sep|>"
+            }
+            Syntax::MiniMaxM3 => {
+                let sep = "]<]minimax[>[";
+                let mut s = format!("{sep}<tool_call>\n{sep}<invoke name=\"{n}\">");
+                for (k, v) in &self.args {
+                    s += &format!("{sep}<{k}>{}{sep}</{k}>", Self::xml_value(v));
+                }
+                s + &format!("{sep}</invoke>\n{sep}</tool_call>")
+            }
+            Syntax::CommandR7b => format!(
+                "<|START_ACTION|>[\n    {{\"tool_call_id\": \"0\", \"tool_name\": \"{n}\", \"parameters\": {a}}}\n]<|END_ACTION|>"
+            ),
+            Syntax::Apertus => format!("<|tools_prefix|>[{{\"{n}\": {a}}}]<|tools_suffix|>"),
+            Syntax::Granite => {
+                format!("<|tool_call|>[{{\"name\": \"{n}\", \"arguments\": {a}}}]")
+            }
+            Syntax::GigaChat3 if variant => {
+                format!("<|function_call|>{{\"name\": \"{n}\", \"arguments\": {a}}}")
+            }
+            Syntax::GigaChat3 => format!(
+                "<|message_sep|>\n\nfunction call<|role_sep|>\n{{\"name\": \"{n}\", \"arguments\": {a}}}"
+            ),
+            Syntax::NemotronV2 => {
+                format!("<TOOLCALL>[{{\"name\": \"{n}\", \"arguments\": {a}}}]</TOOLCALL>")
+            }
+            Syntax::FunctionaryV31 => format!("<function={n}>{a}</function>"),
+            Syntax::FunctionaryV32 => format!("{n}\n{a}"),
+            Syntax::FirefunctionV2 => {
+                format!(" functools[{{\"name\": \"{n}\", \"arguments\": {a}}}]")
+            }
+            Syntax::CommandRPlus => {
+                format!("Action:\n```json\n[{{\"tool_name\": \"{n}\", \"parameters\": {a}}}]\n```")
+            }
+            Syntax::Apriel => {
+                format!("<tool_calls>[{{\"name\": \"{n}\", \"arguments\": {a}}}]</tool_calls>")
+            }
+            Syntax::MiniCpm5 => {
+                let mut s = format!("<function name=\"{n}\">");
+                for (k, v) in &self.args {
+                    s += &format!("<param name=\"{k}\">{}</param>", Self::xml_value(v));
+                }
+                s + "</function>"
+            }
+            Syntax::MiniMaxM1 => {
+                format!("<tool_calls>\n{{\"name\": \"{n}\", \"arguments\": {a}}}\n</tool_calls>")
+            }
+            Syntax::SolarOpen => format!(
+                "<|tool_call:begin|>call_1<|tool_call:name|>{n}<|tool_call:args|>{a}<|tool_call:end|>"
+            ),
+            Syntax::Hy3 => {
+                let mut s = format!(
+                    "<tool_calls:opensource><tool_call:opensource>{n}<tool_sep:opensource>\n"
+                );
+                for (k, v) in &self.args {
+                    s += &format!(
+                        "<arg_key:opensource>{k}</arg_key:opensource>\n<arg_value:opensource>{}</arg_value:opensource>\n",
+                        Self::xml_value(v)
+                    );
+                }
+                s + "</tool_call:opensource>\n</tool_calls:opensource>"
+            }
+            Syntax::MuseGlimmer => {
+                let mut s = format!(
+                    " to={n}<|message|><atem:function_calls>\n<atem:invoke name=\"{n}\">\n"
+                );
+                for (k, v) in &self.args {
+                    s += &format!(
+                        "<atem:parameter name=\"{k}\">{}</atem:parameter>\n",
+                        Self::xml_value(v)
+                    );
+                }
+                s + "</atem:invoke>\n</atem:function_calls>"
+            }
         }
+    }
+
+    /// `name(k=v, …)` with Python literals.
+    fn pythonic(&self) -> String {
+        let args: Vec<String> = self
+            .args
+            .iter()
+            .map(|(k, v)| match v {
+                Arg::Int(i) => format!("{k}={i}"),
+                Arg::Str(s) => format!("{k}='{s}'"),
+            })
+            .collect();
+        format!("{}({})", self.name, args.join(", "))
+    }
+}
+
+/// Syntaxes whose call is the whole reply (no text before it) or runs to the end of the text
+/// (no text after it), or that has no `<think>` block: (no prefix, no suffix, no think).
+fn whole_reply(sx: Syntax) -> (bool, bool, bool) {
+    match sx {
+        Syntax::GptOss | Syntax::MuseGlimmer | Syntax::FunctionaryV32 => (true, true, true),
+        Syntax::Pythonic => (true, true, false),
+        Syntax::Llama3
+        | Syntax::Granite
+        | Syntax::GigaChat3
+        | Syntax::FirefunctionV2
+        | Syntax::CommandRPlus => (false, true, false),
+        _ => (false, false, false),
     }
 }
 
@@ -198,16 +367,18 @@ proptest! {
         auto in any::<bool>(),
     ) {
         let sx = Syntax::ALL[sx_i];
-        // syntaxes whose call runs to the end of the text (or are a whole message) take no suffix / prefix
-        let (pre, post) = match sx {
-            Syntax::Llama3 => (pre, String::new()),
-            Syntax::GptOss => (String::new(), String::new()),
-            _ => (pre, post),
-        };
+        // syntaxes whose call is the whole reply or runs to the end take no prefix / suffix
+        let (no_pre, no_post, no_think) = whole_reply(sx);
+        let pre = if no_pre { String::new() } else { pre };
+        let post = if no_post { String::new() } else { post };
+        // a syntax read only when chosen is not read in auto mode
+        let auto = auto && sx.auto_detected();
         // `<` followed by letters could spell a marker by chance; keep the prefix free of them
         prop_assume!(!pre.contains('<') || !pre.contains('>'));
+        // words that are markers of syntaxes read only when chosen
+        prop_assume!(!pre.contains("Action:") && !pre.contains(">>>"));
         let mut text = String::new();
-        if let Some(t) = think.as_ref().filter(|_| sx != Syntax::GptOss) {
+        if let Some(t) = think.as_ref().filter(|_| !no_think) {
             text += &format!("<think>{t}</think>");
         }
         text += &pre;
@@ -286,6 +457,67 @@ const FRAGMENTS: &[&str] = &[
     "漢",
     "<|channel>thought",
     "<channel|>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<seed:tool_call>",
+    "</seed:tool_call>",
+    "<seed:think>",
+    "</seed:think>",
+    "<start_function_call>",
+    "<end_function_call>",
+    "<escape>",
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+    "f(a=1)",
+    "[f(",
+    "<｜DSML｜function_calls>",
+    "</｜DSML｜function_calls>",
+    "<｜DSML｜invoke name=\"f\">",
+    "<｜DSML｜parameter name=\"a\" string=\"false\">",
+    "</｜DSML｜parameter>",
+    "</｜DSML｜invoke>",
+    "<|open|>tools<|sep|>",
+    "<|open|>call tool=\"f\"<|sep|>",
+    "<|close|>call<|sep|>",
+    "<|close|>tools<|sep|>",
+    "<|open|>think<|sep|>",
+    "<|close|>think<|sep|>",
+    "]<]minimax[>[",
+    "<tool_call>",
+    "<mm:think>",
+    "<|START_ACTION|>",
+    "<|END_ACTION|>",
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+    "\"tool_name\"",
+    "<|tools_prefix|>",
+    "<|tools_suffix|>",
+    "<|tool_call|>",
+    "<|message_sep|>",
+    "function call<|role_sep|>",
+    "<|function_call|>",
+    "<TOOLCALL>",
+    "</TOOLCALL>",
+    ">>>",
+    "all\n",
+    "functools",
+    "Action:",
+    "<tool_calls>",
+    "</tool_calls>",
+    "[BEGIN FINAL RESPONSE]",
+    "<function name=\"f\">",
+    "<param name=\"a\">",
+    "</param>",
+    "<![CDATA[",
+    "]]>",
+    " to=self",
+    " to=user",
+    "<|eom|>",
+    "[THINK]",
+    "[/THINK]",
+    ";",
 ];
 
 fn fuzz_cases() -> u32 {

@@ -154,3 +154,41 @@ fn steps_json_is_concise() {
     assert_eq!(j[1]["events"][1]["arguments_delta"]["delta"], "{\"a\":1}");
     assert_eq!(j[2]["state"], "done");
 }
+
+/// The one display form of states and events (issue 13 item 4; the TUI Replay pane and the
+/// CLI print these, never `{:?}`). Expected strings hand-written from docs/parser.md.
+#[test]
+fn states_and_events_have_one_readable_form() {
+    use toolscope::parser::{Event, Parser, State, StateKind, Syntax};
+    let mut p = Parser::new(Some(Syntax::Hermes), None);
+    let ev = p.feed("Hi <tool_call>{\"name\": \"get_weather\"");
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].to_string(), "content \"Hi \"");
+    assert_eq!(p.state().to_string(), "in_call hermes");
+    let ev = p.feed(", \"arguments\": {\"city\": \"Paris\"}}</tool_call>");
+    let shown: Vec<String> = ev.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "call_start get_weather [0] hermes @3",
+            "arguments_delta [0] {\"city\":\"Paris\"}",
+            "call_end get_weather [0]",
+        ]
+    );
+    let held = State {
+        kind: StateKind::HoldingJson,
+        syntax: None,
+        held_start: 0,
+        held_end: 3,
+    };
+    assert_eq!(held.to_string(), "holding_json");
+    assert_eq!(
+        Event::ContentToReasoning { bytes: 25 }.to_string(),
+        "content_to_reasoning 25 bytes"
+    );
+    // escape sequences in model output never reach the terminal raw
+    assert_eq!(
+        Event::Content("\u{1b}[2J".into()).to_string(),
+        "content \"\\u{1b}[2J\""
+    );
+}

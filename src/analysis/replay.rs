@@ -50,10 +50,11 @@ pub struct ReplayView {
     pub finish_event: Option<usize>,
 }
 
-/// The one place parser states and events are formatted for the pane (seam 2 with issue #13:
-/// when the parser's `Display` forms land, this becomes `x.to_string()`).
-pub fn parser_display<T: std::fmt::Debug>(x: &T) -> String {
-    format!("{x:?}")
+/// The one place parser states and events are formatted for the pane: the parser's own
+/// `Display` form (`call_start get_weather [0] hermes @3`, `in_call hermes`), as the CLI and
+/// docs/parser.md print them.
+pub fn parser_display<T: std::fmt::Display>(x: &T) -> String {
+    x.to_string()
 }
 
 fn short(s: &str, n: usize) -> String {
@@ -183,10 +184,7 @@ impl ReplayView {
         for m in v.malformed {
             events.push(format!("✗ malformed {}: {}", m.syntax, m.message));
         }
-        let state = match v.state.syntax {
-            Some(sx) => format!("{} ({})", parser_display(&v.state.kind), sx.name()),
-            None => parser_display(&v.state.kind),
-        };
+        let state = parser_display(&v.state);
         Some(ReplayStep {
             events,
             state,

@@ -7,7 +7,7 @@ use anyhow::bail;
 use serde_json::{Value, json};
 
 use crate::parser::trace::{Trace, check_chunkings, cut};
-use crate::parser::{Collector, Event, ParserOptions, StateKind, Syntax};
+use crate::parser::{Collector, ParserOptions, StateKind, Syntax};
 
 /// Arguments of `toolscope parse`.
 ///
@@ -15,9 +15,9 @@ use crate::parser::{Collector, Event, ParserOptions, StateKind, Syntax};
 /// `delta.content` of each SSE event), or a raw text file, or `-` for stdin (one chunk).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Call syntax: hermes, qwen3-coder, gemma4, llama3, mistral, deepseek-v3, kimi-k2, gpt-oss,
-    /// anthropic-xml, function-call, tool-call-fence, or auto (from --template's markers, else
-    /// every syntax's markers).
+    /// Call syntax (`--syntax list` prints every name; vLLM/SGLang `--tool-call-parser` names
+    /// work as aliases), or auto (from --template's markers, else the markers of every syntax
+    /// that auto mode reads).
     #[arg(long, default_value = "auto")]
     pub syntax: String,
     /// Chat template (.jinja, or tokenizer_config.json with `chat_template`) to detect the syntax from.
@@ -32,6 +32,10 @@ pub struct Args {
     /// The prompt ended inside an open `<think>` block: the text starts as reasoning.
     #[arg(long)]
     pub reasoning_open: bool,
+    /// Also show what llama.cpp, vLLM and SGLang's own parsers for the syntax would return
+    /// (the syntax given, detected from --template, or from the text).
+    #[arg(long)]
+    pub engines: bool,
     /// Output format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub format: String,
@@ -84,6 +88,12 @@ fn template_text(p: &Path) -> anyhow::Result<String> {
 
 /// Runs `toolscope parse`. Exit 0 after printing; unusable input exits 2 via the caller.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.syntax.eq_ignore_ascii_case("list") {
+        for s in Syntax::ALL {
+            println!("{}", s.name());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let (syntax, how) = if args.syntax.eq_ignore_ascii_case("auto") {
         match &args.template {
             Some(t) => {
@@ -154,6 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let opts = ParserOptions {
         reasoning_open: args.reasoning_open,
+        ..ParserOptions::default()
     };
     let trace = Trace::record_with(&chunks, syntax, tools.as_ref(), opts);
     let mut col = Collector::default();
@@ -161,6 +172,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         col.apply(e);
     }
     let out = col.into_output();
+    // the family the engines would be configured for: given / from the template / the calls read
+    let family = syntax
+        .or_else(|| {
+            out.tool_calls
+                .first()
+                .and_then(|c| c.syntax.as_deref())
+                .and_then(Syntax::from_name)
+        })
+        .or_else(|| Syntax::detect_from_text(&chunks.concat()));
+    let engines = if args.engines {
+        family.map(|f| crate::parser::engines::expected(f, &chunks.concat(), tools.as_ref()).1)
+    } else {
+        None
+    };
     if args.format == "json" {
         let calls: Vec<Value> = out
             .tool_calls
@@ -175,6 +200,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "repairs": out.repairs,
             "steps": trace.steps_json(),
         });
+        let mut v = v;
+        if args.engines {
+            v["engines"] = json!({
+                "family": family.map(Syntax::name),
+                "outcomes": engines,
+            });
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -226,21 +258,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             format!("{:?}", cut(v.chunk, 40))
         };
-        let state = serde_json::to_value(v.state.kind)
-            .ok()
-            .and_then(|x| x.as_str().map(str::to_string))
-            .unwrap_or_default();
-        let state = match v.state.syntax {
-            Some(sx) => format!("{state}:{sx}"),
-            None => state,
-        };
+        let state = v.state.to_string();
         let mut line = format!("  #{i:<4} {chunk:<46} {state:<22}");
         if !v.held.is_empty() {
             line += &format!(" holds {:?}", cut(v.held, 30));
         }
         let _ = writeln!(s, "{}", line.trim_end());
         for e in v.events {
-            let _ = writeln!(s, "         → {}", describe(e));
+            let _ = writeln!(s, "         → {}", e);
         }
     }
     if chunks.len() > 1 || chunks.first().is_some_and(|c| c.len() < 100_000) {
@@ -258,28 +283,41 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let _ = writeln!(s, "  {}: {}", f.rule, f.message);
         }
     }
-    print!("{}", crate::text::visible(&s));
-    Ok(ExitCode::SUCCESS)
-}
-
-fn describe(e: &Event) -> String {
-    match e {
-        Event::Content(t) => format!("content {:?}", cut(t, 60)),
-        Event::Reasoning(t) => format!("reasoning {:?}", cut(t, 60)),
-        Event::CallStart {
-            index,
-            name,
-            syntax,
-            offset,
-        } => format!("call start [{index}] {name} ({syntax}, byte {offset})"),
-        Event::ArgumentsDelta { index, delta } => format!("arguments [{index}] {}", cut(delta, 60)),
-        Event::CallEnd { index, .. } => format!("call end [{index}]"),
-        Event::Repair(r) => format!("REPAIR {} at byte {}: {}", r.kind, r.offset, r.message),
-        Event::Malformed(m) => {
-            format!("MALFORMED {} at byte {}: {}", m.syntax, m.offset, m.message)
-        }
-        Event::ContentToReasoning { bytes } => {
-            format!("orphan </think>: the {bytes} bytes of content so far were reasoning")
+    if args.engines {
+        let _ = writeln!(s, "\nwhat each engine would return");
+        match (family, &engines) {
+            (Some(f), Some(list)) => {
+                let _ = writeln!(s, "  family {f}");
+                for e in list {
+                    use crate::parser::engines::Outcome;
+                    let what = match &e.outcome {
+                        Outcome::Calls { tool_calls, .. } => {
+                            let names: Vec<&str> =
+                                tool_calls.iter().map(|c| c.name.as_str()).collect();
+                            format!("{} call(s): {}", tool_calls.len(), names.join(", "))
+                        }
+                        Outcome::Content { content } => {
+                            format!("content only ({} bytes, markup kept)", content.len())
+                        }
+                        Outcome::Error { status, message } => format!("HTTP {status}: {message}"),
+                    };
+                    let _ = writeln!(
+                        s,
+                        "  {:<10} {:<26} {what}\n             {}",
+                        e.engine.name(),
+                        e.parser.unwrap_or("(no parser)"),
+                        e.why
+                    );
+                }
+            }
+            _ => {
+                let _ = writeln!(
+                    s,
+                    "  no family: give --syntax or --template (the text has no call markers)"
+                );
+            }
         }
     }
+    print!("{}", crate::text::visible(&s));
+    Ok(ExitCode::SUCCESS)
 }

@@ -127,6 +127,15 @@ pub(crate) fn json_calls(
                 }
                 return Ok(calls);
             }
+            // Command R7B: {"tool_call_id", "tool_name", "parameters"}
+            if syntax == Syntax::CommandR7b && !obj.contains_key("name") {
+                if let Some(n) = obj.remove("tool_name") {
+                    obj.insert("name".into(), n);
+                }
+                if let Some(id) = obj.remove("tool_call_id") {
+                    obj.insert("id".into(), id);
+                }
+            }
             let name = match obj.get("name") {
                 Some(Value::String(n)) if !n.is_empty() => n.clone(),
                 Some(_) => return Err("\"name\" is not a non-empty string".into()),
@@ -151,7 +160,7 @@ pub(crate) fn json_calls(
                     other => other,
                 }
             } else if let Some(a) = obj.remove("parameters") {
-                if syntax != Syntax::Llama3 {
+                if !matches!(syntax, Syntax::Llama3 | Syntax::CommandR7b) {
                     notes.push(Note {
                         kind: "parameters_for_arguments",
                         message: "read \"parameters\" as \"arguments\"".into(),
@@ -201,6 +210,10 @@ pub(crate) fn hermes(body: &str, tools: &ToolIndex) -> BodyResult {
         let off = body.len() - rest.len();
         return qwen_function(rest, tools).map(|(c, n)| (c, shift(n, off)));
     }
+    // glm4.5: a bare name, then `<arg_key>` pairs (or nothing: a call without arguments)
+    if t.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+        return glm(body, tools);
+    }
     json_block(body, Syntax::Hermes)
 }
 
@@ -222,13 +235,48 @@ fn shift(mut n: Vec<Note>, by: usize) -> Vec<Note> {
 
 /// Qwen3-Coder: the text after `<function=`: `N>\n<parameter=k>\nv\n</parameter>…[</function>]`.
 pub(crate) fn qwen_function(s: &str, tools: &ToolIndex) -> BodyResult {
+    qwen_function_with(s, tools, true)
+}
+
+/// As [`qwen_function`]; `strip`: drop one newline after `<parameter=k>` and before
+/// `</parameter>`.
+fn qwen_function_with(s: &str, tools: &ToolIndex, strip: bool) -> BodyResult {
     let gt = s.find('>').ok_or("no `>` after `<function=`")?;
     let name = s[..gt].trim();
     if name.is_empty() || name.contains(['<', '\n']) {
         return Err("bad function name after `<function=`".into());
     }
     let mut notes = Vec::new();
-    let (args, rest) = xml_params(s, gt + 1, name, tools, XmlDialect::Qwen, &mut notes)?;
+    // functionary v3.1: `<function=N>{json}</function>`
+    let after = s[gt + 1..].trim_start();
+    if after.starts_with('{') {
+        let end = find_str(after, "</function>").unwrap_or(after.len());
+        let v = json_filling(&after[..end], &mut notes)?;
+        let tail = after[end..].trim_start();
+        let tail = tail.strip_prefix("</function>").unwrap_or(tail).trim();
+        if !tail.is_empty() {
+            return Err(format!(
+                "unexpected text after the arguments: {:?}",
+                excerpt(tail)
+            ));
+        }
+        let off = s.len() - after.len();
+        return Ok((
+            vec![RawCall {
+                name: name.to_string(),
+                arguments: v,
+                id: None,
+                syntax: Syntax::FunctionaryV31,
+            }],
+            shift(notes, off),
+        ));
+    }
+    let d = if strip {
+        XmlDialect::Qwen
+    } else {
+        XmlDialect::QwenVerbatim
+    };
+    let (args, rest) = xml_params(s, gt + 1, name, tools, d, &mut notes)?;
     let tail = rest.trim();
     let tail = tail
         .strip_suffix("</tool_call>")
@@ -266,6 +314,8 @@ fn strip_one_newline(s: &str) -> &str {
 enum XmlDialect {
     /// Qwen3-Coder `<parameter=k>v</parameter>` (a `</function>` may stand between parameters).
     Qwen,
+    /// As `Qwen`, values kept with their newlines (Seed-OSS).
+    QwenVerbatim,
     /// Anthropic-style `<parameter name="k" [string="true|false"]>v</parameter>`.
     Invoke,
 }
@@ -283,7 +333,7 @@ fn xml_params<'a>(
     notes: &mut Vec<Note>,
 ) -> Result<(Map<String, Value>, &'a str), String> {
     let open = match d {
-        XmlDialect::Qwen => "<parameter=",
+        XmlDialect::Qwen | XmlDialect::QwenVerbatim => "<parameter=",
         XmlDialect::Invoke => "<parameter",
     };
     let mut rest = &body[from..];
@@ -291,7 +341,9 @@ fn xml_params<'a>(
     while let Some(p) = find_str(rest, open) {
         let between = rest[..p].trim();
         match d {
-            XmlDialect::Qwen if !between.is_empty() && between != "</function>" => {
+            XmlDialect::Qwen | XmlDialect::QwenVerbatim
+                if !between.is_empty() && between != "</function>" =>
+            {
                 return Err(format!(
                     "unexpected text before <parameter=: {:?}",
                     excerpt(between)
@@ -307,21 +359,25 @@ fn xml_params<'a>(
         }
         let after = &rest[p + open.len()..];
         let gt = after.find('>').ok_or(match d {
-            XmlDialect::Qwen => "no `>` after `<parameter=`",
+            XmlDialect::Qwen | XmlDialect::QwenVerbatim => "no `>` after `<parameter=`",
             XmlDialect::Invoke => "no `>` closing <parameter",
         })?;
         let head = &after[..gt];
         let key = match d {
-            XmlDialect::Qwen => head.trim().to_string(),
+            XmlDialect::Qwen | XmlDialect::QwenVerbatim => head.trim().to_string(),
             XmlDialect::Invoke => attr(head, "name").ok_or("no name=\"…\" on <parameter>")?,
         };
         let val_all = &after[gt + 1..];
         let e = find_str(val_all, "</parameter>")
             .ok_or_else(|| format!("parameter {key:?} has no </parameter>"))?;
-        let raw = strip_one_newline(&val_all[..e]);
+        let raw = if d == XmlDialect::QwenVerbatim {
+            &val_all[..e]
+        } else {
+            strip_one_newline(&val_all[..e])
+        };
         let forced = match d {
             XmlDialect::Invoke => attr(head, "string"),
-            XmlDialect::Qwen => None,
+            XmlDialect::Qwen | XmlDialect::QwenVerbatim => None,
         };
         let v = match forced.as_deref() {
             Some("true") => Value::String(raw.to_string()),
@@ -400,6 +456,12 @@ fn typed(raw: &str, types: Option<&[&'static str]>) -> Value {
 
 /// Gemma 4 body: `call:N{k:<|"|>text<|"|>,n:3}`.
 pub(crate) fn gemma4(body: &str) -> BodyResult {
+    gemma_call(body, GQ)
+}
+
+/// A Gemma-style call `call:N{k:Qtext Q,n:3}` with string quote `q` (Gemma 4 `<|"|>`,
+/// FunctionGemma `<escape>`).
+fn gemma_call(body: &str, q: &str) -> BodyResult {
     let t = body.trim();
     let rest = t
         .strip_prefix("call:")
@@ -411,7 +473,7 @@ pub(crate) fn gemma4(body: &str) -> BodyResult {
     }
     let src = &rest[brace..];
     let mut i = 0;
-    let args = gemma_value(src, &mut i)?;
+    let args = gemma_value(src, &mut i, q)?;
     let tail = src[i..].trim();
     let mut notes = vec![];
     if !tail.is_empty() {
@@ -441,6 +503,8 @@ pub(crate) fn gemma4(body: &str) -> BodyResult {
 }
 
 const GQ: &str = "<|\"|>";
+/// FunctionGemma's string quote.
+const FG_Q: &str = "<escape>";
 
 fn skip_ws(s: &str, i: &mut usize) {
     let b = s.as_bytes();
@@ -449,12 +513,12 @@ fn skip_ws(s: &str, i: &mut usize) {
     }
 }
 
-fn gemma_value(s: &str, i: &mut usize) -> Result<Value, String> {
+fn gemma_value(s: &str, i: &mut usize, q: &str) -> Result<Value, String> {
     skip_ws(s, i);
     let r = &s[*i..];
-    if let Some(after) = r.strip_prefix(GQ) {
-        let e = find_str(after, GQ).ok_or("unterminated <|\"|> string")?;
-        *i += GQ.len() + e + GQ.len();
+    if let Some(after) = r.strip_prefix(q) {
+        let e = find_str(after, q).ok_or_else(|| format!("unterminated {q} string"))?;
+        *i += q.len() + e + q.len();
         return Ok(Value::String(after[..e].to_string()));
     }
     match r.as_bytes().first() {
@@ -472,8 +536,8 @@ fn gemma_value(s: &str, i: &mut usize) -> Result<Value, String> {
                     }
                     _ => {}
                 }
-                let key = if s[*i..].starts_with(GQ) || s[*i..].starts_with('"') {
-                    match gemma_value(s, i)? {
+                let key = if s[*i..].starts_with(q) || s[*i..].starts_with('"') {
+                    match gemma_value(s, i, q)? {
                         Value::String(k) => k,
                         _ => return Err("bad key".into()),
                     }
@@ -492,7 +556,7 @@ fn gemma_value(s: &str, i: &mut usize) -> Result<Value, String> {
                     return Err(format!("expected `:` after key {key:?}"));
                 }
                 *i += 1;
-                let v = gemma_value(s, i)?;
+                let v = gemma_value(s, i, q)?;
                 m.insert(key, v);
                 skip_ws(s, i);
                 match s.as_bytes().get(*i) {
@@ -515,7 +579,7 @@ fn gemma_value(s: &str, i: &mut usize) -> Result<Value, String> {
                     }
                     _ => {}
                 }
-                a.push(gemma_value(s, i)?);
+                a.push(gemma_value(s, i, q)?);
                 skip_ws(s, i);
                 match s.as_bytes().get(*i) {
                     Some(b',') => *i += 1,
@@ -958,4 +1022,906 @@ pub(crate) fn harmony_call(body: &str, name: &str) -> BodyResult {
         }],
         notes,
     ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pythonic calls (Llama 3.2 / 4, Olmo, LFM2, Llama 3.1 built-ins)
+
+/// Whether `t` (starting with `[`) starts like a pythonic call list `[name(` : `Some(true)`
+/// yes, `Some(false)` no, `None` undecided yet (more text needed).
+pub(crate) fn pythonic_prefix(t: &str) -> Option<bool> {
+    let r = t.strip_prefix('[')?.trim_start();
+    let mut seen = false;
+    for c in r.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || (c == '.' && seen) {
+            seen = true;
+            continue;
+        }
+        return Some(seen && c == '(');
+    }
+    None
+}
+
+/// A Python literal reader over `s` (JSON literals accepted too): strings in `'…'` or `"…"`
+/// with escapes, numbers, `True`/`False`/`None`, lists, tuples (as lists) and dicts.
+struct Py<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl Py<'_> {
+    fn ws(&mut self) {
+        let b = self.s.as_bytes();
+        while self.i < b.len() && b[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.as_bytes().get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn ident(&mut self) -> &str {
+        self.ws();
+        let b = self.s.as_bytes();
+        let st = self.i;
+        while self.i < b.len() && (b[self.i].is_ascii_alphanumeric() || b"_.-".contains(&b[self.i]))
+        {
+            self.i += 1;
+        }
+        &self.s[st..self.i]
+    }
+
+    fn string(&mut self, q: char) -> Result<String, String> {
+        self.i += 1;
+        let mut out = String::new();
+        let mut it = self.s[self.i..].char_indices();
+        while let Some((k, c)) = it.next() {
+            if c == q {
+                self.i += k + 1;
+                return Ok(out);
+            }
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            let Some((_, e)) = it.next() else { break };
+            match e {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                '0' => out.push('\0'),
+                'u' => {
+                    let hex: String = it.by_ref().take(4).map(|(_, c)| c).collect();
+                    let cp = u32::from_str_radix(&hex, 16).map_err(|_| "bad \\u escape")?;
+                    out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
+                }
+                other => out.push(other),
+            }
+        }
+        Err("unterminated string".into())
+    }
+
+    fn value(&mut self) -> Result<Value, String> {
+        self.ws();
+        match self.peek() {
+            None => Err("unexpected end of arguments".into()),
+            Some(q @ (b'"' | b'\'')) => self.string(q as char).map(Value::String),
+            Some(open @ (b'[' | b'(')) => {
+                self.i += 1;
+                let close = if open == b'[' { b']' } else { b')' };
+                let mut a = Vec::new();
+                loop {
+                    if self.eat(close) {
+                        return Ok(Value::Array(a));
+                    }
+                    a.push(self.value()?);
+                    if !self.eat(b',') {
+                        if self.eat(close) {
+                            return Ok(Value::Array(a));
+                        }
+                        return Err("expected `,` or a closing bracket in a list".into());
+                    }
+                }
+            }
+            Some(b'{') => {
+                self.i += 1;
+                let mut m = Map::new();
+                loop {
+                    if self.eat(b'}') {
+                        return Ok(Value::Object(m));
+                    }
+                    let k = match self.value()? {
+                        Value::String(k) => k,
+                        other => other.to_string(),
+                    };
+                    if !self.eat(b':') {
+                        return Err(format!("expected `:` after key {k:?}"));
+                    }
+                    let v = self.value()?;
+                    m.insert(k, v);
+                    if !self.eat(b',') {
+                        if self.eat(b'}') {
+                            return Ok(Value::Object(m));
+                        }
+                        return Err("expected `,` or `}` in a dict".into());
+                    }
+                }
+            }
+            Some(_) => {
+                let w = self.ident().to_string();
+                match w.as_str() {
+                    "True" | "true" => Ok(Value::Bool(true)),
+                    "False" | "false" => Ok(Value::Bool(false)),
+                    "None" | "null" => Ok(Value::Null),
+                    "" => Err(format!("unexpected {:?}", excerpt(&self.s[self.i..]))),
+                    _ => {
+                        // a number (ident() also took digits, `.`, `-`; exponents: `e`/`+`)
+                        let mut w = w;
+                        if w.ends_with(['e', 'E']) && matches!(self.peek(), Some(b'+' | b'-')) {
+                            self.i += 1;
+                            w.push(self.s.as_bytes()[self.i - 1] as char);
+                            w.push_str(self.ident());
+                        }
+                        serde_json::from_str::<Value>(&w)
+                            .ok()
+                            .filter(Value::is_number)
+                            .ok_or_else(|| format!("not a Python literal: {:?}", excerpt(&w)))
+                    }
+                }
+            }
+        }
+    }
+
+    /// `name(k=v, …)` (name may be dotted) → (name, arguments).
+    fn call(&mut self) -> Result<(String, Map<String, Value>), String> {
+        let name = self.ident().to_string();
+        if name.is_empty() {
+            return Err("expected a function name".into());
+        }
+        if !self.eat(b'(') {
+            return Err(format!("expected `(` after {name:?}"));
+        }
+        let mut args = Map::new();
+        loop {
+            if self.eat(b')') {
+                return Ok((name, args));
+            }
+            let k = self.ident().to_string();
+            if k.is_empty() || !self.eat(b'=') {
+                return Err(format!("expected `key=value` in the call of {name:?}"));
+            }
+            let v = self.value()?;
+            args.insert(k, v);
+            if !self.eat(b',') {
+                if self.eat(b')') {
+                    return Ok((name, args));
+                }
+                return Err(format!("expected `,` or `)` in the call of {name:?}"));
+            }
+        }
+    }
+}
+
+/// A pythonic call list `[f(a=1), g(b="x")]` filling `s` (after trimming).
+pub(crate) fn pythonic_list(s: &str, syntax: Syntax) -> Result<Vec<RawCall>, String> {
+    let mut p = Py { s: s.trim(), i: 0 };
+    if !p.eat(b'[') {
+        return Err("a pythonic call list starts with `[`".into());
+    }
+    let mut calls = Vec::new();
+    loop {
+        if p.eat(b']') {
+            break;
+        }
+        let (name, args) = p.call()?;
+        calls.push(RawCall {
+            name,
+            arguments: Value::Object(args),
+            id: None,
+            syntax,
+        });
+        if !p.eat(b',') {
+            if p.eat(b']') {
+                break;
+            }
+            return Err("expected `,` or `]` after a call".into());
+        }
+    }
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(format!(
+            "unexpected text after the call list: {:?}",
+            excerpt(&p.s[p.i..])
+        ));
+    }
+    if calls.is_empty() {
+        return Err("empty call list".into());
+    }
+    Ok(calls)
+}
+
+/// LFM2 `<|tool_call_start|>` body: a pythonic call list, or JSON calls.
+pub(crate) fn lfm2(body: &str) -> BodyResult {
+    let t = body.trim();
+    if t.starts_with('[') && pythonic_prefix(t) == Some(true) {
+        return Ok((pythonic_list(t, Syntax::Lfm2)?, vec![]));
+    }
+    json_block(body, Syntax::Lfm2)
+}
+
+/// Llama 3.1 `<|python_tag|>` body: call JSON (several separated by `;`), a built-in tool call
+/// `brave_search.call(query="…")` (name `brave_search`), or, for functionary v3.1, Python code
+/// (a call of `python` with `{"code": …}`).
+pub(crate) fn python_tag(body: &str, syntax: Option<Syntax>) -> BodyResult {
+    let t = body.trim();
+    if t.starts_with('{') {
+        return json_seq_block(body, Syntax::Llama3);
+    }
+    let mut p = Py { s: t, i: 0 };
+    if let Ok((name, args)) = p.call() {
+        p.ws();
+        if p.i == t.len() {
+            let name = name.strip_suffix(".call").unwrap_or(&name).to_string();
+            return Ok((
+                vec![RawCall {
+                    name,
+                    arguments: Value::Object(args),
+                    id: None,
+                    syntax: Syntax::Llama3,
+                }],
+                vec![],
+            ));
+        }
+    }
+    if syntax == Some(Syntax::FunctionaryV31) && !t.is_empty() {
+        let mut args = Map::new();
+        args.insert("code".into(), Value::String(t.to_string()));
+        return Ok((
+            vec![RawCall {
+                name: "python".into(),
+                arguments: Value::Object(args),
+                id: None,
+                syntax: Syntax::FunctionaryV31,
+            }],
+            vec![],
+        ));
+    }
+    Err(format!(
+        "neither call JSON nor a built-in `tool.call(…)`: {:?}",
+        excerpt(t)
+    ))
+}
+
+/// JSON values separated by `;` (Llama 3.x writes parallel calls as `{…}; {…}`, vLLM
+/// llama_tool_parser.py): the values and the byte offset after the last one.
+pub(crate) fn json_seq(s: &str) -> Result<(Vec<Value>, usize, usize), String> {
+    let (v, lead, mut end) = first_json(s)?;
+    let mut out = vec![v];
+    loop {
+        let rest = &s[end..];
+        let t = rest.trim_start();
+        let Some(after) = t.strip_prefix(';') else {
+            break;
+        };
+        if !after.trim_start().starts_with('{') {
+            break;
+        }
+        let at = end + (rest.len() - after.len());
+        match first_json(after) {
+            Ok((v, _, e)) => {
+                out.push(v);
+                end = at + e;
+            }
+            Err(_) => break,
+        }
+    }
+    Ok((out, lead, end))
+}
+
+/// A block whose body is call JSON values separated by `;`.
+fn json_seq_block(body: &str, syntax: Syntax) -> BodyResult {
+    let (vals, lead, end) = json_seq(body)?;
+    let t = body[end..].trim();
+    if !t.is_empty() {
+        return Err(format!(
+            "unexpected text after the JSON value at byte {end}: {:?}",
+            excerpt(t)
+        ));
+    }
+    let mut notes = Vec::new();
+    let mut calls = Vec::new();
+    for v in vals {
+        calls.extend(json_calls(v, syntax, lead, &mut notes)?);
+    }
+    Ok((calls, notes))
+}
+
+// ---------------------------------------------------------------------------------------------
+// XML-ish families
+
+/// Seed-OSS `<seed:tool_call>` body: `<function=N><parameter=k>v</parameter></function>`.
+pub(crate) fn seed(body: &str, tools: &ToolIndex) -> BodyResult {
+    let t = body.trim_start();
+    let rest = t
+        .strip_prefix("<function=")
+        .ok_or("no <function= in <seed:tool_call>")?;
+    let off = body.len() - rest.len();
+    // Seed-OSS values are kept as written, newlines included (llama.cpp test-chat.cpp)
+    let (mut calls, notes) = qwen_function_with(rest, tools, false)?;
+    for c in &mut calls {
+        c.syntax = Syntax::SeedOss;
+    }
+    Ok((calls, shift(notes, off)))
+}
+
+/// GLM 4.5–4.7 `<tool_call>` body: `N\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>…`, values
+/// typed by the schema like qwen3-coder's (llama.cpp test-chat.cpp GLM-4.7-Flash, Ling 3).
+pub(crate) fn glm(body: &str, tools: &ToolIndex) -> BodyResult {
+    let t = body.trim_start();
+    let nend = t.find('<').unwrap_or(t.len());
+    let name = t[..nend].trim();
+    if name.is_empty() || name.contains(['{', '}', '"', '\n']) {
+        return Err("bad function name after <tool_call>".into());
+    }
+    let mut notes = Vec::new();
+    let mut args = Map::new();
+    let mut rest = &t[nend..];
+    loop {
+        let r = rest.trim_start();
+        if r.is_empty() {
+            break;
+        }
+        let Some(k) = r.strip_prefix("<arg_key>") else {
+            return Err(format!("expected <arg_key>, found {:?}", excerpt(r)));
+        };
+        let ke = find_str(k, "</arg_key>").ok_or("<arg_key> without </arg_key>")?;
+        let key = k[..ke].trim().to_string();
+        let r = k[ke + "</arg_key>".len()..].trim_start();
+        let v = r
+            .strip_prefix("<arg_value>")
+            .ok_or_else(|| format!("no <arg_value> after key {key:?}"))?;
+        let ve = find_str(v, "</arg_value>").ok_or("<arg_value> without </arg_value>")?;
+        let raw = &v[..ve];
+        let val_off = body.len() - v.len();
+        args.insert(
+            key.clone(),
+            typed_param(raw, name, &key, tools, val_off, &mut notes),
+        );
+        rest = &v[ve + "</arg_value>".len()..];
+    }
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: Value::Object(args),
+            id: None,
+            syntax: Syntax::Glm45,
+        }],
+        notes,
+    ))
+}
+
+/// One untyped parameter value typed by the schema of parameter `key` of tool `tool`
+/// ([`typed`]), with a `degenerated_to_string` note when the schema allows no string.
+fn typed_param(
+    raw: &str,
+    tool: &str,
+    key: &str,
+    tools: &ToolIndex,
+    offset: usize,
+    notes: &mut Vec<Note>,
+) -> Value {
+    let types = tools.param(tool, key).map(allowed_types);
+    let v = typed(raw, types.as_deref());
+    if let Some(types) = types.filter(|t| !t.is_empty() && !t.contains(&"string"))
+        && v.is_string()
+    {
+        notes.push(Note {
+            kind: "degenerated_to_string",
+            message: format!(
+                "value {:?} of parameter {key:?} of tool {tool:?} is not of the schema type ({}); kept as a string",
+                excerpt(raw.trim()),
+                types.join(" or ")
+            ),
+            offset,
+        });
+    }
+    v
+}
+
+/// DeepSeek V3.2 / V4 DSML body: `<｜DSML｜invoke name="N"><｜DSML｜parameter name="k"
+/// string="true|false">v</｜DSML｜parameter></｜DSML｜invoke>…` (llama.cpp common/parsers/deepseek.cpp):
+/// `string="true"` keeps the text, `string="false"` reads JSON.
+pub(crate) fn dsml(body: &str, tools: &ToolIndex) -> BodyResult {
+    // the same elements as Anthropic-style XML with a `｜DSML｜` prefix on every tag
+    let plain = body.replace("<｜DSML｜", "<").replace("</｜DSML｜", "</");
+    element_seq(&plain, "<invoke", "</invoke>", Syntax::DeepSeekV32, |b| {
+        invoke(b, tools)
+    })
+}
+
+/// `s` as a sequence of `open…close` elements (whitespace between), each parsed by `one`; the
+/// calls are marked `syntax`. `s` is a rewritten body (prefixes stripped), so repair notes point
+/// at the start of the block.
+fn element_seq(
+    s: &str,
+    open: &str,
+    close: &str,
+    syntax: Syntax,
+    one: impl Fn(&str) -> BodyResult,
+) -> BodyResult {
+    let mut calls = Vec::new();
+    let mut notes = Vec::new();
+    let mut rest = s;
+    loop {
+        let r = rest.trim_start();
+        if r.is_empty() {
+            break;
+        }
+        let inner = r
+            .strip_prefix(open)
+            .ok_or_else(|| format!("expected {open}, found {:?}", excerpt(r)))?;
+        let e = find_str(inner, close).ok_or_else(|| format!("{open} without {close}"))?;
+        let (mut c, n) = one(&inner[..e])?;
+        for x in &mut c {
+            x.syntax = syntax;
+        }
+        calls.extend(c);
+        notes.extend(n);
+        rest = &inner[e + close.len()..];
+    }
+    if calls.is_empty() {
+        return Err(format!("no {open} element in the block"));
+    }
+    for n in &mut notes {
+        n.offset = 0;
+    }
+    Ok((calls, notes))
+}
+
+/// MiniMax M3 body (after `]<]minimax[>[<tool_call>`): invokes whose parameters are elements
+/// named by the key, `<invoke name="N"><city>Tokyo</city></invoke>`, each tag after a
+/// `]<]minimax[>[` separator (llama.cpp common/parsers/minimax-m3.cpp). A value is typed by its
+/// schema: a schema allowing a string keeps the text as written (separators included);
+/// otherwise child elements build an object (`<real>1.5</real>`) or, for an array, a list of
+/// `<item>`s; leaves are typed like qwen3-coder values.
+pub(crate) fn minimax_m3(body: &str, tools: &ToolIndex) -> BodyResult {
+    use super::syntax::MM3_SEP;
+    let mut calls = Vec::new();
+    let mut notes = Vec::new();
+    let mut rest = body;
+    loop {
+        let r = rest.trim_start().trim_start_matches(MM3_SEP).trim_start();
+        if r.is_empty() {
+            break;
+        }
+        let inv = r
+            .strip_prefix("<invoke")
+            .ok_or_else(|| format!("expected <invoke, found {:?}", excerpt(r)))?;
+        let gt = inv.find('>').ok_or("no `>` closing <invoke")?;
+        let name = attr(&inv[..gt], "name").ok_or("no name=\"…\" on <invoke>")?;
+        let e = find_str(inv, "</invoke>").ok_or("<invoke> without </invoke>")?;
+        let inner = inv[gt + 1..e].trim_end().trim_end_matches(MM3_SEP);
+        let mut args = Map::new();
+        for (key, raw) in m3_elements(inner)? {
+            let schema = tools.param(&name, key);
+            let v = m3_value(raw, schema);
+            if let Some(types) = schema
+                .map(allowed_types)
+                .filter(|t| !t.is_empty() && !t.contains(&"string"))
+                && v.is_string()
+            {
+                notes.push(Note {
+                    kind: "degenerated_to_string",
+                    message: format!(
+                        "value {:?} of parameter {key:?} of tool {name:?} is not of the schema type ({}); kept as a string",
+                        excerpt(raw.trim()),
+                        types.join(" or ")
+                    ),
+                    offset: 0,
+                });
+            }
+            args.insert(key.to_string(), v);
+        }
+        calls.push(RawCall {
+            name,
+            arguments: Value::Object(args),
+            id: None,
+            syntax: Syntax::MiniMaxM3,
+        });
+        rest = &inv[e + "</invoke>".len()..];
+    }
+    if calls.is_empty() {
+        return Err("no invoke inside the tool call".into());
+    }
+    Ok((calls, notes))
+}
+
+/// The `<key>value</key>` elements of a MiniMax M3 element list (separators between them are
+/// skipped; a value keeps inner separators but not the one before its closing tag).
+fn m3_elements(mut s: &str) -> Result<Vec<(&str, &str)>, String> {
+    use super::syntax::MM3_SEP;
+    let mut out = Vec::new();
+    loop {
+        let t = s.trim_start().trim_start_matches(MM3_SEP).trim_start();
+        if t.is_empty() {
+            return Ok(out);
+        }
+        let open = t
+            .strip_prefix('<')
+            .ok_or_else(|| format!("expected an element, found {:?}", excerpt(t)))?;
+        let kg = open.find('>').ok_or("no `>` after an element name")?;
+        let key = &open[..kg];
+        if key.is_empty() || key.starts_with('/') {
+            return Err(format!("unexpected {:?}", excerpt(t)));
+        }
+        let close = format!("</{key}>");
+        let v = &open[kg + 1..];
+        // the matching close tag (same-named elements may nest)
+        let (mut depth, mut at) = (0usize, 0usize);
+        let open_tag = format!("<{key}>");
+        let ve = loop {
+            let c = find_str(&v[at..], &close).ok_or_else(|| format!("<{key}> without {close}"))?;
+            let o = find_str(&v[at..], &open_tag);
+            match o {
+                Some(o) if o < c => {
+                    depth += 1;
+                    at += o + open_tag.len();
+                }
+                _ if depth > 0 => {
+                    depth -= 1;
+                    at += c + close.len();
+                }
+                _ => break at + c,
+            }
+        };
+        let raw = v[..ve].strip_suffix(MM3_SEP).unwrap_or(&v[..ve]);
+        out.push((key, raw));
+        s = &v[ve + close.len()..];
+    }
+}
+
+/// The member of `schema` (itself, or an `anyOf`/`oneOf` member) whose `type` is `ty`.
+fn schema_member<'a>(schema: Option<&'a Value>, ty: &str) -> Option<&'a Value> {
+    let s = schema?;
+    let has = |v: &Value| match v.get("type") {
+        Some(Value::String(t)) => t == ty,
+        Some(Value::Array(a)) => a.iter().any(|x| x == ty),
+        _ => false,
+    };
+    if has(s) {
+        return Some(s);
+    }
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| s.get(*k).and_then(Value::as_array))
+        .flatten()
+        .find(|m| has(m))
+}
+
+/// A MiniMax M3 value by its schema (see [`minimax_m3`]).
+fn m3_value(raw: &str, schema: Option<&Value>) -> Value {
+    use super::syntax::MM3_SEP;
+    let types = schema.map(allowed_types);
+    if types.as_ref().is_some_and(|t| t.contains(&"string")) || schema.is_none() {
+        return Value::String(raw.to_string());
+    }
+    let stripped = raw.replace(MM3_SEP, "");
+    let t = stripped.trim();
+    if t.starts_with('<')
+        && let Ok(children) = m3_elements(raw)
+    {
+        if let Some(arr) = schema_member(schema, "array")
+            && children.iter().all(|(k, _)| *k == "item")
+        {
+            let items = arr.get("items");
+            return Value::Array(children.iter().map(|(_, r)| m3_value(r, items)).collect());
+        }
+        if let Some(obj) = schema_member(schema, "object") {
+            let mut m = Map::new();
+            for (k, r) in children {
+                let sub = obj.get("properties").and_then(|p| p.get(k));
+                m.insert(k.to_string(), m3_value(r, sub));
+            }
+            return Value::Object(m);
+        }
+    }
+    typed(t, types.as_deref())
+}
+
+/// Kimi K3 tools body: `<|open|>call tool="N" index="1"<|sep|><|open|>argument key="k"
+/// type="number"<|sep|>v<|close|>argument<|sep|>…<|close|>call<|sep|>` (llama.cpp
+/// common/parsers/kimi-k3.cpp): `type="string"` keeps the text, other types read JSON, falling
+/// back to the schema.
+pub(crate) fn kimi_k3(body: &str, tools: &ToolIndex) -> BodyResult {
+    const OPEN: &str = "<|open|>";
+    const SEP: &str = "<|sep|>";
+    const END_ARG: &str = "<|close|>argument<|sep|>";
+    const END_CALL: &str = "<|close|>call<|sep|>";
+    let mut calls = Vec::new();
+    let mut notes = Vec::new();
+    let mut rest = body;
+    loop {
+        let r = rest.trim_start();
+        if r.is_empty() {
+            break;
+        }
+        let head = r
+            .strip_prefix(OPEN)
+            .and_then(|x| x.strip_prefix("call"))
+            .ok_or_else(|| format!("expected <|open|>call, found {:?}", excerpt(r)))?;
+        let hs = find_str(head, SEP).ok_or("no <|sep|> after <|open|>call")?;
+        let name = attr(&head[..hs], "tool").ok_or("no tool=\"…\" on the call")?;
+        let ce = find_str(head, END_CALL).ok_or("a call without <|close|>call<|sep|>")?;
+        let mut inner = &head[hs + SEP.len()..ce];
+        let mut args = Map::new();
+        loop {
+            let t = inner.trim_start();
+            if t.is_empty() {
+                break;
+            }
+            let a = t
+                .strip_prefix(OPEN)
+                .and_then(|x| x.strip_prefix("argument"))
+                .ok_or_else(|| format!("expected <|open|>argument, found {:?}", excerpt(t)))?;
+            let s2 = find_str(a, SEP).ok_or("no <|sep|> after <|open|>argument")?;
+            let key = attr(&a[..s2], "key").ok_or("no key=\"…\" on the argument")?;
+            let ty = attr(&a[..s2], "type");
+            let v = &a[s2 + SEP.len()..];
+            let ve = find_str(v, END_ARG).ok_or("an argument without <|close|>argument<|sep|>")?;
+            let raw = &v[..ve];
+            let val = match ty.as_deref() {
+                Some("string") => Value::String(raw.to_string()),
+                Some(_) => serde_json::from_str(raw.trim())
+                    .unwrap_or_else(|_| typed_param(raw, &name, &key, tools, 0, &mut notes)),
+                None => typed_param(raw, &name, &key, tools, 0, &mut notes),
+            };
+            args.insert(key, val);
+            inner = &v[ve + END_ARG.len()..];
+        }
+        calls.push(RawCall {
+            name,
+            arguments: Value::Object(args),
+            id: None,
+            syntax: Syntax::KimiK3,
+        });
+        rest = &head[ce + END_CALL.len()..];
+    }
+    if calls.is_empty() {
+        return Err("no call inside <|open|>tools".into());
+    }
+    Ok((calls, notes))
+}
+
+/// FunctionGemma body: `call:N{k:<escape>v<escape>,n:3}` (vLLM functiongemma_tool_parser.py).
+pub(crate) fn function_gemma(body: &str) -> BodyResult {
+    let (mut calls, notes) = gemma_call(body, FG_Q)?;
+    for c in &mut calls {
+        c.syntax = Syntax::FunctionGemma;
+    }
+    Ok((calls, notes))
+}
+
+/// Apertus `<|tools_prefix|>` body: `[{"N": {args}}, …]` (llama.cpp test-chat.cpp, Apertus-8B).
+pub(crate) fn apertus(body: &str) -> BodyResult {
+    let mut notes = Vec::new();
+    let v = json_filling(body, &mut notes)?;
+    let items = match v {
+        Value::Array(a) => a,
+        o @ Value::Object(_) => vec![o],
+        _ => return Err("expected a JSON list of {name: arguments}".into()),
+    };
+    let mut calls = Vec::new();
+    for it in items {
+        match it {
+            Value::Object(o) if o.contains_key("name") => calls.extend(json_calls(
+                Value::Object(o),
+                Syntax::Apertus,
+                0,
+                &mut notes,
+            )?),
+            Value::Object(o) if o.len() == 1 => {
+                let (name, args) = o.into_iter().next().unwrap_or_default();
+                calls.push(RawCall {
+                    name,
+                    arguments: args,
+                    id: None,
+                    syntax: Syntax::Apertus,
+                });
+            }
+            _ => return Err("expected {\"name\": {arguments}} items".into()),
+        }
+    }
+    if calls.is_empty() {
+        return Err("empty call list".into());
+    }
+    Ok((calls, notes))
+}
+
+/// GigaChat 3 (`<|message_sep|>` + `\n\nfunction call<|role_sep|>\n{json}`, `v3 = true`) and
+/// 3.1 (`<|function_call|>{json}`) bodies (llama.cpp common/parsers/gigachat-v3.cpp).
+pub(crate) fn gigachat(body: &str, v3: bool) -> BodyResult {
+    let b = if v3 {
+        body.trim_start()
+            .strip_prefix("function call")
+            .and_then(|r| r.trim_start().strip_prefix("<|role_sep|>"))
+            .ok_or("not a `function call` message")?
+    } else {
+        body
+    };
+    json_block(b, Syntax::GigaChat3)
+}
+
+/// Functionary v3.2 element (after `>>>`, or the reply's start): `N\n{json}`; `python\ncode`
+/// is a call of `python` with the code. (`all\n` + text, content, is handled by the caller.)
+pub(crate) fn functionary_v32(body: &str) -> BodyResult {
+    let nl = body
+        .find('\n')
+        .ok_or("no newline after the function name")?;
+    let name = body[..nl].trim();
+    if name.is_empty() || name.contains([' ', '{', '<']) {
+        return Err(format!("bad function name {:?}", excerpt(name)));
+    }
+    let rest = &body[nl + 1..];
+    let mut notes = Vec::new();
+    let args = match json_filling(rest, &mut notes) {
+        Ok(v) => v,
+        Err(_) if name == "python" => {
+            let mut m = Map::new();
+            m.insert("code".into(), Value::String(rest.trim().to_string()));
+            Value::Object(m)
+        }
+        Err(e) => return Err(e),
+    };
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: args,
+            id: None,
+            syntax: Syntax::FunctionaryV32,
+        }],
+        shift(notes, nl + 1),
+    ))
+}
+
+/// Command R+ `Action:` body: a ```` ```json ```` fence around `[{"tool_name","parameters"}]`.
+pub(crate) fn command_r_plus(body: &str) -> BodyResult {
+    let mut notes = Vec::new();
+    let v = json_filling(unfence(body), &mut notes)?;
+    Ok((json_calls(v, Syntax::CommandR7b, 0, &mut notes)?, notes)).map(
+        |(mut c, n): (Vec<RawCall>, Vec<Note>)| {
+            for x in &mut c {
+                x.syntax = Syntax::CommandRPlus;
+            }
+            (c, n)
+        },
+    )
+}
+
+/// MiniCPM 5 `<function name=` body: `"N"><param name="k">v</param>…` with `<![CDATA[…]]>`
+/// values kept verbatim; other values typed by the schema.
+pub(crate) fn minicpm5(body: &str, tools: &ToolIndex) -> BodyResult {
+    let gt = body.find('>').ok_or("no `>` closing <function")?;
+    let name = attr(&format!("name={}", &body[..gt]), "name").ok_or("no function name")?;
+    if name.is_empty() {
+        return Err("empty function name".into());
+    }
+    let mut notes = Vec::new();
+    let mut args = Map::new();
+    let mut rest = &body[gt + 1..];
+    loop {
+        let r = rest.trim_start();
+        if r.is_empty() {
+            break;
+        }
+        let p = r
+            .strip_prefix("<param")
+            .ok_or_else(|| format!("expected <param, found {:?}", excerpt(r)))?;
+        let pg = p.find('>').ok_or("no `>` closing <param")?;
+        let key = attr(&p[..pg], "name").ok_or("no name=\"…\" on <param>")?;
+        let v = &p[pg + 1..];
+        let (val, after) = if let Some(cd) = v.strip_prefix("<![CDATA[") {
+            let e = find_str(cd, "]]>").ok_or("unterminated CDATA")?;
+            let after = cd[e + 3..]
+                .strip_prefix("</param>")
+                .ok_or("no </param> after CDATA")?;
+            (Value::String(cd[..e].to_string()), after)
+        } else {
+            let e = find_str(v, "</param>")
+                .ok_or_else(|| format!("<param {key:?}> without </param>"))?;
+            let off = body.len() - v.len();
+            (
+                typed_param(&v[..e], &name, &key, tools, off, &mut notes),
+                &v[e + "</param>".len()..],
+            )
+        };
+        args.insert(key, val);
+        rest = after;
+    }
+    Ok((
+        vec![RawCall {
+            name,
+            arguments: Value::Object(args),
+            id: None,
+            syntax: Syntax::MiniCpm5,
+        }],
+        notes,
+    ))
+}
+
+/// Muse Glimmer call message body: `<atem:function_calls><atem:invoke name="N"><atem:parameter
+/// name="k">v</atem:parameter></atem:invoke></atem:function_calls>` (llama.cpp
+/// common/parsers/muse-glimmer.cpp); `recipient` from the header.
+pub(crate) fn muse(body: &str, recipient: &str, tools: &ToolIndex) -> BodyResult {
+    let plain = body.replace("<atem:", "<").replace("</atem:", "</");
+    let t = plain.trim();
+    let t = t.strip_prefix("<function_calls>").unwrap_or(t);
+    let t = t.trim_end();
+    let t = t.strip_suffix("</function_calls>").unwrap_or(t);
+    element_seq(t, "<invoke", "</invoke>", Syntax::MuseGlimmer, |b| {
+        invoke(b, tools)
+    })
+    .map_err(|e| format!("message to {recipient:?}: {e}"))
+}
+
+/// `<tool_calls>` body: a JSON array (Apriel) or one call JSON object a line (MiniMax M1).
+pub(crate) fn tool_calls_tag(body: &str) -> BodyResult {
+    if body.trim_start().starts_with('[') {
+        return json_block(body, Syntax::Apriel);
+    }
+    let mut notes = Vec::new();
+    let mut calls = Vec::new();
+    let mut rest = body;
+    while !rest.trim().is_empty() {
+        let (v, lead, end) = first_json(rest)?;
+        calls.extend(json_calls(v, Syntax::MiniMaxM1, lead, &mut notes)?);
+        rest = &rest[end..];
+    }
+    if calls.is_empty() {
+        return Err("no call inside <tool_calls>".into());
+    }
+    Ok((calls, notes))
+}
+
+/// Solar Open body: `ID<|tool_call:name|>N<|tool_call:args|>{json}` (the id is kept).
+pub(crate) fn solar(body: &str) -> BodyResult {
+    const NAME: &str = "<|tool_call:name|>";
+    const ARGS: &str = "<|tool_call:args|>";
+    let (id, rest) = body.split_once(NAME).ok_or("no <|tool_call:name|>")?;
+    let (name, args) = rest.split_once(ARGS).ok_or("no <|tool_call:args|>")?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err("empty function name".into());
+    }
+    let mut notes = Vec::new();
+    let v = json_filling(args, &mut notes)?;
+    let id = id.trim();
+    Ok((
+        vec![RawCall {
+            name: name.to_string(),
+            arguments: v,
+            id: (!id.is_empty()).then(|| id.to_string()),
+            syntax: Syntax::SolarOpen,
+        }],
+        notes,
+    ))
+}
+
+/// Hunyuan 3 `<tool_calls:opensource>` body: `<tool_call:opensource>N<tool_sep:opensource>`
+/// + GLM-style `<arg_key:…>`/`<arg_value:…>` pairs, one `<tool_call:…>` per call.
+pub(crate) fn hy3(body: &str, tools: &ToolIndex) -> BodyResult {
+    let plain = body.replace(":opensource>", ">");
+    element_seq(&plain, "<tool_call>", "</tool_call>", Syntax::Hy3, |b| {
+        glm(&b.replacen("<tool_sep>", "", 1), tools)
+    })
 }

@@ -125,6 +125,10 @@ pub struct ParserOptions {
     /// The prompt ended inside an open thinking block (`<think>` in the generation prompt):
     /// the text starts as reasoning until `</think>`.
     pub reasoning_open: bool,
+    /// The reply continues the content of a prefilled assistant message (llama.cpp
+    /// `continue_final_message`): it starts as plain text, never as a bare JSON call, a
+    /// pythonic list or a functionary v3.2 element.
+    pub continuation: bool,
 }
 
 /// What the parser is doing between chunks (the trace's "state" column).
@@ -160,13 +164,112 @@ pub struct State {
     pub held_end: usize,
 }
 
+impl StateKind {
+    /// The stable snake_case name (`plain`, `partial_marker`, `in_call`, `holding_json`,
+    /// `in_reasoning`, `after_call`, `in_header`, `done`), the same as its JSON form.
+    pub fn name(self) -> &'static str {
+        match self {
+            StateKind::Plain => "plain",
+            StateKind::PartialMarker => "partial_marker",
+            StateKind::InCall => "in_call",
+            StateKind::HoldingJson => "holding_json",
+            StateKind::InReasoning => "in_reasoning",
+            StateKind::AfterCall => "after_call",
+            StateKind::InHeader => "in_header",
+            StateKind::Done => "done",
+        }
+    }
+}
+
+/// The one display form of a state kind: its [`StateKind::name`] (`holding_json`).
+impl std::fmt::Display for StateKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The one display form of a state, used by the CLI, the TUI Replay pane and docs/parser.md:
+/// the kind, then the syntax of the block when there is one (`in_call hermes`, `holding_json`).
+/// The held range is not part of it (the caller shows the held text itself).
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.syntax {
+            Some(sx) => write!(f, "{} {sx}", self.kind),
+            None => write!(f, "{}", self.kind),
+        }
+    }
+}
+
+/// Cuts `s` to at most `n` characters, marking a cut with `…`.
+fn cut_chars(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(n) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((i, _)) => std::borrow::Cow::Owned(format!("{}…", &s[..i])),
+    }
+}
+
+/// The one display form of an event, one line, used by the CLI, the TUI Replay pane and
+/// docs/parser.md. Text is quoted (Rust escapes, so control characters and escape sequences
+/// in model output cannot reach the terminal) and cut to 60 characters:
+///
+/// `content "Hello"`, `reasoning "Let me think"`, `call_start get_weather [0] hermes @12`,
+/// `arguments_delta [0] {"city":"Paris"}`, `call_end get_weather [0]`,
+/// `repair stray_closer @40: dropped one stray …`, `malformed hermes @0: invalid JSON …`,
+/// `content_to_reasoning 25 bytes`.
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::Content(t) => write!(f, "content {:?}", cut_chars(t, 60)),
+            Event::Reasoning(t) => write!(f, "reasoning {:?}", cut_chars(t, 60)),
+            Event::CallStart {
+                index,
+                name,
+                syntax,
+                offset,
+            } => write!(f, "call_start {name} [{index}] {syntax} @{offset}"),
+            Event::ArgumentsDelta { index, delta } => {
+                // JSON text: shown as is, only control characters escaped
+                write!(f, "arguments_delta [{index}] ")?;
+                for c in cut_chars(delta, 60).chars() {
+                    if c.is_control() {
+                        write!(f, "{}", c.escape_debug())?;
+                    } else {
+                        write!(f, "{c}")?;
+                    }
+                }
+                Ok(())
+            }
+            Event::CallEnd { index, call } => write!(f, "call_end {} [{index}]", call.name),
+            Event::Repair(r) => write!(f, "repair {} @{}: {}", r.kind, r.offset, r.message),
+            Event::Malformed(m) => {
+                write!(f, "malformed {} @{}: {}", m.syntax, m.offset, m.message)
+            }
+            Event::ContentToReasoning { bytes } => {
+                write!(f, "content_to_reasoning {bytes} bytes")
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Mode {
     /// Nothing but whitespace released yet, no call, no content: bare JSON still possible.
     Start,
     Text,
+    /// `calls`: a call block starting inside ends the reasoning unless a reasoning end follows
+    /// (llama.cpp: "a tool call ends the prefilled thinking block, with or without a closing
+    /// </think>", test-chat.cpp, build 11434).
     Reasoning {
         ends: &'static [&'static str],
+        calls: bool,
+    },
+    /// A call block opened inside reasoning: held from `start` (buffer offset) until a reasoning
+    /// end (then it was reasoning) or the end of the text (then the call ended the reasoning).
+    /// `scan`: where to resume the end search.
+    ReasoningCall {
+        ends: &'static [&'static str],
+        start: usize,
+        scan: usize,
     },
     /// `body`: offset in buf where the body starts; `scan`: where to resume the end search.
     Block {
@@ -185,6 +288,8 @@ enum Mode {
         scan: usize,
     },
     HoldJson,
+    /// Holding a reply that starts like a pythonic call list `[name(` until the end.
+    HoldPythonic,
     AfterBlock,
 }
 
@@ -212,21 +317,40 @@ pub struct Parser {
     saw_reasoning: bool,
     bare_json_failed: bool,
     done: bool,
-    /// Kimi K2 markers active (calls may open inside `<think>`).
-    kimi: bool,
 }
 
-/// The markers active for one syntax choice, indexed by first byte.
+/// One active marker in a [`MarkerSet`] bucket: its first (up to) 8 bytes as a little-endian
+/// word and the mask of those bytes, so most candidates are rejected with one comparison.
+#[derive(Debug, Clone, Copy)]
+struct Cand {
+    m: &'static Marker,
+    head: u64,
+    mask: u64,
+    block: bool,
+}
+
+/// The first (up to) 8 bytes of `b`, little-endian, zero-padded.
+#[inline]
+fn word8(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    u64::from_le_bytes(w)
+}
+
+/// The markers active for one syntax choice, indexed by their first two bytes.
 #[derive(Debug)]
 struct MarkerSet {
-    markers: Vec<&'static Marker>,
-    /// Per first byte: the active markers starting with it (in [`MARKERS`] order).
-    by_first: Vec<Vec<&'static Marker>>,
-    /// The distinct first bytes (memchr needles).
+    /// `slot[b0]`: index of first byte `b0` in `needles`, or `u8::MAX` when no marker starts
+    /// with it.
+    slot: [u8; 256],
+    /// `by_two[slot * 256 + b1]`: the markers starting with bytes `b0 b1`, longest first (the
+    /// first full match is the longest one).
+    by_two: Vec<Vec<Cand>>,
+    /// Per slot: some call-block marker starts with that byte.
+    block_first: Vec<bool>,
+    /// The distinct first bytes (memchr needles), searched three at a time.
     needles: Vec<u8>,
-    /// Bit `b1` of `second[b0]`: some active marker starts with bytes `b0 b1` (a 256-bit set per
-    /// first byte, so most `<` in prose are rejected with one lookup).
-    second: Vec<[u64; 4]>,
     /// A GPT-OSS marker is active (a reply may start with a harmony recipient).
     harmony: bool,
 }
@@ -236,36 +360,57 @@ impl MarkerSet {
         let mut markers: Vec<&'static Marker> = Vec::new();
         for m in MARKERS {
             let active = match (m.syntax, syntax) {
-                (None, _) | (_, None) => true,
-                (Some(ms), Some(s)) => ms == s || (s == Syntax::Hermes && m.text == "<tool_call>"),
+                (None, _) => true,
+                (Some(_), None) => m.auto,
+                (Some(ms), Some(s)) => ms == s,
             };
             // one marker per text
             if active && !markers.iter().any(|x| x.text == m.text) {
                 markers.push(m);
             }
         }
-        let mut by_first = vec![Vec::new(); 256];
-        let mut second = vec![[0u64; 4]; 256];
+        let mut slot = [u8::MAX; 256];
         let mut needles = Vec::new();
         for m in &markers {
-            let t = m.text.as_bytes();
-            let b = t[0];
-            if by_first[b as usize].is_empty() {
-                needles.push(b);
-            }
-            by_first[b as usize].push(*m);
-            match t.get(1) {
-                Some(&b1) => second[b as usize][b1 as usize / 64] |= 1 << (b1 % 64),
-                // a one-byte marker: any second byte
-                None => second[b as usize] = [u64::MAX; 4],
+            let b0 = m.text.as_bytes()[0];
+            if slot[b0 as usize] == u8::MAX {
+                slot[b0 as usize] = needles.len() as u8;
+                needles.push(b0);
             }
         }
-        let harmony = markers.iter().any(|m| m.syntax == Some(Syntax::GptOss));
+        let mut by_two = vec![Vec::new(); needles.len() * 256];
+        let mut block_first = vec![false; needles.len()];
+        for m in &markers {
+            let t = m.text.as_bytes();
+            // every marker has at least two bytes
+            debug_assert!(t.len() >= 2, "{:?}", m.text);
+            let s = slot[t[0] as usize] as usize;
+            let n = t.len().min(8);
+            let block = matches!(m.kind, MarkerKind::Block { .. });
+            block_first[s] |= block;
+            by_two[s * 256 + t[1] as usize].push(Cand {
+                m,
+                head: word8(t),
+                mask: if n == 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * n)) - 1
+                },
+                block,
+            });
+        }
+        for v in &mut by_two {
+            // longest first; equal lengths keep MARKERS order
+            v.sort_by_key(|c| std::cmp::Reverse(c.m.text.len()));
+        }
+        let harmony = markers
+            .iter()
+            .any(|m| matches!(m.syntax, Some(Syntax::GptOss | Syntax::MuseGlimmer)));
         MarkerSet {
-            markers,
-            by_first,
+            slot,
+            by_two,
+            block_first,
             needles,
-            second,
             harmony,
         }
     }
@@ -291,9 +436,23 @@ impl MarkerSet {
             1 => memchr::memchr(n[0], b),
             2 => memchr::memchr2(n[0], n[1], b),
             3 => memchr::memchr3(n[0], n[1], n[2], b),
-            _ => b
-                .iter()
-                .position(|c| !self.by_first[*c as usize].is_empty()),
+            _ => {
+                // three at a time, each group only before the best hit so far (a fourth first
+                // byte costs one more memchr over the text before the next candidate)
+                let mut best: Option<usize> = None;
+                for g in n.chunks(3) {
+                    let h = &b[..best.unwrap_or(b.len())];
+                    let p = match g.len() {
+                        1 => memchr::memchr(g[0], h),
+                        2 => memchr::memchr2(g[0], g[1], h),
+                        _ => memchr::memchr3(g[0], g[1], g[2], h),
+                    };
+                    if p.is_some() {
+                        best = p;
+                    }
+                }
+                best
+            }
         }
     }
 }
@@ -304,8 +463,29 @@ const HARMONY_CALL: Marker = Marker {
     kind: MarkerKind::Block {
         end: End::Markers(HARMONY_CALL_ENDS, true),
     },
+    auto: true,
 };
 const HARMONY_HDR_ENDS: &[&str] = &["<|message|>"];
+/// Muse Glimmer message ends.
+const MUSE_ENDS: &[&str] = &["<|eom|>", "<|eot|>", "<|start|>"];
+/// A Muse Glimmer call message (name from the header).
+const MUSE_CALL: Marker = Marker {
+    text: "",
+    syntax: Some(Syntax::MuseGlimmer),
+    kind: MarkerKind::Block {
+        end: End::Markers(MUSE_ENDS, true),
+    },
+    auto: false,
+};
+/// Functionary v3.2: the reply's first element (the prompt ended with `>>>`).
+const FUNCTIONARY_START: Marker = Marker {
+    text: "",
+    syntax: Some(Syntax::FunctionaryV32),
+    kind: MarkerKind::Block {
+        end: End::Markers(&[">>>"], true),
+    },
+    auto: false,
+};
 
 impl Parser {
     /// A parser for `syntax` (`None` = auto) with the request's tools (see
@@ -334,31 +514,28 @@ impl Parser {
         opts: ParserOptions,
     ) -> Parser {
         let set = MarkerSet::get(syntax);
-        let kimi = set.markers.iter().any(|m| m.syntax == Some(Syntax::KimiK2));
         Parser {
             syntax,
             set,
             tools,
             buf: String::new(),
             base: 0,
-            mode: if opts.reasoning_open {
+            mode: if opts.continuation && !opts.reasoning_open {
+                Mode::Text
+            } else if opts.reasoning_open {
                 Mode::Reasoning {
-                    ends: if kimi {
-                        super::syntax::THINK_ENDS_KIMI
-                    } else {
-                        super::syntax::THINK_ENDS
-                    },
+                    ends: Syntax::open_reasoning_ends(syntax),
+                    calls: true,
                 }
             } else {
                 Mode::Start
             },
-            started: false,
+            started: opts.continuation,
             content_len: 0,
             calls: 0,
             saw_reasoning: opts.reasoning_open,
             bare_json_failed: false,
             done: false,
-            kimi,
         }
     }
 
@@ -437,10 +614,10 @@ impl Parser {
                 (StateKind::Plain, None)
             }
             Mode::Start | Mode::Text => (StateKind::PartialMarker, None),
-            Mode::Reasoning { .. } => (StateKind::InReasoning, None),
+            Mode::Reasoning { .. } | Mode::ReasoningCall { .. } => (StateKind::InReasoning, None),
             Mode::Block { marker, .. } => (StateKind::InCall, marker.syntax),
             Mode::Header { .. } => (StateKind::InHeader, Some(Syntax::GptOss)),
-            Mode::HoldJson => (StateKind::HoldingJson, None),
+            Mode::HoldJson | Mode::HoldPythonic => (StateKind::HoldingJson, None),
             Mode::AfterBlock => (StateKind::AfterCall, None),
         };
         State {
@@ -481,6 +658,16 @@ impl Parser {
     /// `Ok((pos, marker))` for a full match, `Err(Some(pos))` when `s[pos..]` is a proper prefix of
     /// a marker (only possible at the end), `Err(None)` when none.
     fn find_marker(&self, s: &str, eof: bool) -> Result<(usize, &'static Marker), Option<usize>> {
+        self.find_marker_in(s, eof, false)
+    }
+
+    /// As [`Parser::find_marker`]; `blocks_only`: only call-block starts count.
+    fn find_marker_in(
+        &self,
+        s: &str,
+        eof: bool,
+        blocks_only: bool,
+    ) -> Result<(usize, &'static Marker), Option<usize>> {
         let b = s.as_bytes();
         let set = self.set;
         let mut i = 0;
@@ -490,23 +677,32 @@ impl Parser {
             };
             let at = i + p;
             let rest = &b[at..];
-            if let Some(&b1) = rest.get(1) {
-                let b1 = b1 as usize;
-                if set.second[rest[0] as usize][b1 / 64] & (1 << (b1 % 64)) == 0 {
-                    i = at + 1;
-                    continue;
+            let slot = set.slot[rest[0] as usize] as usize;
+            let Some(&b1) = rest.get(1) else {
+                // one byte left: the start of any marker with that first byte
+                if !eof && (!blocks_only || set.block_first[slot]) {
+                    return Err(Some(at));
                 }
+                return Err(None);
+            };
+            let bucket = &set.by_two[slot * 256 + b1 as usize];
+            if bucket.is_empty() {
+                i = at + 1;
+                continue;
             }
+            let w = word8(rest);
             let mut best: Option<&'static Marker> = None;
             let mut partial = false;
-            for m in &set.by_first[rest[0] as usize] {
-                let mt = m.text.as_bytes();
+            for c in bucket {
+                if blocks_only && !c.block {
+                    continue;
+                }
+                let mt = c.m.text.as_bytes();
                 if rest.len() >= mt.len() {
-                    if (mt.len() < 2 || rest[1] == mt[1])
-                        && &rest[..mt.len()] == mt
-                        && best.is_none_or(|x| x.text.len() < mt.len())
-                    {
-                        best = Some(m);
+                    if w & c.mask == c.head && (mt.len() <= 8 || rest[8..mt.len()] == mt[8..]) {
+                        // longest first: the first full match is the longest
+                        best = Some(c.m);
+                        break;
                     }
                 } else if mt.starts_with(rest) {
                     partial = true;
@@ -550,6 +746,10 @@ impl Parser {
                     *body -= pos;
                     *scan -= pos;
                 }
+                Mode::ReasoningCall { start, scan, .. } => {
+                    *start -= pos;
+                    *scan -= pos;
+                }
                 _ => {}
             }
         }
@@ -573,6 +773,32 @@ impl Parser {
                 if t.starts_with('{') {
                     self.mode = Mode::HoldJson;
                     return true;
+                }
+                // functionary v3.2: the prompt ends with `>>>`, so the reply is the first element
+                if self.syntax == Some(Syntax::FunctionaryV32) && self.calls == 0 {
+                    self.mode = Mode::Block {
+                        marker: &FUNCTIONARY_START,
+                        start: *pos + lead,
+                        body: *pos + lead,
+                        scan: *pos + lead,
+                        name: None,
+                        mistral: body::MistralEnd::default(),
+                    };
+                    *pos += lead;
+                    return true;
+                }
+                // pythonic call list `[name(…), …]` (Llama 3.2 / 4, Olmo): held to the end
+                if t.starts_with('[')
+                    && matches!(self.syntax, None | Some(Syntax::Pythonic | Syntax::Llama3))
+                {
+                    match body::pythonic_prefix(t) {
+                        Some(true) => {
+                            self.mode = Mode::HoldPythonic;
+                            return true;
+                        }
+                        None if !eof => return false,
+                        _ => {}
+                    }
                 }
                 // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
                 if self.set.harmony {
@@ -622,9 +848,37 @@ impl Parser {
                     }
                 }
             }
-            Mode::Reasoning { ends } => {
+            Mode::Reasoning { ends, calls } => {
                 let s = &src[*pos..];
-                match find_any(s, ends) {
+                let end = find_any(s, ends);
+                // a call block opening before the reasoning end (or before the end of the text)
+                if calls {
+                    let lim = match end {
+                        Ok((at, _)) => at,
+                        Err(_) => s.len(),
+                    };
+                    match self.find_marker_in(&s[..lim], eof, true) {
+                        Ok((at, _)) => {
+                            self.emit_reasoning(&s[..at], out);
+                            *pos += at;
+                            self.mode = Mode::ReasoningCall {
+                                ends,
+                                start: *pos,
+                                scan: *pos,
+                            };
+                            return true;
+                        }
+                        Err(Some(at)) if !eof && let Err(hold) = end => {
+                            // maybe the start of a call marker (or of the reasoning end): hold it
+                            let at = hold.map_or(at, |h| h.min(at));
+                            self.emit_reasoning(&s[..at], out);
+                            *pos += at;
+                            return false;
+                        }
+                        Err(_) => {}
+                    }
+                }
+                match end {
                     Ok((at, end)) => {
                         self.emit_reasoning(&s[..at], out);
                         *pos += at;
@@ -646,6 +900,35 @@ impl Parser {
                     }
                 }
             }
+            Mode::ReasoningCall { ends, start, scan } => match find_any(&src[scan..], ends) {
+                Ok((at, end)) => {
+                    // a reasoning end follows: the call was part of the reasoning
+                    let e = scan + at;
+                    self.emit_reasoning(&src[start..e], out);
+                    *pos = e;
+                    if !NON_CONSUMED.contains(&end) {
+                        *pos += end.len();
+                    }
+                    self.mode = self.text_mode();
+                    true
+                }
+                Err(_) if eof => {
+                    // no reasoning end: the call ended the reasoning
+                    *pos = start;
+                    self.mode = self.text_mode();
+                    true
+                }
+                Err(hold) => {
+                    let n = src.len() - scan;
+                    self.mode = Mode::ReasoningCall {
+                        ends,
+                        start,
+                        scan: scan + hold.unwrap_or(n),
+                    };
+                    *pos = start;
+                    false
+                }
+            },
             Mode::Header { start, body, scan } => {
                 let s = &src[body..];
                 let from = scan - body;
@@ -654,6 +937,31 @@ impl Parser {
                         let at = from + at;
                         let h = body::harmony_header(&s[..at]);
                         *pos = body + at + end.len();
+                        if self.syntax == Some(Syntax::MuseGlimmer) {
+                            // Muse Glimmer: ` to=self` reasoning, ` to=user` (or none) content,
+                            // any other recipient a call (llama.cpp common/parsers/muse-glimmer.cpp)
+                            match h.recipient.as_deref() {
+                                Some("self") => {
+                                    self.saw_reasoning = true;
+                                    self.mode = Mode::Reasoning {
+                                        ends: MUSE_ENDS,
+                                        calls: false,
+                                    };
+                                }
+                                None | Some("user") => self.mode = self.text_mode(),
+                                Some(r) => {
+                                    self.mode = Mode::Block {
+                                        marker: &MUSE_CALL,
+                                        start,
+                                        body: *pos,
+                                        scan: *pos,
+                                        name: Some(r.to_string()),
+                                        mistral: body::MistralEnd::default(),
+                                    };
+                                }
+                            }
+                            return true;
+                        }
                         if let Some(name) = h.recipient {
                             // `functions.N` is a call of tool N; any other recipient is a built-in
                             // tool (python, browser.*, container.*), marked with a leading `!`
@@ -673,6 +981,7 @@ impl Parser {
                             self.saw_reasoning = true;
                             self.mode = Mode::Reasoning {
                                 ends: HARMONY_REASONING_ENDS,
+                                calls: false,
                             };
                         } else {
                             self.mode = self.text_mode();
@@ -702,6 +1011,30 @@ impl Parser {
                     return false;
                 }
                 self.decide_bare_json(src, pos, out);
+                true
+            }
+            Mode::HoldPythonic => {
+                if !eof {
+                    return false;
+                }
+                let s = &src[*pos..];
+                let lead = s.len() - s.trim_start().len();
+                let abs = self.base + *pos + lead;
+                match body::pythonic_list(s.trim(), Syntax::Pythonic) {
+                    Ok(calls) if !calls.is_empty() => {
+                        let span = (abs, abs + s.trim().len());
+                        for c in calls {
+                            self.emit_call(c, span, out);
+                        }
+                        *pos = len;
+                        self.mode = Mode::Text;
+                    }
+                    _ => {
+                        // not a call list: ordinary text
+                        self.bare_json_failed = true;
+                        self.mode = Mode::Text;
+                    }
+                }
                 true
             }
             Mode::AfterBlock => {
@@ -849,12 +1182,7 @@ impl Parser {
             }
             MarkerKind::Reasoning { ends } => {
                 self.saw_reasoning = true;
-                let ends = if m.text == "<think>" && self.kimi {
-                    super::syntax::THINK_ENDS_KIMI
-                } else {
-                    ends
-                };
-                self.mode = Mode::Reasoning { ends };
+                self.mode = Mode::Reasoning { ends, calls: true };
             }
             MarkerKind::OrphanThinkClose => {
                 if !self.saw_reasoning && self.calls == 0 {
@@ -918,6 +1246,14 @@ impl Parser {
             self.mode = Mode::AfterBlock;
             return;
         }
+        // functionary v3.2: `all\n` + text is a message to the user (content)
+        if marker.syntax == Some(Syntax::FunctionaryV32)
+            && let Some(text) = body_text.trim_start().strip_prefix("all\n")
+        {
+            self.emit_content(text, out);
+            self.mode = Mode::Text;
+            return;
+        }
         let res = self.parse_body(marker, body_text, name);
         match res {
             Ok((calls, notes)) if !calls.is_empty() => {
@@ -979,17 +1315,42 @@ impl Parser {
         match (marker.syntax, marker.text) {
             (_, "<tool_call>") => body::hermes(b, tools),
             (_, "<function=") => body::qwen_function(b, tools),
+            (_, "<seed:tool_call>") => body::seed(b, tools),
             (_, "<|tool_call>") => body::gemma4(b),
-            (_, "<|python_tag|>") => body::json_block(b, Syntax::Llama3),
+            (_, "<start_function_call>") => body::function_gemma(b),
+            (_, "<|python_tag|>") => body::python_tag(b, self.syntax),
+            (_, "<|tool_call_start|>") => body::lfm2(b),
+            (_, "<|python_start|>") => {
+                body::pythonic_list(b, Syntax::Pythonic).map(|c| (c, vec![]))
+            }
             (_, "[TOOL_CALLS]") => body::mistral(b),
             (_, "<｜tool▁calls▁begin｜>") => body::deepseek(b, false),
             (_, "<｜tool▁call▁begin｜>") => body::deepseek(b, true),
+            (_, "<｜DSML｜function_calls>" | "<｜DSML｜tool_calls>") => body::dsml(b, tools),
             (_, "<|tool_calls_section_begin|>") => body::kimi(b, false),
             (_, "<|tool_call_begin|>") => body::kimi(b, true),
+            (_, "<|open|>tools<|sep|>") => body::kimi_k3(b, tools),
             (_, "<invoke") => body::invoke(b, tools),
+            (_, "]<]minimax[>[<tool_call>") => body::minimax_m3(b, tools),
+            (_, "<|START_ACTION|>") => body::json_block(b, Syntax::CommandR7b),
+            (_, "<|tools_prefix|>") => body::apertus(b),
+            (_, "<|tool_call|>") => body::json_block(b, Syntax::Granite),
+            (_, "<|message_sep|>") => body::gigachat(b, true),
+            (_, "<|function_call|>") => body::gigachat(b, false),
+            (_, "<TOOLCALL>") => body::json_block(b, Syntax::NemotronV2),
+            (_, ">>>" | "") if marker.syntax == Some(Syntax::FunctionaryV32) => {
+                body::functionary_v32(b)
+            }
             (_, "<function_call>") => body::json_block(b, Syntax::FunctionCall),
             (_, "```tool_call") => body::json_block(b, Syntax::ToolCallFence),
             (Some(Syntax::GptOss), "") => body::harmony_call(b, name.unwrap_or("")),
+            (Some(Syntax::MuseGlimmer), "") => body::muse(b, name.unwrap_or(""), tools),
+            (_, "functools") => body::json_block(b, Syntax::FirefunctionV2),
+            (_, "Action:") => body::command_r_plus(b),
+            (_, "<tool_calls>") => body::tool_calls_tag(b),
+            (_, "<|tool_call:begin|>") => body::solar(b),
+            (_, "<tool_calls:opensource>") => body::hy3(b, tools),
+            (_, "<function name=") => body::minicpm5(b, tools),
             _ => Err("unknown block".into()),
         }
     }
@@ -1001,20 +1362,28 @@ impl Parser {
         let s = &src[*pos..];
         let mut notes: Vec<Note> = Vec::new();
         let abs = self.base + *pos;
-        if let Ok((v, lead, end)) = body::first_json(s) {
-            let looks_call = v.get("name").and_then(Value::as_str).is_some()
-                || v.get("function")
-                    .and_then(|f| f.get("name"))
-                    .and_then(Value::as_str)
-                    .is_some();
+        // Llama 3.x writes parallel calls as `{…}; {…}` (vLLM llama_tool_parser.py)
+        if let Ok((vals, lead, end)) = body::json_seq(s) {
+            let looks_call = vals.iter().all(|v| {
+                v.get("name").and_then(Value::as_str).is_some()
+                    || v.get("function")
+                        .and_then(|f| f.get("name"))
+                        .and_then(Value::as_str)
+                        .is_some()
+            });
             let native = self.syntax == Some(Syntax::Llama3);
             let sx = if native {
                 Syntax::Llama3
             } else {
                 self.syntax.unwrap_or(Syntax::Llama3)
             };
+            let calls: Result<Vec<RawCall>, String> = vals
+                .into_iter()
+                .map(|v| body::json_calls(v, sx, lead, &mut notes))
+                .collect::<Result<Vec<_>, _>>()
+                .map(|v| v.into_iter().flatten().collect());
             if looks_call
-                && let Ok(calls) = body::json_calls(v, sx, lead, &mut notes)
+                && let Ok(calls) = calls
                 && (native
                     || self.tools.required
                     || calls.iter().all(|c| self.tools.knows(&c.name)))

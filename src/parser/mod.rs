@@ -1,7 +1,9 @@
 //! Tolerant incremental tool-call parsing of raw model text, with a replayable trace. Pure.
 //!
-//! * [`Syntax`] — the call syntaxes (hermes, qwen3-coder, gemma4, llama3, mistral, deepseek-v3,
-//!   kimi-k2, gpt-oss, anthropic-xml, function-call, tool-call-fence) and their detection.
+//! * [`Syntax`] — the call syntaxes ([`Syntax::ALL`]: hermes, qwen3-coder, glm4.5, seed-oss,
+//!   gemma4, llama3, pythonic, lfm2, mistral, deepseek-v3, deepseek-v3.2, kimi-k2, kimi-k3,
+//!   gpt-oss, minimax, command-r7b, … ) and their detection.
+//! * [`engines`] — what llama.cpp, vLLM and SGLang's own parsers would return for a text.
 //! * [`Parser`] — the incremental parser: `feed(&str) -> Vec<Event>`, `finish()`.
 //! * [`parse`] — one-shot: the whole text → [`ParseOutput`].
 //! * [`trace`] — the replay trace (state and events per chunk, scrubbing, re-cut chunkings).
@@ -11,6 +13,7 @@
 
 mod body;
 pub mod engine;
+pub mod engines;
 pub mod syntax;
 pub mod tools;
 pub mod trace;
