@@ -117,21 +117,7 @@ fn findings_of(header: &Header, annotations: &[Annotation], ex: &Exchange) -> Ve
     ) {
         return Vec::new();
     }
-    let mut cx = crate::diagnose::load::exchange_context(ex);
-    if let Some((prompt, tokens)) = Annotation::latest_server_render(annotations) {
-        cx.server_prompt = prompt.map(str::to_owned);
-        cx.server_tokens = tokens.map(<[_]>::to_vec);
-    }
-    if let Some(p) = header.props.as_ref() {
-        cx.template = p
-            .get("chat_template")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        cx.bos_token = p
-            .get("bos_token")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-    }
+    let cx = crate::diagnose::load::exchange_context_in(header.props.as_ref(), annotations, ex);
     crate::diagnose::check_exchange(&cx)
 }
 

@@ -44,25 +44,37 @@ pub fn session_contexts(session: &Session) -> (Vec<ExchangeContext>, Vec<Finding
     let contexts = exchanges
         .into_iter()
         .map(|e| {
-            let mut cx = exchange_context(e);
-            if let Some((prompt, tokens)) = session.server_render(e.id) {
-                cx.server_prompt = prompt.map(str::to_owned);
-                cx.server_tokens = tokens.map(<[_]>::to_vec);
-            }
-            if let Some(p) = props {
-                cx.template = p
-                    .get("chat_template")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                cx.bos_token = p
-                    .get("bos_token")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-            }
-            cx
+            let anns = session.annotations.get(&e.id).map(Vec::as_slice);
+            exchange_context_in(props, anns.unwrap_or(&[]), e)
         })
         .collect();
     (contexts, damaged)
+}
+
+/// [`exchange_context`] with what the session knows besides the exchange: the server's render
+/// and tokens (newest `server_render` among `annotations`), the chat template and BOS token
+/// from the header's llama-server `props`.
+pub fn exchange_context_in(
+    props: Option<&Value>,
+    annotations: &[crate::session::Annotation],
+    e: &Exchange,
+) -> ExchangeContext {
+    let mut cx = exchange_context(e);
+    if let Some((prompt, tokens)) = crate::session::Annotation::latest_server_render(annotations) {
+        cx.server_prompt = prompt.map(str::to_owned);
+        cx.server_tokens = tokens.map(<[_]>::to_vec);
+    }
+    if let Some(p) = props {
+        cx.template = p
+            .get("chat_template")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        cx.bos_token = p
+            .get("bos_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    cx
 }
 
 /// A context for one recorded exchange: request JSON, status, and the response read as a

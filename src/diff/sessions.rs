@@ -10,9 +10,8 @@
 //! findings `check` reports on each side.
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::diagnose::{ExchangeContext, check_exchange, load::exchange_context};
+use crate::diagnose::{ExchangeContext, check_exchange, load::exchange_context_in};
 use crate::session::read::Session;
 use crate::session::{Api, Exchange};
 use crate::stream::{AssistantMessage, decode_exchange};
@@ -103,22 +102,8 @@ fn calls(m: &AssistantMessage) -> Vec<String> {
 }
 
 fn context(s: &Session, e: &Exchange) -> ExchangeContext {
-    let mut cx = exchange_context(e);
-    if let Some((prompt, tokens)) = s.server_render(e.id) {
-        cx.server_prompt = prompt.map(str::to_owned);
-        cx.server_tokens = tokens.map(<[_]>::to_vec);
-    }
-    if let Some(p) = s.header.props.as_ref() {
-        cx.template = p
-            .get("chat_template")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        cx.bos_token = p
-            .get("bos_token")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-    }
-    cx
+    let anns = s.annotations.get(&e.id).map(Vec::as_slice);
+    exchange_context_in(s.header.props.as_ref(), anns.unwrap_or(&[]), e)
 }
 
 fn rule_ids(s: &Session, e: &Exchange) -> Vec<String> {
