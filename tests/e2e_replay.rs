@@ -349,7 +349,8 @@ fn resend_to_another_template_then_diff_shows_the_changed_render_and_calls() {
     );
     let render = d["render"].as_str().expect("the render changed");
     assert!(
-        render.contains("-<|im_start|>") && render.contains("+<|start_header_id|>"),
+        render.contains("-<|im_start|>system")
+            && render.contains("<|start_header_id|>system<|end_header_id|>"),
         "{render}"
     );
     assert!(!d["calls"].is_null(), "the calls changed: {d}");
