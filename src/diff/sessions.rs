@@ -4,18 +4,38 @@
 //! Pairing: an exchange of B labelled `resend:<id>` is paired with exchange `<id>` of A;
 //! without such labels, the n-th chat/completion exchange of B (id order) with the n-th of A.
 //! Per pair: HTTP status, the server's rendered prompt (llama-server `server_render`
-//! annotation) as a unified line diff, the model's output (`__verbose` raw text when recorded,
-//! else the visible content, reasoning included), the tool calls (`name(arguments)`, arguments
-//! as parsed JSON so key spacing does not count), the finish reason, and the rule ids of the
-//! findings `check` reports on each side.
+//! annotation) as a unified line diff, the model's output (its raw text when known, see
+//! [`crate::stream::raw`], else the visible content, reasoning included), the tool calls
+//! (`name(arguments)`, arguments as parsed JSON so key spacing does not count), the finish
+//! reason, and the rule ids of the findings `check` reports on each side.
+//!
+//! This module does not analyse: each [`Side`] carries facts the caller took from the one
+//! analysed exchange (`crate::analysis::AnalysedExchange`), so `check`, the inspector and this
+//! diff read the same findings.
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::diagnose::{ExchangeContext, check_exchange, load::exchange_context};
+use crate::finding::Finding;
 use crate::session::read::Session;
 use crate::session::{Api, Exchange};
-use crate::stream::{AssistantMessage, decode_exchange};
+use crate::stream::AssistantMessage;
+
+/// One side of a pair: what the analysed exchange says about it.
+#[derive(Debug, Clone, Copy)]
+pub struct Side<'a> {
+    /// Exchange id in its session.
+    pub id: u64,
+    /// HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// The server's rendered prompt (`/apply-template`), when recorded.
+    pub server_prompt: Option<&'a str>,
+    /// The server's answer as decoded.
+    pub message: &'a AssistantMessage,
+    /// The model's own raw text, when known ([`crate::stream::raw::RawOutput::models_text`]).
+    pub raw_text: Option<&'a str>,
+    /// Every finding of the exchange.
+    pub findings: &'a [Finding],
+}
 
 /// A value on side A and side B.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,11 +99,11 @@ pub fn pair<'a>(a: &'a Session, b: &'a Session) -> Vec<(&'a Exchange, &'a Exchan
     as_.into_iter().zip(bs).collect()
 }
 
-/// The model's output as compared: the raw generated text when the server reported it,
-/// else reasoning and content. (The one place to switch to the raw-output seam.)
-fn output_text(m: &AssistantMessage) -> String {
-    match &m.raw_text {
-        Some(raw) => raw.clone(),
+/// The model's output as compared: its raw text when known, else reasoning and content.
+fn output_text(side: &Side<'_>) -> String {
+    let m = side.message;
+    match side.raw_text {
+        Some(raw) => raw.to_owned(),
         None if m.reasoning.is_empty() => m.content.clone(),
         None => format!("[reasoning] {}\n[content] {}", m.reasoning, m.content),
     }
@@ -102,30 +122,8 @@ fn calls(m: &AssistantMessage) -> Vec<String> {
         .collect()
 }
 
-fn context(s: &Session, e: &Exchange) -> ExchangeContext {
-    let mut cx = exchange_context(e);
-    if let Some((prompt, tokens)) = s.server_render(e.id) {
-        cx.server_prompt = prompt.map(str::to_owned);
-        cx.server_tokens = tokens.map(<[_]>::to_vec);
-    }
-    if let Some(p) = s.header.props.as_ref() {
-        cx.template = p
-            .get("chat_template")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        cx.bos_token = p
-            .get("bos_token")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-    }
-    cx
-}
-
-fn rule_ids(s: &Session, e: &Exchange) -> Vec<String> {
-    let mut ids: Vec<String> = check_exchange(&context(s, e))
-        .iter()
-        .map(|f| f.rule.id().to_owned())
-        .collect();
+fn rule_ids(findings: &[Finding]) -> Vec<String> {
+    let mut ids: Vec<String> = findings.iter().map(|f| f.rule.id().to_owned()).collect();
     ids.sort();
     ids.dedup();
     ids
@@ -136,12 +134,9 @@ fn changed<T: PartialEq>(a: T, b: T) -> Option<Change<T>> {
 }
 
 /// Compares one pair.
-pub fn diff_pair(sa: &Session, a: &Exchange, sb: &Session, b: &Exchange) -> PairDiff {
-    let ma = decode_exchange(a).map(|r| r.message).unwrap_or_default();
-    let mb = decode_exchange(b).map(|r| r.message).unwrap_or_default();
-    let pa = sa.server_render(a.id).and_then(|r| r.0);
-    let pb = sb.server_render(b.id).and_then(|r| r.0);
-    let render = match (pa, pb) {
+pub fn diff_pair(a: &Side<'_>, b: &Side<'_>) -> PairDiff {
+    let (ma, mb) = (a.message, b.message);
+    let render = match (a.server_prompt, b.server_prompt) {
         (Some(x), Some(y)) if x != y => Some(
             similar::TextDiff::from_lines(x, y)
                 .unified_diff()
@@ -162,24 +157,13 @@ pub fn diff_pair(sa: &Session, a: &Exchange, sb: &Session, b: &Exchange) -> Pair
     PairDiff {
         a: a.id,
         b: b.id,
-        status: changed(
-            a.response.as_ref().map(|r| r.status),
-            b.response.as_ref().map(|r| r.status),
-        ),
+        status: changed(a.status, b.status),
         render,
-        output: changed(output_text(&ma), output_text(&mb)),
-        calls: changed(calls(&ma), calls(&mb)),
+        output: changed(output_text(a), output_text(b)),
+        calls: changed(calls(ma), calls(mb)),
         finish: changed(ma.finish_reason.clone(), mb.finish_reason.clone()),
-        findings: changed(rule_ids(sa, a), rule_ids(sb, b)),
+        findings: changed(rule_ids(a.findings), rule_ids(b.findings)),
     }
-}
-
-/// Every pair's differences.
-pub fn diff_sessions(a: &Session, b: &Session) -> Vec<PairDiff> {
-    pair(a, b)
-        .into_iter()
-        .map(|(x, y)| diff_pair(a, x, b, y))
-        .collect()
 }
 
 fn show<T: std::fmt::Debug>(v: &T) -> String {

@@ -266,7 +266,8 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
-fn is_hop(name: &str) -> bool {
+/// True for a hop-by-hop header name (lower-case), which belongs to one connection.
+pub fn is_hop(name: &str) -> bool {
     HOP_BY_HOP.contains(&name)
 }
 

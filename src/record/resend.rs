@@ -47,19 +47,9 @@ pub struct Resent {
 
 /// Headers never copied onto a re-sent request.
 fn dropped(name: &str, value: &str) -> bool {
-    matches!(
-        name,
-        "host"
-            | "content-length"
-            | "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "accept-encoding"
-    ) || value.contains(REDACTED)
+    crate::record::proxy::is_hop(name)
+        || matches!(name, "host" | "content-length" | "accept-encoding")
+        || value.contains(REDACTED)
 }
 
 /// The exchanges `resend` picks from `exchanges` for `ids` (all LLM exchanges when empty), in

@@ -254,17 +254,7 @@ fn full(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Out {
 /// Headers a replay must not copy: hop-by-hop (RFC 9110 §7.6.1) and the body length, which
 /// hyper sets for the body it actually sends.
 fn skip_header(name: &str) -> bool {
-    matches!(
-        name,
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "content-length"
-    )
+    crate::record::proxy::is_hop(name) || name == "content-length"
 }
 
 async fn handle(req: HRequest<Incoming>, st: Arc<State>) -> Result<Out, Infallible> {

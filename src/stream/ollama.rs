@@ -19,7 +19,7 @@
 use serde_json::{Map, Value};
 
 use super::message::{AssistantMessage, CallRecord};
-use super::reassemble::{Reassembled, StreamProblem, is_parse_error_message};
+use super::reassemble::{Reassembled, StreamProblem, excerpt, is_parse_error_message};
 use super::sse::SseEvent;
 use crate::finding::{Evidence, Finding, Pane, Rule};
 
@@ -372,18 +372,6 @@ pub fn event_marks(ex: &crate::session::Exchange) -> Option<Vec<(usize, Option<u
         super::sse::decode_chunks(feed)
     };
     Some(events.iter().map(|e| (e.offset, e.t_us)).collect())
-}
-
-fn excerpt(s: &str) -> String {
-    const MAX: usize = 120;
-    if s.len() <= MAX {
-        return s.to_owned();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }
 
 #[cfg(test)]

@@ -141,7 +141,8 @@ fn ev_evidence(event: usize) -> Evidence {
     }
 }
 
-fn excerpt(s: &str) -> String {
+/// `s` cut to 120 bytes (at a character boundary) with `…`, for finding excerpts.
+pub(crate) fn excerpt(s: &str) -> String {
     const MAX: usize = 120;
     if s.len() <= MAX {
         return s.to_owned();
