@@ -502,7 +502,13 @@ fn preflight(template: Option<&str>, request: &Value) -> Vec<Finding> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = build_report(&args)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Json => {
+            // Written as serialised: no second copy of a big report in memory.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            std::io::Write::write_all(&mut out, b"\n")?;
+            std::io::Write::flush(&mut out)?;
+        }
         Format::Text => print!("{}", report.to_text()),
     }
     Ok(ExitCode::from(report.exit_code()))
