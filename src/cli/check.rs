@@ -523,7 +523,13 @@ fn preflight(template: Option<&str>, request: &Value) -> Vec<Finding> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = build_report(&args)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Json => {
+            // Written as serialised: no second copy of a big report in memory.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            std::io::Write::write_all(&mut out, b"\n")?;
+            std::io::Write::flush(&mut out)?;
+        }
         // recorded content in the report never reaches the terminal as escape sequences
         Format::Text => print!("{}", crate::text::visible(&report.to_text())),
     }
