@@ -340,13 +340,27 @@ async fn shipped_footer_fits_80_and_160_columns() {
 
 #[tokio::test]
 async fn shipped_diff_view_colours_changed_tokens_with_the_theme() {
-    // sessions/c: the server's render has a `<|think|>` line the local render lacks (llama.cpp
-    // defaults enable_thinking to true); it is drawn on the right with the theme's `inserted`
-    // background, and the local-only `<channel|>` on the left with `deleted`.
-    let p = PathBuf::from("sessions/c-gemma4-template-anyof.jsonl");
-    if !p.exists() {
+    // sessions/c with its /props template made blind to `enable_thinking` (renamed in the
+    // recorded header): the local render (llama.cpp profile) then lacks the `<|think|>` line
+    // the server rendered, drawn on the right with the theme's `inserted` background, and has
+    // the thinking-off `<channel|>` the server's lacks, on the left with `deleted`. (The
+    // unmodified session renders identically under the llama.cpp profile.)
+    let src = PathBuf::from("sessions/c-gemma4-template-anyof.jsonl");
+    if !src.exists() {
         return;
     }
+    let text = std::fs::read_to_string(&src).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c-gemma4-template-anyof.jsonl");
+    std::fs::write(
+        &p,
+        format!(
+            "{}\n{rest}",
+            header.replace("enable_thinking", "enable_thinking_off")
+        ),
+    )
+    .unwrap();
     let mut tui = app(vec![p], None);
     tui.run(futures::stream::iter(keys("3 d"))).await.unwrap();
     let theme = Theme::resolve(Some("dark"), None, false).unwrap();

@@ -797,7 +797,8 @@ pub fn render(
         ctx.insert("add_generation_prompt".into(), json!(true));
     }
     let wrap = |e: RenderError| -> RenderError {
-        if specialized(src) {
+        // toolscope's own budget stop (budget.rs) is not a llama-server refusal
+        if specialized(src) || e.kind == RenderErrorKind::Limit {
             e
         } else {
             RenderError {
