@@ -34,14 +34,20 @@ fn start_proxy(upstream: &str, session: &Path, extra: &[&str]) -> (Child, String
         .stderr(Stdio::piped())
         .spawn()
         .expect("start toolscope proxy");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let Some(stderr) = child.stderr.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no stderr pipe");
+    };
+    let mut err = BufReader::new(stderr);
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the proxy exited before listening"
-        );
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.kill();
+            let status = child.wait();
+            panic!("the proxy exited before listening: {status:?}");
+        }
         if let Some(rest) = line.strip_prefix("toolscope proxy: http://") {
             let addr = rest.split_whitespace().next().unwrap().to_owned();
             // keep draining stderr so the proxy never blocks on it

@@ -267,7 +267,7 @@ print(json.dumps({"spans": len(spans), "keys": keys, "events": events, "kinds": 
         .chain(reply_keys)
         {
             assert!(
-                keys.contains(&k),
+                keys.contains(k),
                 "{}: {k} missing from {keys:?}",
                 f.display()
             );

@@ -59,9 +59,9 @@ async fn screen_after(spec: &str) -> String {
 async fn replay_steps_through_the_slot_text_to_the_call() {
     let first = screen_after("5 c c").await;
     assert!(first.contains("per character · step 1/82"), "{first}");
-    assert!(first.contains("state   PartialMarker"), "{first}");
+    assert!(first.contains("state   partial_marker"), "{first}");
     let inside = screen_after("5 c c l l l l l l l l l l l l l").await;
-    assert!(inside.contains("state   InCall (hermes)"), "{inside}");
+    assert!(inside.contains("state   in_call hermes"), "{inside}");
     assert!(inside.contains("raw output: slots debug (slot"), "{inside}");
     insta::assert_snapshot!("raw_replay_inside_tool_call", inside);
     let last = screen_after("5 c c end").await;

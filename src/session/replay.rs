@@ -276,6 +276,12 @@ pub fn servable(ex: &Exchange) -> bool {
         })
 }
 
+/// A request's `(METHOD, PATH)`.
+type Route = (String, String);
+
+/// One recording of a route: (position in the input, normalised body, canonical key).
+type Recording = (usize, NormalBody, String);
+
 /// The recordings of a session indexed for matching. Holds positions into the slice it was
 /// built from; stateful (cursors advance as requests are answered).
 #[derive(Debug, Clone)]
@@ -283,7 +289,7 @@ pub struct ReplayIndex {
     mode: MatchMode,
     /// Per `(METHOD, PATH)`: recordings in id order, as (position in the input, normalised
     /// body, canonical key).
-    by_route: HashMap<(String, String), Vec<(usize, NormalBody, String)>>,
+    by_route: HashMap<Route, Vec<Recording>>,
     /// Requests seen per route.
     seen: HashMap<(String, String), usize>,
     /// `request` mode: per route and canonical body, how many recordings were used.
@@ -299,8 +305,7 @@ impl ReplayIndex {
             .filter(|&i| servable(&exchanges[i]))
             .collect();
         order.sort_by_key(|&i| exchanges[i].id);
-        let mut by_route: HashMap<(String, String), Vec<(usize, NormalBody, String)>> =
-            HashMap::new();
+        let mut by_route: HashMap<Route, Vec<Recording>> = HashMap::new();
         let mut all = Vec::new();
         for i in order {
             let ex = &exchanges[i];
@@ -339,7 +344,7 @@ impl ReplayIndex {
         method: &str,
         path: &str,
         body: &[u8],
-    ) -> Result<usize, Mismatch> {
+    ) -> Result<usize, Box<Mismatch>> {
         let route = (method.to_owned(), path.to_owned());
         let got = NormalBody::from_bytes(body);
         let position = self.seen.get(&route).copied().unwrap_or(0) + 1;
@@ -402,11 +407,11 @@ impl ReplayIndex {
                         ),
                     })
                 });
-                Err(Mismatch {
+                Err(Box::new(Mismatch {
                     position,
                     recorded_for_path: recs.len(),
                     nearest,
-                })
+                }))
             }
         }
     }
