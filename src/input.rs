@@ -20,8 +20,9 @@ pub const MAX_INPUT: u64 = 4 << 30;
 pub enum InputError {
     /// The path names something other than a regular file.
     #[error(
-        "{}: not a regular file ({kind}); toolscope reads regular files (or `-` for stdin) and does not wait on {kind}s",
-        path.display()
+        "{}: not a regular file ({kind}); toolscope reads regular files (or `-` for stdin){}",
+        path.display(),
+        if *kind == "directory" { "" } else { " and does not wait on one" }
     )]
     NotRegular { path: PathBuf, kind: &'static str },
     /// More than `limit` bytes.
@@ -174,5 +175,15 @@ mod tests {
             e.to_string(),
             format!("{}:1:3: invalid UTF-8 (byte 2)", f.display())
         );
+    }
+
+    /// A directory named where a file is expected: the message names it in plain English
+    /// (no "does not wait on directorys": nothing waits on a directory).
+    #[test]
+    fn a_directory_is_named_plainly() {
+        let dir = std::env::temp_dir();
+        let e = read_file(&dir).unwrap_err().to_string();
+        assert!(e.contains("not a regular file (directory)"), "{e}");
+        assert!(!e.contains("directorys"), "{e}");
     }
 }

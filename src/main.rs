@@ -56,8 +56,36 @@ enum Command {
     Resend(cli::resend::Args),
 }
 
+/// Report-writing subcommands end like any Unix filter when their reader goes away
+/// (`toolscope check … | head`): the default SIGPIPE action, instead of Rust's ignored SIGPIPE
+/// turning the next `println!` into a panic with a backtrace. The proxy, serve and the other
+/// long-running network commands keep SIGPIPE ignored.
+#[cfg(unix)]
+fn end_quietly_on_a_closed_stdout() {
+    // SAFETY: called once at start-up, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn end_quietly_on_a_closed_stdout() {}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Some(
+            Command::Render(_)
+                | Command::Flatten(_)
+                | Command::Parse(_)
+                | Command::Check(_)
+                | Command::Diff(_)
+                | Command::Export(_)
+        )
+    ) {
+        end_quietly_on_a_closed_stdout();
+    }
     let result = match cli.command {
         None => cli::browse::run_with_theme(Vec::new(), cli.theme),
         Some(Command::Open(a)) => cli::browse::run_with_theme(a.files, a.theme.or(cli.theme)),

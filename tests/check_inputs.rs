@@ -270,3 +270,33 @@ fn leaked_call_message_is_one_line() {
     assert!(!msg.contains('\n'), "{msg}");
     assert!(msg.contains("(<tool_call>⏎{"), "{msg}");
 }
+
+/// `toolscope check … | head`: the reader goes away after a few bytes. The report (75 kB of
+/// JSON over the shipped sessions, more than a 64 kB pipe holds) then ends like any Unix filter
+/// (SIGPIPE), not with a panic and a backtrace on stderr.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_check_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut files: Vec<String> = std::fs::read_dir("sessions")
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    let mut child = Command::new(support::bin())
+        .args(["check", "--format", "json"])
+        .args(&files)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run toolscope");
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // stdout is dropped (closed) here.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.status.success(), "{:?}", out.status);
+}

@@ -255,3 +255,20 @@ fn items_not_printed_by_a_typescript_printer() {
         "{f:#?}"
     );
 }
+
+/// A call example in a message, written before the tool list (here in the system prompt, as an
+/// agent's instructions do), names the tool and its parameter too. The render is llama-server
+/// b11434's `/apply-template` of the Qwen3-0.6B template (recorded through the proxy): the
+/// parameter's type is printed in the `<tools>` block, so nothing was lost.
+#[test]
+fn call_example_in_a_message_is_not_the_declaration() {
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "Get weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    let rendered = "<|im_start|>system\nAlways answer with exactly: <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Get weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nSay exactly: <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n<|im_start|>assistant\n";
+    let f = schema_loss(&tools, rendered);
+    assert!(f.is_empty(), "{f:#?}");
+    let r = loss_report(&tools, rendered);
+    let decl = rendered.find("{\"type\": \"function\"").unwrap();
+    assert!(r.tools[0].span.unwrap().0 >= decl, "{:?}", r.tools[0].span);
+}

@@ -801,3 +801,21 @@ async fn enter_on_a_replay_finding_opens_its_chunking_and_step() {
     assert_landed(&tui, &f, "added finding");
     assert!(screen.contains("every 2 chunks · step 3/"), "{screen}");
 }
+
+/// The tools of sessions/a-two-tools-stream.jsonl are plain (`{"type":"string"}` parameters, no
+/// `anyOf`/`$ref`): flattening ran and changed nothing, which the Schema pane must say instead of
+/// claiming it was not computed.
+#[tokio::test]
+async fn schema_pane_says_flattening_changed_nothing() {
+    let mut tui = app_over(
+        vec![PathBuf::from("sessions/a-two-tools-stream.jsonl")],
+        None,
+    );
+    let s = drive(&mut tui, typed("2")).await;
+    assert!(s.contains("Schema ·"), "{s}");
+    assert!(!s.contains("not computed"), "{s}");
+    assert!(
+        s.contains("Flattening changes none of these parameters"),
+        "{s}"
+    );
+}

@@ -383,7 +383,7 @@ pub fn loss_report(tools: &Value, rendered: &str) -> LossReport {
     let names: Vec<&str> = list.tools.iter().map(|t| t.name.as_str()).collect();
 
     // Locate each tool.
-    let mut positions: Vec<Option<(usize, (usize, usize))>> = Vec::new();
+    let mut candidates: Vec<Vec<(usize, (usize, usize))>> = Vec::new();
     for t in &list.tools {
         let schema = list.schema(tools, t);
         let params: Vec<String> = schema
@@ -391,15 +391,18 @@ pub fn loss_report(tools: &Value, rendered: &str) -> LossReport {
             .and_then(Value::as_object)
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
-        positions.push(if t.name.is_empty() {
-            None
+        candidates.push(if t.name.is_empty() {
+            Vec::new()
         } else {
             masked.locate_tool(&t.name, &params)
         });
     }
+    // Other tools' regions are clipped at each tool's first candidate.
+    let positions: Vec<Option<(usize, (usize, usize))>> =
+        candidates.iter().map(|c| c.first().copied()).collect();
     let mut report = LossReport::default();
     for (i, t) in list.tools.iter().enumerate() {
-        let span = positions[i].map(|(pos, (s, e))| {
+        let clip = |(pos, (s, e)): (usize, (usize, usize))| {
             // Clip at other tools' name positions.
             let mut s = s;
             let mut e = e;
@@ -417,7 +420,34 @@ pub fn loss_report(tools: &Value, rendered: &str) -> LossReport {
                 }
             }
             (s, e)
-        });
+        };
+        // Of the tied occurrences, the one whose region carries the most facts wins (ties:
+        // the first), as for parameters in `object_props`.
+        let span = match (list.schema(tools, t), candidates[i].len()) {
+            (Some(schema), n) if n > 1 => {
+                let mut best: Option<(u32, (usize, usize))> = None;
+                for &c in &candidates[i] {
+                    let region = clip(c);
+                    let cx = Check {
+                        m: &masked,
+                        root: schema,
+                        tool_span: Some(region),
+                    };
+                    let mut tmp = Vec::new();
+                    cx.object_props(schema, "", region, &mut tmp, 0);
+                    let lost: u32 = tmp
+                        .iter()
+                        .flat_map(|p| p.lost())
+                        .map(|f| f.kind.weight())
+                        .sum();
+                    if best.is_none_or(|(bl, _)| lost < bl) {
+                        best = Some((lost, region));
+                    }
+                }
+                best.map(|(_, r)| r)
+            }
+            _ => positions[i].map(clip),
+        };
         let mut tl = ToolLoss {
             tool: t.name.clone(),
             index: t.index,
@@ -654,9 +684,12 @@ impl<'a> Masked<'a> {
         None
     }
 
-    fn locate_tool(&self, name: &str, params: &[String]) -> Option<(usize, (usize, usize))> {
+    /// The occurrences of tool `name` whose region holds the most of its parameter names, in
+    /// prompt order (at most [`MAX_CANDIDATES`]); empty when the name never occurs. A call
+    /// example in a message ties with the declaration; the caller judges each by its facts.
+    fn locate_tool(&self, name: &str, params: &[String]) -> Vec<(usize, (usize, usize))> {
         let cands = self.words(name, 0, self.text.len(), false);
-        let mut best: Option<(usize, usize, (usize, usize))> = None;
+        let mut best: Vec<(usize, usize, (usize, usize))> = Vec::new();
         for c in cands {
             let region = if let Some(o) = self.brace_after(c + name.len()) {
                 let (_, e) = self.block(o);
@@ -670,11 +703,14 @@ impl<'a> Masked<'a> {
                 .iter()
                 .filter(|p| !self.words(p, region.0, region.1, false).is_empty())
                 .count();
-            if best.is_none_or(|(bs, _, _)| score > bs) {
-                best = Some((score, c, region));
+            match best.first() {
+                Some((bs, _, _)) if score < *bs => {}
+                Some((bs, _, _)) if score == *bs => best.push((score, c, region)),
+                _ => best = vec![(score, c, region)],
             }
         }
-        best.map(|(_, c, r)| (c, r))
+        best.truncate(MAX_CANDIDATES);
+        best.into_iter().map(|(_, c, r)| (c, r)).collect()
     }
 
     /// Occurrences of property `name` inside `r`: the key-like ones (all of them when none is

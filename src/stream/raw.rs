@@ -494,8 +494,9 @@ fn same_prompt(slot_prompt: &str, prompt: &str, bos: Option<&str>) -> bool {
 /// (`/props` `bos_token`), which the slot's prompt may carry in front.
 ///
 /// Errors (the reason, to record): the answer is not a list; no slot lists a `prompt` (the
-/// server runs without `LLAMA_SERVER_SLOTS_DEBUG=1`); the matching slot is busy with a later
-/// request (its `generated` would be that request's); no slot's prompt matches (the slot was
+/// server runs without `LLAMA_SERVER_SLOTS_DEBUG=1`); the matching slot is still busy (a later
+/// request with the same prompt, or this one not yet stopped after a client disconnect: its
+/// `generated` is partial or another request's); no slot's prompt matches (the slot was
 /// reused by a later request before `/slots` was read). Never returns another exchange's text.
 pub fn pick_slot(slots: &Value, prompt: &str, bos: Option<&str>) -> Result<SlotText, String> {
     let Some(list) = slots.as_array() else {
@@ -521,7 +522,7 @@ pub fn pick_slot(slots: &Value, prompt: &str, bos: Option<&str>) -> Result<SlotT
     else {
         return Err(match matching.first() {
             Some(s) => format!(
-                "slot {} is already serving a later request with the same prompt; its text is not this exchange's",
+                "slot {} was still busy with a request with this prompt when GET /slots was read (a later request with the same prompt, or this one not yet stopped after the client disconnected); its text is not known to be this exchange's",
                 s.get("id").and_then(Value::as_u64).unwrap_or(0)
             ),
             None => "no slot's prompt is this exchange's rendered prompt: the slot was reused by a later request before GET /slots was read".into(),
@@ -860,7 +861,12 @@ mod tests {
         assert!(e.contains("reused"), "{e}");
         // Busy with a later request that has the same prompt.
         let busy = json!([{"id": 3, "is_processing": true, "prompt": "C", "generated": "partial"}]);
-        assert!(pick_slot(&busy, "C", None).unwrap_err().contains("slot 3"));
+        let e = pick_slot(&busy, "C", None).unwrap_err();
+        assert!(e.contains("slot 3"), "{e}");
+        // The slot may also still be finishing this very request: after a client disconnect
+        // the proxy cancels upstream, and llama-server stops the task only later (seen live:
+        // b11434, the openai SDK closing a stream after 5 chunks, no later request).
+        assert!(e.contains("client disconnected"), "{e}");
         // Without the env var the slots list no prompt.
         let off = json!([{"id": 0, "is_processing": false, "n_ctx": 4096}]);
         assert!(

@@ -156,7 +156,7 @@ pub fn schema(a: &ExchangeAnalysis, theme: &Theme) -> Doc {
     let flattened = a.schema.iter().any(|r| r.flattened.is_some());
     if !flattened {
         d.text(
-            "Flattened schema: not computed for this build (original parameters shown).",
+            "Flattening changes none of these parameters: the template gets them as given.",
             st.muted,
             None,
         );
