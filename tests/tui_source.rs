@@ -175,3 +175,42 @@ async fn background_analysis_fills_in_the_counts() {
     assert!(damaged.analyzed);
     let _ = saw_quick; // timing-dependent: not asserted
 }
+
+/// A proxy started before the server learns the engine later (an `engine` annotation, issue
+/// #12): the live view's header takes it at once, as a reader of the file does, so the title,
+/// the local render (/props chat_template) and the token rules use it.
+#[test]
+fn live_view_takes_the_engine_learnt_after_the_header() {
+    use toolscope::record::RecordEvent;
+    use toolscope::session::read::Session;
+    use toolscope::session::{Annotation, Engine, Exchange, Header};
+    let header = Header {
+        format: toolscope::session::FORMAT.into(),
+        engine: Some(Engine {
+            kind: "unknown".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut src = SessionSource::from_session(Session {
+        header,
+        ..Default::default()
+    });
+    src.apply_record(&RecordEvent::Ended(Box::new(Exchange {
+        id: 1,
+        ..Default::default()
+    })));
+    assert_eq!(src.header.engine.as_ref().unwrap().kind, "unknown");
+    let props = serde_json::json!({"chat_template": "{{ messages }}", "build_info": "b11434-x"});
+    src.apply_record(&RecordEvent::Annotated(Annotation::Engine {
+        exchange: 1,
+        engine: Engine {
+            kind: "llama-server".into(),
+            version: Some("b11434-x".into()),
+            model: None,
+        },
+        props: Some(props.clone()),
+    }));
+    assert_eq!(src.header.engine.as_ref().unwrap().kind, "llama-server");
+    assert_eq!(src.header.props.as_ref(), Some(&props));
+}

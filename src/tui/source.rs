@@ -421,6 +421,11 @@ impl SessionSource {
                     .entry(a.exchange())
                     .or_default()
                     .push(a.clone());
+                if matches!(a, crate::session::Annotation::Engine { .. }) {
+                    // the proxy learnt the engine after the header (issue #12): the live view
+                    // uses it from now on, as a reader of the file does
+                    crate::session::read::apply_learnt_engine(&mut self.header, &self.annotations);
+                }
                 find(self, a.exchange())
             }
             R::Warning(_) => None,

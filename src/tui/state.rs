@@ -549,7 +549,21 @@ impl State {
         let Some(row) = Arc::make_mut(&mut s.source).apply_record(&ev) else {
             return Vec::new();
         };
-        self.live_changed(row, epoch)
+        let engine_learnt = matches!(
+            &ev,
+            crate::record::recorder::RecordEvent::Annotated(
+                crate::session::Annotation::Engine { .. }
+            )
+        );
+        if !engine_learnt {
+            return self.live_changed(row, epoch);
+        }
+        // The header now names the engine and its /props (template, BOS): every row recorded
+        // so far is analysed again with them.
+        let rows = s.source.rows.len();
+        (0..rows)
+            .flat_map(|r| self.live_changed(r, epoch))
+            .collect()
     }
 
     /// A live row changed: re-summarize it and re-analyse it when selected, at most one
