@@ -8,11 +8,9 @@
 //!   -DLLAMA_BUILD_COMMIT=0c1e57098`; the tree has no git) vs `b11434-unknown` (PyPI tree, no git,
 //!   `-DLLAMA_BUILD_NUMBER=11434`): common/build-info.cpp.in `b@LLAMA_BUILD_NUMBER@-@LLAMA_BUILD_COMMIT@`.
 //! * The LLM-jp 4.1 template (`chat_format=llm-jp-harmony-v1`): 11434's common/chat.cpp
-//!   dispatches it to common/parsers/llm-jp-harmony.cpp, whose parser expects the space LLM-jp's
-//!   tokenizer writes after every special token (`<|channel|> final<|message|> …`); 11312 has no
-//!   such file and sends it to the GPT-OSS format (it contains `<|channel|>`), whose parser
-//!   expects no space. The same raw text (an assistant prefill, which llama-server parses
-//!   together with the generated text) is therefore read differently.
+//!   dispatches it to common/parsers/llm-jp-harmony.cpp; 11312 has no such file and sends it to
+//!   the GPT-OSS format. The source reading predicted the same prefill would be read
+//!   differently; the real servers answered it identically (step 2 asserts what they did).
 //! * Prompts: no render difference — common/jinja differs only in where runtime.cpp opens the
 //!   for-loop scope (per item in 11312, only around a loop filter in 11434: no change in output),
 //!   and both builds render LLM-jp through `direct_apply` with the same `thinking` copy. The
@@ -108,8 +106,11 @@ fn diff_server_old_vs_new_build() {
         v["exchanges"][0]
     );
 
-    // 2. the same raw text parsed by both builds: an LLM-jp Harmony answer (space after each
-    //    special token) as an assistant prefill, one more token generated
+    // 2. The parser difference read from the two trees (LLM-jp Harmony text read by b11434's
+    //    llm-jp-harmony parser, by b11312's GPT-OSS parser) did not show on the real servers:
+    //    with an assistant prefill `<|channel|> final<|message|> Paris` both answered the
+    //    prefill as plain content, finish `length`. Recorded here so the claim is not made
+    //    again; a real parser difference between the builds is still to be found (issue #15).
     let prefill = json!({"messages": [
         {"role": "user", "content": "What is the capital of France?"},
         {"role": "assistant", "content": "<|channel|> final<|message|> Paris"}],
@@ -120,8 +121,8 @@ fn diff_server_old_vs_new_build() {
         "reply diff:\n{}",
         serde_json::to_string_pretty(reply).unwrap()
     );
-    assert!(
-        reply["changed"].as_array().is_some_and(|c| !c.is_empty()),
-        "b11312 (GPT-OSS parser) and b11434 (LLM-jp parser) read the same text differently: {reply:#}"
+    assert_eq!(
+        reply["content"]["a"], reply["content"]["b"],
+        "both builds return the same content for the LLM-jp prefill (observed): {reply:#}"
     );
 }
