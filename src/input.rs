@@ -31,12 +31,12 @@ pub enum InputError {
     /// The bytes are not UTF-8 where text is expected: `FILE:LINE:COLUMN: invalid UTF-8 (byte N)`.
     #[error("{0}")]
     Utf8(String),
-    /// The operating system's error (missing file, permission, …).
-    #[error("{}: cannot read: {source}", path.display())]
+    /// The operating system's error (missing file, permission, …), named once in the message
+    /// (not also as a `source`, which an error chain would print a second time).
+    #[error("{}: cannot read: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -71,9 +71,9 @@ fn kind_of(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// Opens `path` for reading after checking (without opening it) that it is a regular file.
 /// Errors: [`InputError::NotRegular`], [`InputError::Io`].
 pub fn open_regular(path: &Path) -> Result<File, InputError> {
-    let io = |source| InputError::Io {
+    let io = |error| InputError::Io {
         path: path.to_owned(),
-        source,
+        error,
     };
     let meta = std::fs::metadata(path).map_err(io)?;
     if let Some(kind) = kind_of(&meta) {
@@ -99,9 +99,9 @@ fn read_bounded(mut r: impl Read, path: &Path) -> Result<Vec<u8>, InputError> {
     (&mut r)
         .take(MAX_INPUT + 1)
         .read_to_end(&mut buf)
-        .map_err(|source| InputError::Io {
+        .map_err(|error| InputError::Io {
             path: path.to_owned(),
-            source,
+            error,
         })?;
     if buf.len() as u64 > MAX_INPUT {
         return Err(InputError::TooLarge {
