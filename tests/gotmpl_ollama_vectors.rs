@@ -245,3 +245,73 @@ fn collate_as_ollama() {
         "[user|Hello\n\nHow are you?|][tool|sunny|get_weather][tool|72F|get_temperature]"
     );
 }
+
+/// server/routes_debug_test.go:280-370 (TestChatDebugRenderOnly) and :83-165
+/// (TestGenerateDebugRenderOnly): the prompts Ollama's handlers render with `debug_render_only`.
+#[test]
+fn debug_render_only_as_ollama_handlers() {
+    let chat = "{{ if .Tools }}{{ .Tools }}{{ end }}{{ range .Messages }}{{ .Role }}: {{ .Content }}\n{{ end }}";
+    let r = |t: &str, req: Value| gotmpl::render_ollama(t, &req).unwrap();
+    assert_eq!(
+        r(
+            chat,
+            json!({"model": "test-model", "messages": [
+            {"role": "system", "content": "You are a helpful assistant"}, {"role": "user", "content": "Hello"}]})
+        ),
+        "system: You are a helpful assistant\nuser: Hello\n"
+    );
+    assert_eq!(
+        r(
+            chat,
+            json!({"model": "test-model", "messages": [
+            {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there!"},
+            {"role": "user", "content": "How are you?"}]})
+        ),
+        "user: Hello\nassistant: Hi there!\nuser: How are you?\n"
+    );
+    assert_eq!(
+        r(
+            chat,
+            json!({"model": "test-model", "messages": [
+            {"role": "user", "content": "What's in this image?", "images": ["ZmFrZS1pbWFnZS1kYXRh"]}]})
+        ),
+        "user: [img-0]What's in this image?\n"
+    );
+    assert_eq!(
+        r(
+            chat,
+            json!({"model": "test-model", "messages": [{"role": "user", "content": "Get the weather"}],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get weather information"}}]})
+        ),
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get weather information\",\"parameters\":{\"type\":\"\",\"properties\":null}}}]user: Get the weather\n"
+    );
+    let generate = "{{ .Prompt }}";
+    assert_eq!(
+        r(
+            generate,
+            json!({"model": "test-model", "prompt": "Hello, world!"})
+        ),
+        "Hello, world!"
+    );
+    assert_eq!(
+        r(
+            generate,
+            json!({"model": "test-model", "prompt": "User question", "system": "You are a helpful assistant"})
+        ),
+        "User question"
+    );
+    assert_eq!(
+        r(
+            generate,
+            json!({"model": "test-model", "prompt": "Hello", "template": "PROMPT: {{ .Prompt }}"})
+        ),
+        "PROMPT: Hello"
+    );
+    assert_eq!(
+        r(
+            generate,
+            json!({"model": "test-model", "prompt": "Describe this image", "images": ["ZmFrZS1pbWFnZS1kYXRh"]})
+        ),
+        "[img-0]Describe this image"
+    );
+}

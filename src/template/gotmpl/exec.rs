@@ -393,6 +393,10 @@ impl<'t> Exec<'t> {
                 self.eval_field_chain(dot, v, *p, &ids[1..], rest, final_, first)
             }
             Arg::Nil(p) => Err(self.err(*p, "nil", "nil is not a command")),
+            Arg::Dot(_) => {
+                self.not_a_function(cmd, &final_)?;
+                Ok(dot.clone())
+            }
             lit => {
                 self.not_a_function(cmd, &final_)?;
                 Ok(literal(lit))

@@ -519,23 +519,7 @@ pub fn values_from_request(req: &J, model: &OllamaModel) -> Result<Values, GoTem
         for m in msgs {
             all.push(message_from_json(m)?);
         }
-        // server/prompt.go imageTaggedMessages (models without a built-in renderer)
-        let mut n = 0;
-        for m in &mut all {
-            let mut prefix = String::new();
-            for _ in &m.images {
-                let tag = format!("[img-{n}]");
-                n += 1;
-                if m.content.contains("[img]") {
-                    m.content = m.content.replacen("[img]", &tag, 1);
-                } else {
-                    prefix.push_str(&tag);
-                }
-            }
-            if !prefix.is_empty() {
-                m.content = format!("{prefix}{}", m.content);
-            }
-        }
+        tag_images(&mut all);
         v.messages = all;
         v.tools = req.get("tools").and_then(J::as_array).cloned();
         (v.think, v.think_level, v.is_think_set) = think_values(req, model, true)?;
@@ -584,6 +568,15 @@ pub fn values_from_request(req: &J, model: &OllamaModel) -> Result<Values, GoTem
                     .collect();
             }
             v.messages.push(user);
+            // GenerateHandler: without a request `template`, the chat-like flow (chatPrompt)
+            if req
+                .get("template")
+                .and_then(J::as_str)
+                .unwrap_or_default()
+                .is_empty()
+            {
+                tag_images(&mut v.messages);
+            }
         }
         (v.think, v.think_level, v.is_think_set) = think_values(req, model, false)?;
         return Ok(v);
@@ -591,6 +584,28 @@ pub fn values_from_request(req: &J, model: &OllamaModel) -> Result<Values, GoTem
     Err(GoTemplateError::request(
         "neither \"messages\" (/api/chat) nor \"prompt\" (/api/generate) in the request",
     ))
+}
+
+/// server/prompt.go `imageTaggedMessages` (models without a built-in renderer): each image
+/// becomes `[img-N]` (numbered across the conversation), replacing the first `[img]` of the
+/// content or else prefixed to it.
+fn tag_images(msgs: &mut [Message]) {
+    let mut n = 0;
+    for m in msgs {
+        let mut prefix = String::new();
+        for _ in &m.images {
+            let tag = format!("[img-{n}]");
+            n += 1;
+            if m.content.contains("[img]") {
+                m.content = m.content.replacen("[img]", &tag, 1);
+            } else {
+                prefix.push_str(&tag);
+            }
+        }
+        if !prefix.is_empty() {
+            m.content = format!("{prefix}{}", m.content);
+        }
+    }
 }
 
 /// template.go `collate`: all system contents joined by a blank line; consecutive messages of

@@ -923,6 +923,8 @@ impl<'a> Parser<'a> {
             return Ok(None);
         };
         let mut fields = Vec::new();
+        // Go's operand(): the merged node takes the position of the first chained field
+        let chain_pos = self.peek_pos();
         while let Tok::Field(f) = self.peek().clone() {
             self.next();
             fields.push(f);
@@ -931,13 +933,13 @@ impl<'a> Parser<'a> {
             return Ok(Some(term));
         }
         Ok(Some(match term {
-            Arg::Field(p, mut id) => {
+            Arg::Field(_, mut id) => {
                 id.extend(fields);
-                Arg::Field(p, id)
+                Arg::Field(chain_pos, id)
             }
-            Arg::Variable(p, mut id) => {
+            Arg::Variable(_, mut id) => {
                 id.extend(fields);
-                Arg::Variable(p, id)
+                Arg::Variable(chain_pos, id)
             }
             Arg::Bool(p, _)
             | Arg::Str(p, _)
@@ -947,7 +949,7 @@ impl<'a> Parser<'a> {
             | Arg::Dot(p) => {
                 return Err(self.err(p, "unexpected . after term"));
             }
-            t => Arg::Chain(t.pos(), Box::new(t), fields),
+            t => Arg::Chain(chain_pos, Box::new(t), fields),
         }))
     }
 
