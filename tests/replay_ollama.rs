@@ -107,7 +107,10 @@ fn template_pane_renders_the_api_show_template() {
     let s = session();
     let ex = s.exchange(1).unwrap().clone();
     let annotations = s.annotations.get(&1).map_or(&[][..], Vec::as_slice);
-    assert!(!annotations.is_empty(), "the docs session carries /api/show for exchange 1");
+    assert!(
+        !annotations.is_empty(),
+        "the docs session carries /api/show for exchange 1"
+    );
     let a = analyse(
         ex,
         Context {
