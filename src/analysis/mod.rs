@@ -311,7 +311,7 @@ pub fn analyse_with<E>(
     cx.template = overrides.template.clone().or_else(|| prop("chat_template"));
     // Ollama: the prompt as Ollama renders it from the /api/show annotation (issue #14) —
     // what the prompt rules read when there is no server render
-    let ollama = template::ollama_render(&ex, cx.request.as_ref(), ctx.annotations);
+    let ollama = template::ollama_render(&ex, cx.request.as_ref(), ctx.header, ctx.annotations);
     if let Some((_, Ok(prompt))) = &ollama
         && cx.server_prompt.is_none()
     {

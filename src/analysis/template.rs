@@ -81,6 +81,7 @@ fn local_render(
 pub fn ollama_render(
     ex: &Exchange,
     request: Option<&Value>,
+    header: &Header,
     annotations: &[crate::session::Annotation],
 ) -> Option<(String, Result<String, String>)> {
     let path = ex.request.path.split('?').next().unwrap_or_default();
@@ -95,6 +96,11 @@ pub fn ollama_render(
         show,
         request,
         &ex.started,
+        header
+            .engine
+            .as_ref()
+            .filter(|e| e.kind == "ollama")
+            .and_then(|e| e.version.as_deref()),
     ))
 }
 

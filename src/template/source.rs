@@ -302,19 +302,27 @@ pub fn date_of(rfc3339: &str) -> Option<Date> {
 
 /// An Ollama exchange's render from its `/api/show` annotation (`model`, the trimmed answer):
 /// `(origin, render or error)`, the request rendered as [`TemplateSource::render_ollama`] with
-/// `currentDate` = the date of `started` (RFC 3339). The one place the Template pane and
-/// `check` get an Ollama prompt from.
+/// `currentDate` = the date of `started` (RFC 3339), as the Ollama `version` (the session's
+/// `/api/version`, when known) renders it ([`OllamaModel::set_version`]). The one place the
+/// Template pane and `check` get an Ollama prompt from.
 pub fn ollama_exchange_render(
     model: &str,
     show: &Value,
     request: Option<&Value>,
     started: &str,
+    version: Option<&str>,
 ) -> (String, Result<String, String>) {
-    let origin = format!("/api/show template, {model}");
-    let source = match TemplateSource::from_ollama_show(&origin, show) {
+    let origin = match version {
+        Some(v) => format!("/api/show template, {model}, Ollama {v}"),
+        None => format!("/api/show template, {model}"),
+    };
+    let mut source = match TemplateSource::from_ollama_show(&origin, show) {
         Ok(s) => s,
         Err(e) => return (origin, Err(e.to_string())),
     };
+    if let (Some(m), Some(v)) = (source.ollama.as_mut(), version) {
+        m.set_version(v);
+    }
     let Some(body) = request else {
         return (origin, Err("the request body is not JSON".into()));
     };
