@@ -234,7 +234,7 @@ impl<'t> Exec<'t> {
             Value::Invalid | Value::Nil => Vec::new(),
             other => {
                 let mut s = String::new();
-                fmt_v(other, &mut s, 0);
+                fmt_v(other, &mut s);
                 return Err(self.err(b.pos, "range", format!("range can't iterate over {s}")));
             }
         };
@@ -657,7 +657,7 @@ impl<'t> Exec<'t> {
                 let len = match &v[0] {
                     Value::Str(s) => {
                         if idx.len() > 2 {
-                            return Err(call_err(self, format!("cannot 3-index slice a string")));
+                            return Err(call_err(self, "cannot 3-index slice a string".into()));
                         }
                         s.len() as i64
                     }
@@ -947,7 +947,7 @@ fn lt(a: &Value, b: &Value) -> Result<bool, String> {
 fn operand(v: &Value, out: &mut String) {
     match v {
         Value::Invalid | Value::Nil => out.push_str("<nil>"),
-        v => fmt_v(v, out, 0),
+        v => fmt_v(v, out),
     }
 }
 
