@@ -485,11 +485,7 @@ pub fn message_from_json(m: &J) -> Result<Message, GoTemplateError> {
 
 /// `ThinkValue` of a request's `think` → (`Think`, `ThinkLevel`, `IsThinkSet`), with the
 /// handlers' default: a thinking-capable model with no `think` thinks (`true`).
-fn think_values(
-    req: &J,
-    model: &OllamaModel,
-    chat: bool,
-) -> Result<(bool, String, bool), GoTemplateError> {
+fn think_values(req: &J, model: &OllamaModel) -> Result<(bool, String, bool), GoTemplateError> {
     let think = match req.get("think") {
         None | Some(J::Null) => {
             if model.thinking {
@@ -508,7 +504,6 @@ fn think_values(
             )));
         }
     };
-    let _ = chat;
     Ok(match think {
         None => (false, String::new(), false),
         Some(J::Bool(b)) => (b, if b { "medium".into() } else { String::new() }, true),
@@ -556,7 +551,7 @@ pub fn values_from_request(req: &J, model: &OllamaModel) -> Result<Values, GoTem
         tag_images(&mut all);
         v.messages = all;
         v.tools = req.get("tools").and_then(J::as_array).cloned();
-        (v.think, v.think_level, v.is_think_set) = think_values(req, model, true)?;
+        (v.think, v.think_level, v.is_think_set) = think_values(req, model)?;
         return Ok(v);
     }
     if req.get("prompt").is_some() {
@@ -612,7 +607,7 @@ pub fn values_from_request(req: &J, model: &OllamaModel) -> Result<Values, GoTem
                 tag_images(&mut v.messages);
             }
         }
-        (v.think, v.think_level, v.is_think_set) = think_values(req, model, false)?;
+        (v.think, v.think_level, v.is_think_set) = think_values(req, model)?;
         return Ok(v);
     }
     Err(GoTemplateError::request(
