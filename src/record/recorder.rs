@@ -734,6 +734,7 @@ pub async fn exchange_annotations(
             by: None,
             verified: None,
             diverged_at: None,
+            prompt_from: None,
             error: None,
         },
         Err(why) => Annotation::RawText {
@@ -745,6 +746,7 @@ pub async fn exchange_annotations(
             by: None,
             verified: None,
             diverged_at: None,
+            prompt_from: None,
             error: Some(why),
         },
     };
