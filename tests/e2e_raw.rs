@@ -10,8 +10,9 @@
 //! of a greedy tool-call exchange is regenerated through `/completion` and verified.
 //!
 //! The third drives the OpenAI-style path against the same kind of server: `toolscope
-//! regenerate --endpoint v1-completions` (the server's render as a string prompt), then the
-//! render's token ids as `prompt` (the shape vLLM's `/tokenize` gives), both verified.
+//! regenerate --endpoint v1-completions` (the server's render as a string prompt), then
+//! toolscope's local render of the template file as SGLang regeneration sends it, then the server
+//! render's token ids as `prompt` (the shape vLLM's `/tokenize` gives), all verified.
 
 mod support;
 
@@ -466,7 +467,49 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
         "{raw:?}"
     );
 
-    // 2. The prompt as token ids (vLLM's /tokenize shape): llama-server's own tokens of its
+    // 2. The SGLang path: toolscope's local render of the template file (SGLang cannot render
+    // a chat request), as a string prompt to /v1/completions — here llama-server's.
+    let template_path = qwen3_template().unwrap().1;
+    let out = Command::new(support::bin())
+        .arg("regenerate")
+        .arg(&session)
+        .args(["--url", &base, "--exchange", &original.id.to_string()])
+        .args(["--engine", "sglang", "--template"])
+        .arg(&template_path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = read_session(&session).unwrap();
+    let regen = s
+        .exchanges
+        .iter()
+        .filter(|e| e.label.as_deref() == Some(&format!("regenerate:{}", original.id)))
+        .max_by_key(|e| e.id)
+        .unwrap();
+    assert_eq!(regen.request.path, "/v1/completions");
+    let anns = s.annotations.get(&original.id).cloned().unwrap_or_default();
+    let Annotation::RawText {
+        text: Some(text),
+        verified,
+        prompt_from,
+        ..
+    } = regenerated_of(&anns, regen.id)
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        prompt_from,
+        Some(format!("local render of {}", template_path.display()))
+    );
+    assert_eq!(verified, Some(true), "{stdout}");
+    assert_eq!(parsed_calls(&text, &template_text, &request), server_calls);
+
+    // 3. The prompt as token ids (vLLM's /tokenize shape): llama-server's own tokens of its
     // render, sent as `prompt: [ids]` to /v1/completions.
     let client = reqwest::Client::new();
     let rendered: Value = rt
