@@ -13,7 +13,9 @@
 //! * vLLM `POST /v1/completions` → `{"object": "text_completion", "choices": [{"index", "text",
 //!   "logprobs", "finish_reason", "stop_reason"}], "usage"}`:
 //!   vllm/entrypoints/openai/completion/protocol.py `CompletionResponse`.
-//! * Ollama `POST /api/generate` with `raw: true`, `stream: false`, `options` → one object with
+//! * Ollama `POST /api/show {"model"}` → `{"template", …}`, the prompt rendered as Ollama
+//!   renders it (server/routes_debug_test.go `TestChatDebugRenderOnly`, its tools case, gives
+//!   the expected prompt); `POST /api/generate` with `raw: true`, `stream: false`, `options` → one object with
 //!   `response`, `done: true`, `done_reason`: ollama/ollama docs/api.md "Request (Raw Mode)",
 //!   "Request (No streaming)", "Generate request (With options)"; `/api/chat` answers with
 //!   `message.tool_calls[].function.arguments` as an object: docs/api.md "Chat request (with
@@ -289,18 +291,30 @@ async fn sglang_needs_a_local_render_and_takes_it_through_v1_completions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ollama_generate_raw_with_the_chat_options() {
-    let (base, seen) = start(vec![(
-        "/api/generate",
-        json!({"model": "qwen3:0.6b", "created_at": "2025-01-01T00:00:00Z", "response": CALL_PARIS,
-            "done": true, "done_reason": "stop", "total_duration": 1, "load_duration": 1,
-            "prompt_eval_count": 9, "prompt_eval_duration": 1, "eval_count": 25, "eval_duration": 1}),
-    )])
+    // Ollama's own render vector: server/routes_debug_test.go (TestChatDebugRenderOnly, the
+    // tools case) renders this template and request to exactly this prompt.
+    let template = "{{ if .Tools }}{{ .Tools }}{{ end }}{{ range .Messages }}{{ .Role }}: {{ .Content }}\n{{ end }}";
+    let expected_prompt = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get weather information\",\"parameters\":{\"type\":\"\",\"properties\":null}}}]user: Get the weather\n";
+    let (base, seen) = start(vec![
+        (
+            "/api/show",
+            json!({"template": template, "capabilities": ["completion", "tools"],
+                "details": {"family": "qwen3"}}),
+        ),
+        (
+            "/api/generate",
+            json!({"model": "test-model", "created_at": "2025-01-01T00:00:00Z", "response": CALL_PARIS,
+                "done": true, "done_reason": "stop", "total_duration": 1, "load_duration": 1,
+                "prompt_eval_count": 9, "prompt_eval_duration": 1, "eval_count": 25, "eval_duration": 1}),
+        ),
+    ])
     .await;
     // An /api/chat body as the ollama Python SDK sends it: sampling in `options`.
-    let chat = json!({"model": "qwen3:0.6b", "messages": [{"role": "user", "content": "Weather in Paris?"}],
-        "tools": tools(), "stream": false, "think": false,
+    let chat = json!({"model": "test-model", "messages": [{"role": "user", "content": "Get the weather"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get weather information"}}],
+        "stream": false,
         "options": {"temperature": 0, "seed": 42, "num_ctx": 4096, "num_predict": 64, "stop": ["<|im_end|>"]}});
-    let answer = json!({"model": "qwen3:0.6b", "created_at": "2025-01-01T00:00:00Z",
+    let answer = json!({"model": "test-model", "created_at": "2025-01-01T00:00:00Z",
         "message": {"role": "assistant", "content": "",
             "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
         "done_reason": "stop", "done": true});
@@ -313,27 +327,31 @@ async fn ollama_generate_raw_with_the_chat_options() {
     .unwrap();
     let opts = RegenOptions {
         engine: "ollama".into(),
-        prompt: Some(Prompt {
-            text: RENDERED.into(),
-            token_ids: None,
-            from: "file rendered.txt".into(),
-        }),
         ..Default::default()
     };
     let r = regenerate_with(&base, &original, &mut writer, &opts)
         .await
         .unwrap();
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].0, "POST /api/generate HTTP/1.1");
+    let lines: Vec<&str> = seen.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(
-        seen[0].1,
-        json!({"model": "qwen3:0.6b", "prompt": RENDERED, "raw": true, "stream": false,
+        lines,
+        ["POST /api/show HTTP/1.1", "POST /api/generate HTTP/1.1"]
+    );
+    assert_eq!(seen[0].1, json!({"model": "test-model"}));
+    assert_eq!(
+        seen[1].1,
+        json!({"model": "test-model", "prompt": expected_prompt, "raw": true, "stream": false,
             "options": {"temperature": 0, "seed": 42, "num_ctx": 4096, "num_predict": 64, "stop": ["<|im_end|>"]}})
     );
+    assert_eq!(r.prompt, expected_prompt);
     assert_eq!(r.generated, CALL_PARIS);
     assert_eq!(r.exchange.request.path, "/api/generate");
-    let (v, _, _) = verdict(&r.annotation);
+    let (v, _, from) = verdict(&r.annotation);
+    assert_eq!(
+        from.as_deref(),
+        Some("Ollama /api/show template of test-model")
+    );
     assert_eq!(v, Some(true));
 
     // An OpenAI-compatible chat sent to Ollama (/v1/chat/completions) carries its sampling at

@@ -324,21 +324,45 @@ pub fn vllm_tokenize_body(chat: &Value) -> Value {
     Value::Object(b)
 }
 
-/// Renders Ollama chat body `chat` through the model's Go `template` (`/api/show`) as Ollama's
-/// `/api/chat` does. The one place the Ollama renderer is called (seam 1: the `ollama` helper's
-/// pure Go-template renderer).
+/// Renders Ollama chat body `chat` as Ollama's `/api/chat` builds its prompt, from the model's
+/// `POST /api/show` answer `show` (its `template`, `system`, `messages`, thinking capability)
+/// with `today` as the template's `currentDate` (the exchange's date). The one place the Ollama
+/// renderer is called: [`crate::template::gotmpl::render_ollama_with`] (seam 1).
 ///
-/// Errors: the renderer is not available in this build, or the template fails.
-pub fn ollama_prompt(template: &str, chat: &Value) -> anyhow::Result<String> {
-    let _ = (template, chat);
-    bail!(
-        "toolscope cannot render Ollama Go templates yet (the Go-template renderer has not landed); pass --prompt-file with the rendered prompt"
-    )
+/// Errors: `show` has no `template`; the template fails (Go's message, with line and column).
+pub fn ollama_prompt(
+    show: &Value,
+    chat: &Value,
+    today: Option<(i32, u32, u32)>,
+) -> anyhow::Result<String> {
+    use crate::template::gotmpl::{ExecOptions, OllamaModel, render_ollama_with};
+    let template = show
+        .get("template")
+        .and_then(Value::as_str)
+        .context("/api/show answer has no \"template\"")?;
+    let opts = ExecOptions {
+        today,
+        ..Default::default()
+    };
+    render_ollama_with(template, chat, &OllamaModel::from_show(show), &opts)
+        .map_err(|e| anyhow::anyhow!("rendering the /api/show template: {e}"))
+}
+
+/// The civil date (year, month, day) of an RFC 3339 time (`2026-12-01T17:16:59Z`), for Ollama's
+/// `currentDate`; `None` when it does not start with a date.
+fn date_of(rfc3339: &str) -> Option<(i32, u32, u32)> {
+    let d = rfc3339.get(..10)?;
+    let mut it = d.split('-');
+    let y = it.next()?.parse().ok()?;
+    let m = it.next()?.parse().ok()?;
+    let day = it.next()?.parse().ok()?;
+    Some((y, m, day))
 }
 
 /// The engine's own render of chat body `chat`, from the server at `client`:
 /// llama-server `/apply-template`; vLLM `/tokenize` ([`vllm_tokenize_body`]) then `/detokenize`
-/// for the text; Ollama `/api/show` `template` through [`ollama_prompt`]. Also returns the chat
+/// for the text; Ollama `/api/show` through [`ollama_prompt`] (`today`: the exchange's date,
+/// for the template's `currentDate`). Also returns the chat
 /// template the engine uses (for the call syntax of the verification), when it says.
 ///
 /// Errors: the engine has no chat render (SGLang; unknown engines): the message says to render
@@ -347,6 +371,7 @@ pub async fn server_prompt(
     client: &ServerClient,
     engine: &str,
     chat: &Value,
+    today: Option<(i32, u32, u32)>,
 ) -> anyhow::Result<(Prompt, Option<String>)> {
     match engine {
         "llama-server" => {
@@ -387,19 +412,18 @@ pub async fn server_prompt(
                 .and_then(Value::as_str)
                 .context("the chat body names no model for /api/show")?;
             let show = client.ollama_show(model).await?;
+            let text = ollama_prompt(&show, chat, today)?;
             let template = show
                 .get("template")
                 .and_then(Value::as_str)
-                .context("/api/show answer has no \"template\"")?
-                .to_owned();
-            let text = ollama_prompt(&template, chat)?;
+                .map(str::to_owned);
             Ok((
                 Prompt {
                     text,
                     token_ids: None,
                     from: format!("Ollama /api/show template of {model}"),
                 },
-                Some(template),
+                template,
             ))
         }
         "sglang" => bail!(
@@ -620,7 +644,7 @@ pub async fn regenerate_with(
     let client = ServerClient::new(base);
     let (prompt, server_template) = match &opts.prompt {
         Some(p) => (p.clone(), None),
-        None => server_prompt(&client, engine, &chat)
+        None => server_prompt(&client, engine, &chat, date_of(&original.started))
             .await
             .with_context(|| format!("exchange {id}: rendering the prompt on {engine}"))?,
     };
