@@ -373,3 +373,85 @@ async fn ollama_generate_raw_with_the_chat_options() {
             "options": {"temperature": 0.2, "repeat_penalty": 1.1, "num_predict": 10, "stop": ["x"]}})
     );
 }
+
+/// `proxy --regenerate` in front of vLLM (detected by `/v1/models` `owned_by: "vllm"`): after
+/// the chat exchange the recorder renders it with `/tokenize`, regenerates it through
+/// `/v1/completions` from the token ids, and records both, off the client's path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_regenerate_on_a_vllm_upstream() {
+    let ids = json!([151644, 872, 198, 151645, 198, 151644, 77091, 198]);
+    let answer = json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "Qwen/Qwen3-0.6B",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "chatcmpl-tool-1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            "finish_reason": "tool_calls", "stop_reason": null}]});
+    let (upstream, seen) = start(vec![
+        (
+            "/v1/models",
+            json!({"object": "list", "data": [{"id": "Qwen/Qwen3-0.6B", "object": "model", "owned_by": "vllm"}]}),
+        ),
+        ("/v1/chat/completions", answer.clone()),
+        (
+            "/tokenize",
+            json!({"count": 8, "max_model_len": 8192, "tokens": ids, "token_strs": null}),
+        ),
+        ("/detokenize", json!({"prompt": RENDERED})),
+        ("/v1/completions", vllm_completion(CALL_PARIS)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let mut cfg = toolscope::record::proxy::ProxyConfig::new(&upstream, session.clone());
+    cfg.regenerate = true;
+    let proxy = toolscope::record::proxy::Proxy::spawn(cfg, None)
+        .await
+        .unwrap();
+    assert_eq!(proxy.header().engine.as_ref().unwrap().kind, "vllm");
+    let chat = json!({"model": "Qwen/Qwen3-0.6B", "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": tools(), "temperature": 0});
+    let got: Value = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .json(&chat)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got, answer);
+    assert!(
+        proxy
+            .recorder()
+            .settle(std::time::Duration::from_secs(10))
+            .await
+    );
+    assert!(proxy.shutdown(std::time::Duration::from_secs(10)).await);
+
+    let lines: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(l, _)| l.clone())
+        .collect();
+    assert!(
+        lines.ends_with(&[
+            "POST /v1/chat/completions HTTP/1.1".to_owned(),
+            "POST /tokenize HTTP/1.1".to_owned(),
+            "POST /detokenize HTTP/1.1".to_owned(),
+            "POST /v1/completions HTTP/1.1".to_owned(),
+        ]),
+        "{lines:?}"
+    );
+    let s = read_session(&session).unwrap();
+    let mut exs = s.exchanges.clone();
+    exs.sort_by_key(|e| e.id);
+    assert_eq!(exs.len(), 2, "{exs:#?}");
+    assert_eq!(exs[1].label.as_deref(), Some("regenerate:1"));
+    assert_eq!(exs[1].request.path, "/v1/completions");
+    assert_eq!(exs[1].request_json().unwrap()["prompt"], ids);
+    let anns = s.annotations.get(&1).cloned().unwrap_or_default();
+    assert_eq!(anns.len(), 1, "{anns:?}");
+    let (v, _, from) = verdict(&anns[0]);
+    assert_eq!(v, Some(true));
+    assert_eq!(from.as_deref(), Some("vLLM /tokenize (messages)"));
+}

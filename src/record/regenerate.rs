@@ -737,6 +737,66 @@ pub async fn regenerate_recorded(
     }
 }
 
+/// `proxy --regenerate` on a vLLM or Ollama upstream (engine kind `engine`, base URL `base`):
+/// regenerates `original` as exchange `new_id` from the engine's own render
+/// ([`server_prompt`]) through the engine's endpoint ([`Endpoint::for_engine`]). Returns the
+/// exchange to record (when the endpoint answered) and the original's
+/// [`Annotation::RawText`] (with `error` when the render or the regeneration failed).
+pub async fn regenerate_on_engine(
+    base: &str,
+    engine: &str,
+    original: &Exchange,
+    new_id: u64,
+) -> (Option<Exchange>, Annotation) {
+    let failed = |e: anyhow::Error, from: Option<String>| Annotation::RawText {
+        exchange: original.id,
+        source: RawTextSource::Regenerated,
+        text: None,
+        slot: None,
+        generation_prompt: None,
+        by: None,
+        verified: None,
+        diverged_at: None,
+        prompt_from: from,
+        error: Some(format!("{e:#}")),
+    };
+    let (body, chat) = match chat_bodies(original) {
+        Ok(b) => b,
+        Err(e) => return (None, failed(e, None)),
+    };
+    let client = ServerClient::new(base);
+    let (prompt, template) =
+        match server_prompt(&client, engine, &chat, date_of(&original.started)).await {
+            Ok(p) => p,
+            Err(e) => {
+                return (
+                    None,
+                    failed(e.context(format!("rendering on {engine}")), None),
+                );
+            }
+        };
+    let endpoint = Endpoint::for_engine(engine);
+    let target = (endpoint, engine);
+    match complete(client.base(), original, target, &body, &prompt, new_id).await {
+        Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
+            let ann = regenerated_annotation(
+                original,
+                &generated,
+                Some(ex.id),
+                template.as_deref(),
+                Some(&prompt.from),
+            );
+            (Some(ex), ann)
+        }
+        Ok((ex, _)) => {
+            let status = ex.response.as_ref().map_or(0, |r| r.status);
+            let e = anyhow::anyhow!("{} answered HTTP {status}", endpoint.path());
+            (Some(ex), failed(e, Some(prompt.from)))
+        }
+        Err(e) => (None, failed(e, Some(prompt.from))),
+    }
+}
+
 /// Response headers as a session records them: `(lower-case name, value)` pairs in the
 /// server's order, values decoded lossily as UTF-8. Shared with [`super::probe`].
 pub(crate) fn recorded_headers(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
