@@ -91,6 +91,10 @@ pub struct RecorderConfig {
     /// model's `POST /api/show` (fetched once per model, off the client's path) is written as
     /// an [`Annotation::OllamaShow`] — the template source for Ollama exchanges.
     pub ollama_show_from: Option<String>,
+    /// `proxy --regenerate` on an upstream that is not llama-server: `(base URL, engine kind)`
+    /// for `vllm` or `ollama` (engines that render a chat request themselves;
+    /// [`crate::record::regenerate::regenerate_on_engine`]).
+    pub regenerate_on: Option<(String, String)>,
 }
 
 /// A llama-server upstream, known when the recorder opened or learnt later.
@@ -240,6 +244,8 @@ struct Inner {
     llama: std::sync::RwLock<Option<Llama>>,
     /// Where to retry engine detection while it is unknown; `None` once learnt.
     learn_from: Mutex<Option<String>>,
+    /// `(base, engine kind)` of a vLLM or Ollama upstream to regenerate on (`--regenerate`).
+    regen_on: std::sync::RwLock<Option<(String, String)>>,
     /// A detection is running (at most one at a time).
     learning: std::sync::atomic::AtomicBool,
     /// Lines written (exchanges + annotations), for tests and benches.
@@ -364,6 +370,7 @@ impl Recorder {
                 .map(str::to_owned),
         });
         let learn_from = cfg.learn_engine_from.clone().filter(|_| llama.is_none());
+        let regen_on = cfg.regenerate_on.clone().filter(|_| cfg.regenerate);
         let spill_dir = cfg
             .session
             .parent()
@@ -380,6 +387,7 @@ impl Recorder {
                 idle: Notify::new(),
                 llama: std::sync::RwLock::new(llama),
                 learn_from: Mutex::new(learn_from),
+                regen_on: std::sync::RwLock::new(regen_on),
                 learning: std::sync::atomic::AtomicBool::new(false),
                 written,
                 rt,
@@ -543,6 +551,21 @@ impl Recorder {
             .ollama_show_from
             .clone()
             .and_then(|base| ollama_model(ex, req_body.as_ref()).map(|m| (base, m)));
+        // --regenerate on a vLLM / Ollama upstream (chat bodies, Ollama's /api/chat too).
+        let regen_on = match &llama {
+            None if self.inner.cfg.regenerate => {
+                self.inner.regen_on.read().ok().and_then(|r| r.clone())
+            }
+            _ => None,
+        };
+        let other = regen_on.filter(|_| {
+            matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Ollama)
+                && ex.request.method == "POST"
+                && req_body.is_some()
+                && ex.outcome != Outcome::Shutdown
+                && ex.response.as_ref().is_some_and(|r| r.status < 400)
+        });
+        let other = other.map(|o| (o, raw.event_exchange()));
         let id = ex.id;
         let request = chat.then(|| {
             let mut request = ex.request.clone();
@@ -572,6 +595,17 @@ impl Recorder {
                     show,
                     error,
                 });
+                rec.busy_dec();
+            });
+        }
+        // --regenerate on a vLLM / Ollama upstream
+        if let Some(((base, engine), original)) = other
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            self.busy_inc();
+            let rec = self.clone();
+            rt.spawn(async move {
+                rec.regenerate_elsewhere(&base, &engine, original).await;
                 rec.busy_dec();
             });
         }
@@ -649,6 +683,12 @@ impl Recorder {
         if let (Some(l), Ok(mut slot)) = (&llama, self.inner.llama.write()) {
             *slot = Some(l.clone());
         }
+        if self.inner.cfg.regenerate
+            && matches!(engine.kind.as_str(), "vllm" | "ollama")
+            && let Ok(mut r) = self.inner.regen_on.write()
+        {
+            *r = Some((base.to_owned(), engine.kind.clone()));
+        }
         self.write_annotation(Annotation::Engine {
             exchange: id,
             engine,
@@ -698,6 +738,31 @@ impl Recorder {
             }
             self.write_annotation(ann);
         }
+    }
+
+    /// `--regenerate` on a vLLM or Ollama upstream: unless the exchange carries its raw text
+    /// itself (token pieces), regenerate it there and record the exchange and its annotation.
+    async fn regenerate_elsewhere(&self, base: &str, engine: &str, original: Exchange) {
+        if crate::stream::raw::raw_output(&original, &[])
+            .text()
+            .is_some()
+        {
+            return;
+        }
+        let new_id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let (ex, ann) =
+            crate::record::regenerate::regenerate_on_engine(base, engine, &original, new_id).await;
+        if let Some(ex) = ex {
+            if let Some(ev) = &self.inner.events {
+                emit_to(
+                    ev,
+                    self.inner.rt.as_ref(),
+                    RecordEvent::Ended(Box::new(ex.clone())),
+                );
+            }
+            self.queue(Line::Exchange(Box::new(ex)));
+        }
+        self.write_annotation(ann);
     }
 
     /// Waits until no exchange is in flight and no annotation is pending (at most `timeout`),
@@ -784,6 +849,7 @@ pub async fn exchange_annotations(
             by: None,
             verified: None,
             diverged_at: None,
+            prompt_from: None,
             error: None,
         },
         Err(why) => Annotation::RawText {
@@ -795,6 +861,7 @@ pub async fn exchange_annotations(
             by: None,
             verified: None,
             diverged_at: None,
+            prompt_from: None,
             error: Some(why),
         },
     };

@@ -282,6 +282,11 @@ pub enum Annotation {
         /// with the server's answer.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diverged_at: Option<usize>,
+        /// For `regenerated`: where the re-run prompt came from, e.g. `llama-server
+        /// /apply-template`, `vLLM /tokenize (messages)`, `Ollama /api/show template`, or
+        /// `local render of <template source>` when the engine cannot render a chat request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_from: Option<String>,
         /// Why there is no text (no slot's `prompt` matched: the slot was reused; `/slots`
         /// disabled; the regeneration failed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
