@@ -5,6 +5,7 @@
 mod support;
 
 use serde_json::{Value, json};
+use toolscope::diagnose::rules::server::comparison_findings;
 use toolscope::diagnose::{ExchangeContext, check_exchange, load};
 use toolscope::finding::{Pane, Rule};
 use toolscope::parser::{ParseOutput, ParsedCall};
@@ -391,10 +392,27 @@ fn openai_index_reused_for_second_call() {
 fn openai_llama_error_event_is_parse_error() {
     let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"<tool_call>\"}}]}\n\ndata: {\"error\":{\"code\":500,\"message\":\"The model produced output that does not match the expected peg-native format\",\"type\":\"server_error\"}}\n\n";
     let r = reassemble_openai(&decode_bytes(body));
-    assert_eq!(rules(&r), vec![("server.parse_error", Some(1))]);
+    // reassembly reports the error event (a fact); the rule judges it (diagnose)
+    assert_eq!(rules(&r), vec![]);
     assert_eq!(r.problems.len(), 1);
     assert_eq!(r.problems[0].kind, "error_event");
+    assert_eq!(r.problems[0].event, Some(1));
     assert_eq!(r.message.content, "<tool_call>");
+    assert_eq!(
+        judged(Api::Openai, body),
+        vec![("server.parse_error", Some(1))]
+    );
+}
+
+/// `server.parse_error` / `stream.error_event` as diagnose judges a stream body.
+fn judged(api: Api, body: &[u8]) -> Vec<(&'static str, Option<usize>)> {
+    let mut cx = ExchangeContext::new(api);
+    load::set_stream(&mut cx, std::str::from_utf8(body).unwrap());
+    check_exchange(&cx)
+        .iter()
+        .filter(|f| matches!(f.rule, Rule::ServerParseError | Rule::StreamErrorEvent))
+        .map(|f| (f.rule.id(), f.evidence.event))
+        .collect()
 }
 
 #[test]
@@ -559,7 +577,12 @@ fn anthropic_error_event_llama_and_anthropic_shapes() {
         ),
     ]);
     let r = reassemble_anthropic(&decode_bytes(&body));
-    assert_eq!(rules(&r), vec![("server.parse_error", Some(1))]);
+    assert_eq!(rules(&r), vec![]);
+    assert_eq!(r.problems[0].kind, "error_event");
+    assert_eq!(
+        judged(Api::Anthropic, &body),
+        vec![("server.parse_error", Some(1))]
+    );
     let body = asse(&[(
         "error",
         json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
@@ -692,13 +715,12 @@ fn case_06_and_10_non_stream_bodies_decode() {
             in_text: "content".into()
         }]
     );
-    assert_eq!(cmp.findings.len(), 1);
-    assert_eq!(cmp.findings[0].rule, Rule::ToolCallLeakedAsText);
-    assert_eq!(cmp.findings[0].evidence.offset, Some(0));
-    assert_eq!(
-        cmp.findings[0].evidence.tool.as_deref(),
-        Some("get_weather")
-    );
+    // the finding is worded by the rule (diagnose/rules/server.rs) from the comparison's facts
+    let findings = comparison_findings(&r.message, &raw, &parsed, &cmp);
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].rule, Rule::ToolCallLeakedAsText);
+    assert_eq!(findings[0].evidence.offset, Some(0));
+    assert_eq!(findings[0].evidence.tool.as_deref(), Some("get_weather"));
 }
 
 #[test]
@@ -805,7 +827,10 @@ fn compare_agree_merge_mangle_miss_extra() {
             parsed: vec![0, 1]
         }]
     );
-    assert_eq!(c.findings[0].rule, Rule::ServerCallMismatch);
+    assert_eq!(
+        comparison_findings(&s, "", &p, &c)[0].rule,
+        Rule::ServerCallMismatch
+    );
 
     // Two calls merged into one object.
     let s = server(&[("a", "{\"x\":1,\"y\":2}")], "");
@@ -896,8 +921,9 @@ fn compare_agree_merge_mangle_miss_extra() {
             in_text: "content".into()
         }]
     );
+    let f = comparison_findings(&s, raw, &p, &c);
     assert_eq!(
-        (c.findings[0].rule, c.findings[0].evidence.offset),
+        (f[0].rule, f[0].evidence.offset),
         (Rule::ToolCallLeakedAsText, Some(50))
     );
     // Dropped entirely.
@@ -910,12 +936,15 @@ fn compare_agree_merge_mangle_miss_extra() {
             in_text: "dropped".into()
         }]
     );
-    assert_eq!(c.findings[0].rule, Rule::ServerCallMismatch);
+    assert_eq!(
+        comparison_findings(&s, raw, &p, &c)[0].rule,
+        Rule::ServerCallMismatch
+    );
     // Extra server call.
     let s = server(&[("f", "{}"), ("g", "{}"), ("z", "{}")], "");
     let c = compare_calls(&s, raw, &p);
     assert_eq!(c.discrepancies, vec![Discrepancy::Extra { server: 2 }]);
-    assert!(c.findings.is_empty());
+    assert!(comparison_findings(&s, raw, &p, &c).is_empty());
 }
 
 #[test]
@@ -939,7 +968,10 @@ fn case_10_with_the_real_parser_reports_leak() {
         }]
     );
     assert_eq!(
-        cmp.findings.iter().map(|f| f.rule.id()).collect::<Vec<_>>(),
+        comparison_findings(&r.message, &raw, &parsed, &cmp)
+            .iter()
+            .map(|f| f.rule.id())
+            .collect::<Vec<_>>(),
         vec!["tool_call.leaked_as_text"]
     );
     // Case 07's reassembled call agrees with a parse of the same call written as Hermes text.

@@ -11,7 +11,8 @@
 //! 4. no server call left → **missed** (the call stayed in `content`/`reasoning` as text:
 //!    `tool_call.leaked_as_text`; or was dropped: `server.call_mismatch`).
 //!
-//! Merged and mangled calls are `server.call_mismatch` (severity error).
+//! Merged and mangled calls are `server.call_mismatch` (severity error). The findings are built
+//! from these facts in diagnose/rules/server.rs (`comparison_findings`), not here.
 //!
 //! Server calls that match no toolscope call are listed as `extra` (a syntax toolscope's parser
 //! does not know, or a call the server invented); they get no finding.
@@ -20,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::message::AssistantMessage;
-use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::parser::{ParseOutput, ParsedCall};
 
 /// One difference between the server's calls and toolscope's parse. Indices are positions in
@@ -50,10 +50,6 @@ pub struct CallComparison {
     /// `(server, parsed)` index pairs that agree.
     pub agreed: Vec<(usize, usize)>,
     pub discrepancies: Vec<Discrepancy>,
-    /// Findings: `tool_call.leaked_as_text` for each missed call left in the text;
-    /// `server.call_mismatch` for each merged or mangled call (the server's parser produced a
-    /// wrong call) and each missed call the server dropped altogether.
-    pub findings: Vec<Finding>,
 }
 
 impl CallComparison {
@@ -106,8 +102,7 @@ fn call_text<'a>(raw: &'a str, p: &ParsedCall) -> Option<&'a str> {
 
 /// Compares the server's calls in `server` with `parsed`, toolscope's parse of `raw` (the raw
 /// model text the parse was run on: `__verbose.content`, a regenerated completion, or the
-/// concatenated content). Findings have pane `replay`, `offset` = the call's byte offset in
-/// `raw` when the parse recorded a span, and the tool name. See the module doc for the rules.
+/// concatenated content). See the module doc for the matching.
 pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput) -> CallComparison {
     let sc = &server.tool_calls;
     let pc = &parsed.tool_calls;
@@ -143,21 +138,6 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
                     for &i in &idx {
                         p_used[i] = true;
                     }
-                    let names: Vec<&str> = parts.iter().map(|p| p.name.as_str()).collect();
-                    out.findings.push(
-                        Finding::new(
-                            Rule::ServerCallMismatch,
-                            format!(
-                                "the server merged {} calls ({}) into one tool call \"{}\" with arguments {}",
-                                idx.len(),
-                                names.join(", "),
-                                sc[si].name,
-                                sc[si].arguments
-                            ),
-                            "The server's tool-call parser joined parallel calls; parse the raw text yourself or disable parallel tool calls.",
-                        )
-                        .with_evidence(evidence(raw, pc[start].span, Some(&sc[si].name))),
-                    );
                     out.discrepancies.push(Discrepancy::Merged {
                         server: si,
                         parsed: idx,
@@ -173,19 +153,6 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
         let p = &pc[pi];
         let name_differs = s.name != p.name;
         let args_differs = sargs[si].as_ref() != Some(&p.arguments);
-        let what = match (name_differs, args_differs) {
-            (true, true) => format!("name \"{}\" and arguments {}", s.name, s.arguments),
-            (true, false) => format!("name \"{}\"", s.name),
-            _ => format!("arguments {}", s.arguments),
-        };
-        out.findings.push(
-            Finding::new(
-                Rule::ServerCallMismatch,
-                format!("the server returned call {si} with {what}, but the raw text has {}({})", p.name, p.arguments),
-                "The server's tool-call parser mangled the call; compare the raw text in the replay pane.",
-            )
-            .with_evidence(evidence(raw, p.span, Some(&p.name))),
-        );
         out.discrepancies.push(Discrepancy::Mangled {
             server: si,
             parsed: pi,
@@ -228,29 +195,6 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
         } else {
             "dropped"
         };
-        let msg = match in_text {
-            "dropped" => format!(
-                "the raw text has a call {}({}) that the server neither returned as a tool call nor kept as text",
-                p.name, p.arguments
-            ),
-            w => format!(
-                "the raw text has a call {}({}) that the server left in {w} as text instead of returning it in tool_calls",
-                p.name, p.arguments
-            ),
-        };
-        let rule = if in_text == "dropped" {
-            Rule::ServerCallMismatch
-        } else {
-            Rule::ToolCallLeakedAsText
-        };
-        out.findings.push(
-            Finding::new(
-                rule,
-                msg,
-                "The server's parser did not recognise this call syntax (or tool calling was off for the request): force the template's syntax, or parse the text client-side.",
-            )
-            .with_evidence(evidence(raw, p.span, Some(&p.name))),
-        );
         out.discrepancies.push(Discrepancy::Missed {
             parsed: pi,
             in_text: in_text.to_owned(),
@@ -262,20 +206,4 @@ pub fn compare_calls(server: &AssistantMessage, raw: &str, parsed: &ParseOutput)
         }
     }
     out
-}
-
-fn evidence(raw: &str, span: Option<(usize, usize)>, tool: Option<&str>) -> Evidence {
-    Evidence {
-        pane: Some(Pane::Replay),
-        tool: tool.filter(|t| !t.is_empty()).map(str::to_owned),
-        offset: span.map(|s| s.0),
-        excerpt: span.and_then(|(a, b)| raw.get(a..b)).map(|t| {
-            let mut e: String = t.chars().take(120).collect();
-            if e.len() < t.len() {
-                e.push('…');
-            }
-            e
-        }),
-        ..Default::default()
-    }
 }

@@ -104,11 +104,116 @@ pub fn call_mismatch(cx: &ExchangeContext) -> Vec<Finding> {
         .or_else(|| crate::parser::Syntax::detect_from_text(raw));
     let tools = cx.request.as_ref().and_then(|r| r.get("tools"));
     let parsed = crate::parser::parse(raw, syntax, tools);
-    crate::stream::compare::compare_calls(m, raw, &parsed)
-        .findings
+    let cmp = crate::stream::compare::compare_calls(m, raw, &parsed);
+    comparison_findings(m, raw, &parsed, &cmp)
         .into_iter()
         .filter(|f| f.rule == Rule::ServerCallMismatch)
         .collect()
+}
+
+/// The findings of a server-vs-toolscope call comparison ([`crate::stream::compare`]), one per
+/// discrepancy in its order: a merged or mangled call is `server.call_mismatch` (the server's
+/// parser produced a wrong call); a missed call is `tool_call.leaked_as_text` when its text
+/// stayed in content or reasoning, `server.call_mismatch` when the server dropped it; an extra
+/// server call gets none. `server` is the server's answer, `raw` the text `parsed` was parsed
+/// from. Evidence: pane replay, the call's byte offset in `raw` (when the parse kept its span)
+/// and excerpt, the tool.
+pub fn comparison_findings(
+    server: &crate::stream::AssistantMessage,
+    raw: &str,
+    parsed: &crate::parser::ParseOutput,
+    cmp: &crate::stream::compare::CallComparison,
+) -> Vec<Finding> {
+    use crate::stream::compare::Discrepancy;
+    let (sc, pc) = (&server.tool_calls, &parsed.tool_calls);
+    cmp.discrepancies
+        .iter()
+        .filter_map(|d| match d {
+            Discrepancy::Merged { server: si, parsed: idx } => {
+                let names: Vec<&str> = idx.iter().map(|&i| pc[i].name.as_str()).collect();
+                Some(
+                    Finding::new(
+                        Rule::ServerCallMismatch,
+                        format!(
+                            "the server merged {} calls ({}) into one tool call \"{}\" with arguments {}",
+                            idx.len(),
+                            names.join(", "),
+                            sc[*si].name,
+                            sc[*si].arguments
+                        ),
+                        "The server's tool-call parser joined parallel calls; parse the raw text yourself or disable parallel tool calls.",
+                    )
+                    .with_evidence(call_evidence(raw, idx.first().and_then(|&i| pc[i].span), &sc[*si].name)),
+                )
+            }
+            Discrepancy::Mangled {
+                server: si,
+                parsed: pi,
+                name_differs,
+                args_differs,
+            } => {
+                let (s, p) = (&sc[*si], &pc[*pi]);
+                let what = match (name_differs, args_differs) {
+                    (true, true) => format!("name \"{}\" and arguments {}", s.name, s.arguments),
+                    (true, false) => format!("name \"{}\"", s.name),
+                    _ => format!("arguments {}", s.arguments),
+                };
+                Some(
+                    Finding::new(
+                        Rule::ServerCallMismatch,
+                        format!("the server returned call {si} with {what}, but the raw text has {}({})", p.name, p.arguments),
+                        "The server's tool-call parser mangled the call; compare the raw text in the replay pane.",
+                    )
+                    .with_evidence(call_evidence(raw, p.span, &p.name)),
+                )
+            }
+            Discrepancy::Missed { parsed: pi, in_text } => {
+                let p = &pc[*pi];
+                let (rule, msg) = match in_text.as_str() {
+                    "dropped" => (
+                        Rule::ServerCallMismatch,
+                        format!(
+                            "the raw text has a call {}({}) that the server neither returned as a tool call nor kept as text",
+                            p.name, p.arguments
+                        ),
+                    ),
+                    w => (
+                        Rule::ToolCallLeakedAsText,
+                        format!(
+                            "the raw text has a call {}({}) that the server left in {w} as text instead of returning it in tool_calls",
+                            p.name, p.arguments
+                        ),
+                    ),
+                };
+                Some(
+                    Finding::new(
+                        rule,
+                        msg,
+                        "The server's parser did not recognise this call syntax (or tool calling was off for the request): force the template's syntax, or parse the text client-side.",
+                    )
+                    .with_evidence(call_evidence(raw, p.span, &p.name)),
+                )
+            }
+            Discrepancy::Extra { .. } => None,
+        })
+        .collect()
+}
+
+/// Evidence for a call at `span` of `raw`: pane replay, offset, excerpt (120 characters), tool.
+fn call_evidence(raw: &str, span: Option<(usize, usize)>, tool: &str) -> Evidence {
+    Evidence {
+        pane: Some(Pane::Replay),
+        tool: (!tool.is_empty()).then(|| tool.to_owned()),
+        offset: span.map(|s| s.0),
+        excerpt: span.and_then(|(a, b)| raw.get(a..b)).map(|t| {
+            let mut e: String = t.chars().take(120).collect();
+            if e.len() < t.len() {
+                e.push('…');
+            }
+            e
+        }),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]
