@@ -342,3 +342,35 @@ fn every_family_reads_its_documented_example_however_it_is_cut() {
         }
     }
 }
+
+/// MiniMax M3's separator `]<]minimax[>[` is found at its `<` (its `]` is not a search byte of
+/// its own, issue #13 item 5), so a `]` that ends the text before it must still belong to the
+/// marker, however the text is cut, and a `]` that is not followed by the separator stays
+/// content. Expected values by hand: prose `See v[3]`, then the call.
+#[test]
+fn minimax_m3_separator_after_a_closing_bracket_however_it_is_cut() {
+    let tools = tools();
+    let opts = ParserOptions::default();
+    let text = "See v[3]]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call> then x]";
+    for syntax in [Some(Syntax::MiniMaxM3), None] {
+        let one = parse_with(text, syntax, Some(&tools), opts);
+        let names: Vec<&str> = one.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["get_weather"], "{syntax:?}");
+        assert_eq!(one.tool_calls[0].arguments, json!({"city": "Paris"}));
+        assert_eq!(one.content, "See v[3] then x]", "{syntax:?}");
+        for i in (1..text.len()).filter(|&i| text.is_char_boundary(i)) {
+            let two = [&text[..i], &text[i..]];
+            let mut p = Parser::with_options(syntax, Some(&tools), opts);
+            let mut col = Collector::default();
+            for c in two {
+                for e in p.feed(c) {
+                    col.apply(&e);
+                }
+            }
+            for e in p.finish() {
+                col.apply(&e);
+            }
+            assert_eq!(col.into_output(), one, "{syntax:?} cut at {i}");
+        }
+    }
+}
