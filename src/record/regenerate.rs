@@ -61,43 +61,21 @@ pub fn is_parse_error(ex: &Exchange) -> bool {
 }
 
 /// The `/completion` body for `prompt` with the sampling settings of the chat body `chat`
-/// (OpenAI or Anthropic field names): `temperature`, `top_p`, `top_k`, `min_p`, `seed`,
-/// `presence_penalty`, `frequency_penalty`, `repeat_penalty`; `max_tokens` /
-/// `max_completion_tokens` / `n_predict` → `n_predict`; `stop` / `stop_sequences` → `stop`
-/// (a single string becomes a one-element array). Always `stream: false`,
-/// `cache_prompt: false`. Fields follow llama.cpp tools/server/README.md "POST /completion".
+/// ([`sampling_settings`]: OpenAI, Anthropic, llama-server or Ollama `options` names):
+/// `temperature`, `top_p`, `top_k`, `min_p`, `seed`, `presence_penalty`, `frequency_penalty`,
+/// `repeat_penalty`; the token limit as `n_predict`; `stop` (a single string becomes a
+/// one-element array). Always `stream: false`, `cache_prompt: false`. Fields follow llama.cpp
+/// tools/server/README.md "POST /completion".
 pub fn completion_body(chat: &Value, prompt: &str) -> Value {
     let mut b = Map::new();
     b.insert("prompt".into(), json!(prompt));
-    for k in [
-        "temperature",
-        "top_p",
-        "top_k",
-        "min_p",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "repeat_penalty",
-    ] {
-        if let Some(v) = chat.get(k).filter(|v| !v.is_null()) {
-            b.insert(k.into(), v.clone());
-        }
-    }
-    if let Some(n) = ["max_completion_tokens", "max_tokens", "n_predict"]
-        .iter()
-        .find_map(|k| chat.get(*k).filter(|v| v.is_number()))
-    {
-        b.insert("n_predict".into(), n.clone());
-    }
-    let stop = chat.get("stop").or_else(|| chat.get("stop_sequences"));
-    match stop {
-        Some(Value::String(s)) => {
-            b.insert("stop".into(), json!([s]));
-        }
-        Some(Value::Array(a)) if !a.is_empty() => {
-            b.insert("stop".into(), Value::Array(a.clone()));
-        }
-        _ => {}
+    for (k, v) in sampling_settings(chat) {
+        let k = if k == "max_tokens" {
+            "n_predict".into()
+        } else {
+            k
+        };
+        b.insert(k, v);
     }
     b.insert("stream".into(), json!(false));
     b.insert("cache_prompt".into(), json!(false));
@@ -827,6 +805,23 @@ mod tests {
             completion_body(&anth, "Q"),
             json!({"prompt":"Q","top_k":5,"n_predict":10,"stop":["a","b"],"stream":false,"cache_prompt":false})
         );
+    }
+
+    #[test]
+    fn engine_endpoints_and_dates() {
+        assert_eq!(Endpoint::for_engine("vllm"), Endpoint::V1Completions);
+        assert_eq!(Endpoint::for_engine("sglang"), Endpoint::V1Completions);
+        assert_eq!(Endpoint::for_engine("ollama"), Endpoint::OllamaGenerate);
+        assert_eq!(Endpoint::for_engine("llama-server"), Endpoint::Completion);
+        assert_eq!(date_of("2026-12-01T17:16:59.123456Z"), Some((2026, 12, 1)));
+        assert_eq!(date_of(""), None);
+        // /v1/completions answers: the OpenAI completions shape.
+        let v = json!({"choices": [{"index": 0, "text": "T", "finish_reason": "stop"}]});
+        assert_eq!(
+            generated_text(Endpoint::V1Completions, &v).as_deref(),
+            Some("T")
+        );
+        assert_eq!(generated_text(Endpoint::Completion, &v), None);
     }
 
     #[test]
