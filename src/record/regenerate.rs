@@ -676,18 +676,7 @@ pub async fn regenerate_recorded(
     template: Option<&str>,
 ) -> (Option<Exchange>, Annotation) {
     const FROM: &str = "llama-server /apply-template";
-    let failed = |e: anyhow::Error| Annotation::RawText {
-        exchange: original.id,
-        source: RawTextSource::Regenerated,
-        text: None,
-        slot: None,
-        generation_prompt: None,
-        by: None,
-        verified: None,
-        diverged_at: None,
-        prompt_from: Some(FROM.into()),
-        error: Some(format!("{e:#}")),
-    };
+    let failed = |e: anyhow::Error| failed_annotation(original, &e, Some(FROM.into()));
     let body = match chat_bodies(original) {
         Ok((body, _)) => body,
         Err(e) => return (None, failed(e)),
@@ -726,18 +715,7 @@ pub async fn regenerate_on_engine(
     original: &Exchange,
     new_id: u64,
 ) -> (Option<Exchange>, Annotation) {
-    let failed = |e: anyhow::Error, from: Option<String>| Annotation::RawText {
-        exchange: original.id,
-        source: RawTextSource::Regenerated,
-        text: None,
-        slot: None,
-        generation_prompt: None,
-        by: None,
-        verified: None,
-        diverged_at: None,
-        prompt_from: from,
-        error: Some(format!("{e:#}")),
-    };
+    let failed = |e: anyhow::Error, from| failed_annotation(original, &e, from);
     let (body, chat) = match chat_bodies(original) {
         Ok(b) => b,
         Err(e) => return (None, failed(e, None)),
@@ -772,6 +750,23 @@ pub async fn regenerate_on_engine(
             (Some(ex), failed(e, Some(prompt.from)))
         }
         Err(e) => (None, failed(e, Some(prompt.from))),
+    }
+}
+
+/// The [`Annotation::RawText`] of a regeneration of `original` that produced no text: `error`
+/// says why, `prompt_from` where the prompt came from when it got that far.
+fn failed_annotation(original: &Exchange, e: &anyhow::Error, from: Option<String>) -> Annotation {
+    Annotation::RawText {
+        exchange: original.id,
+        source: RawTextSource::Regenerated,
+        text: None,
+        slot: None,
+        generation_prompt: None,
+        by: None,
+        verified: None,
+        diverged_at: None,
+        prompt_from: from,
+        error: Some(format!("{e:#}")),
     }
 }
 
