@@ -46,8 +46,9 @@ use crate::session::{
 use crate::stream::raw::{Verdict, verify_regenerated};
 
 /// True when `ex` is a chat exchange (OpenAI or Anthropic) that llama-server answered with its
-/// tool-call parse error: HTTP 500 (or an SSE `error` event) whose message says the output
-/// "does not match the expected … format" (the condition of rule `server.parse_error`).
+/// tool-call parse error: HTTP 500 (or an SSE `error` event) whose message is a parse failure
+/// ([`crate::stream::reassemble::is_parse_error_message`], the condition of rule
+/// `server.parse_error`).
 pub fn is_parse_error(ex: &Exchange) -> bool {
     if !matches!(ex.api(), Api::Openai | Api::Anthropic) {
         return false;
@@ -56,7 +57,7 @@ pub fn is_parse_error(ex: &Exchange) -> bool {
         return false;
     };
     let text = String::from_utf8_lossy(&ex.response_bytes()).into_owned();
-    let msg = text.contains("does not match the expected");
+    let msg = crate::stream::reassemble::is_parse_error_message(&text);
     msg && (resp.status >= 500 || resp.chunks.is_some())
 }
 
