@@ -8,6 +8,11 @@
 //!
 //! The second test runs `proxy --regenerate` against a server without the env var: the raw text
 //! of a greedy tool-call exchange is regenerated through `/completion` and verified.
+//!
+//! The third drives the OpenAI-style path against the same kind of server: `toolscope
+//! regenerate --endpoint v1-completions` (the server's render as a string prompt), then
+//! toolscope's local render of the template file as SGLang regeneration sends it, then the server
+//! render's token ids as `prompt` (the shape vLLM's `/tokenize` gives), all verified.
 
 mod support;
 
@@ -19,7 +24,11 @@ use base64::Engine as _;
 use serde_json::Value;
 use toolscope::parser::{Syntax, parse};
 use toolscope::record::llama::{LlamaOptions, LlamaServer, free_port};
-use toolscope::session::{Annotation, Outcome, RawTextSource, read_session};
+use toolscope::record::regenerate::{Endpoint, Prompt, RegenOptions, regenerate_with};
+use toolscope::record::send::{SendOptions, send};
+use toolscope::session::{
+    Annotation, Api, Exchange, Outcome, RawTextSource, SessionWriter, read_session,
+};
 use toolscope::stream::raw::{RawOutput, RawSource, Verdict, raw_output};
 
 /// `toolscope proxy --headless` on a free loopback port, upstream `upstream`; returns the child
@@ -325,4 +334,237 @@ fn proxy_regenerate_verifies_a_greedy_exchange_without_slots_debug() {
             "{name}"
         );
     }
+}
+
+/// The greedy streamed two-tools request, sent to `base` and recorded into `session` (label
+/// `send`); returns the recorded exchange.
+fn send_two_tools(rt: &tokio::runtime::Runtime, base: &str, session: &Path) -> Exchange {
+    let body =
+        std::fs::read(support::root().join("scripts/record-requests/a-two-tools-stream.json"))
+            .unwrap();
+    let opts = SendOptions {
+        url: base.to_owned(),
+        api: Some(Api::Openai),
+        session: session.to_owned(),
+        keep_secrets: false,
+        headers: vec![],
+    };
+    let sent = rt.block_on(send(body.into(), &opts, |_| {})).expect("send");
+    assert_eq!(sent.status, 200);
+    sent.exchange.expect("recorded")
+}
+
+/// The regenerated raw_text annotation of exchange `id` written by exchange `by`.
+fn regenerated_of(anns: &[Annotation], by: u64) -> Annotation {
+    anns.iter()
+        .find(|a| matches!(a, Annotation::RawText { source: RawTextSource::Regenerated, by: Some(b), .. } if *b == by))
+        .cloned()
+        .unwrap_or_else(|| panic!("no regeneration by #{by}: {:?}", kinds(anns)))
+}
+
+#[test]
+#[ignore = "e2e: needs llama-server"]
+fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
+    let Some((model, template, template_text)) = qwen3_template() else {
+        return;
+    };
+    // Default flags: no -v, no LLAMA_SERVER_SLOTS_DEBUG — no raw text of its own.
+    let server = LlamaServer::start(LlamaOptions {
+        model,
+        chat_template_file: Some(template),
+        verbose: false,
+        extra_args: vec![],
+        ctx: 4096,
+    })
+    .expect("llama-server starts");
+    let base = server.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("v1.jsonl");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let original = send_two_tools(&rt, &base, &session);
+    let server_msg = toolscope::stream::decode_exchange(&original)
+        .unwrap()
+        .message;
+    let server_calls: Vec<(String, Value)> = server_msg
+        .tool_calls
+        .iter()
+        .map(|c| (c.name.clone(), c.arguments_json().unwrap()))
+        .collect();
+    assert!(
+        !server_calls.is_empty(),
+        "the few-shot history makes SmolLM2 call get_weather: {server_msg:?}"
+    );
+    let request = original.request_json().unwrap();
+
+    // 1. The CLI, OpenAI-style /v1/completions with the server's render as a string prompt.
+    let out = Command::new(support::bin())
+        .arg("regenerate")
+        .arg(&session)
+        .args(["--url", &base, "--exchange", &original.id.to_string()])
+        .args(["--endpoint", "v1-completions"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("prompt from: llama-server /apply-template"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("as the model's output: regenerated, verified"),
+        "{stdout}"
+    );
+    let s = read_session(&session).unwrap();
+    let regen = s
+        .exchanges
+        .iter()
+        .find(|e| e.label.as_deref() == Some(&format!("regenerate:{}", original.id)))
+        .expect("the regeneration is recorded");
+    assert_eq!(regen.request.path, "/v1/completions");
+    let sent: Value = regen.request_json().unwrap();
+    assert!(sent["prompt"].is_string(), "{sent}");
+    // The recorded sampling settings, under /v1/completions names.
+    assert_eq!(sent["temperature"], request["temperature"]);
+    assert_eq!(sent["seed"], request["seed"]);
+    assert_eq!(sent["max_tokens"], request["max_tokens"]);
+    assert_eq!(sent["stream"], false);
+    let anns = s.annotations.get(&original.id).cloned().unwrap_or_default();
+    let Annotation::RawText {
+        text: Some(text),
+        verified,
+        prompt_from,
+        ..
+    } = regenerated_of(&anns, regen.id)
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        verified,
+        Some(true),
+        "regenerated {text:?}, server {server_msg:?}"
+    );
+    assert_eq!(prompt_from.as_deref(), Some("llama-server /apply-template"));
+    assert_eq!(parsed_calls(&text, &template_text, &request), server_calls);
+    let raw = raw_output(&original, &anns);
+    assert!(
+        matches!(
+            raw,
+            RawOutput::Text {
+                source: RawSource::Regenerated {
+                    verdict: Verdict::Verified,
+                    ..
+                },
+                ..
+            }
+        ),
+        "{raw:?}"
+    );
+
+    // 2. The SGLang path: toolscope's local render of the template file (SGLang cannot render
+    // a chat request), as a string prompt to /v1/completions — here llama-server's.
+    let template_path = qwen3_template().unwrap().1;
+    let out = Command::new(support::bin())
+        .arg("regenerate")
+        .arg(&session)
+        .args(["--url", &base, "--exchange", &original.id.to_string()])
+        .args(["--engine", "sglang", "--template"])
+        .arg(&template_path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = read_session(&session).unwrap();
+    let regen = s
+        .exchanges
+        .iter()
+        .filter(|e| e.label.as_deref() == Some(&format!("regenerate:{}", original.id)))
+        .max_by_key(|e| e.id)
+        .unwrap();
+    assert_eq!(regen.request.path, "/v1/completions");
+    let anns = s.annotations.get(&original.id).cloned().unwrap_or_default();
+    let Annotation::RawText {
+        text: Some(text),
+        verified,
+        prompt_from,
+        ..
+    } = regenerated_of(&anns, regen.id)
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        prompt_from,
+        Some(format!("local render of {}", template_path.display()))
+    );
+    assert_eq!(verified, Some(true), "{stdout}");
+    assert_eq!(parsed_calls(&text, &template_text, &request), server_calls);
+
+    // 3. The prompt as token ids (vLLM's /tokenize shape): llama-server's own tokens of its
+    // render, sent as `prompt: [ids]` to /v1/completions.
+    let client = reqwest::Client::new();
+    let rendered: Value = rt
+        .block_on(async {
+            client
+                .post(format!("{base}/apply-template"))
+                .json(&request)
+                .send()
+                .await?
+                .json()
+                .await
+        })
+        .unwrap();
+    let prompt_text = rendered["prompt"].as_str().unwrap().to_owned();
+    let tokenized: Value = rt
+        .block_on(async {
+            client
+                .post(format!("{base}/tokenize"))
+                .json(&serde_json::json!({"content": prompt_text, "add_special": true, "parse_special": true}))
+                .send()
+                .await?
+                .json()
+                .await
+        })
+        .unwrap();
+    let ids: Vec<u64> = serde_json::from_value(tokenized["tokens"].clone()).unwrap();
+    assert!(ids.len() > 100, "{tokenized}");
+    let mut writer = SessionWriter::open(&session, &s.header).unwrap();
+    let opts = RegenOptions {
+        engine: "llama-server".into(),
+        endpoint: Some(Endpoint::V1Completions),
+        prompt: Some(Prompt {
+            text: prompt_text,
+            token_ids: Some(ids.clone()),
+            from: "llama-server /tokenize ids".into(),
+        }),
+        template: Some(template_text.clone()),
+    };
+    let r = rt
+        .block_on(regenerate_with(&base, &original, &mut writer, &opts))
+        .expect("regenerate from token ids");
+    drop(writer);
+    let sent = r.exchange.request_json().unwrap();
+    assert_eq!(sent["prompt"], serde_json::json!(ids));
+    let Annotation::RawText { verified, .. } = &r.annotation else {
+        unreachable!()
+    };
+    assert_eq!(
+        *verified,
+        Some(true),
+        "regenerated {:?}, server {server_msg:?}",
+        r.generated
+    );
+    assert_eq!(
+        parsed_calls(&r.raw_text, &template_text, &request),
+        server_calls
+    );
 }

@@ -36,9 +36,11 @@ pub struct Args {
     #[arg(long)]
     pub keep_secrets: bool,
     /// After each chat exchange whose raw model text was not captured (llama-server without
-    /// LLAMA_SERVER_SLOTS_DEBUG=1 or -v), re-run its rendered prompt through llama-server
-    /// /completion with the same sampling settings, off the client's path. The text counts as the
-    /// model's output only when toolscope's parse of it reproduces the server's answer.
+    /// LLAMA_SERVER_SLOTS_DEBUG=1 or -v; vLLM; Ollama), re-run the engine's own render of it
+    /// through its raw completion endpoint (llama-server /completion, vLLM /v1/completions from
+    /// /tokenize's token ids, Ollama /api/generate raw) with the same sampling settings, off the
+    /// client's path. The text counts as the model's output only when toolscope's parse of it
+    /// reproduces the server's answer.
     #[arg(long)]
     pub regenerate: bool,
     /// On Ctrl-C or SIGTERM, seconds to let running exchanges finish before they are cut and

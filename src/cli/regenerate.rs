@@ -7,6 +7,11 @@
 //! exchange only when toolscope's parse of it reproduces the server's answer ("regenerated,
 //! verified"); otherwise it is "regenerated, diverged at byte N".
 //!
+//! Per engine (`--engine`, default the session's): llama-server renders with `/apply-template`,
+//! vLLM with `/tokenize` (messages), Ollama with its `/api/show` template; `--template SRC`
+//! renders locally instead (SGLang needs it), `--prompt-file` takes a prompt verbatim.
+//! `--endpoint completion|v1-completions|ollama-generate` overrides the engine's raw endpoint.
+//!
 //! Glue only: [`crate::record::regenerate`] does the requests, [`crate::parser`] the replay.
 //! Exit 0 when every regenerated text parses without a malformed block, 1 when one is
 //! malformed (or the regeneration itself failed), 2 on unusable input (no such file, no
@@ -19,7 +24,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use crate::parser::{Syntax, parse};
-use crate::record::regenerate::{is_parse_error, regenerate};
+use crate::record::regenerate::{Endpoint, Prompt, RegenOptions, is_parse_error, regenerate_with};
 use crate::session::{SessionWriter, read_session};
 use crate::stream::raw as toolscope_raw;
 
@@ -36,6 +41,23 @@ pub struct Args {
     /// rejected).
     #[arg(long, value_name = "N")]
     pub exchange: Option<u64>,
+    /// The engine at --url: `llama-server`, `vllm`, `sglang`, `ollama` (default: the session's
+    /// engine). Picks how the prompt is rendered and the default --endpoint.
+    #[arg(long, value_name = "KIND", value_parser = ["llama-server", "vllm", "sglang", "ollama"])]
+    pub engine: Option<String>,
+    /// The raw completion endpoint (default: the engine's: llama-server `completion`, vLLM and
+    /// SGLang `v1-completions`, Ollama `ollama-generate`).
+    #[arg(long, value_enum)]
+    pub endpoint: Option<Endpoint>,
+    /// Render the prompt locally from this template source (as `render --template`: a .jinja,
+    /// tokenizer_config.json, .gguf, corpus:NAME.jinja) instead of asking the engine; needed for
+    /// SGLang, which cannot render a chat request without generating.
+    #[arg(long, value_name = "SRC", conflicts_with = "prompt_file")]
+    pub template: Option<String>,
+    /// Use this file's bytes verbatim as the rendered prompt (e.g. one copied from the engine's
+    /// debug log).
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
 }
 
 /// Runs `toolscope regenerate`.
@@ -59,19 +81,61 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
         }
     }
-    let template = session
-        .header
-        .props
-        .as_ref()
-        .and_then(|p| p.get("chat_template"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let engine = args
+        .engine
+        .clone()
+        .or_else(|| session.header.engine.as_ref().map(|e| e.kind.clone()))
+        .filter(|k| k != "unknown")
+        .unwrap_or_else(|| "llama-server".into());
+    let local = match &args.template {
+        Some(src) => Some(crate::cli::render::load_template(src)?),
+        None => None,
+    };
+    let file_prompt = match &args.prompt_file {
+        Some(p) => {
+            let bytes = crate::input::read_file(p)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|e| anyhow::anyhow!("{}: not UTF-8: {e}", p.display()))?;
+            Some(Prompt {
+                text,
+                token_ids: None,
+                from: format!("file {}", p.display()),
+            })
+        }
+        None => None,
+    };
+    let template = local.as_ref().map(|s| s.template.clone()).or_else(|| {
+        session
+            .header
+            .props
+            .as_ref()
+            .and_then(|p| p.get("chat_template"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
     let mut writer = SessionWriter::open(&args.session, &session.header)
         .with_context(|| format!("{name}: cannot open for append"))?;
     let rt = super::runtime();
     let mut bad = false;
     for ex in &targets {
-        let r = match rt.block_on(regenerate(&args.url, ex, &mut writer)) {
+        let prompt = match (&local, &file_prompt) {
+            (Some(src), _) => match local_prompt(src, ex) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("toolscope: {name}: #{}: {e:#}", ex.id);
+                    bad = true;
+                    continue;
+                }
+            },
+            (None, p) => p.clone(),
+        };
+        let opts = RegenOptions {
+            engine: engine.clone(),
+            endpoint: args.endpoint,
+            prompt,
+            template: template.clone(),
+        };
+        let r = match rt.block_on(regenerate_with(&args.url, ex, &mut writer, &opts)) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("toolscope: {name}: #{}: {e:#}", ex.id);
@@ -93,6 +157,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             r.raw_text.len(),
             syntax.map_or("auto", |s| s.name())
         );
+        if let crate::session::Annotation::RawText {
+            prompt_from: Some(f),
+            ..
+        } = &r.annotation
+        {
+            println!("  prompt from: {f}");
+        }
         println!("  raw: {:?}", r.raw_text);
         if let toolscope_raw::RawOutput::Text { source, .. } =
             toolscope_raw::raw_output(ex, std::slice::from_ref(&r.annotation))
@@ -121,4 +192,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!("recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)");
     Ok(ExitCode::from(u8::from(bad)))
+}
+
+/// toolscope's render of exchange `ex`'s chat body under template source `src` (the source's
+/// render profile), labelled `local render of <origin>`.
+fn local_prompt(
+    src: &crate::template::TemplateSource,
+    ex: &crate::session::Exchange,
+) -> anyhow::Result<Prompt> {
+    let body = ex
+        .request_json()
+        .with_context(|| format!("exchange {}: request body is not JSON", ex.id))?;
+    let anthropic = ex.api() == crate::session::Api::Anthropic;
+    let (text, _) = crate::cli::render::render_request(src, &body, anthropic, None, false)?;
+    Ok(Prompt {
+        text,
+        token_ids: None,
+        from: format!("local render of {}", src.origin),
+    })
 }

@@ -117,6 +117,38 @@ impl ServerClient {
         self.get_json("/slots").await
     }
 
+    /// vLLM `POST /tokenize` with a chat body ([`crate::record::regenerate::vllm_tokenize_body`]):
+    /// the server applies its chat template and returns the prompt's token ids
+    /// (vllm/entrypoints/serve/tokenize/protocol.py `TokenizeChatRequest` → `TokenizeResponse`
+    /// `{"count", "max_model_len", "tokens"}`).
+    pub async fn vllm_tokenize_chat(&self, body: &Value) -> anyhow::Result<Vec<u64>> {
+        let v = self.post_json("/tokenize", body).await?;
+        serde_json::from_value(
+            v.get("tokens")
+                .cloned()
+                .context("/tokenize answer has no \"tokens\"")?,
+        )
+        .context("/tokenize \"tokens\" is not a list of token ids")
+    }
+
+    /// vLLM `POST /detokenize {"model", "tokens"}` → the answer's `prompt` text
+    /// (vllm/entrypoints/serve/tokenize/protocol.py `DetokenizeResponse`).
+    pub async fn vllm_detokenize(
+        &self,
+        model: Option<&Value>,
+        tokens: &[u64],
+    ) -> anyhow::Result<String> {
+        let mut body = json!({ "tokens": tokens });
+        if let Some(m) = model {
+            body["model"] = m.clone();
+        }
+        let v = self.post_json("/detokenize", &body).await?;
+        v.get("prompt")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .context("/detokenize answer has no \"prompt\" string")
+    }
+
     /// `POST /api/show {"model"}` (Ollama); returns the whole answer (`template` is a Go template).
     pub async fn ollama_show(&self, model: &str) -> anyhow::Result<Value> {
         self.post_json("/api/show", &json!({"model": model})).await

@@ -80,8 +80,10 @@ pub struct ProxyConfig {
     /// Probe the upstream for its engine (`/props`, `/v1/models`, `/api/version`) and, for
     /// llama-server, fetch `/apply-template` + `/tokenize` after each chat exchange.
     pub detect_engine: bool,
-    /// `--regenerate`: re-run each chat exchange whose raw text was not captured through
-    /// llama-server `/completion` after it ended, off the client's path (see
+    /// `--regenerate`: re-run each chat exchange whose raw text was not captured through the
+    /// engine's raw completion endpoint after it ended, off the client's path (llama-server
+    /// `/completion`; a vLLM or Ollama upstream through
+    /// [`crate::record::regenerate::regenerate_on_engine`]; see
     /// [`RecorderConfig::regenerate`]).
     pub regenerate: bool,
     /// The proxy is `send`'s internal hop: the recorded `host` header is the upstream's (what
@@ -306,10 +308,20 @@ impl Proxy {
         });
         let mut render_from = None;
         let mut learn_engine_from = None;
+        let mut ollama_show_from = None;
+        let mut regenerate_on = None;
         if cfg.detect_engine {
             let (engine, props) = detect_engine(&upstream.base_with_auth).await;
             if engine.kind == "llama-server" {
                 render_from = Some(upstream.base_with_auth.clone());
+            }
+            // Ollama: /api/show per model, the template source (issue #14)
+            if engine.kind == "ollama" {
+                ollama_show_from = Some(upstream.base_with_auth.clone());
+            }
+            // --regenerate on engines that render a chat request themselves.
+            if matches!(engine.kind.as_str(), "vllm" | "ollama") {
+                regenerate_on = Some((upstream.base_with_auth.clone(), engine.kind.clone()));
             }
             // Not answering yet (still loading): retried after each exchange.
             if engine.kind == "unknown" {
@@ -333,6 +345,8 @@ impl Proxy {
                 bos_token,
                 learn_engine_from,
                 regenerate: cfg.regenerate,
+                ollama_show_from,
+                regenerate_on,
             },
             &header,
             events,

@@ -87,6 +87,14 @@ pub struct RecorderConfig {
     /// rendered prompt through llama-server `/completion` (off the client's path), record that
     /// exchange (label `regenerate:<id>`) and an [`Annotation::RawText`] with its verdict.
     pub regenerate: bool,
+    /// Ollama upstream base URL: after each `/api/chat` / `/api/generate` exchange, the
+    /// model's `POST /api/show` (fetched once per model, off the client's path) is written as
+    /// an [`Annotation::OllamaShow`] — the template source for Ollama exchanges.
+    pub ollama_show_from: Option<String>,
+    /// `proxy --regenerate` on an upstream that is not llama-server: `(base URL, engine kind)`
+    /// for `vllm` or `ollama` (engines that render a chat request themselves;
+    /// [`crate::record::regenerate::regenerate_on_engine`]).
+    pub regenerate_on: Option<(String, String)>,
 }
 
 /// A llama-server upstream, known when the recorder opened or learnt later.
@@ -236,6 +244,8 @@ struct Inner {
     llama: std::sync::RwLock<Option<Llama>>,
     /// Where to retry engine detection while it is unknown; `None` once learnt.
     learn_from: Mutex<Option<String>>,
+    /// `(base, engine kind)` of a vLLM or Ollama upstream to regenerate on (`--regenerate`).
+    regen_on: std::sync::RwLock<Option<(String, String)>>,
     /// A detection is running (at most one at a time).
     learning: std::sync::atomic::AtomicBool,
     /// Lines written (exchanges + annotations), for tests and benches.
@@ -248,6 +258,8 @@ struct Inner {
     cut_count: AtomicUsize,
     /// Folder for spilled bodies (the session's).
     spill_dir: PathBuf,
+    /// Ollama `/api/show` answers by model (trimmed) or why they failed: fetched once each.
+    ollama_shows: tokio::sync::Mutex<std::collections::HashMap<String, Result<Value, String>>>,
 }
 
 /// A cheap-to-clone handle on one session being recorded.
@@ -358,6 +370,7 @@ impl Recorder {
                 .map(str::to_owned),
         });
         let learn_from = cfg.learn_engine_from.clone().filter(|_| llama.is_none());
+        let regen_on = cfg.regenerate_on.clone().filter(|_| cfg.regenerate);
         let spill_dir = cfg
             .session
             .parent()
@@ -374,12 +387,14 @@ impl Recorder {
                 idle: Notify::new(),
                 llama: std::sync::RwLock::new(llama),
                 learn_from: Mutex::new(learn_from),
+                regen_on: std::sync::RwLock::new(regen_on),
                 learning: std::sync::atomic::AtomicBool::new(false),
                 written,
                 rt,
                 cut: std::sync::atomic::AtomicBool::new(false),
                 cut_count: AtomicUsize::new(0),
                 spill_dir,
+                ollama_shows: Default::default(),
             }),
         })
     }
@@ -530,6 +545,27 @@ impl Recorder {
         // The whole exchange (bodies while in memory), for verifying a regeneration against
         // what the server sent.
         let original = (chat && self.inner.cfg.regenerate).then(|| raw.event_exchange());
+        let ollama = self
+            .inner
+            .cfg
+            .ollama_show_from
+            .clone()
+            .and_then(|base| ollama_model(ex, req_body.as_ref()).map(|m| (base, m)));
+        // --regenerate on a vLLM / Ollama upstream (chat bodies, Ollama's /api/chat too).
+        let regen_on = match &llama {
+            None if self.inner.cfg.regenerate => {
+                self.inner.regen_on.read().ok().and_then(|r| r.clone())
+            }
+            _ => None,
+        };
+        let other = regen_on.filter(|_| {
+            matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Ollama)
+                && ex.request.method == "POST"
+                && req_body.is_some()
+                && ex.outcome != Outcome::Shutdown
+                && ex.response.as_ref().is_some_and(|r| r.status < 400)
+        });
+        let other = other.map(|o| (o, raw.event_exchange()));
         let id = ex.id;
         let request = chat.then(|| {
             let mut request = ex.request.clone();
@@ -540,6 +576,38 @@ impl Recorder {
             && let Some(tx) = guard.as_ref()
         {
             let _ = tx.send(WriterMsg::Ended(Box::new(raw)));
+        }
+        // Ollama: the model's /api/show (template source), once per model
+        if let Some((base, model)) = ollama
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            self.busy_inc();
+            let rec = self.clone();
+            rt.spawn(async move {
+                let show = rec.ollama_show(&base, &model).await;
+                let (show, error) = match show {
+                    Ok(v) => (Some(v), None),
+                    Err(e) => (None, Some(e)),
+                };
+                rec.write_annotation(Annotation::OllamaShow {
+                    exchange: id,
+                    model,
+                    show,
+                    error,
+                });
+                rec.busy_dec();
+            });
+        }
+        // --regenerate on a vLLM / Ollama upstream
+        if let Some(((base, engine), original)) = other
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            self.busy_inc();
+            let rec = self.clone();
+            rt.spawn(async move {
+                rec.regenerate_elsewhere(&base, &engine, original).await;
+                rec.busy_dec();
+            });
         }
         if (learn.is_some() || (llama.is_some() && chat))
             && let Ok(rt) = tokio::runtime::Handle::try_current()
@@ -559,6 +627,22 @@ impl Recorder {
             });
         }
         self.busy_dec();
+    }
+
+    /// `/api/show` for `model`, trimmed ([`trim_ollama_show`]); fetched on first use, then
+    /// cached (failures too: one error per model, not one per exchange).
+    async fn ollama_show(&self, base: &str, model: &str) -> Result<Value, String> {
+        let mut cache = self.inner.ollama_shows.lock().await;
+        if let Some(r) = cache.get(model) {
+            return r.clone();
+        }
+        let r = ServerClient::new(base)
+            .ollama_show(model)
+            .await
+            .map(|v| trim_ollama_show(&v))
+            .map_err(|e| format!("{e:#}"));
+        cache.insert(model.to_owned(), r.clone());
+        r
     }
 
     fn write_annotation(&self, ann: Annotation) {
@@ -598,6 +682,12 @@ impl Recorder {
         });
         if let (Some(l), Ok(mut slot)) = (&llama, self.inner.llama.write()) {
             *slot = Some(l.clone());
+        }
+        if self.inner.cfg.regenerate
+            && matches!(engine.kind.as_str(), "vllm" | "ollama")
+            && let Ok(mut r) = self.inner.regen_on.write()
+        {
+            *r = Some((base.to_owned(), engine.kind.clone()));
         }
         self.write_annotation(Annotation::Engine {
             exchange: id,
@@ -648,6 +738,31 @@ impl Recorder {
             }
             self.write_annotation(ann);
         }
+    }
+
+    /// `--regenerate` on a vLLM or Ollama upstream: unless the exchange carries its raw text
+    /// itself (token pieces), regenerate it there and record the exchange and its annotation.
+    async fn regenerate_elsewhere(&self, base: &str, engine: &str, original: Exchange) {
+        if crate::stream::raw::raw_output(&original, &[])
+            .text()
+            .is_some()
+        {
+            return;
+        }
+        let new_id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let (ex, ann) =
+            crate::record::regenerate::regenerate_on_engine(base, engine, &original, new_id).await;
+        if let Some(ex) = ex {
+            if let Some(ev) = &self.inner.events {
+                emit_to(
+                    ev,
+                    self.inner.rt.as_ref(),
+                    RecordEvent::Ended(Box::new(ex.clone())),
+                );
+            }
+            self.queue(Line::Exchange(Box::new(ex)));
+        }
+        self.write_annotation(ann);
     }
 
     /// Waits until no exchange is in flight and no annotation is pending (at most `timeout`),
@@ -734,6 +849,7 @@ pub async fn exchange_annotations(
             by: None,
             verified: None,
             diverged_at: None,
+            prompt_from: None,
             error: None,
         },
         Err(why) => Annotation::RawText {
@@ -745,6 +861,7 @@ pub async fn exchange_annotations(
             by: None,
             verified: None,
             diverged_at: None,
+            prompt_from: None,
             error: Some(why),
         },
     };
@@ -1021,6 +1138,43 @@ impl Drop for ActiveExchange {
             }
         }
     }
+}
+
+/// The model of an Ollama `/api/chat` or non-raw `/api/generate` POST (from its body), when
+/// the exchange is one.
+fn ollama_model(ex: &Exchange, body: Option<&crate::session::Body>) -> Option<String> {
+    let path = ex.request.path.split('?').next().unwrap_or_default();
+    if ex.request.method != "POST"
+        || !(path.ends_with("/api/chat") || path.ends_with("/api/generate"))
+        || ex.outcome == Outcome::Shutdown
+    {
+        return None;
+    }
+    let v: Value = body?.json().ok()?;
+    if v.get("raw").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    v.get("model").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The parts of an Ollama `/api/show` answer a render needs: `template`, `system`,
+/// `messages`, `capabilities`, `details`, `parameters`, `modified_at`.
+pub fn trim_ollama_show(v: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for k in [
+        "template",
+        "system",
+        "messages",
+        "capabilities",
+        "details",
+        "parameters",
+        "modified_at",
+    ] {
+        if let Some(x) = v.get(k) {
+            out.insert(k.to_owned(), x.clone());
+        }
+    }
+    Value::Object(out)
 }
 
 /// Detects the engine behind `base` (`http://host:port`): `GET /props` (llama-server: the

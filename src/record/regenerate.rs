@@ -16,6 +16,18 @@
 //! else diverged at byte N. `proxy --regenerate` does the same after each exchange whose raw
 //! text was not captured ([`regenerate_recorded`]).
 //!
+//! Every engine ([`regenerate_with`], [`RegenOptions`]): the prompt is the engine's own render
+//! where it has one — llama-server `POST /apply-template`; vLLM `POST /tokenize` with the chat
+//! body's `messages`/`tools`/`add_generation_prompt` (vllm/entrypoints/serve/tokenize/protocol.py
+//! `TokenizeChatRequest`: the server's chat template applied, token ids back, which
+//! `/v1/completions` takes as `prompt`); Ollama `POST /api/show` `template` rendered as Ollama
+//! renders it ([`ollama_prompt`]) — else toolscope's local render of a template source the user
+//! names (SGLang: its `/v1/tokenize` takes text only,
+//! python/sglang/srt/entrypoints/openai/serving_tokenize.py). The raw completion endpoint is
+//! [`Endpoint`]: llama-server `/completion`, OpenAI-style `/v1/completions` (vLLM, SGLang, and
+//! llama-server too), Ollama `/api/generate` with `raw: true`. The annotation's `prompt_from`
+//! says which prompt was used.
+//!
 //! With greedy sampling (`temperature: 0`, or a fixed `seed`) the regenerated text is usually
 //! the text the chat request produced — not always: a regeneration batched with another request
 //! on the server, or a grammar the chat request was sampled under, can change it; the verdict
@@ -94,12 +106,341 @@ pub fn completion_body(chat: &Value, prompt: &str) -> Value {
 
 pub use crate::stream::raw::assistant_prefill;
 
+/// The raw completion endpoint a regeneration goes through (`toolscope regenerate
+/// --endpoint`). Default per engine: [`Endpoint::for_engine`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Endpoint {
+    /// llama-server `POST /completion` (tools/server/README.md, build 11434): `prompt` string,
+    /// the answer's `content`.
+    Completion,
+    /// OpenAI-style `POST /v1/completions` (vLLM, SGLang, llama-server): `prompt` a string or
+    /// token ids, the answer's `choices[0].text`.
+    V1Completions,
+    /// Ollama `POST /api/generate` with `raw: true`, `stream: false` (ollama docs/api.md
+    /// "Request (Raw Mode)"): the answer's `response`.
+    OllamaGenerate,
+}
+
+impl Endpoint {
+    /// The endpoint for an engine kind as the session header names it: `ollama` →
+    /// [`Endpoint::OllamaGenerate`], `vllm` / `sglang` → [`Endpoint::V1Completions`], anything
+    /// else (llama-server) → [`Endpoint::Completion`].
+    pub fn for_engine(kind: &str) -> Endpoint {
+        match kind {
+            "ollama" => Endpoint::OllamaGenerate,
+            "vllm" | "sglang" => Endpoint::V1Completions,
+            _ => Endpoint::Completion,
+        }
+    }
+
+    /// The request path: `/completion`, `/v1/completions` or `/api/generate`.
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Completion => "/completion",
+            Endpoint::V1Completions => "/v1/completions",
+            Endpoint::OllamaGenerate => "/api/generate",
+        }
+    }
+}
+
+/// The sampling settings of a chat body under one set of names: `temperature`, `top_p`,
+/// `top_k`, `min_p`, `seed`, `presence_penalty`, `frequency_penalty`, `repeat_penalty`
+/// (also read from `repetition_penalty`), `max_tokens` (from `max_completion_tokens`,
+/// `max_tokens`, `n_predict`, Ollama `num_predict`) and `stop` (from `stop` /
+/// `stop_sequences`, always an array). Read from the top level (OpenAI, Anthropic, llama-server
+/// extensions) and from Ollama's `options` object; null values are skipped.
+pub fn sampling_settings(chat: &Value) -> Map<String, Value> {
+    let options = chat.get("options");
+    let get = |k: &str| {
+        chat.get(k)
+            .or_else(|| options.and_then(|o| o.get(k)))
+            .filter(|v| !v.is_null())
+    };
+    let mut m = Map::new();
+    for k in [
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+    ] {
+        if let Some(v) = get(k) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    if let Some(v) = get("repeat_penalty").or_else(|| get("repetition_penalty")) {
+        m.insert("repeat_penalty".into(), v.clone());
+    }
+    if let Some(n) = [
+        "max_completion_tokens",
+        "max_tokens",
+        "n_predict",
+        "num_predict",
+    ]
+    .iter()
+    .find_map(|k| get(k).filter(|v| v.is_number()))
+    {
+        m.insert("max_tokens".into(), n.clone());
+    }
+    match get("stop").or_else(|| get("stop_sequences")) {
+        Some(Value::String(s)) => {
+            m.insert("stop".into(), json!([s]));
+        }
+        Some(Value::Array(a)) if !a.is_empty() => {
+            m.insert("stop".into(), Value::Array(a.clone()));
+        }
+        _ => {}
+    }
+    m
+}
+
+/// A prompt to regenerate from: its text, and the token ids when the engine rendered it as
+/// ids (vLLM `/tokenize`), which `/v1/completions` then gets as `prompt` (no re-tokenization).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Prompt {
+    /// The rendered prompt text (vLLM: `/detokenize` of the ids; empty when that failed).
+    pub text: String,
+    /// Token ids, when the engine's render returned ids.
+    pub token_ids: Option<Vec<u64>>,
+    /// Where it came from (recorded as the annotation's `prompt_from`), e.g.
+    /// `llama-server /apply-template`.
+    pub from: String,
+}
+
+/// The request body for `endpoint` on engine `engine` (session engine kind) with the sampling
+/// settings of the chat body `chat` ([`sampling_settings`]), always non-streamed:
+/// - `/completion` ([`Endpoint::Completion`]): [`completion_body`].
+/// - `/v1/completions` ([`Endpoint::V1Completions`]): `model` (the chat's), `prompt` (token ids when `prompt` has
+///   them, else the text), the OpenAI/vLLM sampling names (`max_tokens`; vLLM's
+///   `repetition_penalty`, llama-server's `repeat_penalty`), `stop`, `stream: false`; on vLLM
+///   and SGLang `skip_special_tokens: false` (the raw text keeps special-token markers;
+///   vllm/entrypoints/openai/completion/protocol.py), on llama-server `cache_prompt: false`;
+///   on vLLM with a text prompt `add_special_tokens: false` (the render already holds BOS).
+/// - `/api/generate` ([`Endpoint::OllamaGenerate`]): `model`, `prompt`, `raw: true`, `stream: false`, the chat's
+///   `format` (a grammar it was sampled under), `options` = the chat's `options` with the
+///   settings under Ollama's names (`num_predict`, `repeat_penalty`, …; ollama api/types.go
+///   `Options`).
+pub fn request_body(endpoint: Endpoint, engine: &str, chat: &Value, prompt: &Prompt) -> Value {
+    let s = sampling_settings(chat);
+    let model = chat.get("model").filter(|v| v.is_string());
+    match endpoint {
+        Endpoint::Completion => completion_body(chat, &prompt.text),
+        Endpoint::V1Completions => {
+            let mut b = Map::new();
+            if let Some(m) = model {
+                b.insert("model".into(), m.clone());
+            }
+            let p = match &prompt.token_ids {
+                Some(ids) => json!(ids),
+                None => json!(prompt.text),
+            };
+            b.insert("prompt".into(), p);
+            let llama = engine == "llama-server";
+            for (k, v) in &s {
+                let k = match k.as_str() {
+                    "repeat_penalty" if !llama => "repetition_penalty",
+                    k => k,
+                };
+                b.insert(k.into(), v.clone());
+            }
+            b.insert("stream".into(), json!(false));
+            if llama {
+                b.insert("cache_prompt".into(), json!(false));
+            } else {
+                b.insert("skip_special_tokens".into(), json!(false));
+            }
+            if engine == "vllm" && prompt.token_ids.is_none() {
+                // A rendered chat prompt already holds the template's BOS; vLLM's chat path
+                // tokenizes it without adding special tokens, its completions path adds them
+                // unless told not to.
+                b.insert("add_special_tokens".into(), json!(false));
+            }
+            Value::Object(b)
+        }
+        Endpoint::OllamaGenerate => {
+            let mut options = chat
+                .get("options")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for (k, v) in &s {
+                let k = if k == "max_tokens" { "num_predict" } else { k };
+                options.entry(k).or_insert_with(|| v.clone());
+            }
+            let mut b = Map::new();
+            if let Some(m) = model {
+                b.insert("model".into(), m.clone());
+            }
+            b.insert("prompt".into(), json!(prompt.text));
+            b.insert("raw".into(), json!(true));
+            b.insert("stream".into(), json!(false));
+            if let Some(f) = chat.get("format").filter(|v| !v.is_null()) {
+                b.insert("format".into(), f.clone());
+            }
+            if !options.is_empty() {
+                b.insert("options".into(), Value::Object(options));
+            }
+            Value::Object(b)
+        }
+    }
+}
+
+/// The generated text of a non-streamed answer from `endpoint`: `/completion` `content`,
+/// `/v1/completions` `choices[0].text`, `/api/generate` `response`. `None` when absent.
+pub fn generated_text(endpoint: Endpoint, answer: &Value) -> Option<String> {
+    let v = match endpoint {
+        Endpoint::Completion => answer.get("content"),
+        Endpoint::V1Completions => answer.pointer("/choices/0/text"),
+        Endpoint::OllamaGenerate => answer.get("response"),
+    };
+    v.and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The vLLM `POST /tokenize` body that renders chat body `chat` as its `/v1/chat/completions`
+/// would: `model`, `messages`, `tools`, `add_generation_prompt` (default true),
+/// `continue_final_message`, `add_special_tokens` (default false), `chat_template`,
+/// `chat_template_kwargs`, each copied when the chat body has it (vLLM
+/// vllm/entrypoints/serve/tokenize/protocol.py `TokenizeChatRequest`; the server answers
+/// `{"count", "max_model_len", "tokens": [ids]}`, tests/entrypoints/openai/test_tokenization.py
+/// `test_tokenize_chat_with_tools`).
+pub fn vllm_tokenize_body(chat: &Value) -> Value {
+    let mut b = Map::new();
+    for k in [
+        "model",
+        "messages",
+        "tools",
+        "add_generation_prompt",
+        "continue_final_message",
+        "add_special_tokens",
+        "chat_template",
+        "chat_template_kwargs",
+    ] {
+        if let Some(v) = chat.get(k).filter(|v| !v.is_null()) {
+            b.insert(k.into(), v.clone());
+        }
+    }
+    Value::Object(b)
+}
+
+/// Renders Ollama chat body `chat` as Ollama's `/api/chat` builds its prompt, from the model's
+/// `POST /api/show` answer `show` (its `template`, `system`, `messages`, thinking capability)
+/// with `today` as the template's `currentDate` (the exchange's date). The one place the Ollama
+/// renderer is called: [`crate::template::gotmpl::render_ollama_with`] (seam 1).
+///
+/// Errors: `show` has no `template`; the template fails (Go's message, with line and column).
+pub fn ollama_prompt(
+    show: &Value,
+    chat: &Value,
+    today: Option<(i32, u32, u32)>,
+) -> anyhow::Result<String> {
+    use crate::template::gotmpl::{ExecOptions, OllamaModel, render_ollama_with};
+    let template = show
+        .get("template")
+        .and_then(Value::as_str)
+        .context("/api/show answer has no \"template\"")?;
+    let opts = ExecOptions {
+        today,
+        ..Default::default()
+    };
+    render_ollama_with(template, chat, &OllamaModel::from_show(show), &opts)
+        .map_err(|e| anyhow::anyhow!("rendering the /api/show template: {e}"))
+}
+
+/// The civil date (year, month, day) of an RFC 3339 time (`2026-12-01T17:16:59Z`), for Ollama's
+/// `currentDate`; `None` when it does not start with a date.
+fn date_of(rfc3339: &str) -> Option<(i32, u32, u32)> {
+    let d = rfc3339.get(..10)?;
+    let mut it = d.split('-');
+    let y = it.next()?.parse().ok()?;
+    let m = it.next()?.parse().ok()?;
+    let day = it.next()?.parse().ok()?;
+    Some((y, m, day))
+}
+
+/// The engine's own render of chat body `chat`, from the server at `client`:
+/// llama-server `/apply-template`; vLLM `/tokenize` ([`vllm_tokenize_body`]) then `/detokenize`
+/// for the text; Ollama `/api/show` through [`ollama_prompt`] (`today`: the exchange's date,
+/// for the template's `currentDate`). Also returns the chat
+/// template the engine uses (for the call syntax of the verification), when it says.
+///
+/// Errors: the engine has no chat render (SGLang; unknown engines): the message says to render
+/// locally; the render request fails.
+pub async fn server_prompt(
+    client: &ServerClient,
+    engine: &str,
+    chat: &Value,
+    today: Option<(i32, u32, u32)>,
+) -> anyhow::Result<(Prompt, Option<String>)> {
+    match engine {
+        "llama-server" => {
+            let text = client.apply_template(chat).await?;
+            let template = client.props().await.ok().and_then(|p| {
+                p.get("chat_template")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            let from = "llama-server /apply-template".to_owned();
+            Ok((
+                Prompt {
+                    text,
+                    token_ids: None,
+                    from,
+                },
+                template,
+            ))
+        }
+        "vllm" => {
+            let ids = client.vllm_tokenize_chat(&vllm_tokenize_body(chat)).await?;
+            let text = client
+                .vllm_detokenize(chat.get("model"), &ids)
+                .await
+                .unwrap_or_default();
+            Ok((
+                Prompt {
+                    text,
+                    token_ids: Some(ids),
+                    from: "vLLM /tokenize (messages)".into(),
+                },
+                None,
+            ))
+        }
+        "ollama" => {
+            let model = chat
+                .get("model")
+                .and_then(Value::as_str)
+                .context("the chat body names no model for /api/show")?;
+            let show = client.ollama_show(model).await?;
+            let text = ollama_prompt(&show, chat, today)?;
+            let template = show
+                .get("template")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            Ok((
+                Prompt {
+                    text,
+                    token_ids: None,
+                    from: format!("Ollama /api/show template of {model}"),
+                },
+                template,
+            ))
+        }
+        "sglang" => bail!(
+            "SGLang renders no chat request without generating (its /v1/tokenize takes text only: python/sglang/srt/entrypoints/openai/serving_tokenize.py); render the prompt locally with --template SRC (the model's tokenizer_config.json or .jinja)"
+        ),
+        other => bail!(
+            "the engine is {other:?}: toolscope does not know how it renders a chat request; name it with --engine llama-server|vllm|sglang|ollama, or render locally with --template SRC"
+        ),
+    }
+}
+
 /// What [`regenerate`] produced.
 #[derive(Debug, Clone)]
 pub struct Regenerated {
     /// The recorded exchange (`POST /completion`, label `regenerate:<id>`).
     pub exchange: Exchange,
-    /// The prompt `/apply-template` returned.
+    /// The prompt text that was re-run (`/apply-template`'s, vLLM's detokenized render, …).
     pub prompt: String,
     /// The generated text (`content` of the `/completion` answer).
     pub generated: String,
@@ -118,7 +459,7 @@ fn chat_bodies(original: &Exchange) -> anyhow::Result<(Value, Value)> {
         .request_json()
         .with_context(|| format!("exchange {id}: request body is not JSON"))?;
     let chat = match original.api() {
-        Api::Openai => body.clone(),
+        Api::Openai | Api::Ollama => body.clone(),
         Api::Anthropic => crate::record::anthropic::anthropic_to_openai(&body)
             .map_err(|e| anyhow::anyhow!("exchange {id}: {e}"))?,
         other => bail!(
@@ -130,28 +471,30 @@ fn chat_bodies(original: &Exchange) -> anyhow::Result<(Value, Value)> {
     Ok((body, chat))
 }
 
-/// Sends `prompt` to llama-server `POST /completion` with the sampling settings of `original`
-/// ([`completion_body`]) and returns the recorded exchange (id `new_id`, label
-/// `regenerate:<original id>`, timings measured) and the generated text.
+/// Sends `prompt` to `endpoint` on `base` (engine kind `engine`) with the sampling settings of
+/// the chat body `body` ([`request_body`]) and returns the recorded exchange (id `new_id`, label
+/// `regenerate:<original id>`, timings measured) and the generated text ([`generated_text`]).
 ///
-/// Errors: `/completion` cannot be reached or its answer cannot be read (an HTTP error status
+/// Errors: the endpoint cannot be reached or its answer cannot be read (an HTTP error status
 /// is recorded, not an error). Messages name the original exchange id.
 async fn complete(
     base: &str,
     original: &Exchange,
+    target: (Endpoint, &str),
     body: &Value,
-    prompt: &str,
+    prompt: &Prompt,
     new_id: u64,
 ) -> anyhow::Result<(Exchange, String)> {
+    let (endpoint, engine) = target;
     let id = original.id;
-    let req_bytes = serde_json::to_vec(&completion_body(body, prompt))?;
+    let req_bytes = serde_json::to_vec(&request_body(endpoint, engine, body, prompt))?;
     let started = crate::record::recorder::now_rfc3339();
     let t0 = Instant::now();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()
         .context("building the HTTP client")?;
-    let url = format!("{base}/completion");
+    let url = format!("{base}{}", endpoint.path());
     let resp = http
         .post(&url)
         .header("content-type", "application/json")
@@ -165,11 +508,11 @@ async fn complete(
     let bytes = resp
         .bytes()
         .await
-        .with_context(|| format!("exchange {id}: reading the /completion answer"))?;
+        .with_context(|| format!("exchange {id}: reading the {} answer", endpoint.path()))?;
     let total = t0.elapsed().as_micros() as u64;
     let generated = serde_json::from_slice::<Value>(&bytes)
         .ok()
-        .and_then(|v| v.get("content").and_then(Value::as_str).map(str::to_owned))
+        .and_then(|v| generated_text(endpoint, &v))
         .unwrap_or_default();
     let exchange = Exchange {
         id: new_id,
@@ -177,7 +520,7 @@ async fn complete(
         label: Some(format!("regenerate:{id}")),
         request: Request {
             method: "POST".into(),
-            path: "/completion".into(),
+            path: endpoint.path().into(),
             headers: vec![("content-type".into(), "application/json".into())],
             body: Body::from_bytes(&req_bytes),
         },
@@ -196,15 +539,18 @@ async fn complete(
     Ok((exchange, generated))
 }
 
-/// The [`Annotation::RawText`] for `original` regenerated as `generated` by exchange `by`:
-/// verified against the server's answer when the original exchange has one (a complete
-/// response with a status below 400), under the call syntax of `template` (the server's chat
-/// template; else the syntax the text shows).
+/// The [`Annotation::RawText`] for `original` regenerated as `generated` by exchange `by` from
+/// a prompt that came from `prompt_from`: verified against the server's answer when the
+/// original exchange has one (a complete response with a status below 400), under the call
+/// syntax of `template` (the server's chat template; else the syntax the text shows). The
+/// server's answer is read with the decoder of the original API (OpenAI, Anthropic, Ollama
+/// `/api/chat`: `message.content`, `message.thinking`, `message.tool_calls`).
 pub fn regenerated_annotation(
     original: &Exchange,
     generated: &str,
     by: Option<u64>,
     template: Option<&str>,
+    prompt_from: Option<&str>,
 ) -> Annotation {
     let body = original.request_json();
     let prefill = body
@@ -237,40 +583,91 @@ pub fn regenerated_annotation(
             Some(Verdict::Diverged { at }) => Some(at),
             _ => None,
         },
+        prompt_from: prompt_from.map(str::to_owned),
         error: None,
     }
 }
 
-/// Regenerates exchange `original` against the llama-server at `base_url` (`http://HOST:PORT`)
-/// and appends to `writer` the new exchange (id from [`SessionWriter::next_id`], label
-/// `regenerate:<original id>`, `started` now, timings measured) and the
-/// [`Annotation::RawText`] for the original exchange, verified against the server's answer
-/// under the server's own chat template (`GET /props`).
-///
-/// Errors: the original request body is not JSON or not a chat body; `/apply-template` fails;
-/// `/completion` cannot be reached (an HTTP error status from `/completion` is recorded, not an
-/// error); the session line cannot be written. Every message names the original exchange id.
+/// How [`regenerate_with`] regenerates.
+#[derive(Debug, Clone, Default)]
+pub struct RegenOptions {
+    /// Engine kind as the session header names it: `llama-server`, `vllm`, `sglang`, `ollama`
+    /// (empty: `llama-server`). Picks the prompt render ([`server_prompt`]) and the default
+    /// endpoint ([`Endpoint::for_engine`]).
+    pub engine: String,
+    /// The raw completion endpoint; `None`: the engine's ([`Endpoint::for_engine`]).
+    pub endpoint: Option<Endpoint>,
+    /// A prompt rendered outside the engine (toolscope's local render of a template source, or
+    /// a file), used instead of [`server_prompt`]; its `from` names it.
+    pub prompt: Option<Prompt>,
+    /// The chat template whose call syntax the verification parses with; `None`: the one the
+    /// engine reports (llama-server `/props`, Ollama `/api/show`), else the syntax the text
+    /// shows.
+    pub template: Option<String>,
+}
+
+/// [`regenerate_with`] on a llama-server: `/apply-template` → `/completion`.
 pub async fn regenerate(
     base_url: &str,
     original: &Exchange,
     writer: &mut SessionWriter,
 ) -> anyhow::Result<Regenerated> {
+    regenerate_with(base_url, original, writer, &RegenOptions::default()).await
+}
+
+/// Regenerates exchange `original` (an OpenAI, Anthropic or Ollama `/api/chat` exchange)
+/// against the engine at `base_url` (`http://HOST:PORT`): the prompt from `opts.prompt` or the
+/// engine's own render ([`server_prompt`]), sent to the endpoint ([`RegenOptions::endpoint`])
+/// with the recorded sampling settings ([`request_body`]). Appends to `writer` the new exchange
+/// (id from [`SessionWriter::next_id`], label `regenerate:<original id>`, `started` now,
+/// timings measured) and the [`Annotation::RawText`] for the original exchange (with
+/// `prompt_from`), verified against the server's answer ([`regenerated_annotation`]).
+///
+/// Errors: the original request body is not JSON or not a chat body; the engine cannot render
+/// it and no prompt was given; the render request fails; the endpoint cannot be reached (an
+/// HTTP error status from it is recorded, not an error); the session line cannot be written.
+/// Every message names the original exchange id.
+pub async fn regenerate_with(
+    base_url: &str,
+    original: &Exchange,
+    writer: &mut SessionWriter,
+    opts: &RegenOptions,
+) -> anyhow::Result<Regenerated> {
     let id = original.id;
     let (body, chat) = chat_bodies(original)?;
     let base = base_url.trim_end_matches('/');
+    let engine = if opts.engine.is_empty() {
+        "llama-server"
+    } else {
+        opts.engine.as_str()
+    };
     let client = ServerClient::new(base);
-    let prompt = client
-        .apply_template(&chat)
-        .await
-        .with_context(|| format!("exchange {id}: /apply-template"))?;
-    let template = client.props().await.ok().and_then(|p| {
-        p.get("chat_template")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    let (exchange, generated) = complete(base, original, &body, &prompt, writer.next_id()).await?;
-    let annotation =
-        regenerated_annotation(original, &generated, Some(exchange.id), template.as_deref());
+    let (prompt, server_template) = match &opts.prompt {
+        Some(p) => (p.clone(), None),
+        None => server_prompt(&client, engine, &chat, date_of(&original.started))
+            .await
+            .with_context(|| format!("exchange {id}: rendering the prompt on {engine}"))?,
+    };
+    let template = opts.template.clone().or(server_template);
+    let endpoint = opts
+        .endpoint
+        .unwrap_or_else(|| Endpoint::for_engine(engine));
+    let (exchange, generated) = complete(
+        base,
+        original,
+        (endpoint, engine),
+        &body,
+        &prompt,
+        writer.next_id(),
+    )
+    .await?;
+    let annotation = regenerated_annotation(
+        original,
+        &generated,
+        Some(exchange.id),
+        template.as_deref(),
+        Some(&prompt.from),
+    );
     let path = writer.path().display().to_string();
     writer
         .append(&Line::Exchange(Box::new(exchange.clone())))
@@ -282,7 +679,7 @@ pub async fn regenerate(
     );
     Ok(Regenerated {
         exchange,
-        prompt,
+        prompt: prompt.text,
         generated,
         raw_text,
         annotation,
@@ -290,9 +687,9 @@ pub async fn regenerate(
 }
 
 /// `proxy --regenerate`: regenerates `original` from its already fetched rendered `prompt`
-/// through `client`'s `/completion`, as exchange `new_id`. Returns the exchange to record (when
-/// `/completion` answered) and the original's [`Annotation::RawText`] (with `error` when the
-/// regeneration failed).
+/// (llama-server `/apply-template`) through `client`'s `/completion`, as exchange `new_id`.
+/// Returns the exchange to record (when `/completion` answered) and the original's
+/// [`Annotation::RawText`] (with `error` when the regeneration failed).
 pub async fn regenerate_recorded(
     client: &ServerClient,
     original: &Exchange,
@@ -300,6 +697,7 @@ pub async fn regenerate_recorded(
     new_id: u64,
     template: Option<&str>,
 ) -> (Option<Exchange>, Annotation) {
+    const FROM: &str = "llama-server /apply-template";
     let failed = |e: anyhow::Error| Annotation::RawText {
         exchange: original.id,
         source: RawTextSource::Regenerated,
@@ -309,15 +707,23 @@ pub async fn regenerate_recorded(
         by: None,
         verified: None,
         diverged_at: None,
+        prompt_from: Some(FROM.into()),
         error: Some(format!("{e:#}")),
     };
     let body = match chat_bodies(original) {
         Ok((body, _)) => body,
         Err(e) => return (None, failed(e)),
     };
-    match complete(client.base(), original, &body, prompt, new_id).await {
+    let prompt = Prompt {
+        text: prompt.to_owned(),
+        token_ids: None,
+        from: FROM.into(),
+    };
+    let target = (Endpoint::Completion, "llama-server");
+    match complete(client.base(), original, target, &body, &prompt, new_id).await {
         Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
-            let ann = regenerated_annotation(original, &generated, Some(ex.id), template);
+            let ann =
+                regenerated_annotation(original, &generated, Some(ex.id), template, Some(FROM));
             (Some(ex), ann)
         }
         Ok((ex, _)) => {
@@ -328,6 +734,66 @@ pub async fn regenerate_recorded(
             )
         }
         Err(e) => (None, failed(e)),
+    }
+}
+
+/// `proxy --regenerate` on a vLLM or Ollama upstream (engine kind `engine`, base URL `base`):
+/// regenerates `original` as exchange `new_id` from the engine's own render
+/// ([`server_prompt`]) through the engine's endpoint ([`Endpoint::for_engine`]). Returns the
+/// exchange to record (when the endpoint answered) and the original's
+/// [`Annotation::RawText`] (with `error` when the render or the regeneration failed).
+pub async fn regenerate_on_engine(
+    base: &str,
+    engine: &str,
+    original: &Exchange,
+    new_id: u64,
+) -> (Option<Exchange>, Annotation) {
+    let failed = |e: anyhow::Error, from: Option<String>| Annotation::RawText {
+        exchange: original.id,
+        source: RawTextSource::Regenerated,
+        text: None,
+        slot: None,
+        generation_prompt: None,
+        by: None,
+        verified: None,
+        diverged_at: None,
+        prompt_from: from,
+        error: Some(format!("{e:#}")),
+    };
+    let (body, chat) = match chat_bodies(original) {
+        Ok(b) => b,
+        Err(e) => return (None, failed(e, None)),
+    };
+    let client = ServerClient::new(base);
+    let (prompt, template) =
+        match server_prompt(&client, engine, &chat, date_of(&original.started)).await {
+            Ok(p) => p,
+            Err(e) => {
+                return (
+                    None,
+                    failed(e.context(format!("rendering on {engine}")), None),
+                );
+            }
+        };
+    let endpoint = Endpoint::for_engine(engine);
+    let target = (endpoint, engine);
+    match complete(client.base(), original, target, &body, &prompt, new_id).await {
+        Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
+            let ann = regenerated_annotation(
+                original,
+                &generated,
+                Some(ex.id),
+                template.as_deref(),
+                Some(&prompt.from),
+            );
+            (Some(ex), ann)
+        }
+        Ok((ex, _)) => {
+            let status = ex.response.as_ref().map_or(0, |r| r.status);
+            let e = anyhow::anyhow!("{} answered HTTP {status}", endpoint.path());
+            (Some(ex), failed(e, Some(prompt.from)))
+        }
+        Err(e) => (None, failed(e, Some(prompt.from))),
     }
 }
 

@@ -717,6 +717,7 @@ mod tests {
             by: None,
             verified: None,
             diverged_at: None,
+            prompt_from: None,
             error: error.map(str::to_owned),
         }
     }
@@ -795,6 +796,7 @@ mod tests {
             by: Some(2),
             verified,
             diverged_at: at,
+            prompt_from: None,
             error: None,
         };
         let out = raw_output(&streamed_call(), &[regen(None, Some(12))]);

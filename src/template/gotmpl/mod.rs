@@ -1,0 +1,329 @@
+//! A pure Go `text/template` renderer for Ollama's chat templates (the `template` field of
+//! Ollama's `POST /api/show`, the `TEMPLATE` of a Modelfile).
+//!
+//! * [`parse`] — Go 1.24 `text/template/parse`: lexer (trim markers, comments), pipelines,
+//!   control structures, `define`/`template`/`block`.
+//! * [`exec`] — Go's exec.go/funcs.go: variables, field chains, builtins, Ollama's FuncMap,
+//!   `missingkey=zero`, under [`crate::template::budget::Budget`].
+//! * [`value`] — what reflect shows the template: Go maps, slices, structs with JSON tags,
+//!   Stringers; `fmt` printing and `encoding/json` marshalling.
+//! * [`ollama`] — Ollama's template/template.go (`Parse`, `Vars`, `Execute`, `collate`, the
+//!   `templateMessage`/`templateTool` conversion) and server/routes.go + server/prompt.go
+//!   request handling ([`render_ollama`]).
+//!
+//! Pure: no clock (`currentDate` takes the exchange's date), files or network.
+
+pub mod exec;
+pub mod ollama;
+pub mod parse;
+pub mod value;
+
+pub use exec::{Date, ExecOptions};
+pub use ollama::{
+    OllamaModel, OllamaTemplate, render_ollama, render_ollama_with, values_from_request,
+};
+
+/// What went wrong, for callers that branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The template does not parse (Go's `template: NAME:LINE: …`), or Ollama's `Parse`
+    /// refuses it (`undefined template specified`).
+    Parse,
+    /// Execution failed (Go's `template: NAME:LINE:COL: executing "NAME" at <…>: …`).
+    Exec,
+    /// toolscope's budget stopped it (steps, bytes, `template` depth): message starts with
+    /// [`crate::template::budget::MARK`].
+    Limit,
+    /// The request body cannot be what Ollama would decode (Ollama answers HTTP 400).
+    Request,
+}
+
+/// A Go template error, displayed as Go prints it: `template: NAME:LINE: msg` (parse),
+/// `template: NAME:LINE:COL: executing "NAME" at <CTX>: msg` (exec; COL is Go's 0-based
+/// byte column). Ollama names its templates `""`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct GoTemplateError {
+    pub kind: ErrorKind,
+    /// The template's name (Ollama: empty).
+    pub name: String,
+    /// 1-based line (0 for request errors).
+    pub line: usize,
+    /// 0-based byte column, for execution errors.
+    pub col: Option<usize>,
+    /// The node being evaluated (`.Messages`, `eq`), at most 20 characters and `...`.
+    pub context: Option<String>,
+    pub message: String,
+}
+
+impl GoTemplateError {
+    pub(crate) fn parse(name: &str, line: usize, msg: impl Into<String>) -> Self {
+        GoTemplateError {
+            kind: ErrorKind::Parse,
+            name: name.to_owned(),
+            line,
+            col: None,
+            context: None,
+            message: msg.into(),
+        }
+    }
+
+    pub(crate) fn request(msg: impl Into<String>) -> Self {
+        GoTemplateError {
+            kind: ErrorKind::Request,
+            name: String::new(),
+            line: 0,
+            col: None,
+            context: None,
+            message: msg.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for GoTemplateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.kind, self.col) {
+            (ErrorKind::Request, _) => write!(f, "{}", self.message),
+            (_, Some(col)) => write!(
+                f,
+                "template: {}:{}:{}: executing {:?} at <{}>: {}",
+                self.name,
+                self.line,
+                col,
+                self.name,
+                self.context.as_deref().unwrap_or(""),
+                self.message
+            ),
+            (_, None) if self.line > 0 => {
+                write!(f, "template: {}:{}: {}", self.name, self.line, self.message)
+            }
+            _ => write!(f, "template: {}: {}", self.name, self.message),
+        }
+    }
+}
+
+/// Parses and executes `text` as Go's `template.New(name).Parse(text).Execute(w, data)` with
+/// `data` decoded as Go's `encoding/json` decodes into `any` (objects → `map[string]any`,
+/// numbers → float64), builtins only unless `opts.ollama_funcs`. For tests and for templates
+/// outside Ollama's data model; Ollama's chat path is [`render_ollama`].
+pub fn render_go(
+    name: &str,
+    text: &str,
+    data: &serde_json::Value,
+    opts: &ExecOptions,
+) -> Result<String, GoTemplateError> {
+    let funcs = opts.ollama_funcs;
+    let is_func =
+        |n: &str| exec::BUILTINS.contains(&n) || (funcs && exec::OLLAMA_FUNCS.contains(&n));
+    let tree = parse::parse(name, text, &is_func)?;
+    let mut ex = exec::Exec::new(text, name, &tree, *opts);
+    ex.run(&tree.root, value::Value::from_json(data))?;
+    Ok(ex.out)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Go text/template semantics, each expectation hand-checked against Go 1.24's
+    //! text/template documentation and source (exec.go, funcs.go, lex.go).
+    use super::*;
+    use serde_json::json;
+
+    fn go(t: &str, data: serde_json::Value) -> Result<String, GoTemplateError> {
+        let opts = ExecOptions {
+            ollama_funcs: false,
+            missingkey_zero: false,
+            ..Default::default()
+        };
+        render_go("t", t, &data, &opts)
+    }
+
+    #[test]
+    fn trim_markers_and_comments() {
+        assert_eq!(go("a  {{- 1 -}}  b", json!({})).unwrap(), "a1b");
+        assert_eq!(go("a {{- /* c */ -}} b", json!({})).unwrap(), "ab");
+        assert_eq!(go("{{-3}}", json!({})).unwrap(), "-3");
+        assert_eq!(go("x\n{{- \"y\" }}\nz", json!({})).unwrap(), "xy\nz");
+    }
+
+    #[test]
+    fn variables_ranges_and_control() {
+        let d = json!({"xs": ["a", "b", "c"], "m": {"b": 2, "a": 1}});
+        assert_eq!(
+            go("{{range $i, $x := .xs}}{{$i}}={{$x}};{{end}}", d.clone()).unwrap(),
+            "0=a;1=b;2=c;"
+        );
+        assert_eq!(
+            go("{{range $k, $v := .m}}{{$k}}{{$v}}{{end}}", d.clone()).unwrap(),
+            "a1b2"
+        );
+        assert_eq!(
+            go("{{range .xs}}{{if eq . \"b\"}}{{continue}}{{end}}{{if eq . \"c\"}}{{break}}{{end}}{{.}}{{end}}", d.clone()).unwrap(),
+            "a"
+        );
+        assert_eq!(
+            go("{{range .none}}x{{else}}empty{{end}}", d.clone()).unwrap(),
+            "empty"
+        );
+        assert_eq!(
+            go("{{$x := 1}}{{if true}}{{$x = 2}}{{end}}{{$x}}", d.clone()).unwrap(),
+            "2"
+        );
+        assert_eq!(
+            go("{{with .m.a}}{{.}}{{else}}no{{end}}", d.clone()).unwrap(),
+            "1"
+        );
+        assert_eq!(
+            go("{{if .no}}1{{else if .m}}2{{else}}3{{end}}", d.clone()).unwrap(),
+            "2"
+        );
+        assert_eq!(go("{{range 3}}{{.}}{{end}}", d.clone()).unwrap(), "012");
+        assert_eq!(
+            go(
+                "{{len (slice .xs 1)}} {{index .xs 2}} {{index .m \"b\"}}",
+                d
+            )
+            .unwrap(),
+            "2 c 2"
+        );
+    }
+
+    #[test]
+    fn define_template_block() {
+        let t = r#"{{define "T"}}<{{.}}>{{end}}{{template "T" "x"}}{{block "B" 1}}[{{.}}]{{end}}"#;
+        assert_eq!(go(t, json!({})).unwrap(), "<x>[1]");
+    }
+
+    #[test]
+    fn printing_like_go() {
+        let d = json!({"f": 1000000, "h": 0.5, "l": [1, "a", null], "m": {"k": true}, "n": null});
+        // float64 from JSON prints with %v: 1e+06
+        assert_eq!(
+            go("{{.f}} {{.h}} {{.l}} {{.m}}", d.clone()).unwrap(),
+            "1e+06 0.5 [1 a <nil>] map[k:true]"
+        );
+        assert_eq!(
+            go("{{.missing}}|{{.n}}", d.clone()).unwrap(),
+            "<no value>|<no value>"
+        );
+        assert_eq!(go(r#"{{print 1 2 "a" 3}}"#, d.clone()).unwrap(), "1 2a3");
+        assert_eq!(
+            go(r#"{{printf "%05.1f|%-3d|%q|%v" .h 7 "x" .l}}"#, d.clone()).unwrap(),
+            "000.5|7  |\"x\"|[1 a <nil>]"
+        );
+        assert_eq!(
+            go(
+                r#"{{html "<a href='x'>"}} {{js "a'b"}} {{urlquery "a b&c"}}"#,
+                d
+            )
+            .unwrap(),
+            "&lt;a href=&#39;x&#39;&gt; a\\'b a+b%26c"
+        );
+    }
+
+    #[test]
+    fn comparisons_like_go() {
+        let d = json!({"f": 1, "s": "a"});
+        assert_eq!(
+            go(
+                r#"{{eq .s "b" "a"}} {{ne .s "a"}} {{lt 1 2}} {{ge "b" "a"}}"#,
+                d.clone()
+            )
+            .unwrap(),
+            "true false true true"
+        );
+        // JSON numbers are float64: comparing one with an int constant is an error in Go
+        let e = go("{{eq .f 1}}", d.clone()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"template: t:1:2: executing "t" at <eq>: error calling eq: incompatible types for comparison"#
+        );
+        assert_eq!(
+            go("{{and 1 0 2}} {{or 0 \"\" 3}} {{not 0}}", d).unwrap(),
+            "0 3 true"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_position() {
+        // the position of a chain is its first chained field's (Go parse.go `operand`)
+        let e = go("a\n{{ .x.y.z }}", json!({"x": 1})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"template: t:2:5: executing "t" at <.x.y.z>: can't evaluate field y in type float64"#
+        );
+        let e = go("{{ if }}", json!({})).unwrap_err();
+        assert_eq!(e.to_string(), "template: t:1: missing value for if");
+        let e = go("{{ nope }}", json!({})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"template: t:1: function "nope" not defined"#
+        );
+        let e = go("{{ $x }}", json!({})).unwrap_err();
+        assert_eq!(e.to_string(), r#"template: t:1: undefined variable "$x""#);
+        let e = go("{{ end }}", json!({})).unwrap_err();
+        assert_eq!(e.to_string(), "template: t:1: unexpected {{end}}");
+        let e = go("{{ break }}", json!({})).unwrap_err();
+        assert_eq!(e.to_string(), "template: t:1: {{break}} outside {{range}}");
+    }
+
+    #[test]
+    fn missingkey_zero_nil_interface() {
+        // Ollama's missingkey=zero: a missing key of map[string]any is a nil interface;
+        // printing it gives <no value>, a field of it is an error
+        let opts = ExecOptions::default();
+        assert_eq!(
+            render_go("", "{{.a}}", &json!({}), &opts).unwrap(),
+            "<no value>"
+        );
+        let e = render_go("", "{{.a.b}}", &json!({}), &opts).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"template: :1:4: executing "" at <.a.b>: nil pointer evaluating interface {}.b"#
+        );
+    }
+
+    #[test]
+    fn hostile_templates_are_bounded() {
+        let t = r#"{{define "r"}}{{template "r" .}}{{end}}{{template "r" .}}"#;
+        let e = go(t, json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+        assert!(e.message.contains("exceeded maximum template depth"), "{e}");
+        let opts = ExecOptions {
+            budget: crate::template::budget::Budget {
+                fuel: 10_000,
+                recursion_limit: 50,
+            },
+            ..Default::default()
+        };
+        let e = render_go(
+            "",
+            "{{range 100000}}{{range 100000}}x{{end}}{{end}}",
+            &json!({}),
+            &opts,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+        let e = render_go("", r#"{{printf "%999999999999d" 1}}"#, &json!({}), &opts).unwrap_err();
+        assert!(e.message.contains("template budget"), "{e}");
+    }
+
+    #[test]
+    fn ollama_funcs() {
+        let opts = ExecOptions {
+            today: Some((2024, 3, 1)),
+            ..Default::default()
+        };
+        assert_eq!(
+            render_go(
+                "",
+                "{{currentDate}} {{yesterdayDate}} {{json .}}",
+                &json!({"a": "<&>"}),
+                &opts
+            )
+            .unwrap(),
+            r#"2024-03-01 2024-02-29 {"a":"\u003c\u0026\u003e"}"#
+        );
+        let e = render_go("", "{{currentDate}}", &json!({}), &ExecOptions::default()).unwrap_err();
+        assert!(e.message.contains("no date"), "{e}");
+    }
+}
