@@ -195,7 +195,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// toolscope's render of exchange `ex`'s chat body under template source `src` (the source's
-/// render profile), labelled `local render of <origin>`.
+/// render profile; `strftime_now` = the exchange's start time), labelled `local render of
+/// <origin>`.
 fn local_prompt(
     src: &crate::template::TemplateSource,
     ex: &crate::session::Exchange,
@@ -204,7 +205,11 @@ fn local_prompt(
         .request_json()
         .with_context(|| format!("exchange {}: request body is not JSON", ex.id))?;
     let anthropic = ex.api() == crate::session::Api::Anthropic;
-    let (text, _) = crate::cli::render::render_request(src, &body, anthropic, None, false)?;
+    // strftime_now: the time of the exchange, as the engine rendered it then.
+    let now =
+        time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339)
+            .ok();
+    let (text, _) = crate::cli::render::render_request(src, &body, anthropic, now, false)?;
     Ok(Prompt {
         text,
         token_ids: None,

@@ -184,10 +184,11 @@ fn text_chunks(marks: &[crate::stream::EventMark], content: &str) -> Vec<super::
         .collect()
 }
 
-/// `stream.error_event`: an error event in the stream (OpenAI-style `data: {"error": …}`,
-/// Anthropic `event: error`) that is not the server's parse failure (that one is
-/// `server.parse_error`, already in `reported`). The client sees the stream end with an error
-/// (context overflow, cancelled slot, backend failure) instead of a finished message.
+/// The stream's error events (OpenAI-style `data: {"error": …}`, Anthropic `event: error`,
+/// an Ollama `{"error": …}` line), each judged once: the server's parse failure is
+/// `server.parse_error` ([`super::rules::server::parse_error_event`]; skipped when already in
+/// `reported`), anything else `stream.error_event`: the client sees the stream end with an
+/// error (context overflow, cancelled slot, backend failure) instead of a finished message.
 /// Evidence: the event number.
 pub fn error_events(
     problems: &[crate::stream::reassemble::StreamProblem],
@@ -202,6 +203,13 @@ pub fn error_events(
                 .any(|f| f.rule == Rule::ServerParseError && f.evidence.event == p.event)
         })
         .map(|p| {
+            let msg = p
+                .message
+                .trim_start_matches("error event: ")
+                .trim_start_matches("error line: ");
+            if crate::stream::reassemble::is_parse_error_message(msg) {
+                return super::rules::server::parse_error_event(p.event, msg);
+            }
             Finding::new(
                 Rule::StreamErrorEvent,
                 format!(

@@ -154,14 +154,32 @@ pub(crate) fn excerpt(s: &str) -> String {
     format!("{}…", &s[..end])
 }
 
-/// True when an error message is a server's tool-call / output parse failure (llama.cpp:
-/// "The model produced output that does not match the expected … format", "Failed to parse
-/// tool call arguments", …).
+/// The wording of a server's own tool-call / output parse failure, one entry per engine
+/// message (matched ASCII-case-insensitively): llama.cpp common/chat.cpp, build 11434
+/// (`The model produced output that does not match the expected <format> format`,
+/// `Failed to parse tool call arguments …`, `Failed to parse input at pos …`), Ollama
+/// (`error parsing tool call: raw='…', err=…`). The one list behind `server.parse_error`
+/// (rules/server.rs), stream reassembly's error events and `--regenerate`'s trigger.
+pub const PARSE_ERROR_PHRASES: &[&str] = &[
+    "does not match the expected",
+    "failed to parse tool call",
+    "failed to parse input at pos",
+    "error parsing tool call",
+];
+
+/// Byte offset in `text` of the first [`PARSE_ERROR_PHRASES`] phrase, if any.
+pub fn parse_error_at(text: &str) -> Option<usize> {
+    let lower = text.to_ascii_lowercase(); // same byte offsets
+    PARSE_ERROR_PHRASES
+        .iter()
+        .filter_map(|p| lower.find(p))
+        .min()
+}
+
+/// True when an error message is a server's tool-call / output parse failure
+/// ([`PARSE_ERROR_PHRASES`]).
 pub fn is_parse_error_message(msg: &str) -> bool {
-    let m = msg.to_ascii_lowercase();
-    m.contains("does not match the expected")
-        || m.contains("failed to parse")
-        || m.contains("parse error")
+    parse_error_at(msg).is_some()
 }
 
 #[derive(Default)]
@@ -267,16 +285,8 @@ impl Builder {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| err.to_string());
-        if is_parse_error_message(&msg) {
-            self.finding(
-                Rule::ServerParseError,
-                event,
-                format!("the server ended the stream with a parse error: {}", excerpt(&msg)),
-                "Regenerate the exchange as a raw completion and replay toolscope's parser on the raw text to see where the output broke the expected format.",
-                None,
-                Some(&msg),
-            );
-        }
+        // a parse failure is `server.parse_error`, any other `stream.error_event`: both
+        // judged from this problem by diagnose (load::error_events)
         self.problem(Some(event), "error_event", format!("error event: {msg}"));
     }
 

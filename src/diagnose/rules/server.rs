@@ -6,18 +6,6 @@ use crate::diagnose::ExchangeContext;
 use crate::diagnose::markup::excerpt;
 use crate::finding::{Evidence, Finding, Pane, Rule};
 
-/// The message llama-server's chat parser throws when the model's output does not fit the
-/// format it expected (llama.cpp common/chat.cpp, build 11434:
-/// `The model produced output that does not match the expected <format> format`).
-pub const LLAMA_PARSE_ERROR: &str = "does not match the expected";
-
-/// Other engines' wording for the same failure (vLLM / SGLang tool parsers, Ollama).
-const OTHER_PARSE_ERRORS: &[&str] = &[
-    "Failed to parse tool call",
-    "error parsing tool call",
-    "Failed to parse input at pos",
-];
-
 /// `server.parse_error`: the server answered an error (HTTP ≥ 400, or an `error` object in the
 /// body or stream) produced by its own tool-call/output parser, e.g. llama-server's HTTP 500
 /// `The model produced output that does not match the expected peg-native format`.
@@ -37,10 +25,7 @@ pub fn parse_error(cx: &ExchangeContext) -> Vec<Finding> {
     if !errorish {
         return Vec::new();
     }
-    let hit = std::iter::once(LLAMA_PARSE_ERROR)
-        .chain(OTHER_PARSE_ERRORS.iter().copied())
-        .find_map(|m| text.find(m).map(|at| (at, m)));
-    let Some((at, _)) = hit else {
+    let Some(at) = crate::stream::reassemble::parse_error_at(text) else {
         return Vec::new();
     };
     let message = cx
@@ -81,6 +66,25 @@ pub fn parse_error(cx: &ExchangeContext) -> Vec<Finding> {
         },
     )
     .with_evidence(Evidence { pane: Some(Pane::Replay), pointer, offset: if cx.response_json.is_some() { None } else { Some(at) }, excerpt: Some(message), ..Default::default() })]
+}
+
+/// `server.parse_error` for a stream that ended with the server's parse failure as an error
+/// event (`data: {"error": …}`, Anthropic `event: error`, an Ollama `{"error": …}` line):
+/// event number `event`, error message `msg` ([`crate::stream::reassemble::is_parse_error_message`]).
+/// Evidence: pane stream, the event, excerpt of the message.
+pub fn parse_error_event(event: Option<usize>, msg: &str) -> Finding {
+    let excerpt = crate::stream::reassemble::excerpt(msg);
+    Finding::new(
+        Rule::ServerParseError,
+        format!("the server ended the stream with a parse error: {excerpt}"),
+        "Regenerate the exchange as a raw completion and replay toolscope's parser on the raw text to see where the output broke the expected format.",
+    )
+    .with_evidence(Evidence {
+        pane: Some(Pane::Stream),
+        event,
+        excerpt: Some(excerpt),
+        ..Default::default()
+    })
 }
 
 /// `server.call_mismatch`: the server's `tool_calls` differ from toolscope's parse of the raw
@@ -125,6 +129,56 @@ mod tests {
         assert_eq!(f[0].rule, Rule::ServerParseError);
         assert_eq!(f[0].evidence.pointer.as_deref(), Some("/error/message"));
         assert!(f[0].hint.contains("peg-native"), "{}", f[0].hint);
+    }
+
+    /// One wording list for a body and a stream: each engine's parse-failure message is
+    /// `server.parse_error` whether the server answered it as an HTTP 500 body or as an error
+    /// event (then with its event number, and not also `stream.error_event`); a request-side
+    /// "parse error" (llama-server's invalid-JSON answer) is neither.
+    #[test]
+    fn one_wording_for_bodies_and_stream_events() {
+        use crate::diagnose::{check_exchange, load};
+        let parse_failures = [
+            "The model produced output that does not match the expected peg-native format",
+            "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101]",
+            "error parsing tool call: raw='{\"name\": \"get\"', err=unexpected end of JSON input",
+        ];
+        for (msg, is_parse) in parse_failures
+            .iter()
+            .map(|m| (*m, true))
+            .chain([("JSON parse error: invalid request body", false)])
+        {
+            let err = json!({"error": {"code": 500, "message": msg}});
+            let mut cx = ExchangeContext::new(Api::Openai);
+            cx.status = Some(500);
+            cx.response_text = Some(err.to_string());
+            cx.response_json = Some(err.clone());
+            assert_eq!(parse_error(&cx).len(), usize::from(is_parse), "body: {msg}");
+
+            let body = format!(
+                "data: {}\n\ndata: {err}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": "Hel"}}]})
+            );
+            let mut cx = ExchangeContext::new(Api::Openai);
+            load::set_stream(&mut cx, &body);
+            let all = check_exchange(&cx);
+            let pe: Vec<&Finding> = all
+                .iter()
+                .filter(|f| f.rule == Rule::ServerParseError)
+                .collect();
+            let ee = all
+                .iter()
+                .filter(|f| f.rule == Rule::StreamErrorEvent)
+                .count();
+            if is_parse {
+                assert_eq!(pe.len(), 1, "stream: {msg}: {all:?}");
+                assert_eq!(pe[0].evidence.event, Some(1), "{msg}");
+                assert_eq!(ee, 0, "{msg}");
+            } else {
+                assert!(pe.is_empty(), "stream: {msg}: {all:?}");
+                assert_eq!(ee, 1, "{msg}");
+            }
+        }
     }
 
     #[test]
