@@ -242,7 +242,12 @@ fn tools() -> Value {
 }
 
 fn fed(pieces: &[&str], sx: Syntax, tools: &Value, opts: ParserOptions) -> ParseOutput {
-    let mut p = Parser::with_options(Some(sx), Some(tools), opts);
+    fed_as(pieces, Some(sx), tools, opts)
+}
+
+/// As [`fed`], in auto mode for `None`.
+fn fed_as(pieces: &[&str], sx: Option<Syntax>, tools: &Value, opts: ParserOptions) -> ParseOutput {
+    let mut p = Parser::with_options(sx, Some(tools), opts);
     let mut c = Collector::default();
     for piece in pieces {
         for e in p.feed(piece) {
@@ -360,17 +365,11 @@ fn minimax_m3_separator_after_a_closing_bracket_however_it_is_cut() {
         assert_eq!(one.content, "See v[3] then x]", "{syntax:?}");
         for i in (1..text.len()).filter(|&i| text.is_char_boundary(i)) {
             let two = [&text[..i], &text[i..]];
-            let mut p = Parser::with_options(syntax, Some(&tools), opts);
-            let mut col = Collector::default();
-            for c in two {
-                for e in p.feed(c) {
-                    col.apply(&e);
-                }
-            }
-            for e in p.finish() {
-                col.apply(&e);
-            }
-            assert_eq!(col.into_output(), one, "{syntax:?} cut at {i}");
+            assert_eq!(
+                fed_as(&two, syntax, &tools, opts),
+                one,
+                "{syntax:?} cut at {i}"
+            );
         }
     }
 }

@@ -210,3 +210,37 @@ pub fn lines(a: &ExchangeAnalysis, theme: &Theme) -> Vec<Line<'static>> {
     ]));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::raw::RawOutput;
+
+    fn plain(lines: &[Line<'static>]) -> String {
+        lines
+            .iter()
+            .map(|l| {
+                l.spans
+                    .iter()
+                    .map(|s| s.content.as_ref())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// No raw text: the view says why and what to change, in RawOutput's own words.
+    #[test]
+    fn without_raw_text_it_says_why_and_how() {
+        let theme = Theme::resolve(Some("dark"), None, false).unwrap();
+        let mut a = ExchangeAnalysis::default();
+        a.analysed.raw = Some(RawOutput::Missing {
+            why: "streamed response: `__verbose.content` is empty in stream mode".into(),
+            how: "start llama-server with LLAMA_SERVER_SLOTS_DEBUG=1".into(),
+        });
+        let text = plain(&lines(&a, &theme));
+        assert!(text.contains("is empty in stream mode"), "{text}");
+        assert!(text.contains("LLAMA_SERVER_SLOTS_DEBUG=1"), "{text}");
+        assert!(!text.contains("llama.cpp"), "{text}");
+    }
+}
