@@ -59,8 +59,8 @@ fn generate(path: &Path) -> (u64, u64) {
     (bytes, exchanges)
 }
 
-/// Measuring mode: check `path` as `toolscope check --format json` does (report built and
-/// serialised), print `wall_ms peak_kb exchanges findings`.
+/// Measuring mode: check `path` as `toolscope check --format json` does (the report written
+/// as found, here to a sink), print `wall_ms peak_kb exchanges findings`.
 fn measure(path: PathBuf) {
     let args = toolscope::cli::check::Args {
         template: None,
@@ -75,15 +75,13 @@ fn measure(path: PathBuf) {
         files: vec![path],
     };
     let t = Instant::now();
-    let report = toolscope::cli::check::build_report(&args).unwrap();
-    // As `check --format json` writes it: serialised straight to the output.
-    serde_json::to_writer_pretty(std::io::sink(), &report).unwrap();
+    let tally = toolscope::cli::check::check_into(&args, std::io::sink()).unwrap();
     let ms = t.elapsed().as_secs_f64() * 1000.0;
     println!(
         "{ms:.0} {} {} {}",
         vm_hwm_kb().unwrap_or(0),
-        report.exchanges.len(),
-        report.findings.len()
+        tally.exchanges,
+        tally.findings()
     );
 }
 

@@ -24,6 +24,13 @@ Exchanges:
                                      with no tool_calls
   5. POST /api/show                  docs/api.md "Show Model Information" (template field)
 
+Annotations: exchanges 1 and 4 (the tool chats) carry an `ollama_show` annotation, as
+`toolscope proxy` records one per Ollama exchange (trimmed as src/record/recorder.rs
+trim_ollama_show trims it). docs/api.md's /api/show example has a template without `.Tools`
+(Ollama refuses a tools request for such a model: "does not support tools"), so the
+annotation's `template` is the tools template of Ollama's docs/template.mdx ("Example Tools",
+Mistral v0.3), with `capabilities` ["completion", "tools"] and the documented `details`.
+
 Run: $TOOLSCOPE_PYTHON scripts/ollama-docs-session.py [OUT]
 """
 import json
@@ -109,6 +116,23 @@ SHOW_RESPONSE = {
     },
     "capabilities": ["completion", "vision"],
 }
+
+# docs/template.mdx "Example Tools" / "Mistral", verbatim.
+MISTRAL_TOOLS_TEMPLATE = """{{- range $index, $_ := .Messages }}
+{{- if eq .Role "user" }}
+{{- if and (le (len (slice $.Messages $index)) 2) $.Tools }}[AVAILABLE_TOOLS] {{ json $.Tools }}[/AVAILABLE_TOOLS]
+{{- end }}[INST] {{ if and (eq (len (slice $.Messages $index)) 1) $.System }}{{ $.System }}
+
+{{ end }}{{ .Content }}[/INST]
+{{- else if eq .Role "assistant" }}
+{{- if .Content }} {{ .Content }}</s>
+{{- else if .ToolCalls }}[TOOL_CALLS] [
+{{- range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ json .Function.Arguments }}}
+{{- end }}]</s>
+{{- end }}
+{{- else if eq .Role "tool" }}[TOOL_RESULTS] {"content": {{ .Content }}}[/TOOL_RESULTS]
+{{- end }}
+{{- end }}"""
 
 # (path, response: list of lines = NDJSON stream | dict = one JSON object)
 ANSWERS = [
@@ -205,6 +229,13 @@ def main():
                       "request": {"method": method, "path": path, "headers": [list(h) for h in headers],
                                   "body": {"text": body.decode()}},
                       "response": resp, "timings": {"ttfb_us": 1000, "total_us": total}, "outcome": "complete"})
+    # the recorder's trim of an /api/show answer (src/record/recorder.rs trim_ollama_show)
+    show = {"template": MISTRAL_TOOLS_TEMPLATE, "capabilities": ["completion", "tools"],
+            "details": SHOW_RESPONSE["details"]}
+    for ex in (1, 4):
+        model = json.loads(lines[ex]["request"]["body"]["text"])["model"]
+        lines.append({"type": "annotation", "kind": "ollama_show", "exchange": ex, "model": model,
+                      "show": show})
     with open(out_path, "w") as f:
         for l in lines:
             f.write(json.dumps(l, ensure_ascii=False, separators=(",", ":")) + "\n")

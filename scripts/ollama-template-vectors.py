@@ -9,6 +9,11 @@ the template text (CRLF normalised as template.go's templatesOnce does), its
 `TestTemplate` in template/template_test.go (the case messages are transcribed from that
 test, with the file's line numbers, below).
 
+It also transcribes the tool-calling templates of the Ollama library that Ollama tested
+against (`tools/testdata/<model>.gotmpl` with `messages.json`, `tools.json` and the expected
+`<model>.out`, rendered by `template.Execute` in tools/tools_test.go `TestParseToolCalls`),
+from the last commit that had them (TOOLS_COMMIT, the parent of 9f8a18ec0, which removed them).
+
 Usage: scripts/ollama-template-vectors.py GIT_DIR [COMMIT] > tests/data/ollama_template_vectors.json
 """
 import json
@@ -65,6 +70,25 @@ for name in sorted(names):
             pass
     templates.append({"name": name, "template": text, "parameters": params, "expected": cases})
 
+tools_commit = git("rev-parse", "9f8a18ec0^").decode().strip()
+tools_test = git("show", f"{tools_commit}:tools/tools_test.go").decode()
+tools_line = next(i + 1 for i, l in enumerate(tools_test.splitlines())
+                  if "tmpl.Execute(actual, template.Values{Tools: tools, Messages: messages})" in l)
+tool_names = sorted(p.split("/")[-1][:-len(".gotmpl")]
+                    for p in git("ls-tree", "--name-only", tools_commit, "tools/testdata/").decode().split()
+                    if p.endswith(".gotmpl"))
+tool_templates = []
+for name in tool_names:
+    try:
+        out = git("show", f"{tools_commit}:tools/testdata/{name}.out").decode()
+    except subprocess.CalledProcessError:
+        continue
+    tool_templates.append({
+        "name": name,
+        "template": git("show", f"{tools_commit}:tools/testdata/{name}.gotmpl").decode(),
+        "expected": out,
+    })
+
 json.dump({
     "source": "github.com/ollama/ollama",
     "commit": commit,
@@ -75,5 +99,13 @@ json.dump({
                                "openchat.gotmpl", "vicuna.gotmpl"],
     "cases": CASES,
     "templates": templates,
+    "tools": {
+        "commit": tools_commit,
+        "files": "tools/testdata/*.gotmpl, *.out, messages.json, tools.json",
+        "test": f"tools/tools_test.go:{tools_line} TestParseToolCalls (the \"template\" subtest)",
+        "messages": json.loads(git("show", f"{tools_commit}:tools/testdata/messages.json")),
+        "tools": json.loads(git("show", f"{tools_commit}:tools/testdata/tools.json")),
+        "templates": tool_templates,
+    },
 }, sys.stdout, indent=1, ensure_ascii=False)
 sys.stdout.write("\n")

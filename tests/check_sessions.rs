@@ -246,3 +246,105 @@ fn shipped_gemma4_session_reports_the_lost_types_from_the_server_render() {
         ]
     );
 }
+
+/// Every shipped session in one run (file order).
+fn shipped_sessions() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("sessions")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| p.display().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `check --format json` writes its report as it finds it (entry by entry, the findings held
+/// in a temporary file until the exchanges are written); the bytes must still be exactly
+/// serde_json's pretty form of the whole report, newline-terminated — on every shipped session
+/// at once, and with no exchange listed (a bare `--tokens`: `"exchanges": []`).
+#[test]
+fn streamed_json_report_is_the_pretty_printed_report() {
+    let files = shipped_sessions();
+    let mut args = vec!["--format", "json"];
+    args.extend(files.iter().map(String::as_str));
+    let (_, v, out) = run(&args);
+    assert!(v["exchanges"].as_array().unwrap().len() > 10, "{out}");
+    assert!(v["findings"].as_array().unwrap().len() > 10, "{out}");
+    assert_eq!(out, serde_json::to_string_pretty(&v).unwrap() + "\n");
+
+    let (_, v, out) = run(&[
+        "--format",
+        "json",
+        "--tokens",
+        "tests/cases/09-duplicate-bos/tokenize.json",
+    ]);
+    assert_eq!(v["exchanges"], serde_json::json!([]), "{out}");
+    assert!(!v["findings"].as_array().unwrap().is_empty(), "{out}");
+    assert_eq!(out, serde_json::to_string_pretty(&v).unwrap() + "\n");
+}
+
+/// The streamed text report on every shipped session at once against its JSON twin: each
+/// exchange's block (`#index api …`) holds exactly its own findings (`rule: message`), in
+/// order; findings tied to no exchange come after the heading `(not tied to an exchange)`; the
+/// last line counts exchanges and findings by severity.
+#[test]
+fn streamed_text_report_groups_the_json_findings_by_exchange() {
+    let files = shipped_sessions();
+    let mut args = vec!["--format", "json"];
+    args.extend(files.iter().map(String::as_str));
+    let (_, v, _) = run(&args);
+    let (_, _, text) = run(&args[2..]);
+    let exchanges = v["exchanges"].as_array().unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let mut at = 0;
+    for (k, e) in exchanges.iter().enumerate() {
+        let head = format!("#{} {} ", e["index"], e["api"].as_str().unwrap());
+        let start = at + text[at..].find(&head).unwrap_or_else(|| panic!("{head}"));
+        let end = if k + 1 < exchanges.len() {
+            let next = &exchanges[k + 1];
+            let h = format!("#{} {} ", next["index"], next["api"].as_str().unwrap());
+            start + 1 + text[start + 1..].find(&h).unwrap()
+        } else {
+            text.len()
+        };
+        let block = &text[start..end];
+        let mut from = 0;
+        for f in findings
+            .iter()
+            .filter(|f| f["exchange"] == e["index"] && f["evidence"]["file"] == e["file"])
+        {
+            let line = format!(
+                "{}: {}",
+                f["rule"].as_str().unwrap(),
+                f["message"].as_str().unwrap()
+            );
+            let line = toolscope::text::visible(&line).into_owned();
+            let i = block[from..]
+                .find(&line)
+                .unwrap_or_else(|| panic!("{line:?} not in order in {block}"));
+            from += i + line.len();
+        }
+        if !findings
+            .iter()
+            .any(|f| f["exchange"] == e["index"] && f["evidence"]["file"] == e["file"])
+        {
+            assert!(block.contains("ok: no findings"), "{block}");
+        }
+        at = start + 1;
+    }
+    let count = |sev: &str| findings.iter().filter(|f| f["severity"] == sev).count();
+    let last = text.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            "{} exchange(s), {} error(s), {} warning(s), {} info",
+            exchanges.len(),
+            count("error"),
+            count("warning"),
+            count("info")
+        )
+    );
+    let loose = findings.iter().any(|f| f["exchange"].is_null());
+    assert_eq!(text.contains("(not tied to an exchange)"), loose, "{text}");
+}

@@ -315,3 +315,56 @@ fn debug_render_only_as_ollama_handlers() {
         "[img-0]Describe this image"
     );
 }
+
+/// Ollama's tool-calling templates (command-r-plus, firefunction, llama3-groq-tool-use,
+/// llama3.2, mistral, nemotron, qwen2.5, qwen3, xlam) rendered for tools/testdata's
+/// messages.json + tools.json must equal the `.out` files Go produced
+/// (tools/tools_test.go `TestParseToolCalls`, subtest "template", at 6b04cad, before
+/// v0.14.0: rendered as that Ollama version renders, `{{ .Function }}` as JSON).
+#[test]
+fn tool_templates_render_as_ollama_testdata() {
+    let v = vectors();
+    let t = &v["tools"];
+    let req = json!({"model": "m", "messages": t["messages"], "tools": t["tools"]});
+    let mut model = gotmpl::OllamaModel::default();
+    model.set_version("0.9.1");
+    assert!(model.function_json);
+    let mut failures = Vec::new();
+    let templates = t["templates"].as_array().unwrap();
+    for tt in templates {
+        let name = tt["name"].as_str().unwrap();
+        let opts = gotmpl::ExecOptions::default();
+        match gotmpl::render_ollama_with(tt["template"].as_str().unwrap(), &req, &model, &opts) {
+            Ok(got) if got == tt["expected"].as_str().unwrap() => {}
+            Ok(got) => failures.push(format!(
+                "{name}:\n got  {got:?}\n want {:?}",
+                tt["expected"].as_str().unwrap()
+            )),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(templates.len(), 9);
+}
+
+/// From Ollama v0.14.0 (e51dead63) to fb3076099, `{{ .Function }}` prints Go struct syntax,
+/// as reported with a Go reproduction in ollama issue #14601 / PR #18391 ("{get_weather Get
+/// current weather for a city {object <nil> <nil> [city] {…}}}"); toolscope renders what
+/// that Ollama sends the model.
+#[test]
+fn function_prints_as_a_go_struct_from_v0_14() {
+    let t = "{{- range .Messages }}{{ end }}{{- range .Tools }}{\"type\": \"function\", \"function\": {{ .Function }}}{{ end }}";
+    let req = json!({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {
+        "name": "get_weather", "description": "Get current weather for a city",
+        "parameters": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string", "description": "City name"}}}}}]});
+    assert_eq!(
+        gotmpl::render_ollama(t, &req).unwrap(),
+        r#"{"type": "function", "function": {get_weather Get current weather for a city {object <nil> <nil> [city] {"city":{"type":"string","description":"City name"}}}}}"#
+    );
+    let mut old = gotmpl::OllamaModel::default();
+    old.set_version("0.13.5");
+    assert_eq!(
+        gotmpl::render_ollama_with(t, &req, &old, &gotmpl::ExecOptions::default()).unwrap(),
+        r#"{"type": "function", "function": {"name":"get_weather","description":"Get current weather for a city","parameters":{"type":"object","required":["city"],"properties":{"city":{"type":"string","description":"City name"}}}}}"#
+    );
+}

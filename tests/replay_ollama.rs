@@ -95,3 +95,49 @@ fn check_reports_the_call_left_in_content_and_accepts_stop_with_calls() {
     assert_eq!(by_id(2), Vec::<&str>::new());
     assert_eq!(by_id(4), vec!["tool_call.leaked_as_text"]);
 }
+
+/// The Template pane of an Ollama exchange renders its request through the `/api/show`
+/// template recorded for it (the docs/template.mdx Mistral tools template), as Ollama's
+/// template.go `Execute` does. Expected text derived by hand from that template: one user
+/// message with tools → `[AVAILABLE_TOOLS] <json.Marshal of the tools>[/AVAILABLE_TOOLS]`, then
+/// `[INST] content[/INST]`; Go's json.Marshal keeps templateTool's field order (type,
+/// function{name, description, parameters{type, required, properties}}).
+#[test]
+fn template_pane_renders_the_api_show_template() {
+    let s = session();
+    let ex = s.exchange(1).unwrap().clone();
+    let annotations = s.annotations.get(&1).map_or(&[][..], Vec::as_slice);
+    assert!(
+        !annotations.is_empty(),
+        "the docs session carries /api/show for exchange 1"
+    );
+    let a = analyse(
+        ex,
+        Context {
+            header: &s.header,
+            annotations,
+        },
+        Depth::Panes,
+    );
+    assert_eq!(
+        a.template.local_source.as_deref(),
+        Some("/api/show template, llama3.2")
+    );
+    let want = concat!(
+        r#"[AVAILABLE_TOOLS] [{"type":"function","function":{"name":"get_weather","description":"Get the weather in a given city","#,
+        r#""parameters":{"type":"object","required":["city"],"properties":{"city":{"type":"string","description":"The city to get the weather for"}}}}}]"#,
+        "[/AVAILABLE_TOOLS][INST] what is the weather in tokyo?[/INST]"
+    );
+    assert_eq!(a.template.local, Some(Ok(want.to_owned())));
+    // no annotation (the thinking chat): no Ollama render, and no error either
+    let ex2 = s.exchange(2).unwrap().clone();
+    let a2 = analyse(
+        ex2,
+        Context {
+            header: &s.header,
+            annotations: &[],
+        },
+        Depth::Panes,
+    );
+    assert_eq!(a2.template.local, None);
+}

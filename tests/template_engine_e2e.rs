@@ -7,8 +7,10 @@
 //! Asserts ≥ 97 % byte-identical renders over the pairs the server renders (a pair the profile
 //! refuses counts as different), and that the requests the server refuses are the ones the
 //! profile refuses (with llama-server's "Unable to generate parser" text where the server uses
-//! it) — except the refusal mismatches listed in [`KNOWN_REFUSAL_MISMATCHES`] with their cause;
-//! any other mismatch fails. Prints the figure and every remaining difference (the list in
+//! it): no refusal mismatch is allowed. llama.cpp's binary operators, which decide several
+//! refusals (Seed-OSS `undefined in (..)`, GigaChat 3 `list in list`, firefunction-v2
+//! `"text" + undefined`), are reproduced by the profile's operator rewrite
+//! (src/template/llama/ops.rs). Prints the figure and every remaining difference (the list in
 //! docs/templates.md comes from this output).
 //!
 //! Run: `source ~/.cache/toolscope/env && cargo test --test template_engine_e2e -- --ignored --nocapture`
@@ -22,29 +24,6 @@ use toolscope::record::client::ServerClient;
 use toolscope::record::llama::{LlamaOptions, LlamaServer};
 use toolscope::template::llama::{REFUSAL_PREFIX, VocabFlags};
 use toolscope::template::{RenderInput, RenderOptions, TemplateSource, divergence};
-
-/// Refusal mismatches with a known cause: llama.cpp's binary operators, which minijinja does
-/// not let a profile override (common/jinja/runtime.cpp `binary_expression::execute_impl`):
-/// * `x in seq` with an undefined `x` is an error in llama.cpp ("Cannot perform operation in on
-///   undefined values"), false in minijinja (ByteDance Seed-OSS `t in ("number", "integer")`);
-/// * `list in list` is an error in llama.cpp ("Unknown operator \"in\" between Array and
-///   Array"), a membership test in minijinja (GigaChat 3 / 3.1 with a type-list parameter);
-/// * `"text" + undefined` is `"text"` in llama.cpp (its concat-with-null workaround), an error in
-///   minijinja (firefunction-v2 `system_prompt_suffix + "\n" + functions`).
-const KNOWN_REFUSAL_MISMATCHES: &[(&str, &str)] = &[
-    ("ByteDance-Seed-OSS.jinja", "tools"),
-    ("ByteDance-Seed-OSS.jinja", "reasoning_multi"),
-    ("GigaChat3-10B-A1.8B.jinja", "tools"),
-    ("GigaChat3-10B-A1.8B.jinja", "reasoning_multi"),
-    ("GigaChat3.1-10B-A1.8B.jinja", "tools"),
-    ("GigaChat3.1-10B-A1.8B.jinja", "reasoning_multi"),
-    ("fireworks-ai-llama-3-firefunction-v2.jinja", "plain"),
-    ("fireworks-ai-llama-3-firefunction-v2.jinja", "tools"),
-    (
-        "fireworks-ai-llama-3-firefunction-v2.jinja",
-        "reasoning_multi",
-    ),
-];
 
 fn without_tokens(body: &Value) -> Value {
     let mut b = body.clone();
@@ -86,7 +65,6 @@ fn llama_cpp_profile_matches_llama_server_apply_template() {
     }
     let (mut same, mut compared, mut rejected_start) = (0usize, 0usize, 0usize);
     let mut server_rendered = 0usize;
-    let mut known = Vec::new();
     let (mut refusals_server, mut refusals_both) = (0usize, 0usize);
     let mut problems = Vec::new();
     let mut diffs = Vec::new();
@@ -131,7 +109,6 @@ fn llama_cpp_profile_matches_llama_server_apply_template() {
             if engine.is_ok() {
                 server_rendered += 1;
             }
-            let is_known = KNOWN_REFUSAL_MISMATCHES.contains(&(name.as_str(), scn));
             match (engine, local) {
                 (Ok(e), Ok(l)) => {
                     compared += 1;
@@ -156,19 +133,11 @@ fn llama_cpp_profile_matches_llama_server_apply_template() {
                         "{name}#{scn}: server refuses, profile renders: {:.240}",
                         e.to_string()
                     );
-                    if is_known {
-                        known.push(m)
-                    } else {
-                        problems.push(m)
-                    }
+                    problems.push(m)
                 }
                 (Ok(_), Err(l)) => {
                     let m = format!("{name}#{scn}: profile refuses, server renders: {l:.240}");
-                    if is_known {
-                        known.push(m)
-                    } else {
-                        problems.push(m)
-                    }
+                    problems.push(m)
                 }
             }
         }
@@ -176,12 +145,9 @@ fn llama_cpp_profile_matches_llama_server_apply_template() {
     }
     let pct = 100.0 * same as f64 / server_rendered.max(1) as f64;
     println!(
-        "llama.cpp profile vs llama-server b11434 /apply-template: {same}/{server_rendered} of the pairs the server renders identical ({pct:.1}%; {compared} rendered by both); refusals: server {refusals_server}, matched {refusals_both}, known mismatches {}; templates the server rejects at start: {rejected_start}",
-        known.len()
+        "llama.cpp profile vs llama-server b11434 /apply-template: {same}/{server_rendered} of the pairs the server renders identical ({pct:.1}%; {compared} rendered by both); refusals: server {refusals_server}, matched {refusals_both}, mismatched {}; templates the server rejects at start: {rejected_start}",
+        problems.len()
     );
-    for k in &known {
-        println!("  KNOWN REFUSAL MISMATCH {k}");
-    }
     for d in &diffs {
         println!("  DIFF {d}");
     }
@@ -191,4 +157,31 @@ fn llama_cpp_profile_matches_llama_server_apply_template() {
     assert!(compared > 0, "no template could be compared");
     assert!(pct >= 97.0, "agreement {pct:.1}% < 97%");
     assert!(problems.is_empty(), "refusals differ: {problems:#?}");
+}
+
+/// Every corpus template's operator rewrite (llama.cpp's binary operators as calls,
+/// src/template/llama/rewrite.rs) succeeds: node boundaries are token boundaries and the
+/// rewritten text parses. A failure would silently leave minijinja's operators in place.
+#[test]
+fn operator_rewrite_covers_the_corpus() {
+    let Some(corpus) = support::corpus() else {
+        return;
+    };
+    let (mut rewritten, mut total) = (0, 0);
+    for e in std::fs::read_dir(&corpus).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "jinja") {
+            continue;
+        }
+        total += 1;
+        let src = std::fs::read_to_string(&p).unwrap();
+        let src = toolscope::template::llama::patch_source(&src);
+        match toolscope::template::llama::rewrite::try_rewrite(&src) {
+            Ok(Some(_)) => rewritten += 1,
+            Ok(None) => {}
+            Err(e) => panic!("{}: {e}", p.display()),
+        }
+    }
+    println!("operator rewrite: {rewritten} of {total} corpus templates rewritten");
+    assert!(rewritten > total / 2, "{rewritten}/{total}");
 }

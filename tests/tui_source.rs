@@ -29,8 +29,8 @@ fn quick_rows_match_the_analysed_rows_on_their_heads() {
     for row in 0..src.len() {
         let quick = src.quick_summary(row);
         let ex = src.load(row).unwrap();
-        let ctx = src.context(ex.id);
-        let full = analysis::summarize(ex, ctx);
+        let anns = src.annotations_of(ex.id);
+        let full = analysis::summarize(ex, src.context(&anns));
         assert!(!quick.analyzed && full.analyzed, "row {row}");
         assert_eq!(
             (quick.tool_calls, quick.rules.len()),

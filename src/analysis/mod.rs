@@ -309,6 +309,20 @@ pub fn analyse_with<E>(
             .map(str::to_owned)
     };
     cx.template = overrides.template.clone().or_else(|| prop("chat_template"));
+    // Ollama: the prompt as Ollama renders it from the /api/show annotation (issue #14) —
+    // what the prompt rules read when there is no server render
+    let ollama = template::ollama_render(&ex, cx.request.as_ref(), ctx.header, ctx.annotations);
+    if let Some((_, Ok(prompt))) = &ollama
+        && cx.server_prompt.is_none()
+    {
+        cx.server_prompt = Some(prompt.clone());
+    }
+    if cx.template.is_none() {
+        cx.template = Annotation::latest_ollama_show(ctx.annotations)
+            .and_then(|(_, s)| s.get("template"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
     cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
     hook(&mut cx)?;
     let chat = api.is_generation();
@@ -361,6 +375,10 @@ pub fn analyse_with<E>(
         a.schema = tools::schema_rows(request.as_ref(), &a.findings);
         a.template =
             template::template_view(&ex, request.as_ref(), ctx.header, a.server_render.as_ref());
+        if let Some((origin, out)) = ollama {
+            a.template.local_source = Some(origin);
+            a.template.local = Some(out);
+        }
     }
     a.request = request;
     a.exchange = ex;

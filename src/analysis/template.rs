@@ -75,6 +75,35 @@ fn local_render(
     Some((origin, out))
 }
 
+/// An Ollama exchange's render (`/api/chat`, non-raw `/api/generate`) from its `/api/show`
+/// annotation ([`crate::template::source::ollama_exchange_render`]): `(origin, render or
+/// error)`; `None` for other exchanges or without the annotation.
+pub fn ollama_render(
+    ex: &Exchange,
+    request: Option<&Value>,
+    header: &Header,
+    annotations: &[crate::session::Annotation],
+) -> Option<(String, Result<String, String>)> {
+    let path = ex.request.path.split('?').next().unwrap_or_default();
+    if !(path.ends_with("/api/chat") || path.ends_with("/api/generate"))
+        || request.and_then(|r| r.get("raw")).and_then(Value::as_bool) == Some(true)
+    {
+        return None;
+    }
+    let (model, show) = crate::session::Annotation::latest_ollama_show(annotations)?;
+    Some(crate::template::source::ollama_exchange_render(
+        model,
+        show,
+        request,
+        &ex.started,
+        header
+            .engine
+            .as_ref()
+            .filter(|e| e.kind == "ollama")
+            .and_then(|e| e.version.as_deref()),
+    ))
+}
+
 /// The Template pane's model: the server's render ([`ServerRender`]) with its special and
 /// pseudo-special markers and BOS count, toolscope's local render, and their line diff.
 pub fn template_view(

@@ -4,7 +4,14 @@
 //!
 //! Exit codes: 0 no warning or error, 1 at least one, 2 unusable input (message names the file
 //! and the position).
+//!
+//! The report is written as it is found ([`ReportWriter`]): each exchange's listing and its
+//! findings as soon as the exchange is analysed; what must come later in the output (JSON's
+//! `findings` array after `exchanges`, the text report's findings tied to no exchange) goes
+//! to an unnamed temporary file and is copied out at the end. Memory is bounded by the
+//! largest exchange, not by the session or the report.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -13,11 +20,12 @@ use serde_json::Value;
 
 use super::Format;
 use super::render::{VocabSource, load_template, load_vocab, tokenize_with};
-use crate::diagnose::report::{CheckReport, ExchangeSummary};
+use crate::diagnose::report::{ExchangeSummary, Tally};
 use crate::diagnose::{ExchangeContext, VocabRender, check_exchange, load, request};
 use crate::finding::Finding;
 use crate::session::{Api, Piece, TokenPiece};
 use crate::template::TemplateSource;
+use crate::tui::source::SessionSource;
 
 /// API of a bare request/response pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -228,8 +236,11 @@ impl VocabRenderer<'_> {
     }
 }
 
-/// Builds the report for `args` (everything but printing).
-pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
+/// Checks everything `args` names and writes the report to `w` as it goes (format
+/// `args.format`). Returns the counts (exit code, summary).
+///
+/// Errors: unusable input (named file and position), or writing to `w` failed.
+pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally> {
     let source = args.template.as_deref().map(load_template).transpose()?;
     let vocab = match &args.vocab {
         Some(v) => Some(load_vocab(v)?),
@@ -245,8 +256,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
     });
     let tpl_text = source.as_ref().map(|s| s.template.clone());
     let tpl_bos = source.as_ref().and_then(|s| s.bos_token.clone());
-    let mut report = CheckReport::default();
-    let add = |report: &mut CheckReport,
+    let add = |report: &mut ReportWriter<W>,
                cx: &mut ExchangeContext,
                fallback: u64,
                file: &str,
@@ -261,14 +271,14 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         if let Some(r) = &renderer {
             cx.vocab_render = r.render(cx, file)?;
         }
+        let findings = check_exchange(cx).into_iter().map(|f| in_file(f, file));
         if listed {
-            report
-                .exchanges
-                .push(ExchangeSummary::from_context(cx, fallback, file));
+            report.exchange(&ExchangeSummary::from_context(cx, fallback, file), findings)?;
+        } else {
+            for f in findings {
+                report.finding(f)?;
+            }
         }
-        report
-            .findings
-            .extend(check_exchange(cx).into_iter().map(|f| in_file(f, file)));
         Ok(())
     };
 
@@ -276,9 +286,9 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         template: tpl_text.clone(),
         bos_token: tpl_bos.clone(),
     };
-    // One exchange at a time: analysed, summarised, dropped. Memory is bounded by the largest
-    // exchange (plus the report), not the file.
-    let run = |report: &mut CheckReport,
+    // One exchange at a time: analysed, written, dropped. Memory is bounded by the largest
+    // exchange, not the file or the report.
+    let run = |report: &mut ReportWriter<W>,
                ex: crate::session::Exchange,
                ctx: crate::analysis::Context<'_>,
                file: &str|
@@ -298,56 +308,26 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
                 Ok(())
             },
         )?;
-        report.exchanges.push(summary_of(&a, file));
-        report
-            .findings
-            .extend(a.findings.into_iter().map(|f| in_file(f, file)));
+        let summary = summary_of(&a, file);
+        report.exchange(&summary, a.findings.into_iter().map(|f| in_file(f, file)))?;
         Ok(())
     };
-    for path in &args.files {
-        let file = path.display().to_string();
-        if is_har(path) {
-            let mut session = load_har(path)?;
-            report.findings.extend(
-                session
-                    .warnings
-                    .iter()
-                    .map(|w| in_file(load::damaged_line(&file, w), &file)),
-            );
-            let mut exchanges = std::mem::take(&mut session.exchanges);
-            exchanges.sort_by_key(|e| e.id);
-            for ex in exchanges {
-                let ctx = crate::analysis::Context {
-                    header: &session.header,
-                    annotations: session.annotations.get(&ex.id).map_or(&[], Vec::as_slice),
-                };
-                run(&mut report, ex, ctx, &file)?;
-            }
-            continue;
-        }
-        // The inspector's indexed reading: one pass for line offsets, then each exchange line
-        // read and decoded on its own.
-        let src = crate::tui::source::SessionSource::index_file(path, &mut |_, _| {})?;
-        report.findings.extend(
-            src.warnings
-                .iter()
-                .map(|w| in_file(load::damaged_line(&file, w), &file)),
-        );
-        for row in 0..src.len() {
-            match src.load(row) {
-                Ok(ex) => {
-                    let ctx = src.context(ex.id);
-                    run(&mut report, ex, ctx, &file)?;
-                }
-                Err(e) => {
-                    let w = crate::analysis::load_error_warning(src.rows[row].line, &e);
-                    report
-                        .findings
-                        .push(in_file(load::damaged_line(&file, &w), &file));
-                }
-            }
-        }
-    }
+    // Every input is opened and validated before the report starts: unusable input (exit 2)
+    // leaves no half-written report. Session files are only indexed here (line offsets).
+    let opened = args
+        .files
+        .iter()
+        .map(|path| -> anyhow::Result<(&Path, SessionSource)> {
+            // a HAR file is imported whole (small next to recorded sessions); a session file
+            // is the inspector's indexed reading: each exchange line read and decoded on its
+            // own, its annotations read back by the offsets the index kept
+            Ok(if is_har(path) {
+                (path, SessionSource::from_session(load_har(path)?))
+            } else {
+                (path, SessionSource::index_file(path, &mut |_, _| {})?)
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
     let request = args
         .request
@@ -409,7 +389,7 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
         super::render::check_chat_request(&p.display().to_string(), body)?;
     }
     let have_response = response.is_some() || sse.is_some();
-    if have_response || (request.is_some() && args.template.is_none()) {
+    let bare = if have_response || (request.is_some() && args.template.is_none()) {
         let mut cx = ExchangeContext::from_pair(api, request.clone(), response.clone());
         cx.id = Some(1);
 
@@ -447,37 +427,74 @@ pub fn build_report(args: &Args) -> anyhow::Result<CheckReport> {
                 .or(args.response_sse.as_deref())
                 .or(args.request.as_deref()),
         );
-        add(&mut report, &mut cx, 1, &file, true)?;
+        Bare::Pair(cx, file)
     } else if let Some(req) = &request {
         // Pre-flight: a request and a template, no response.
         let mut cx = ExchangeContext::new(api);
         cx.request = Some(req.clone());
         cx.server_tokens = tokens.clone();
         cx.bos_id = cx.bos_id.or(tokens_bos);
-        let file = display(args.request.as_deref());
-        add(&mut report, &mut cx, 1, &file, false)?;
-        report.findings.extend(
-            preflight(tpl_text.as_deref(), req)
-                .into_iter()
-                .map(|f| in_file(f, &file)),
-        );
+        Bare::Preflight(cx, display(args.request.as_deref()), req.clone())
     } else if let Some(toks) = tokens {
         let mut cx = ExchangeContext::new(api);
         cx.server_tokens = Some(toks);
         cx.bos_id = cx.bos_id.or(tokens_bos);
-        add(
-            &mut report,
-            &mut cx,
-            0,
-            &display(args.tokens.as_deref()),
-            false,
-        )?;
+        Bare::Tokens(cx, display(args.tokens.as_deref()))
     } else if args.files.is_empty() {
         bail!(
             "nothing to check: give session/HAR files, --request/--response, --response-sse or --tokens"
         );
+    } else {
+        Bare::None
+    };
+
+    let mut report = ReportWriter::new(w, args.format)?;
+    for (path, src) in opened {
+        let file = path.display().to_string();
+        for w in &src.warnings {
+            report.finding(in_file(load::damaged_line(&file, w), &file))?;
+        }
+        for row in 0..src.len() {
+            match src.load(row) {
+                Ok(ex) => {
+                    let (anns, damaged) = src.read_annotations(ex.id);
+                    for w in &damaged {
+                        report.finding(in_file(load::damaged_line(&file, w), &file))?;
+                    }
+                    run(&mut report, ex, src.context(&anns), &file)?;
+                }
+                Err(e) => {
+                    let w = crate::analysis::load_error_warning(src.rows[row].line, &e);
+                    report.finding(in_file(load::damaged_line(&file, &w), &file))?;
+                }
+            }
+        }
     }
-    Ok(report)
+
+    match bare {
+        Bare::Pair(mut cx, file) => add(&mut report, &mut cx, 1, &file, true)?,
+        Bare::Preflight(mut cx, file, req) => {
+            add(&mut report, &mut cx, 1, &file, false)?;
+            for f in preflight(tpl_text.as_deref(), &req) {
+                report.finding(in_file(f, &file))?;
+            }
+        }
+        Bare::Tokens(mut cx, file) => add(&mut report, &mut cx, 0, &file, false)?,
+        Bare::None => {}
+    }
+    report.finish()
+}
+
+/// The bare pair, pre-flight request or token list, validated before the report starts.
+enum Bare {
+    /// `--request`/`--response`/`--response-sse`: one listed exchange (file named).
+    Pair(ExchangeContext, String),
+    /// `--request` with `--template` and no response: token rules and the pre-flight lint.
+    Preflight(ExchangeContext, String, Value),
+    /// `--tokens` alone.
+    Tokens(ExchangeContext, String),
+    /// Session/HAR files only.
+    None,
 }
 
 /// `check`'s listing of an analysed session exchange from input `file`.
@@ -519,19 +536,193 @@ fn preflight(template: Option<&str>, request: &Value) -> Vec<Finding> {
     }
 }
 
-/// Runs `toolscope check`.
+/// Runs `toolscope check`: the report to stdout as it is found.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let report = build_report(&args)?;
-    match args.format {
-        Format::Json => {
-            // Written as serialised: no second copy of a big report in memory.
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            std::io::Write::write_all(&mut out, b"\n")?;
-            std::io::Write::flush(&mut out)?;
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    let tally = check_into(&args, out)?;
+    Ok(ExitCode::from(tally.exit_code()))
+}
+
+/// `check`'s report, written as it is found. JSON: the same bytes `serde_json::to_writer_pretty`
+/// gives for `{"exchanges": [...], "findings": [...]}` (each entry pretty-printed on its own
+/// and indented two levels), then a newline. Text: each exchange's block
+/// ([`crate::diagnose::report::text_block`]) with its findings, then the findings tied to no
+/// exchange, then the summary line; recorded content passes [`crate::text::visible`] (never
+/// an escape sequence on the terminal).
+///
+/// What comes after the exchanges in the output (JSON's findings, text's loose findings) is
+/// held in an unnamed temporary file ([`spill_file`]), not in memory.
+pub struct ReportWriter<W: std::io::Write> {
+    out: W,
+    format: Format,
+    tally: Tally,
+    /// Entries written after the exchanges, and how many.
+    spill: Option<std::io::BufWriter<std::fs::File>>,
+    spilled: usize,
+    /// Text: the file named by the last block's heading.
+    last_file: Option<String>,
+}
+
+impl<W: std::io::Write> ReportWriter<W> {
+    /// Starts a report on `out` (JSON: writes the opening `{` and `"exchanges": [`).
+    pub fn new(mut out: W, format: Format) -> std::io::Result<Self> {
+        if format == Format::Json {
+            out.write_all(b"{\n  \"exchanges\": [")?;
         }
-        // recorded content in the report never reaches the terminal as escape sequences
-        Format::Text => print!("{}", crate::text::visible(&report.to_text())),
+        Ok(ReportWriter {
+            out,
+            format,
+            tally: Tally::default(),
+            spill: None,
+            spilled: 0,
+            last_file: None,
+        })
     }
-    Ok(ExitCode::from(report.exit_code()))
+
+    /// Writes one listed exchange and its own findings.
+    pub fn exchange(
+        &mut self,
+        e: &ExchangeSummary,
+        findings: impl IntoIterator<Item = Finding>,
+    ) -> anyhow::Result<()> {
+        let first = self.tally.exchanges == 0;
+        self.tally.exchanges += 1;
+        match self.format {
+            Format::Json => {
+                self.out.write_all(if first { b"\n" } else { b",\n" })?;
+                write_indented(&mut self.out, &serde_json::to_string_pretty(e)?)?;
+                for f in findings {
+                    self.finding(f)?;
+                }
+            }
+            Format::Text => {
+                let (mine, loose): (Vec<Finding>, Vec<Finding>) = findings
+                    .into_iter()
+                    .partition(|f| f.exchange == Some(e.index));
+                for f in &mine {
+                    self.tally.count(f);
+                }
+                let block = crate::diagnose::report::text_block(e, &mine, &mut self.last_file);
+                self.out
+                    .write_all(crate::text::visible(&block).as_bytes())?;
+                for f in loose {
+                    self.finding(f)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a finding that belongs to no listed exchange (JSON: every finding goes here,
+    /// in order, after the exchanges).
+    pub fn finding(&mut self, f: Finding) -> anyhow::Result<()> {
+        self.tally.count(&f);
+        let spill = match &mut self.spill {
+            Some(s) => s,
+            None => self.spill.insert(std::io::BufWriter::new(spill_file()?)),
+        };
+        let first = self.spilled == 0;
+        self.spilled += 1;
+        match self.format {
+            Format::Json => {
+                spill.write_all(if first { b"\n" } else { b",\n" })?;
+                write_indented(spill, &serde_json::to_string_pretty(&f)?)?;
+            }
+            Format::Text => {
+                let text = crate::diagnose::report::text_finding(&f);
+                spill.write_all(crate::text::visible(&text).as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what was held back and the closing lines; returns the counts.
+    pub fn finish(mut self) -> anyhow::Result<Tally> {
+        let held = match self.spill.take() {
+            Some(s) => {
+                let mut f = s.into_inner().map_err(|e| e.into_error())?;
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0))?;
+                Some(f)
+            }
+            None => None,
+        };
+        match self.format {
+            Format::Json => {
+                self.out.write_all(if self.tally.exchanges > 0 {
+                    b"\n  ],\n  \"findings\": ["
+                } else {
+                    b"],\n  \"findings\": ["
+                })?;
+                if let Some(mut f) = held {
+                    std::io::copy(&mut f, &mut self.out)?;
+                    self.out.write_all(b"\n  ]\n}\n")?;
+                } else {
+                    self.out.write_all(b"]\n}\n")?;
+                }
+            }
+            Format::Text => {
+                if let Some(mut f) = held {
+                    self.out
+                        .write_all(crate::diagnose::report::TEXT_LOOSE_HEADING.as_bytes())?;
+                    std::io::copy(&mut f, &mut self.out)?;
+                    self.out.write_all(b"\n")?;
+                }
+                self.out.write_all(self.tally.summary_line().as_bytes())?;
+            }
+        }
+        self.out.flush()?;
+        Ok(self.tally)
+    }
+}
+
+/// Writes `pretty` (a pretty-printed JSON value) indented by two levels (4 spaces), as it
+/// stands inside `{"key": [ … ]}` in serde_json's pretty output. JSON strings never hold a raw
+/// newline (it is escaped), so every newline is a line break of the layout.
+fn write_indented(out: &mut impl std::io::Write, pretty: &str) -> std::io::Result<()> {
+    out.write_all(b"    ")?;
+    for (i, line) in pretty.split('\n').enumerate() {
+        if i > 0 {
+            out.write_all(b"\n    ")?;
+        }
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// An unnamed temporary file (created in the temporary directory and unlinked at once on
+/// Unix; removed when closed elsewhere is not guaranteed, so it is removed right away where
+/// the platform allows).
+fn spill_file() -> anyhow::Result<std::fs::File> {
+    let dir = std::env::temp_dir();
+    for n in 0..100u32 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!(
+            "toolscope-check-{}-{nanos}-{n}.tmp",
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => {
+                let _ = std::fs::remove_file(&path);
+                return Ok(f);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(anyhow::anyhow!(
+                    "{}: cannot create a temporary file for the report: {e}",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    bail!(
+        "{}: cannot create a temporary file for the report",
+        dir.display()
+    )
 }

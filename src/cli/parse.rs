@@ -269,7 +269,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if chunks.len() > 1 || chunks.first().is_some_and(|c| c.len() < 100_000) {
-        let findings = check_chunkings(&chunks, None, syntax, tools.as_ref(), opts);
+        let findings: Vec<_> = check_chunkings(&chunks, None, syntax, tools.as_ref(), opts)
+            .iter()
+            .map(|(c, d)| crate::diagnose::rules::replay::cut_divergence(c, d))
+            .collect();
         let _ = writeln!(
             s,
             "\nre-cut checks (per character, per recorded chunk, every 2 and 8 chunks): {}",

@@ -24,7 +24,8 @@ use crate::tokens::{self, Token, Vocab};
 pub struct Args {
     /// Template source: a .jinja file, tokenizer_config.json / chat_template.json, a .gguf, a
     /// llama-server URL (reads GET /props), or an Ollama URL `http://host:11434/api/show?model=NAME`
-    /// (a Go template: shown, not rendered).
+    /// or a saved `/api/show` answer (a Go template: the request is then an Ollama /api/chat
+    /// body, rendered as Ollama renders it).
     #[arg(long, value_name = "SRC")]
     pub template: String,
     /// Request body: an OpenAI chat body (messages, tools; optionally add_generation_prompt,
@@ -344,11 +345,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let source = load_template(&args.template)?;
     if source.format == TemplateFormat::Go {
-        bail!(
-            "{}: this is an Ollama Go template; it is shown, not rendered:\n{}",
-            source.origin,
-            source.template
-        );
+        // An Ollama Go template: the request is an Ollama /api/chat (or /api/generate) body,
+        // rendered as Ollama's server does (crate::template::gotmpl, issue #14)
+        let today = Some((now.year(), u8::from(now.month()) as u32, now.day() as u32));
+        let prompt = source
+            .render_ollama(&body, today)
+            .map_err(|e| anyhow::anyhow!("{req_name}: {} ({e})", source.origin))?;
+        match args.format {
+            Format::Text => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(prompt.as_bytes())?;
+                out.flush()?;
+            }
+            Format::Json => {
+                let v = serde_json::json!({"prompt": prompt, "template_format": "go", "origin": source.origin});
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            }
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
     }
     let (prompt, input) = render_request_with(
         &source,

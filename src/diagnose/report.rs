@@ -1,5 +1,8 @@
 //! The shape of `toolscope check` output, JSON and text.
 //!
+//! Written as found (src/cli/check.rs): an exchange's listing and its findings as soon as it
+//! is analysed, so `check` keeps [`Tally`] counts, not the report.
+//!
 //! JSON: `{"exchanges":[{"index","api","model","content","reasoning","tool_calls":[{"name",
 //! "arguments"}],"finish_reason"}],"findings":[{"rule","severity","exchange","message",
 //! "evidence","hint"}]}`. `index` is the exchange id (1-based; 1 for a bare pair) within its
@@ -51,13 +54,6 @@ pub struct CallSummary {
     pub name: String,
     /// Parsed arguments, or the raw string when not JSON.
     pub arguments: Value,
-}
-
-/// The whole `check` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct CheckReport {
-    pub exchanges: Vec<ExchangeSummary>,
-    pub findings: Vec<Finding>,
 }
 
 impl ExchangeSummary {
@@ -116,18 +112,44 @@ impl ExchangeSummary {
     }
 }
 
-impl ExchangeSummary {
-    /// Whether finding `f` is about this exchange: same index, and the same file when the
-    /// finding names one.
-    pub fn owns(&self, f: &Finding) -> bool {
-        f.exchange == Some(self.index) && f.evidence.file.as_ref().is_none_or(|x| *x == self.file)
-    }
+/// Counts of what `check` has written so far: exchanges listed and findings by severity.
+/// The report itself is written as it is found (src/cli/check.rs), so this is all that is
+/// kept of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Exchanges listed.
+    pub exchanges: usize,
+    pub errors: usize,
+    pub warnings: usize,
+    pub info: usize,
 }
 
-impl CheckReport {
-    /// Highest severity among the findings.
+impl Tally {
+    /// Counts finding `f`.
+    pub fn count(&mut self, f: &Finding) {
+        match f.severity {
+            Severity::Error => self.errors += 1,
+            Severity::Warning => self.warnings += 1,
+            Severity::Info => self.info += 1,
+        }
+    }
+
+    /// Number of findings counted.
+    pub fn findings(&self) -> usize {
+        self.errors + self.warnings + self.info
+    }
+
+    /// Highest severity among the findings counted.
     pub fn worst(&self) -> Option<Severity> {
-        self.findings.iter().map(|f| f.severity).max()
+        if self.errors > 0 {
+            Some(Severity::Error)
+        } else if self.warnings > 0 {
+            Some(Severity::Warning)
+        } else if self.info > 0 {
+            Some(Severity::Info)
+        } else {
+            None
+        }
     }
 
     /// Process exit code of `check`: 1 when any finding is a warning or an error, else 0.
@@ -135,76 +157,69 @@ impl CheckReport {
         u8::from(self.worst().is_some_and(|s| s >= Severity::Warning))
     }
 
-    /// The readable report: one block per exchange (its reply in brief, then its findings), then
-    /// findings that belong to no exchange, then a summary line.
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
-        let mut last_source = None;
-        for e in &self.exchanges {
-            if last_source != Some(&e.file) && !e.file.is_empty() {
-                let _ = writeln!(s, "{}", e.file);
-                last_source = Some(&e.file);
-            }
-            let status = e.status.map(|st| format!(" HTTP {st}")).unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "#{} {} {}{} finish={}",
-                e.index,
-                e.api,
-                e.model.as_deref().unwrap_or("-"),
-                status,
-                e.finish_reason.as_deref().unwrap_or("-")
-            );
-            if !e.reasoning.is_empty() {
-                let _ = writeln!(s, "  reasoning: {}", one_line(&e.reasoning, 100));
-            }
-            if !e.content.is_empty() {
-                let _ = writeln!(s, "  content:   {}", one_line(&e.content, 100));
-            }
-            if let Some(r) = &e.raw_text {
-                let _ = writeln!(s, "  {}", one_line(r, 160));
-            }
-            for c in &e.tool_calls {
-                let _ = writeln!(
-                    s,
-                    "  call:      {}({})",
-                    c.name,
-                    one_line(&c.arguments.to_string(), 90)
-                );
-            }
-            let mine: Vec<&Finding> = self.findings.iter().filter(|f| e.owns(f)).collect();
-            if mine.is_empty() {
-                let _ = writeln!(s, "  ok: no findings");
-            }
-            for f in mine {
-                write_finding(&mut s, f);
-            }
-            s.push('\n');
-        }
-        let loose: Vec<&Finding> = self
-            .findings
-            .iter()
-            .filter(|f| !self.exchanges.iter().any(|e| e.owns(f)))
-            .collect();
-        if !loose.is_empty() {
-            let _ = writeln!(s, "(not tied to an exchange)");
-            for f in loose {
-                write_finding(&mut s, f);
-            }
-            s.push('\n');
-        }
-        let count = |sev| self.findings.iter().filter(|f| f.severity == sev).count();
-        let _ = writeln!(
-            s,
-            "{} exchange(s), {} error(s), {} warning(s), {} info",
-            self.exchanges.len(),
-            count(Severity::Error),
-            count(Severity::Warning),
-            count(Severity::Info)
-        );
-        s
+    /// The text report's closing line: `N exchange(s), E error(s), W warning(s), I info`.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "{} exchange(s), {} error(s), {} warning(s), {} info\n",
+            self.exchanges, self.errors, self.warnings, self.info
+        )
     }
 }
+
+/// The text report's block for one exchange: a line naming `e.file` when it differs from
+/// `last_file` (which is updated), the exchange's id, API, model, status and finish reason,
+/// its reply in brief, then `findings` (its own) with evidence and hint, and a blank line.
+pub fn text_block(
+    e: &ExchangeSummary,
+    findings: &[Finding],
+    last_file: &mut Option<String>,
+) -> String {
+    let mut s = String::new();
+    if last_file.as_deref() != Some(e.file.as_str()) && !e.file.is_empty() {
+        let _ = writeln!(s, "{}", e.file);
+        *last_file = Some(e.file.clone());
+    }
+    let status = e.status.map(|st| format!(" HTTP {st}")).unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "#{} {} {}{} finish={}",
+        e.index,
+        e.api,
+        e.model.as_deref().unwrap_or("-"),
+        status,
+        e.finish_reason.as_deref().unwrap_or("-")
+    );
+    if !e.reasoning.is_empty() {
+        let _ = writeln!(s, "  reasoning: {}", one_line(&e.reasoning, 100));
+    }
+    if !e.content.is_empty() {
+        let _ = writeln!(s, "  content:   {}", one_line(&e.content, 100));
+    }
+    if let Some(r) = &e.raw_text {
+        let _ = writeln!(s, "  {}", one_line(r, 160));
+    }
+    for c in &e.tool_calls {
+        let _ = writeln!(
+            s,
+            "  call:      {}({})",
+            c.name,
+            one_line(&c.arguments.to_string(), 90)
+        );
+    }
+    if findings.is_empty() {
+        let _ = writeln!(s, "  ok: no findings");
+    }
+    for f in findings {
+        s.push_str(&text_finding(f));
+    }
+    s.push('\n');
+    s
+}
+
+/// The heading of the text report's findings that belong to no listed exchange (a damaged
+/// session line, a pre-flight lint, a bare `--tokens`); they follow it, each as
+/// [`text_finding`], then a blank line.
+pub const TEXT_LOOSE_HEADING: &str = "(not tied to an exchange)\n";
 
 /// `check`'s one line about an exchange's raw text: `<source>, N bytes`, or
 /// `missing: <why> — <how>`.
@@ -216,6 +231,14 @@ pub(crate) fn raw_text_line(r: &crate::stream::raw::RawOutput) -> String {
         }
         RawOutput::Missing { why, how } => format!("missing: {why} — {how}"),
     }
+}
+
+/// One finding as the text report shows it: severity, rule and message, then its evidence
+/// (`at pointer …, event …, offset …, token …, tool …`), excerpt and hint, indented.
+pub fn text_finding(f: &Finding) -> String {
+    let mut s = String::new();
+    write_finding(&mut s, f);
+    s
 }
 
 fn write_finding(s: &mut String, f: &Finding) {
@@ -271,16 +294,19 @@ mod tests {
 
     #[test]
     fn exit_codes() {
-        let mut r = CheckReport::default();
+        let mut r = Tally::default();
         assert_eq!(r.exit_code(), 0);
-        r.findings.push(Finding {
+        r.count(&Finding {
             severity: Severity::Info,
             ..Finding::new(Rule::BosDuplicate, "m", "h")
         });
         assert_eq!(r.exit_code(), 0);
-        r.findings
-            .push(Finding::new(Rule::TokenPseudoSpecial, "m", "h"));
+        r.count(&Finding::new(Rule::TokenPseudoSpecial, "m", "h"));
         assert_eq!(r.exit_code(), 1);
+        assert_eq!(
+            r.summary_line(),
+            "0 exchange(s), 0 error(s), 1 warning(s), 1 info\n"
+        );
     }
 
     #[test]

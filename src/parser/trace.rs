@@ -1,6 +1,7 @@
 //! Replay trace: the parser's state and emitted events after each input chunk, scrubbable to
 //! any step in O(1), with parser snapshots every [`SNAPSHOT_EVERY`] steps to resume a live
-//! parser; and re-cut chunkings compared with a one-shot parse (`parser.chunking_divergence`).
+//! parser; and re-cut chunkings compared with a one-shot parse (where they diverge, a
+//! [`Divergence`]; the `parser.chunking_divergence` finding is built in diagnose/rules/replay.rs).
 
 use std::sync::Arc;
 
@@ -10,7 +11,6 @@ use super::engine::{Event, Parser, ParserOptions, State};
 use super::syntax::Syntax;
 use super::tools::ToolIndex;
 use super::types::{Malformed, ParsedCall, Repair};
-use crate::finding::{Evidence, Finding, Pane, Rule};
 
 /// Steps between two parser snapshots (resuming a live parser re-feeds at most this many chunks).
 pub const SNAPSHOT_EVERY: usize = 256;
@@ -325,48 +325,44 @@ pub fn recut(chunks: &[String], cut: &Cut) -> Vec<String> {
     }
 }
 
+/// Where a re-cut parse first leaves the one-shot parse ([`chunking_divergence`]). A fact:
+/// the `parser.chunking_divergence` finding is built from it by
+/// `diagnose::rules::replay::cut_divergence`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// 0-based step of the re-cut trace.
+    pub step: usize,
+    /// Byte offset of that step's chunk in the text.
+    pub offset: usize,
+    /// The step's chunk.
+    pub chunk: String,
+    /// What differs (`content released so far is not what the one-shot parse produced`, …).
+    pub why: String,
+}
+
 /// Compares the parse of `chunks` re-cut as `cut` with a one-shot parse of their concatenation.
 /// At every step, what has been released (content, reasoning, calls, repairs, malformed) must be
 /// a prefix of the one-shot result, and at the end equal to it. The first step that breaks
-/// this gives a `parser.chunking_divergence` finding (evidence: pane replay, step, offset, excerpt).
+/// this is returned.
 pub fn chunking_divergence(
     chunks: &[String],
     cut: &Cut,
     syntax: Option<Syntax>,
     tools: Option<&Value>,
     opts: ParserOptions,
-) -> Option<Finding> {
+) -> Option<Divergence> {
     let ix = Arc::new(ToolIndex::from_value(tools));
     let text = chunks.concat();
     let one = Trace::record_index([text.as_str()], syntax, ix.clone(), opts);
     let re = recut(chunks, cut);
     let tr = Trace::record_index(re.iter().map(String::as_str), syntax, ix, opts);
-    let (i, why) = first_divergence(&one, &tr)?;
-    let v = tr.state_at(i);
-    let msg = format!(
-        "parsing the text {} diverges from the one-shot parse at step {i} (chunk {:?}): {why}",
-        cut.describe(),
-        cut_str(v.chunk)
-    );
-    let ev = Evidence {
-        pane: Some(Pane::Replay),
-        step: Some(i),
-        offset: Some(tr.steps[i].input.0),
-        excerpt: Some(cut_str(v.chunk)),
-        ..Evidence::default()
-    };
-    Some(
-        Finding::new(
-            Rule::ParserChunkingDivergence,
-            msg,
-            "a streaming parser must hold a possible marker start until it can decide; compare this step in the replay",
-        )
-        .with_evidence(ev),
-    )
-}
-
-fn cut_str(s: &str) -> String {
-    cut(s, 60)
+    let (step, why) = first_divergence(&one, &tr)?;
+    Some(Divergence {
+        step,
+        offset: tr.steps[step].input.0,
+        chunk: tr.state_at(step).chunk.to_owned(),
+        why,
+    })
 }
 
 /// The first step of `other` whose output so far is not a prefix of `reference`'s final output
@@ -461,20 +457,20 @@ pub fn first_divergence(reference: &Trace, other: &Trace) -> Option<(usize, Stri
 }
 
 /// Runs every applicable re-cut (per character; per token piece when `pieces` is given; per
-/// recorded chunk; every 2 and every 8 chunks) and returns the divergence findings.
+/// recorded chunk; every 2 and every 8 chunks) and returns each diverging cut with where.
 pub fn check_chunkings(
     chunks: &[String],
     pieces: Option<&[String]>,
     syntax: Option<Syntax>,
     tools: Option<&Value>,
     opts: ParserOptions,
-) -> Vec<Finding> {
+) -> Vec<(Cut, Divergence)> {
     let mut cuts = vec![Cut::PerChar];
     if let Some(p) = pieces {
         cuts.push(Cut::Pieces(p.to_vec()));
     }
     cuts.extend([Cut::Recorded, Cut::EveryN(2), Cut::EveryN(8)]);
-    cuts.iter()
-        .filter_map(|c| chunking_divergence(chunks, c, syntax, tools, opts))
+    cuts.into_iter()
+        .filter_map(|c| chunking_divergence(chunks, &c, syntax, tools, opts).map(|d| (c, d)))
         .collect()
 }

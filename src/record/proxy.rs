@@ -308,11 +308,16 @@ impl Proxy {
         });
         let mut render_from = None;
         let mut learn_engine_from = None;
+        let mut ollama_show_from = None;
         let mut regenerate_on = None;
         if cfg.detect_engine {
             let (engine, props) = detect_engine(&upstream.base_with_auth).await;
             if engine.kind == "llama-server" {
                 render_from = Some(upstream.base_with_auth.clone());
+            }
+            // Ollama: /api/show per model, the template source (issue #14)
+            if engine.kind == "ollama" {
+                ollama_show_from = Some(upstream.base_with_auth.clone());
             }
             // --regenerate on engines that render a chat request themselves.
             if matches!(engine.kind.as_str(), "vllm" | "ollama") {
@@ -340,6 +345,7 @@ impl Proxy {
                 bos_token,
                 learn_engine_from,
                 regenerate: cfg.regenerate,
+                ollama_show_from,
                 regenerate_on,
             },
             &header,

@@ -87,6 +87,10 @@ pub struct RecorderConfig {
     /// rendered prompt through llama-server `/completion` (off the client's path), record that
     /// exchange (label `regenerate:<id>`) and an [`Annotation::RawText`] with its verdict.
     pub regenerate: bool,
+    /// Ollama upstream base URL: after each `/api/chat` / `/api/generate` exchange, the
+    /// model's `POST /api/show` (fetched once per model, off the client's path) is written as
+    /// an [`Annotation::OllamaShow`] — the template source for Ollama exchanges.
+    pub ollama_show_from: Option<String>,
     /// `proxy --regenerate` on an upstream that is not llama-server: `(base URL, engine kind)`
     /// for `vllm` or `ollama` (engines that render a chat request themselves;
     /// [`crate::record::regenerate::regenerate_on_engine`]).
@@ -254,6 +258,8 @@ struct Inner {
     cut_count: AtomicUsize,
     /// Folder for spilled bodies (the session's).
     spill_dir: PathBuf,
+    /// Ollama `/api/show` answers by model (trimmed) or why they failed: fetched once each.
+    ollama_shows: tokio::sync::Mutex<std::collections::HashMap<String, Result<Value, String>>>,
 }
 
 /// A cheap-to-clone handle on one session being recorded.
@@ -388,6 +394,7 @@ impl Recorder {
                 cut: std::sync::atomic::AtomicBool::new(false),
                 cut_count: AtomicUsize::new(0),
                 spill_dir,
+                ollama_shows: Default::default(),
             }),
         })
     }
@@ -538,6 +545,12 @@ impl Recorder {
         // The whole exchange (bodies while in memory), for verifying a regeneration against
         // what the server sent.
         let original = (chat && self.inner.cfg.regenerate).then(|| raw.event_exchange());
+        let ollama = self
+            .inner
+            .cfg
+            .ollama_show_from
+            .clone()
+            .and_then(|base| ollama_model(ex, req_body.as_ref()).map(|m| (base, m)));
         // --regenerate on a vLLM / Ollama upstream (chat bodies, Ollama's /api/chat too).
         let regen_on = match &llama {
             None if self.inner.cfg.regenerate => {
@@ -564,6 +577,28 @@ impl Recorder {
         {
             let _ = tx.send(WriterMsg::Ended(Box::new(raw)));
         }
+        // Ollama: the model's /api/show (template source), once per model
+        if let Some((base, model)) = ollama
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            self.busy_inc();
+            let rec = self.clone();
+            rt.spawn(async move {
+                let show = rec.ollama_show(&base, &model).await;
+                let (show, error) = match show {
+                    Ok(v) => (Some(v), None),
+                    Err(e) => (None, Some(e)),
+                };
+                rec.write_annotation(Annotation::OllamaShow {
+                    exchange: id,
+                    model,
+                    show,
+                    error,
+                });
+                rec.busy_dec();
+            });
+        }
+        // --regenerate on a vLLM / Ollama upstream
         if let Some(((base, engine), original)) = other
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
@@ -592,6 +627,22 @@ impl Recorder {
             });
         }
         self.busy_dec();
+    }
+
+    /// `/api/show` for `model`, trimmed ([`trim_ollama_show`]); fetched on first use, then
+    /// cached (failures too: one error per model, not one per exchange).
+    async fn ollama_show(&self, base: &str, model: &str) -> Result<Value, String> {
+        let mut cache = self.inner.ollama_shows.lock().await;
+        if let Some(r) = cache.get(model) {
+            return r.clone();
+        }
+        let r = ServerClient::new(base)
+            .ollama_show(model)
+            .await
+            .map(|v| trim_ollama_show(&v))
+            .map_err(|e| format!("{e:#}"));
+        cache.insert(model.to_owned(), r.clone());
+        r
     }
 
     fn write_annotation(&self, ann: Annotation) {
@@ -1083,6 +1134,43 @@ impl Drop for ActiveExchange {
             }
         }
     }
+}
+
+/// The model of an Ollama `/api/chat` or non-raw `/api/generate` POST (from its body), when
+/// the exchange is one.
+fn ollama_model(ex: &Exchange, body: Option<&crate::session::Body>) -> Option<String> {
+    let path = ex.request.path.split('?').next().unwrap_or_default();
+    if ex.request.method != "POST"
+        || !(path.ends_with("/api/chat") || path.ends_with("/api/generate"))
+        || ex.outcome == Outcome::Shutdown
+    {
+        return None;
+    }
+    let v: Value = body?.json().ok()?;
+    if v.get("raw").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    v.get("model").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The parts of an Ollama `/api/show` answer a render needs: `template`, `system`,
+/// `messages`, `capabilities`, `details`, `parameters`, `modified_at`.
+pub fn trim_ollama_show(v: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for k in [
+        "template",
+        "system",
+        "messages",
+        "capabilities",
+        "details",
+        "parameters",
+        "modified_at",
+    ] {
+        if let Some(x) = v.get(k) {
+            out.insert(k.to_owned(), x.clone());
+        }
+    }
+    Value::Object(out)
 }
 
 /// Detects the engine behind `base` (`http://host:port`): `GET /props` (llama-server: the

@@ -303,6 +303,21 @@ pub enum Annotation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         props: Option<Value>,
     },
+    // --- Ollama template source (issue #14) ---
+    /// Ollama's `POST /api/show {"model"}` for the exchange's model, fetched once per model
+    /// by the recorder after the first `/api/chat` or `/api/generate` exchange that names it,
+    /// and written for every such exchange (so each one carries its template source). `show`
+    /// keeps `template` (a Go template), `system`, `messages`, `capabilities`, `details`,
+    /// `parameters`, `modified_at`; the license, Modelfile and tensor lists are dropped.
+    OllamaShow {
+        exchange: u64,
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        show: Option<Value>,
+        /// Why `/api/show` could not be fetched.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
 }
 
 /// Where an [`Annotation::RawText`] came from.
@@ -322,8 +337,21 @@ impl Annotation {
         match self {
             Annotation::ServerRender { exchange, .. }
             | Annotation::RawText { exchange, .. }
-            | Annotation::Engine { exchange, .. } => *exchange,
+            | Annotation::Engine { exchange, .. }
+            | Annotation::OllamaShow { exchange, .. } => *exchange,
         }
+    }
+
+    /// The newest Ollama `/api/show` among one exchange's `annotations`: `(model, show)`.
+    pub fn latest_ollama_show(annotations: &[Annotation]) -> Option<(&str, &Value)> {
+        annotations.iter().rev().find_map(|a| match a {
+            Annotation::OllamaShow {
+                model,
+                show: Some(show),
+                ..
+            } => Some((model.as_str(), show)),
+            _ => None,
+        })
     }
 
     /// The newest server render among one exchange's `annotations`: `(prompt, tokens)`.

@@ -126,6 +126,8 @@ pub struct CompiledTemplate {
     thinking: std::sync::OnceLock<bool>,
     /// The render budget's fuel, for the message when it runs out.
     fuel: u64,
+    /// llama.cpp profile: the operator rewrite compiled instead of `source` (its offset map).
+    ops: Option<llama::rewrite::Rewritten>,
 }
 
 impl std::fmt::Debug for CompiledTemplate {
@@ -197,16 +199,21 @@ impl CompiledTemplate {
         let mut env = build_env(opts);
         let engine = opts.engine.unwrap_or_default();
         let patched;
+        // llama.cpp profile: its binary operators as calls (llama/rewrite.rs); errors are
+        // reported at the template's own offsets through the rewrite's offset map
+        let mut ops = None;
         let source = match engine {
             Engine::LlamaCpp { .. } => {
                 patched = llama::patch_source(source);
+                ops = llama::rewrite::rewrite(&patched);
                 patched.as_str()
             }
             Engine::Transformers => source,
         };
-        let rewritten = rewrite_generation_blocks(source);
+        let compiled = ops.as_ref().map_or(source, |r| r.text.as_str());
+        let rewritten = rewrite_generation_blocks(compiled);
         if let Err(e) = env.add_template_owned(name.clone(), rewritten) {
-            return Err(convert_error(&e, &name, source, opts.fuel));
+            return Err(convert_error(&e, &name, source, ops.as_ref(), opts.fuel));
         }
         Ok(CompiledTemplate {
             env,
@@ -219,6 +226,7 @@ impl CompiledTemplate {
             caps: std::sync::OnceLock::new(),
             thinking: std::sync::OnceLock::new(),
             fuel: opts.fuel,
+            ops,
         })
     }
 
@@ -270,10 +278,9 @@ impl CompiledTemplate {
     }
 
     fn render_value(&self, ctx: JValue) -> Result<String, RenderError> {
-        let tmpl = self
-            .env
-            .get_template(&self.name)
-            .map_err(|e| convert_error(&e, &self.name, &self.source, self.fuel))?;
+        let tmpl = self.env.get_template(&self.name).map_err(|e| {
+            convert_error(&e, &self.name, &self.source, self.ops.as_ref(), self.fuel)
+        })?;
         let mut w = CapWriter {
             buf: Vec::new(),
             cap: self.max_output,
@@ -300,7 +307,13 @@ impl CompiledTemplate {
                 line: None,
                 column: None,
             }),
-            Err(e) => Err(convert_error(&e, &self.name, &self.source, self.fuel)),
+            Err(e) => Err(convert_error(
+                &e,
+                &self.name,
+                &self.source,
+                self.ops.as_ref(),
+                self.fuel,
+            )),
         }
     }
 
@@ -340,7 +353,13 @@ impl io::Write for CapWriter {
     }
 }
 
-fn convert_error(e: &Error, name: &str, source: &str, fuel: u64) -> RenderError {
+fn convert_error(
+    e: &Error,
+    name: &str,
+    source: &str,
+    ops: Option<&llama::rewrite::Rewritten>,
+    fuel: u64,
+) -> RenderError {
     // The innermost error with a position is the most useful one.
     let kind = match e.kind() {
         ErrorKind::SyntaxError | ErrorKind::InvalidDelimiter | ErrorKind::UnknownBlock => {
@@ -383,7 +402,8 @@ fn convert_error(e: &Error, name: &str, source: &str, fuel: u64) -> RenderError 
     }
     let (line, column) = match e.range() {
         Some(r) => {
-            let (l, c) = line_col(source, r.start);
+            let start = ops.map_or(r.start, |o| o.source_offset(r.start));
+            let (l, c) = line_col(source, start);
             (Some(l), Some(c))
         }
         None => (e.line(), None),

@@ -1,12 +1,14 @@
 //! Where a chat template comes from: a `.jinja` file, a HF `tokenizer_config.json` (or
 //! `chat_template.json`), GGUF metadata, llama-server `GET /props`, or Ollama `POST /api/show`
-//! (a Go template: displayed only). Pure: the CLI layer reads files and fetches URLs.
+//! (a Go `text/template`, rendered as Ollama renders it by [`super::gotmpl`]). Pure: the CLI
+//! layer reads files and fetches URLs.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use super::engine::Engine;
+use super::gotmpl::{Date, ExecOptions, GoTemplateError, OllamaModel};
 use super::input::RenderInput;
 use super::llama::VocabFlags;
 use crate::gguf::{self, GgufMetadata};
@@ -19,7 +21,8 @@ pub enum TemplateFormat {
     /// A Jinja2 chat template (HF, GGUF, llama-server): renderable.
     #[default]
     Jinja,
-    /// An Ollama Go `text/template`: shown, not rendered.
+    /// An Ollama Go `text/template` (`/api/show` `template`): rendered for Ollama request
+    /// bodies by [`super::gotmpl::render_ollama_with`] ([`TemplateSource::render_ollama`]).
     Go,
 }
 
@@ -48,6 +51,9 @@ pub struct TemplateSource {
     /// Whether the engine's tokenizer adds BOS / EOS itself (GGUF `tokenizer.ggml.add_bos_token`;
     /// llama-server: its model's vocabulary), for the llama.cpp profile's BOS handling.
     pub vocab_flags: Option<VocabFlags>,
+    /// For an Ollama `/api/show` source: the model's `SYSTEM`, `MESSAGE`s and thinking
+    /// capability, which change the render as the template does.
+    pub ollama: Option<OllamaModel>,
 }
 
 /// A template source that cannot be used, naming the source and (for JSON) the position.
@@ -235,8 +241,10 @@ impl TemplateSource {
         Ok(src)
     }
 
-    /// From Ollama `POST /api/show`: the `template` field is a Go template ([`TemplateFormat::Go`]),
-    /// kept for display; it cannot be rendered as Jinja.
+    /// From Ollama `POST /api/show`: the `template` field is a Go template
+    /// ([`TemplateFormat::Go`]); `system`, `messages` and `capabilities` become
+    /// [`Self::ollama`]. Render it with [`Self::render_ollama`]. Errors: no `template`
+    /// string.
     pub fn from_ollama_show(name: &str, v: &Value) -> Result<TemplateSource, SourceError> {
         let t = v
             .get("template")
@@ -246,10 +254,85 @@ impl TemplateSource {
             template: t.to_owned(),
             origin: name.to_owned(),
             format: TemplateFormat::Go,
+            ollama: Some(OllamaModel::from_show(v)),
             ..Default::default()
         })
     }
 
+    /// Renders an Ollama request body (`/api/chat`, or a non-raw `/api/generate`) through this
+    /// Go template as Ollama's server builds its prompt (ollama/ollama template/template.go
+    /// `Execute`, server/prompt.go `chatPrompt`; see [`super::gotmpl::ollama`]). `today` is the
+    /// date `currentDate` returns (the exchange's date; `None`: calling it is an error).
+    /// Errors: a Jinja source (`Parse`, naming the origin), or the Go template's own error
+    /// (`template: :LINE:COL: …`).
+    pub fn render_ollama(
+        &self,
+        request: &Value,
+        today: Option<Date>,
+    ) -> Result<String, GoTemplateError> {
+        if self.format != TemplateFormat::Go {
+            return Err(GoTemplateError {
+                kind: super::gotmpl::ErrorKind::Parse,
+                name: self.origin.clone(),
+                line: 0,
+                col: None,
+                context: None,
+                message: "a Jinja template, not an Ollama Go template".into(),
+            });
+        }
+        let opts = ExecOptions {
+            today,
+            ..Default::default()
+        };
+        let model = self.ollama.clone().unwrap_or_default();
+        super::gotmpl::render_ollama_with(&self.template, request, &model, &opts)
+    }
+}
+
+/// The date part of an RFC 3339 timestamp (`2026-11-29T12:00:00Z` → `(2026, 11, 29)`), for
+/// Ollama's `currentDate` at the exchange's start.
+pub fn date_of(rfc3339: &str) -> Option<Date> {
+    let d = rfc3339.get(..10)?;
+    let mut it = d.split('-');
+    let y = it.next()?.parse().ok()?;
+    let m = it.next()?.parse().ok()?;
+    let dd = it.next()?.parse().ok()?;
+    Some((y, m, dd))
+}
+
+/// An Ollama exchange's render from its `/api/show` annotation (`model`, the trimmed answer):
+/// `(origin, render or error)`, the request rendered as [`TemplateSource::render_ollama`] with
+/// `currentDate` = the date of `started` (RFC 3339), as the Ollama `version` (the session's
+/// `/api/version`, when known) renders it ([`OllamaModel::set_version`]). The one place the
+/// Template pane and `check` get an Ollama prompt from.
+pub fn ollama_exchange_render(
+    model: &str,
+    show: &Value,
+    request: Option<&Value>,
+    started: &str,
+    version: Option<&str>,
+) -> (String, Result<String, String>) {
+    let origin = match version {
+        Some(v) => format!("/api/show template, {model}, Ollama {v}"),
+        None => format!("/api/show template, {model}"),
+    };
+    let mut source = match TemplateSource::from_ollama_show(&origin, show) {
+        Ok(s) => s,
+        Err(e) => return (origin, Err(e.to_string())),
+    };
+    if let (Some(m), Some(v)) = (source.ollama.as_mut(), version) {
+        m.set_version(v);
+    }
+    let Some(body) = request else {
+        return (origin, Err("the request body is not JSON".into()));
+    };
+    let out = source
+        .render_ollama(body, date_of(started))
+        .map_err(|e| e.to_string());
+    (origin, out)
+}
+
+impl TemplateSource {
     /// From GGUF metadata: `tokenizer.chat_template` (and `tokenizer.chat_template.<name>`),
     /// the vocabulary ([`Vocab::from_gguf`]) and BOS/EOS texts from it. A GGUF without a chat
     /// template yields an empty template (llama.cpp then falls back to chatml) — still useful as

@@ -210,8 +210,12 @@ pub fn survey(path: &std::path::Path) -> super::state::Survey {
                     }
                 }
                 if deep {
-                    let ctx = src.context(ex.id);
-                    rules.extend(analyse(ex, ctx, Depth::Findings).summary.rules);
+                    let anns = src.annotations_of(ex.id);
+                    rules.extend(
+                        analyse(ex, src.context(&anns), Depth::Findings)
+                            .summary
+                            .rules,
+                    );
                 }
             }
             Err(_) => rules.push(crate::finding::Rule::SessionDamaged),
@@ -351,8 +355,8 @@ impl<B: Backend> Tui<B> {
                     if let Some(row) = next {
                         let sum = match src.load(row) {
                             Ok(ex) => {
-                                let ctx = src.context(ex.id);
-                                analysis::summarize(ex, ctx)
+                                let anns = src.annotations_of(ex.id);
+                                analysis::summarize(ex, src.context(&anns))
                             }
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
@@ -381,8 +385,8 @@ impl<B: Backend> Tui<B> {
                     }
                     let a = match src.load(row) {
                         Ok(ex) => {
-                            let ctx = src.context(ex.id);
-                            analysis::analyze(row, ex, ctx)
+                            let anns = src.annotations_of(ex.id);
+                            analysis::analyze(row, ex, src.context(&anns))
                         }
                         Err(e) => {
                             let r = src.rows[row];

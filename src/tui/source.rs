@@ -35,11 +35,21 @@ pub struct RowRef {
 pub struct SessionSource {
     /// Display name (the path as given).
     pub name: String,
+    /// The header, with an engine learnt after it applied
+    /// ([`crate::session::read::apply_learnt_engine`]).
     pub header: Header,
+    /// The header line as written (`export` copies it verbatim).
+    pub header_as_written: Header,
     /// Exchanges in start order (by id, then file order).
     pub rows: Vec<RowRef>,
-    /// Annotations by exchange id, in file order.
+    /// Annotations held in memory, by exchange id, in file order: an in-memory session's (HAR
+    /// import, live proxy); empty for a file-backed session, whose annotations stay in the
+    /// file. Read an exchange's annotations with [`SessionSource::annotations_of`].
     pub annotations: BTreeMap<u64, Vec<Annotation>>,
+    /// File-backed sessions: every annotation line's place in the file, by exchange id, in
+    /// file order — read back and decoded per exchange, never held (a recorded session's
+    /// `server_render` annotations are several times the size of its exchanges).
+    annotation_rows: BTreeMap<u64, Vec<RowRef>>,
     /// Damaged lines found while indexing or decoding.
     pub warnings: Vec<ReadWarning>,
     /// File size in bytes (0 for in-memory sessions).
@@ -103,9 +113,11 @@ impl SessionSource {
             .collect();
         SessionSource {
             name: session.path,
+            header_as_written: session.header.clone(),
             header: session.header,
             rows,
             annotations: session.annotations,
+            annotation_rows: BTreeMap::new(),
             warnings: session.warnings,
             size: 0,
             backing: Backing::Memory(Arc::new(exchanges)),
@@ -128,13 +140,17 @@ impl SessionSource {
         let mut src = SessionSource {
             name: name.clone(),
             header: Header::default(),
+            header_as_written: Header::default(),
             rows: Vec::new(),
             annotations: BTreeMap::new(),
+            annotation_rows: BTreeMap::new(),
             warnings: Vec::new(),
             size,
             backing: Backing::File(Arc::new(file)),
         };
         let mut have_header = false;
+        // `engine` annotations: the header may need them (read::apply_learnt_engine)
+        let mut learnt: BTreeMap<u64, Vec<Annotation>> = BTreeMap::new();
         let mut buf = Vec::new();
         let mut offset = 0u64;
         let mut line_no = 0usize;
@@ -163,6 +179,18 @@ impl SessionSource {
                 raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
             }
             if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if have_header
+                && complete
+                && let Some(id) = peek_annotation(raw)
+            {
+                src.annotation_rows.entry(id).or_default().push(RowRef {
+                    line: line_no,
+                    offset: start,
+                    len: raw.len() as u64,
+                    id: Some(id),
+                });
                 continue;
             }
             let peek = peek_exchange(raw);
@@ -209,7 +237,18 @@ impl SessionSource {
                     len: raw.len() as u64,
                     id: Some(e.id),
                 }),
-                Ok(Line::Annotation(a)) => src.annotations.entry(a.exchange()).or_default().push(a),
+                Ok(Line::Annotation(a)) => {
+                    let id = a.exchange();
+                    src.annotation_rows.entry(id).or_default().push(RowRef {
+                        line: line_no,
+                        offset: start,
+                        len: raw.len() as u64,
+                        id: Some(id),
+                    });
+                    if matches!(a, Annotation::Engine { .. }) {
+                        learnt.entry(id).or_default().push(a);
+                    }
+                }
                 Err(e) if !have_header => {
                     anyhow::bail!(
                         "{name}: line {line_no} column {}: not a toolscope session: {e}",
@@ -236,7 +275,8 @@ impl SessionSource {
         }
         src.rows.sort_by_key(|r| (r.id.unwrap_or(u64::MAX), r.line));
         // an engine the recorder learnt after the header (issue #12)
-        crate::session::read::apply_learnt_engine(&mut src.header, &src.annotations);
+        src.header_as_written = src.header.clone();
+        crate::session::read::apply_learnt_engine(&mut src.header, &learnt);
         Ok(src)
     }
 
@@ -312,6 +352,12 @@ impl SessionSource {
             let all: Vec<Exchange> = (0..self.rows.len())
                 .filter_map(|i| self.load(i).ok())
                 .collect();
+            let ids: Vec<u64> = self.annotation_rows.keys().copied().collect();
+            for id in ids {
+                let anns = self.annotations_of(id).into_owned();
+                self.annotations.insert(id, anns);
+            }
+            self.annotation_rows.clear();
             self.rows = (0..all.len())
                 .map(|i| RowRef {
                     line: 0,
@@ -432,13 +478,112 @@ impl SessionSource {
         }
     }
 
-    /// The session facts exchange `id`'s analysis needs: the header and its annotations.
-    pub fn context(&self, id: u64) -> crate::analysis::Context<'_> {
+    /// Exchange `id`'s annotations, in file order: borrowed for an in-memory session, read
+    /// back from the file (by the offsets the index kept) for a file-backed one. A line that
+    /// does not decode is left out ([`SessionSource::read_annotations`] names it).
+    pub fn annotations_of(&self, id: u64) -> std::borrow::Cow<'_, [Annotation]> {
+        self.read_annotations(id).0
+    }
+
+    /// [`SessionSource::annotations_of`], with a warning for each annotation line that does
+    /// not decode (`line N column C: unreadable line: …`, as the index reports a damaged line;
+    /// the index only glanced at the line's `type`, `kind` and `exchange`).
+    pub fn read_annotations(
+        &self,
+        id: u64,
+    ) -> (std::borrow::Cow<'_, [Annotation]>, Vec<ReadWarning>) {
+        use std::borrow::Cow;
+        let (Backing::File(f), Some(refs)) = (&self.backing, self.annotation_rows.get(&id)) else {
+            let held = self.annotations.get(&id).map_or(&[][..], Vec::as_slice);
+            return (Cow::Borrowed(held), Vec::new());
+        };
+        let mut out = Vec::with_capacity(refs.len());
+        let mut warnings = Vec::new();
+        for r in refs {
+            match read_annotation(f, r) {
+                Ok(a) => out.push(a),
+                Err(w) => warnings.push(w),
+            }
+        }
+        (Cow::Owned(out), warnings)
+    }
+
+    /// Every annotation of the session in file order (for an in-memory session: by exchange
+    /// id, then order), read back one at a time; a line that does not decode gives its warning
+    /// (as [`SessionSource::read_annotations`]).
+    pub fn all_annotations(
+        &self,
+    ) -> Box<dyn Iterator<Item = Result<Annotation, ReadWarning>> + '_> {
+        let Backing::File(f) = &self.backing else {
+            return Box::new(self.annotations.values().flatten().cloned().map(Ok));
+        };
+        let mut refs: Vec<RowRef> = self.annotation_rows.values().flatten().copied().collect();
+        refs.sort_by_key(|r| r.line);
+        Box::new(refs.into_iter().map(move |r| read_annotation(f, &r)))
+    }
+
+    /// Rows (0-based, as [`SessionSource::load`] takes them) in file order (`rows` is in
+    /// start order).
+    pub fn rows_in_file_order(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.rows.len()).collect();
+        v.sort_by_key(|&i| (self.rows[i].line, self.rows[i].offset));
+        v
+    }
+
+    /// The session facts exchange `id`'s analysis needs: the header and `annotations` (its
+    /// annotations, from [`SessionSource::annotations_of`]).
+    pub fn context<'a>(&'a self, annotations: &'a [Annotation]) -> crate::analysis::Context<'a> {
         crate::analysis::Context {
             header: &self.header,
-            annotations: self.annotations.get(&id).map_or(&[], Vec::as_slice),
+            annotations,
         }
     }
+}
+
+/// Reads back and decodes the annotation line at `r` (placed by the index).
+fn read_annotation(f: &std::fs::File, r: &RowRef) -> Result<Annotation, ReadWarning> {
+    let mut bytes = vec![0u8; r.len as usize];
+    let warn = |column, message| ReadWarning {
+        line: r.line,
+        column,
+        message,
+    };
+    read_exact_at(f, &mut bytes, r.offset)
+        .map_err(|e| warn(None, format!("unreadable line skipped: {e}")))?;
+    match serde_json::from_slice::<Line>(&bytes) {
+        Ok(Line::Annotation(a)) => Ok(a),
+        Ok(_) => Err(warn(
+            None,
+            "not an annotation line (the file changed); skipped".into(),
+        )),
+        Err(e) => Err(warn(
+            Some(e.column()),
+            format!("unreadable line skipped: {e}"),
+        )),
+    }
+}
+
+/// A quick look at an annotation line: `Some(exchange)` when it is a `server_render` or
+/// `raw_text` annotation (`{"type":"annotation","kind":…,"exchange":N,…}`, members in any
+/// order). Reads the line without building its values (the render's prompt and tokens are
+/// skipped, [`serde::de::IgnoredAny`]); the line is decoded whole when its exchange is
+/// analysed ([`SessionSource::read_annotations`]). `None` for any other line, which the index
+/// then decodes whole (an `engine` annotation is needed up front; a damaged line is reported).
+fn peek_annotation(raw: &[u8]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: &'a str,
+        #[serde(borrow)]
+        kind: &'a str,
+        exchange: u64,
+    }
+    // cheap refusal before the scan: annotation lines start with their type
+    if !raw.starts_with(b"{\"type\":\"annotation\"") {
+        return None;
+    }
+    let p: Peek = serde_json::from_slice(raw).ok()?;
+    (p.ty == "annotation" && matches!(p.kind, "server_render" | "raw_text")).then_some(p.exchange)
 }
 
 /// `"line N column C: unreadable line: …"` for a line serde_json could not decode.

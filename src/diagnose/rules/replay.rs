@@ -184,31 +184,73 @@ pub fn divergences(cx: &ExchangeContext, traces: &ReplayTraces, record: &Recorde
         } else {
             cut_text(view.chunk, 60)
         };
-        let at_event = event
-            .map(|e| format!(", SSE event {e}"))
-            .unwrap_or_default();
-        out.push(
-            Finding::new(
-                Rule::ParserChunkingDivergence,
-                format!(
-                    "parsing the {} {} diverges from the one-shot parse at step {step}{at_event} (chunk {chunk:?}): {why}",
-                    traces.replay.what,
-                    describe(c)
-                ),
-                "a streaming parser must hold a possible marker start until it can decide; open this step in the replay pane",
-            )
-            .with_evidence(Evidence {
-                pane: Some(Pane::Replay),
-                chunking: Some(c),
-                step: Some(step),
-                event,
-                offset,
-                excerpt: Some(chunk),
-                ..Default::default()
-            }),
-        );
+        out.push(finding(
+            traces.replay.what,
+            describe(c),
+            step,
+            event,
+            offset,
+            chunk,
+            &why,
+            Some(c),
+        ));
     }
     out
+}
+
+/// The one `parser.chunking_divergence` finding: parsing `what` (`the model's raw output`,
+/// `text`, …) cut `how` diverges at `step` (of the SSE `event`, for the recorded chunking),
+/// whose chunk (`excerpt`) starts at byte `offset`: `why`. Evidence: pane replay, `chunking`,
+/// `step`, `event`, `offset`, excerpt.
+#[allow(clippy::too_many_arguments)]
+fn finding(
+    what: &str,
+    how: &str,
+    step: usize,
+    event: Option<usize>,
+    offset: Option<usize>,
+    excerpt: String,
+    why: &str,
+    chunking: Option<Chunking>,
+) -> Finding {
+    let at_event = event
+        .map(|e| format!(", SSE event {e}"))
+        .unwrap_or_default();
+    Finding::new(
+        Rule::ParserChunkingDivergence,
+        format!(
+            "parsing the {what} {how} diverges from the one-shot parse at step {step}{at_event} (chunk {excerpt:?}): {why}"
+        ),
+        "a streaming parser must hold a possible marker start until it can decide; open this step in the replay pane",
+    )
+    .with_evidence(Evidence {
+        pane: Some(Pane::Replay),
+        chunking,
+        step: Some(step),
+        event,
+        offset,
+        excerpt: Some(excerpt),
+        ..Default::default()
+    })
+}
+
+/// `parser.chunking_divergence` for a text re-cut as `cut` (`toolscope parse`'s re-cut
+/// checks, [`crate::parser::trace::check_chunkings`]): where `d` says the re-cut parse leaves
+/// the one-shot parse.
+pub fn cut_divergence(
+    cut: &crate::parser::trace::Cut,
+    d: &crate::parser::trace::Divergence,
+) -> Finding {
+    finding(
+        "text",
+        &cut.describe(),
+        d.step,
+        None,
+        Some(d.offset),
+        cut_text(&d.chunk, 60),
+        &d.why,
+        None,
+    )
 }
 
 /// The rule's words for a chunking (as [`crate::parser::trace::Cut::describe`]).
@@ -278,6 +320,29 @@ pub(crate) mod tests {
             })
             .collect();
         real_parser(&cut, syntax, tools)
+    }
+
+    /// `toolscope parse`'s re-cut check: the parser reports where (a typed fact), this rule
+    /// words the finding — hand-checked message and evidence.
+    #[test]
+    fn cut_divergence_words_the_parsers_fact() {
+        let d = crate::parser::trace::Divergence {
+            step: 3,
+            offset: 7,
+            chunk: "<to".into(),
+            why: "a tool call differs from the one-shot parse".into(),
+        };
+        let f = cut_divergence(&Cut::EveryN(2), &d);
+        assert_eq!(f.rule, Rule::ParserChunkingDivergence);
+        assert_eq!(
+            f.message,
+            "parsing the text every 2 chunks diverges from the one-shot parse at step 3 (chunk \"<to\"): a tool call differs from the one-shot parse"
+        );
+        assert_eq!(
+            (f.evidence.pane, f.evidence.step, f.evidence.offset),
+            (Some(Pane::Replay), Some(3), Some(7))
+        );
+        assert_eq!(f.evidence.excerpt.as_deref(), Some("<to"));
     }
 
     #[test]

@@ -234,7 +234,7 @@ impl<'t> Exec<'t> {
             Value::Invalid | Value::Nil => Vec::new(),
             other => {
                 let mut s = String::new();
-                fmt_v(other, &mut s, 0);
+                fmt_v(other, &mut s);
                 return Err(self.err(b.pos, "range", format!("range can't iterate over {s}")));
             }
         };
@@ -657,7 +657,7 @@ impl<'t> Exec<'t> {
                 let len = match &v[0] {
                     Value::Str(s) => {
                         if idx.len() > 2 {
-                            return Err(call_err(self, format!("cannot 3-index slice a string")));
+                            return Err(call_err(self, "cannot 3-index slice a string".into()));
                         }
                         s.len() as i64
                     }
@@ -947,7 +947,7 @@ fn lt(a: &Value, b: &Value) -> Result<bool, String> {
 fn operand(v: &Value, out: &mut String) {
     match v {
         Value::Invalid | Value::Nil => out.push_str("<nil>"),
-        v => fmt_v(v, out, 0),
+        v => fmt_v(v, out),
     }
 }
 
@@ -1288,31 +1288,21 @@ pub fn ts_type_of(s: &super::value::Struct) -> String {
         .join(" | ")
 }
 
-/// `d` plus `n` days in the proleptic Gregorian calendar (Go `time.AddDate(0, 0, n)`).
+/// `d` plus `n` days (Go `time.AddDate(0, 0, n)`), with the `time` crate's calendar; an
+/// out-of-range date stays as it is.
 pub fn add_days(d: Date, n: i64) -> Date {
-    let days = days_from_civil(d) + n;
-    civil_from_days(days)
-}
-
-fn days_from_civil((y, m, d): Date) -> i64 {
-    let y = i64::from(y) - i64::from(m <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> Date {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y as i32, m, d)
+    let month = u8::try_from(d.1)
+        .ok()
+        .and_then(|m| time::Month::try_from(m).ok());
+    let day = u8::try_from(d.2).ok();
+    let (Some(month), Some(day)) = (month, day) else {
+        return d;
+    };
+    match time::Date::from_calendar_date(d.0, month, day)
+        .ok()
+        .and_then(|t| t.checked_add(time::Duration::days(n)))
+    {
+        Some(t) => (t.year(), u8::from(t.month()) as u32, t.day() as u32),
+        None => d,
+    }
 }

@@ -41,9 +41,29 @@ pub struct OllamaModel {
     pub messages: Vec<J>,
     /// `/api/show` `capabilities` contains `"thinking"`.
     pub thinking: bool,
+    /// `{{ .Function }}` and `{{ .Function.Parameters }}` of a tool print as JSON. True for
+    /// Ollama before v0.14.0, which passed `api.Tools` (whose `ToolFunction` had a JSON
+    /// `String()`); false from v0.14.0 (e51dead63, #13525) to at least fb3076099, where
+    /// `templateToolFunction` and `templateToolFunctionParameters` have no `String()` and
+    /// print as Go structs (`{get_weather Get … {object <nil> <nil> [city] {…}}}`: ollama
+    /// issue #14601, PR #18391). See [`OllamaModel::set_version`].
+    pub function_json: bool,
 }
 
 impl OllamaModel {
+    /// Follows the Ollama `version` (`/api/version`, e.g. `0.13.5`, `0.14.0-rc1`): sets
+    /// [`Self::function_json`] for versions before 0.14.0. An unparsable version changes
+    /// nothing (the current behaviour).
+    pub fn set_version(&mut self, version: &str) {
+        let v = version.trim_start_matches('v');
+        let core = v.split(['-', '+']).next().unwrap_or(v);
+        let nums: Vec<u64> = core.split('.').filter_map(|p| p.parse().ok()).collect();
+        if nums.len() >= 2 {
+            let (major, minor) = (nums[0], nums[1]);
+            self.function_json = (major, minor) < (0, 14);
+        }
+    }
+
     /// From an `/api/show` answer (`system`, `messages`, `capabilities`).
     pub fn from_show(show: &J) -> OllamaModel {
         OllamaModel {
@@ -61,6 +81,7 @@ impl OllamaModel {
                 .get("capabilities")
                 .and_then(J::as_array)
                 .is_some_and(|c| c.iter().any(|x| x == "thinking")),
+            function_json: false,
         }
     }
 }
@@ -95,6 +116,16 @@ impl OllamaTemplate {
     /// template.go `Execute`, with `today` for `currentDate`. `values` come from
     /// [`values_from_request`].
     pub fn execute(&self, v: &Values, opts: &ExecOptions) -> Result<String, GoTemplateError> {
+        self.execute_with(v, opts, false)
+    }
+
+    /// [`Self::execute`]; `function_json`: see [`OllamaModel::function_json`].
+    pub fn execute_with(
+        &self,
+        v: &Values,
+        opts: &ExecOptions,
+        function_json: bool,
+    ) -> Result<String, GoTemplateError> {
         let (system, messages) = collate(&v.messages);
         let think = |m: &mut Vec<(String, Value)>| {
             m.push(("Think".into(), Value::Bool(v.think)));
@@ -130,7 +161,10 @@ impl OllamaTemplate {
             let mut d = vec![
                 ("System".into(), Value::str(system.as_str())),
                 ("Messages".into(), messages_value(&messages)),
-                ("Tools".into(), tools_value(v.tools.as_deref())),
+                (
+                    "Tools".into(),
+                    tools_value(v.tools.as_deref(), function_json),
+                ),
                 ("Response".into(), Value::str("")),
             ];
             think(&mut d);
@@ -451,11 +485,7 @@ pub fn message_from_json(m: &J) -> Result<Message, GoTemplateError> {
 
 /// `ThinkValue` of a request's `think` → (`Think`, `ThinkLevel`, `IsThinkSet`), with the
 /// handlers' default: a thinking-capable model with no `think` thinks (`true`).
-fn think_values(
-    req: &J,
-    model: &OllamaModel,
-    chat: bool,
-) -> Result<(bool, String, bool), GoTemplateError> {
+fn think_values(req: &J, model: &OllamaModel) -> Result<(bool, String, bool), GoTemplateError> {
     let think = match req.get("think") {
         None | Some(J::Null) => {
             if model.thinking {
@@ -474,7 +504,6 @@ fn think_values(
             )));
         }
     };
-    let _ = chat;
     Ok(match think {
         None => (false, String::new(), false),
         Some(J::Bool(b)) => (b, if b { "medium".into() } else { String::new() }, true),
@@ -522,7 +551,7 @@ pub fn values_from_request(req: &J, model: &OllamaModel) -> Result<Values, GoTem
         tag_images(&mut all);
         v.messages = all;
         v.tools = req.get("tools").and_then(J::as_array).cloned();
-        (v.think, v.think_level, v.is_think_set) = think_values(req, model, true)?;
+        (v.think, v.think_level, v.is_think_set) = think_values(req, model)?;
         return Ok(v);
     }
     if req.get("prompt").is_some() {
@@ -578,7 +607,7 @@ pub fn values_from_request(req: &J, model: &OllamaModel) -> Result<Values, GoTem
                 tag_images(&mut v.messages);
             }
         }
-        (v.think, v.think_level, v.is_think_set) = think_values(req, model, false)?;
+        (v.think, v.think_level, v.is_think_set) = think_values(req, model)?;
         return Ok(v);
     }
     Err(GoTemplateError::request(
@@ -848,7 +877,12 @@ fn ordered_props(v: Option<&J>) -> Value {
 }
 
 /// template.go `convertToolsForTemplate`: `templateTools` (prints as JSON).
-fn tools_value(tools: Option<&[J]>) -> Value {
+fn tools_value(tools: Option<&[J]>, function_json: bool) -> Value {
+    let fs = if function_json {
+        Stringer::Json
+    } else {
+        Stringer::None
+    };
     let Some(tools) = tools else {
         return list("template.templateTools", Vec::new(), true, Stringer::Json);
     };
@@ -875,7 +909,7 @@ fn tools_value(tools: Option<&[J]>) -> Value {
             };
             let params = Struct {
                 type_name: "template.templateToolFunctionParameters",
-                stringer: Stringer::None,
+                stringer: fs,
                 methods: &[],
                 fields: vec![
                     jfield(
@@ -902,7 +936,7 @@ fn tools_value(tools: Option<&[J]>) -> Value {
             };
             let func = Struct {
                 type_name: "template.templateToolFunction",
-                stringer: Stringer::None,
+                stringer: fs,
                 methods: &[],
                 fields: vec![
                     jfield(
@@ -979,5 +1013,5 @@ pub fn render_ollama_with(
     };
     let tmpl = OllamaTemplate::parse(t)?;
     let values = values_from_request(chat_request, model)?;
-    tmpl.execute(&values, opts)
+    tmpl.execute_with(&values, opts, model.function_json)
 }

@@ -620,7 +620,7 @@ impl<'a> Parser<'a> {
                             self.define(kpos)?;
                         }
                         _ => {
-                            if let Some(n) = self.action(pos)? {
+                            if let Some(n) = self.action()? {
                                 nodes.push(n);
                             }
                         }
@@ -663,7 +663,7 @@ impl<'a> Parser<'a> {
     }
 
     /// After `{{`: an action (keyword or pipeline).
-    fn action(&mut self, open: Pos) -> Result<Option<Node>, GoTemplateError> {
+    fn action(&mut self) -> Result<Option<Node>, GoTemplateError> {
         let save = self.i;
         let (kpos, k) = self.next_non_space();
         match k {
@@ -719,7 +719,6 @@ impl<'a> Parser<'a> {
             Tok::Keyword(w) => Err(self.err(kpos, format!("unexpected <{w}> in command"))),
             _ => {
                 self.i = save;
-                let _ = open;
                 let pipe = self.pipeline("command", true)?;
                 Ok(Some(Node::Action(pipe)))
             }
@@ -889,7 +888,7 @@ impl<'a> Parser<'a> {
         let mut end = pos;
         loop {
             self.peek_non_space();
-            let a = self.operand(ctx)?;
+            let a = self.operand()?;
             let Some(a) = a else { break };
             args.push(a);
             end = self.peek_pos();
@@ -918,8 +917,8 @@ impl<'a> Parser<'a> {
         Ok(Cmd { pos, args, text })
     }
 
-    fn operand(&mut self, ctx: &str) -> Result<Option<Arg>, GoTemplateError> {
-        let Some(term) = self.term(ctx)? else {
+    fn operand(&mut self) -> Result<Option<Arg>, GoTemplateError> {
+        let Some(term) = self.term()? else {
             return Ok(None);
         };
         let mut fields = Vec::new();
@@ -953,7 +952,7 @@ impl<'a> Parser<'a> {
         }))
     }
 
-    fn term(&mut self, ctx: &str) -> Result<Option<Arg>, GoTemplateError> {
+    fn term(&mut self) -> Result<Option<Arg>, GoTemplateError> {
         let (pos, tok) = (self.peek_pos(), self.peek().clone());
         let a = match tok {
             Tok::Ident(name) => {
@@ -992,10 +991,7 @@ impl<'a> Parser<'a> {
                 }
                 return Ok(Some(Arg::Pipe(pos, Box::new(p))));
             }
-            _ => {
-                let _ = ctx;
-                return Ok(None);
-            }
+            _ => return Ok(None),
         };
         self.next();
         Ok(Some(a))

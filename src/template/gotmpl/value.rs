@@ -29,8 +29,11 @@ pub struct Struct {
     pub fields: Vec<Field>,
     pub stringer: Stringer,
     /// Extra methods callable from templates (name, implementation).
-    pub methods: &'static [(&'static str, fn(&Struct) -> Value)],
+    pub methods: &'static [Method],
 }
+
+/// A method templates can call on a struct: name and implementation (no arguments).
+pub type Method = (&'static str, fn(&Struct) -> Value);
 
 /// One struct field.
 #[derive(Debug, Clone)]
@@ -207,12 +210,13 @@ impl Struct {
 pub fn print_top(v: &Value, out: &mut String) {
     match v {
         Value::Invalid | Value::Nil => out.push_str("<no value>"),
-        v => fmt_v(v, out, 0),
+        v => fmt_v(v, out),
     }
 }
 
-/// Go's `%v` of a value at `depth` (0: the operand itself).
-pub fn fmt_v(v: &Value, out: &mut String, depth: usize) {
+/// Go's `%v` of a value (Stringers inside slices, maps and structs print with `String()`, as
+/// fmt's `handleMethods` does at depth > 0).
+pub fn fmt_v(v: &Value, out: &mut String) {
     match v {
         Value::Invalid => out.push_str("<invalid reflect.Value>"),
         Value::Nil => out.push_str("<nil>"),
@@ -226,14 +230,14 @@ pub fn fmt_v(v: &Value, out: &mut String, depth: usize) {
             Stringer::Json => out.push_str(&json_string(v)),
             Stringer::PropertyType => match l.items.len() {
                 0 => {}
-                1 => fmt_v(&l.items[0], out, depth),
+                1 => fmt_v(&l.items[0], out),
                 _ => {
                     out.push('[');
                     for (i, it) in l.items.iter().enumerate() {
                         if i > 0 {
                             out.push(' ');
                         }
-                        fmt_v(it, out, depth + 1);
+                        fmt_v(it, out);
                     }
                     out.push(']');
                 }
@@ -244,7 +248,7 @@ pub fn fmt_v(v: &Value, out: &mut String, depth: usize) {
                     if i > 0 {
                         out.push(' ');
                     }
-                    fmt_v(it, out, depth + 1);
+                    fmt_v(it, out);
                 }
                 out.push(']');
             }
@@ -270,7 +274,7 @@ pub fn fmt_v(v: &Value, out: &mut String, depth: usize) {
                 }
                 out.push_str(k);
                 out.push(':');
-                fmt_v(val, out, depth + 1);
+                fmt_v(val, out);
             }
             out.push(']');
         }
@@ -284,7 +288,7 @@ pub fn fmt_v(v: &Value, out: &mut String, depth: usize) {
                 if i > 0 {
                     out.push(' ');
                 }
-                fmt_v(&f.value, out, depth + 1);
+                fmt_v(&f.value, out);
             }
             out.push('}');
         }

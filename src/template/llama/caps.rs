@@ -44,6 +44,20 @@ impl Default for Caps {
 
 type Log = Arc<Mutex<BTreeSet<String>>>;
 
+thread_local! {
+    static UNTRACKED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` with the "used" bookkeeping off: what llama.cpp reads without marking it used
+/// (a binary operator's operands — `binary_expression::execute_impl` marks nothing — printed
+/// by `+` / `~` or searched by `in`, src/template/llama/ops.rs).
+pub fn untracked<R>(f: impl FnOnce() -> R) -> R {
+    UNTRACKED.with(|c| c.set(c.get() + 1));
+    let r = f();
+    UNTRACKED.with(|c| c.set(c.get() - 1));
+    r
+}
+
 /// A JSON object or array whose element reads are logged by path.
 #[derive(Debug)]
 struct Tracked {
@@ -81,6 +95,7 @@ impl Object for Tracked {
             }
         };
         if found.is_some()
+            && UNTRACKED.with(|c| c.get()) == 0
             && let Ok(mut l) = self.log.lock()
         {
             l.insert(format!("{}.{name}", self.path));

@@ -44,6 +44,8 @@ pub fn configure(env: &mut Environment<'static>, _rules: &BuildRules, now: time:
         out.write_str(&s)
             .map_err(|_| Error::from(ErrorKind::WriteFailure))
     });
+    // binary operators with llama.cpp's semantics, called by the rewritten source (rewrite.rs)
+    super::ops::install(env);
     env.add_filter("tojson", tojson);
     env.add_filter("string", string_filter);
     env.add_filter("join", join);

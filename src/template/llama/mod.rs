@@ -31,6 +31,8 @@
 
 pub mod caps;
 pub mod jinja;
+pub mod ops;
+pub mod rewrite;
 
 use serde_json::{Map, Value, json};
 
