@@ -247,7 +247,17 @@ fn shipped_gemma4_session_reports_the_lost_types_from_the_server_render() {
     );
 }
 
-/// Every shipped session in one run (file order).
+/// `check --format json` and `check` (text) on every shipped session in one run: (JSON
+/// report, its bytes, the text report).
+fn check_shipped_sessions() -> (Value, String, String) {
+    let files = shipped_sessions();
+    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (_, v, json) = run(&[&["--format", "json"][..], &args].concat());
+    let (_, _, text) = run(&args);
+    (v, json, text)
+}
+
+/// Every shipped session (sorted by name).
 fn shipped_sessions() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("sessions")
         .unwrap()
@@ -265,10 +275,7 @@ fn shipped_sessions() -> Vec<String> {
 /// at once, and with no exchange listed (a bare `--tokens`: `"exchanges": []`).
 #[test]
 fn streamed_json_report_is_the_pretty_printed_report() {
-    let files = shipped_sessions();
-    let mut args = vec!["--format", "json"];
-    args.extend(files.iter().map(String::as_str));
-    let (_, v, out) = run(&args);
+    let (v, out, _) = check_shipped_sessions();
     assert!(v["exchanges"].as_array().unwrap().len() > 10, "{out}");
     assert!(v["findings"].as_array().unwrap().len() > 10, "{out}");
     assert_eq!(out, serde_json::to_string_pretty(&v).unwrap() + "\n");
@@ -290,11 +297,7 @@ fn streamed_json_report_is_the_pretty_printed_report() {
 /// last line counts exchanges and findings by severity.
 #[test]
 fn streamed_text_report_groups_the_json_findings_by_exchange() {
-    let files = shipped_sessions();
-    let mut args = vec!["--format", "json"];
-    args.extend(files.iter().map(String::as_str));
-    let (_, v, _) = run(&args);
-    let (_, _, text) = run(&args[2..]);
+    let (v, _, text) = check_shipped_sessions();
     let exchanges = v["exchanges"].as_array().unwrap();
     let findings = v["findings"].as_array().unwrap();
     let mut at = 0;
