@@ -33,8 +33,10 @@ use crate::stream::raw as toolscope_raw;
 pub struct Args {
     /// Session file with the failed exchange(s); the regenerated ones are appended to it.
     pub session: PathBuf,
-    /// llama-server to regenerate on (http://HOST:PORT): it must run the same model and template
-    /// as when the session was recorded (its `/apply-template` renders the prompt again).
+    /// The server to regenerate on (http://HOST:PORT: llama-server, vLLM, SGLang or Ollama): it
+    /// must run the same model and template as when the session was recorded (the engine renders
+    /// the prompt again: llama-server `/apply-template`, vLLM `/tokenize`, Ollama `/api/show`'s
+    /// template; SGLang needs `--template`).
     #[arg(long)]
     pub url: String,
     /// Only this exchange, any chat exchange (default: every exchange the server's parser
