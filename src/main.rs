@@ -46,7 +46,8 @@ enum Command {
     Probe(cli::probe::Args),
     /// Diff two templates or two servers on the same requests.
     Diff(cli::diff::Args),
-    /// Re-run exchanges the server's parser rejected as raw completions and replay the parser.
+    /// Re-run chat exchanges as raw completions of the engine's own prompt (default: those the
+    /// server's parser rejected), verify the text against the recorded answer, replay the parser.
     Regenerate(cli::regenerate::Args),
     /// Answer an agent's requests from a recorded session (replay without the model).
     Serve(cli::serve::Args),

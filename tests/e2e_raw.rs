@@ -362,6 +362,61 @@ fn regenerated_of(anns: &[Annotation], by: u64) -> Annotation {
         .unwrap_or_else(|| panic!("no regeneration by #{by}: {:?}", kinds(anns)))
 }
 
+/// What `toolscope regenerate` did for one exchange: its stdout, the newest `regenerate:<id>`
+/// exchange, the original's annotations and the regenerated text, verdict and prompt source.
+struct CliRegen {
+    stdout: String,
+    regen: Exchange,
+    anns: Vec<Annotation>,
+    text: String,
+    verified: Option<bool>,
+    prompt_from: Option<String>,
+}
+
+/// Runs `toolscope regenerate SESSION --url BASE --exchange ID EXTRA…` (must exit 0) and reads
+/// what it recorded.
+fn cli_regenerate(session: &Path, base: &str, id: u64, extra: &[&str]) -> CliRegen {
+    let out = Command::new(support::bin())
+        .arg("regenerate")
+        .arg(session)
+        .args(["--url", base, "--exchange", &id.to_string()])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = read_session(session).unwrap();
+    let regen = s
+        .exchanges
+        .iter()
+        .filter(|e| e.label.as_deref() == Some(&format!("regenerate:{id}")))
+        .max_by_key(|e| e.id)
+        .cloned()
+        .expect("the regeneration is recorded");
+    let anns = s.annotations.get(&id).cloned().unwrap_or_default();
+    let Annotation::RawText {
+        text: Some(text),
+        verified,
+        prompt_from,
+        ..
+    } = regenerated_of(&anns, regen.id)
+    else {
+        panic!("no regenerated text: {stdout}")
+    };
+    CliRegen {
+        stdout,
+        regen,
+        anns,
+        text,
+        verified,
+        prompt_from,
+    }
+}
+
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
@@ -400,19 +455,13 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
     let request = original.request_json().unwrap();
 
     // 1. The CLI, OpenAI-style /v1/completions with the server's render as a string prompt.
-    let out = Command::new(support::bin())
-        .arg("regenerate")
-        .arg(&session)
-        .args(["--url", &base, "--exchange", &original.id.to_string()])
-        .args(["--endpoint", "v1-completions"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let r = cli_regenerate(
+        &session,
+        &base,
+        original.id,
+        &["--endpoint", "v1-completions"],
     );
+    let (stdout, regen) = (&r.stdout, &r.regen);
     assert!(
         stdout.contains("prompt from: llama-server /apply-template"),
         "{stdout}"
@@ -421,12 +470,6 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
         stdout.contains("as the model's output: regenerated, verified"),
         "{stdout}"
     );
-    let s = read_session(&session).unwrap();
-    let regen = s
-        .exchanges
-        .iter()
-        .find(|e| e.label.as_deref() == Some(&format!("regenerate:{}", original.id)))
-        .expect("the regeneration is recorded");
     assert_eq!(regen.request.path, "/v1/completions");
     let sent: Value = regen.request_json().unwrap();
     assert!(sent["prompt"].is_string(), "{sent}");
@@ -435,24 +478,15 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
     assert_eq!(sent["seed"], request["seed"]);
     assert_eq!(sent["max_tokens"], request["max_tokens"]);
     assert_eq!(sent["stream"], false);
-    let anns = s.annotations.get(&original.id).cloned().unwrap_or_default();
-    let Annotation::RawText {
-        text: Some(text),
-        verified,
-        prompt_from,
-        ..
-    } = regenerated_of(&anns, regen.id)
-    else {
-        unreachable!()
-    };
+    let (anns, text, verified, prompt_from) = (&r.anns, &r.text, r.verified, &r.prompt_from);
     assert_eq!(
         verified,
         Some(true),
         "regenerated {text:?}, server {server_msg:?}"
     );
     assert_eq!(prompt_from.as_deref(), Some("llama-server /apply-template"));
-    assert_eq!(parsed_calls(&text, &template_text, &request), server_calls);
-    let raw = raw_output(&original, &anns);
+    assert_eq!(parsed_calls(text, &template_text, &request), server_calls);
+    let raw = raw_output(&original, anns);
     assert!(
         matches!(
             raw,
@@ -470,44 +504,25 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
     // 2. The SGLang path: toolscope's local render of the template file (SGLang cannot render
     // a chat request), as a string prompt to /v1/completions — here llama-server's.
     let template_path = qwen3_template().unwrap().1;
-    let out = Command::new(support::bin())
-        .arg("regenerate")
-        .arg(&session)
-        .args(["--url", &base, "--exchange", &original.id.to_string()])
-        .args(["--engine", "sglang", "--template"])
-        .arg(&template_path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let r = cli_regenerate(
+        &session,
+        &base,
+        original.id,
+        &[
+            "--engine",
+            "sglang",
+            "--template",
+            template_path.to_str().unwrap(),
+        ],
     );
-    let s = read_session(&session).unwrap();
-    let regen = s
-        .exchanges
-        .iter()
-        .filter(|e| e.label.as_deref() == Some(&format!("regenerate:{}", original.id)))
-        .max_by_key(|e| e.id)
-        .unwrap();
-    assert_eq!(regen.request.path, "/v1/completions");
-    let anns = s.annotations.get(&original.id).cloned().unwrap_or_default();
-    let Annotation::RawText {
-        text: Some(text),
-        verified,
-        prompt_from,
-        ..
-    } = regenerated_of(&anns, regen.id)
-    else {
-        unreachable!()
-    };
+    assert_eq!(r.regen.request.path, "/v1/completions");
+    let (stdout, text, verified, prompt_from) = (&r.stdout, &r.text, r.verified, r.prompt_from);
     assert_eq!(
         prompt_from,
         Some(format!("local render of {}", template_path.display()))
     );
     assert_eq!(verified, Some(true), "{stdout}");
-    assert_eq!(parsed_calls(&text, &template_text, &request), server_calls);
+    assert_eq!(parsed_calls(text, &template_text, &request), server_calls);
 
     // 3. The prompt as token ids (vLLM's /tokenize shape): llama-server's own tokens of its
     // render, sent as `prompt: [ids]` to /v1/completions.
@@ -537,7 +552,8 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
         .unwrap();
     let ids: Vec<u64> = serde_json::from_value(tokenized["tokens"].clone()).unwrap();
     assert!(ids.len() > 100, "{tokenized}");
-    let mut writer = SessionWriter::open(&session, &s.header).unwrap();
+    let header = read_session(&session).unwrap().header;
+    let mut writer = SessionWriter::open(&session, &header).unwrap();
     let opts = RegenOptions {
         engine: "llama-server".into(),
         endpoint: Some(Endpoint::V1Completions),

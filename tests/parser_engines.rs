@@ -135,3 +135,37 @@ fn parse_engines_prints_each_engine() {
     assert_eq!(v["engines"]["outcomes"][0]["outcome"]["kind"], "error");
     assert_eq!(v["engines"]["outcomes"][1]["outcome"]["kind"], "content");
 }
+
+/// llama.cpp's 500 names its chat format, not the family: `peg-native` for the auto parser and
+/// most dedicated ones, `peg-gemma4` and `peg-minimax-m3` for their own formats
+/// (common/chat.cpp `common_chat_format_name`, build 11434; the shipped
+/// sessions/e-http500-peg-native.jsonl has the real server's "…expected peg-native format" for a
+/// Qwen3 `<tool_call>` template).
+#[test]
+fn llama_cpp_error_names_the_chat_format() {
+    let cases = [
+        (
+            Syntax::Hermes,
+            "<tool_call>\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n</tool_call>",
+            "peg-native",
+        ),
+        (
+            Syntax::Gemma4,
+            "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}",
+            "peg-gemma4",
+        ),
+    ];
+    for (family, text, format) in cases {
+        let (_, list) = expected(family, text, None);
+        let want =
+            format!("The model produced output that does not match the expected {format} format");
+        assert_eq!(
+            list[0].outcome,
+            Outcome::Error {
+                status: 500,
+                message: want
+            },
+            "{family}"
+        );
+    }
+}

@@ -242,7 +242,12 @@ fn tools() -> Value {
 }
 
 fn fed(pieces: &[&str], sx: Syntax, tools: &Value, opts: ParserOptions) -> ParseOutput {
-    let mut p = Parser::with_options(Some(sx), Some(tools), opts);
+    fed_as(pieces, Some(sx), tools, opts)
+}
+
+/// As [`fed`], in auto mode for `None`.
+fn fed_as(pieces: &[&str], sx: Option<Syntax>, tools: &Value, opts: ParserOptions) -> ParseOutput {
+    let mut p = Parser::with_options(sx, Some(tools), opts);
     let mut c = Collector::default();
     for piece in pieces {
         for e in p.feed(piece) {
@@ -338,6 +343,32 @@ fn every_family_reads_its_documented_example_however_it_is_cut() {
                 one,
                 "{} cut at {i}",
                 e.syntax
+            );
+        }
+    }
+}
+
+/// MiniMax M3's separator `]<]minimax[>[` is found at its `<` (its `]` is not a search byte of
+/// its own, issue #13 item 5), so a `]` that ends the text before it must still belong to the
+/// marker, however the text is cut, and a `]` that is not followed by the separator stays
+/// content. Expected values by hand: prose `See v[3]`, then the call.
+#[test]
+fn minimax_m3_separator_after_a_closing_bracket_however_it_is_cut() {
+    let tools = tools();
+    let opts = ParserOptions::default();
+    let text = "See v[3]]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call> then x]";
+    for syntax in [Some(Syntax::MiniMaxM3), None] {
+        let one = parse_with(text, syntax, Some(&tools), opts);
+        let names: Vec<&str> = one.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["get_weather"], "{syntax:?}");
+        assert_eq!(one.tool_calls[0].arguments, json!({"city": "Paris"}));
+        assert_eq!(one.content, "See v[3] then x]", "{syntax:?}");
+        for i in (1..text.len()).filter(|&i| text.is_char_boundary(i)) {
+            let two = [&text[..i], &text[i..]];
+            assert_eq!(
+                fed_as(&two, syntax, &tools, opts),
+                one,
+                "{syntax:?} cut at {i}"
             );
         }
     }

@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod support;
+
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,38 +26,6 @@ use toolscope::stream::raw::{RawOutput, RawSource, raw_output};
 
 const GENERATED: &str =
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisbon\"}}\n</tool_call>";
-
-/// Reads one request: (head, body).
-async fn read_request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    loop {
-        let n = s.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            while buf.len() < pos + 4 + len {
-                let n = s.read(&mut tmp).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&tmp[..n]);
-            }
-            return Some((head, buf[pos + 4..pos + 4 + len].to_vec()));
-        }
-    }
-}
 
 /// What the canned server knows: `/props` answers 503 this many more times; the prompt the
 /// slot shows (the last rendered one, unless `slot_prompt` overrides it).
@@ -88,7 +58,7 @@ async fn canned_server(listener: TcpListener, st: Arc<Canned>) {
         };
         let st = st.clone();
         tokio::spawn(async move {
-            while let Some((head, body)) = read_request(&mut s).await {
+            while let Some((head, body)) = support::read_http_request(&mut s).await {
                 let line = head.lines().next().unwrap_or("").to_owned();
                 let ok = if line.starts_with("GET /props") {
                     if st

@@ -21,11 +21,13 @@
 //!   `message.tool_calls[].function.arguments` as an object: docs/api.md "Chat request (with
 //!   tools)".
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 use toolscope::record::regenerate::{Endpoint, Prompt, RegenOptions, regenerate_with};
 use toolscope::session::write::new_header;
 use toolscope::session::{
@@ -38,37 +40,6 @@ const CALL_PARIS: &str =
 const CALL_ROME: &str =
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>";
 const RENDERED: &str = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n";
-
-async fn read_request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    loop {
-        let n = s.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            while buf.len() < pos + 4 + len {
-                let n = s.read(&mut tmp).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&tmp[..n]);
-            }
-            return Some((head, buf[pos + 4..pos + 4 + len].to_vec()));
-        }
-    }
-}
 
 /// A look-alike answering `path → JSON`; records every (request line, body) it received.
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
@@ -86,7 +57,7 @@ async fn start(answers: Vec<(&'static str, Value)>) -> (String, Seen) {
             let answers = answers.clone();
             let seen = seen2.clone();
             tokio::spawn(async move {
-                while let Some((head, body)) = read_request(&mut s).await {
+                while let Some((head, body)) = support::read_http_request(&mut s).await {
                     let line = head.lines().next().unwrap_or("").to_owned();
                     let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
                     seen.lock().unwrap().push((

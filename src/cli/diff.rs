@@ -485,6 +485,31 @@ async fn generate(
         .ok_or_else(|| format!("POST {url}: not a {} reply", item.api.as_str()))
 }
 
+/// A note when the two builds read the template's replies with different llama.cpp formats
+/// ([`crate::template::llama::reply_format`]): the prompts can be identical while the same
+/// generated text parses differently (or is refused) — `--generate` shows it.
+fn reply_format_note(pa: &Value, pb: &Value) -> Option<String> {
+    use crate::template::Engine;
+    use crate::template::llama::{BuildRules, reply_format};
+    let side = |p: &Value| {
+        let build_info = p.get("build_info").and_then(Value::as_str);
+        let Engine::LlamaCpp { build } = Engine::from_llama_build_info(build_info) else {
+            return None;
+        };
+        let template = p.get("chat_template").and_then(Value::as_str)?;
+        Some((
+            build_info.unwrap_or("?").to_owned(),
+            reply_format(template, &BuildRules::for_build(build))?,
+        ))
+    };
+    let ((ba, fa), (bb, fb)) = (side(pa)?, side(pb)?);
+    (fa != fb).then(|| {
+        format!(
+            "reply parser: A ({ba}) reads this template's replies with llama.cpp's {fa} format, B ({bb}) with {fb} (common/chat.cpp of each build); identical prompts can still parse differently — compare replies with --generate"
+        )
+    })
+}
+
 fn run_servers(
     args: &Args,
     rt: &tokio::runtime::Runtime,
@@ -529,6 +554,9 @@ fn run_servers(
         }
     };
     let props = PropsDiff::of(&pa, &pb);
+    if let Some(n) = reply_format_note(&pa, &pb) {
+        notes.push(n);
+    }
     let http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(300))
         .build()?;

@@ -173,14 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let out = col.into_output();
     // the family the engines would be configured for: given / from the template / the calls read
-    let family = syntax
-        .or_else(|| {
-            out.tool_calls
-                .first()
-                .and_then(|c| c.syntax.as_deref())
-                .and_then(Syntax::from_name)
-        })
-        .or_else(|| Syntax::detect_from_text(&chunks.concat()));
+    let family = crate::parser::engines::family_for(syntax, &out, &chunks.concat());
     let engines = if args.engines {
         family.map(|f| crate::parser::engines::expected(f, &chunks.concat(), tools.as_ref()).1)
     } else {
@@ -292,18 +285,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (Some(f), Some(list)) => {
                 let _ = writeln!(s, "  family {f}");
                 for e in list {
-                    use crate::parser::engines::Outcome;
-                    let what = match &e.outcome {
-                        Outcome::Calls { tool_calls, .. } => {
-                            let names: Vec<&str> =
-                                tool_calls.iter().map(|c| c.name.as_str()).collect();
-                            format!("{} call(s): {}", tool_calls.len(), names.join(", "))
-                        }
-                        Outcome::Content { content } => {
-                            format!("content only ({} bytes, markup kept)", content.len())
-                        }
-                        Outcome::Error { status, message } => format!("HTTP {status}: {message}"),
-                    };
+                    let what = e.outcome.summary();
                     let _ = writeln!(
                         s,
                         "  {:<10} {:<26} {what}\n             {}",

@@ -33,8 +33,10 @@ use crate::stream::raw as toolscope_raw;
 pub struct Args {
     /// Session file with the failed exchange(s); the regenerated ones are appended to it.
     pub session: PathBuf,
-    /// llama-server to regenerate on (http://HOST:PORT): it must run the same model and template
-    /// as when the session was recorded (its `/apply-template` renders the prompt again).
+    /// The server to regenerate on (http://HOST:PORT: llama-server, vLLM, SGLang or Ollama): it
+    /// must run the same model and template as when the session was recorded (the engine renders
+    /// the prompt again: llama-server `/apply-template`, vLLM `/tokenize`, Ollama `/api/show`'s
+    /// template; SGLang needs `--template`).
     #[arg(long)]
     pub url: String,
     /// Only this exchange, any chat exchange (default: every exchange the server's parser
@@ -195,7 +197,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// toolscope's render of exchange `ex`'s chat body under template source `src` (the source's
-/// render profile), labelled `local render of <origin>`.
+/// render profile; `strftime_now` = the exchange's start time), labelled `local render of
+/// <origin>`.
 fn local_prompt(
     src: &crate::template::TemplateSource,
     ex: &crate::session::Exchange,
@@ -204,7 +207,11 @@ fn local_prompt(
         .request_json()
         .with_context(|| format!("exchange {}: request body is not JSON", ex.id))?;
     let anthropic = ex.api() == crate::session::Api::Anthropic;
-    let (text, _) = crate::cli::render::render_request(src, &body, anthropic, None, false)?;
+    // strftime_now: the time of the exchange, as the engine rendered it then.
+    let now =
+        time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339)
+            .ok();
+    let (text, _) = crate::cli::render::render_request(src, &body, anthropic, now, false)?;
     Ok(Prompt {
         text,
         token_ids: None,

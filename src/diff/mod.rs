@@ -861,18 +861,24 @@ pub fn render_text(r: &DiffReport) -> String {
         }
         if let Some(rp) = &e.reply {
             let side = |err: &Option<String>,
+                        reasoning: &str,
                         content: &str,
                         calls: &[CallSummary],
                         fin: &Option<String>| match err {
                 Some(x) => format!("error: {x}"),
                 None => format!(
-                    "finish {} · calls [{}] · {}",
+                    "finish {} · calls [{}] · {}{}",
                     fin.as_deref().unwrap_or("-"),
                     calls
                         .iter()
                         .map(|c| format!("{}({})", c.name, c.arguments))
                         .collect::<Vec<_>>()
                         .join(", "),
+                    if reasoning.is_empty() {
+                        String::new()
+                    } else {
+                        format!("reasoning {} · ", show(reasoning, 60))
+                    },
                     show(content, 100)
                 ),
             };
@@ -881,6 +887,7 @@ pub fn render_text(r: &DiffReport) -> String {
                 "  reply A: {}",
                 side(
                     &rp.error.a,
+                    &rp.reasoning.a,
                     &rp.content.a,
                     &rp.tool_calls.a,
                     &rp.finish_reason.a
@@ -891,6 +898,7 @@ pub fn render_text(r: &DiffReport) -> String {
                 "  reply B: {}",
                 side(
                     &rp.error.b,
+                    &rp.reasoning.b,
                     &rp.content.b,
                     &rp.tool_calls.b,
                     &rp.finish_reason.b
@@ -919,7 +927,7 @@ pub fn render_text(r: &DiffReport) -> String {
     let s = &r.summary;
     let _ = writeln!(
         o,
-        "\n{} exchange(s): {} identical, {} differing, {} skipped; render errors A {} B {}; schema facts lost only under A {} / only under B {}",
+        "\n{} exchange(s): {} with identical prompts, {} differing (prompt, markers or reply), {} skipped; render errors A {} B {}; schema facts lost only under A {} / only under B {}",
         s.exchanges,
         s.identical,
         s.differing,

@@ -327,6 +327,9 @@ struct Cand {
     head: u64,
     mask: u64,
     block: bool,
+    /// Anchored on its second byte (see [`MarkerSet::lead`]): the marker starts one byte
+    /// before the candidate.
+    back: bool,
 }
 
 /// The first (up to) 8 bytes of `b`, little-endian, zero-padded.
@@ -351,6 +354,11 @@ struct MarkerSet {
     block_first: Vec<bool>,
     /// The distinct first bytes (memchr needles), searched three at a time.
     needles: Vec<u8>,
+    /// `lead[b]`: bit 1: some marker starting with byte `b` is anchored on its second byte
+    /// instead (`b` starts no other marker and its second byte is already a needle, so `b`
+    /// costs no memchr pass of its own: MiniMax M3's `]<]minimax[>[` is found at its `<`);
+    /// bit 2: one of those is a call-block start. A text ending in such a byte holds it.
+    lead: [u8; 256],
     /// A GPT-OSS marker is active (a reply may start with a harmony recipient).
     harmony: bool,
 }
@@ -369,11 +377,36 @@ impl MarkerSet {
                 markers.push(m);
             }
         }
+        // A first byte that would be a needle of its own is anchored on the second byte
+        // instead when every marker starting with it has 3+ bytes and a second byte that
+        // starts some other marker (one memchr pass fewer per candidate).
+        let mut firsts = [false; 256];
+        for m in &markers {
+            firsts[m.text.as_bytes()[0] as usize] = true;
+        }
+        let mut lead = [0u8; 256];
+        for m in &markers {
+            let t = m.text.as_bytes();
+            lead[t[0] as usize] |= 1;
+            if t.len() < 3 || t[1] == t[0] || !firsts[t[1] as usize] {
+                lead[t[0] as usize] |= 4; // not anchorable
+            }
+        }
+        for m in &markers {
+            // the second byte must stay a needle (not itself anchored elsewhere)
+            let t = m.text.as_bytes();
+            if lead[t[1] as usize] & 5 == 1 {
+                lead[t[0] as usize] |= 4;
+            }
+        }
+        for l in &mut lead {
+            *l = if *l == 1 { 1 } else { 0 };
+        }
         let mut slot = [u8::MAX; 256];
         let mut needles = Vec::new();
         for m in &markers {
             let b0 = m.text.as_bytes()[0];
-            if slot[b0 as usize] == u8::MAX {
+            if lead[b0 as usize] == 0 && slot[b0 as usize] == u8::MAX {
                 slot[b0 as usize] = needles.len() as u8;
                 needles.push(b0);
             }
@@ -384,11 +417,17 @@ impl MarkerSet {
             let t = m.text.as_bytes();
             // every marker has at least two bytes
             debug_assert!(t.len() >= 2, "{:?}", m.text);
-            let s = slot[t[0] as usize] as usize;
+            let back = lead[t[0] as usize] != 0;
+            let (k0, k1) = if back { (t[1], t[2]) } else { (t[0], t[1]) };
+            let s = slot[k0 as usize] as usize;
             let n = t.len().min(8);
             let block = matches!(m.kind, MarkerKind::Block { .. });
+            if back {
+                lead[t[0] as usize] |= u8::from(block) << 1;
+            }
+            // a back-anchored block start may begin one byte before any candidate of `k0`
             block_first[s] |= block;
-            by_two[s * 256 + t[1] as usize].push(Cand {
+            by_two[s * 256 + k1 as usize].push(Cand {
                 m,
                 head: word8(t),
                 mask: if n == 8 {
@@ -397,6 +436,7 @@ impl MarkerSet {
                     (1u64 << (8 * n)) - 1
                 },
                 block,
+                back,
             });
         }
         for v in &mut by_two {
@@ -411,6 +451,7 @@ impl MarkerSet {
             by_two,
             block_first,
             needles,
+            lead,
             harmony,
         }
     }
@@ -670,10 +711,20 @@ impl Parser {
     ) -> Result<(usize, &'static Marker), Option<usize>> {
         let b = s.as_bytes();
         let set = self.set;
+        // where a hold at `at` really starts: one byte earlier when that byte may begin a
+        // marker anchored on its second byte
+        let lead_at = |at: usize| {
+            let m = if blocks_only { 2 } else { 1 };
+            if at > 0 && set.lead[b[at - 1] as usize] & m != 0 {
+                at - 1
+            } else {
+                at
+            }
+        };
         let mut i = 0;
         while i < b.len() {
             let Some(p) = set.next_candidate(&b[i..]) else {
-                return Err(None);
+                break;
             };
             let at = i + p;
             let rest = &b[at..];
@@ -681,7 +732,7 @@ impl Parser {
             let Some(&b1) = rest.get(1) else {
                 // one byte left: the start of any marker with that first byte
                 if !eof && (!blocks_only || set.block_first[slot]) {
-                    return Err(Some(at));
+                    return Err(Some(lead_at(at)));
                 }
                 return Err(None);
             };
@@ -691,33 +742,49 @@ impl Parser {
                 continue;
             }
             let w = word8(rest);
-            let mut best: Option<&'static Marker> = None;
-            let mut partial = false;
+            let mut best: Option<(usize, &'static Marker)> = None;
+            let mut partial: Option<usize> = None;
             for c in bucket {
                 if blocks_only && !c.block {
                     continue;
                 }
                 let mt = c.m.text.as_bytes();
+                // the marker's start: `at`, or one byte before for a back-anchored one
+                let (from, w) = if !c.back {
+                    (at, w)
+                } else if at > 0 && b[at - 1] == mt[0] {
+                    (at - 1, word8(&b[at - 1..]))
+                } else {
+                    continue;
+                };
+                let rest = &b[from..];
                 if rest.len() >= mt.len() {
                     if w & c.mask == c.head && (mt.len() <= 8 || rest[8..mt.len()] == mt[8..]) {
                         // longest first: the first full match is the longest
-                        best = Some(c.m);
+                        best = Some((from, c.m));
                         break;
                     }
                 } else if mt.starts_with(rest) {
-                    partial = true;
+                    partial = Some(partial.map_or(from, |p| p.min(from)));
                 }
             }
             // a longer marker may still complete (e.g. `<tool_call>` vs a longer one): prefer waiting
-            if partial && !(eof && best.is_some()) {
-                return Err(Some(at));
+            if let Some(p) = partial
+                && !(eof && best.is_some())
+            {
+                return Err(Some(p));
             }
-            if let Some(m) = best {
-                return Ok((at, m));
+            if let Some(found) = best {
+                return Ok(found);
             }
             i = at + 1;
         }
-        Err(None)
+        // a last byte that may begin a back-anchored marker: held
+        let m = if blocks_only { 2 } else { 1 };
+        match b.last() {
+            Some(&l) if !eof && set.lead[l as usize] & m != 0 => Err(Some(b.len() - 1)),
+            _ => Err(None),
+        }
     }
 
     /// Runs the state machine over `src` (the held text, or a chunk when nothing was held);

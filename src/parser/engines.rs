@@ -152,6 +152,18 @@ pub fn parsers(family: Syntax) -> [Option<&'static str>; 3] {
     }
 }
 
+/// The format name llama-server build 11434 puts in its parse error for `family`
+/// (common/chat.cpp `common_chat_format_name`): `peg-gemma4` (common/parsers/gemma4.cpp),
+/// `peg-minimax-m3` (common/parsers/minimax-m3.cpp), else `peg-native` (the template-derived
+/// auto parser and every other dedicated parser).
+pub fn llama_format_name(family: Syntax) -> &'static str {
+    match family {
+        Syntax::Gemma4 => "peg-gemma4",
+        Syntax::MiniMaxM3 => "peg-minimax-m3",
+        _ => "peg-native",
+    }
+}
+
 /// What toolscope reads in `text` for `family` (strictly, that syntax only) and what each
 /// engine's parser for that family is documented to return, in [`Engine::ALL`] order.
 /// `tools`: the request's tools (OpenAI/Anthropic array or whole request), used for schema
@@ -212,7 +224,7 @@ pub fn expected(
                             status: 500,
                             message: format!(
                                 "The model produced output that does not match the expected {} format",
-                                family.name()
+                                llama_format_name(family)
                             ),
                         },
                         format!("the PEG parser rejects the whole reply: {}", problems[0]),
@@ -242,4 +254,43 @@ pub fn expected(
         })
         .collect();
     (ours, out)
+}
+
+impl Outcome {
+    /// One line on the outcome, as `parse --engines` and the Replay pane's engines view print
+    /// it: `2 call(s): get_weather, get_time`, `content only (812 bytes, markup kept)`,
+    /// `HTTP 500: The model produced output that does not match …`.
+    pub fn summary(&self) -> String {
+        match self {
+            Outcome::Calls { tool_calls, .. } => calls_summary(tool_calls),
+            Outcome::Content { content } => {
+                format!("content only ({} bytes, markup kept)", content.len())
+            }
+            Outcome::Error { status, message } => format!("HTTP {status}: {message}"),
+        }
+    }
+}
+
+/// `2 call(s): get_weather, get_time`, or `no call`.
+pub fn calls_summary(calls: &[ParsedCall]) -> String {
+    if calls.is_empty() {
+        return "no call".to_owned();
+    }
+    let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+    format!("{} call(s): {}", calls.len(), names.join(", "))
+}
+
+/// The family the engines would be configured for, for a text toolscope read as `read`:
+/// `chosen` (given, or detected from the template's markers), else the syntax of the first
+/// call read, else the syntax the text's markers imply ([`Syntax::detect_from_text`]).
+/// `None`: no family (the text has no call markers).
+pub fn family_for(chosen: Option<Syntax>, read: &ParseOutput, text: &str) -> Option<Syntax> {
+    chosen
+        .or_else(|| {
+            read.tool_calls
+                .first()
+                .and_then(|c| c.syntax.as_deref())
+                .and_then(Syntax::from_name)
+        })
+        .or_else(|| Syntax::detect_from_text(text))
 }

@@ -726,17 +726,7 @@ impl Recorder {
                 l.template.as_deref(),
             )
             .await;
-            if let Some(ex) = ex {
-                if let Some(ev) = &self.inner.events {
-                    emit_to(
-                        ev,
-                        self.inner.rt.as_ref(),
-                        RecordEvent::Ended(Box::new(ex.clone())),
-                    );
-                }
-                self.queue(Line::Exchange(Box::new(ex)));
-            }
-            self.write_annotation(ann);
+            self.record_regeneration(ex, ann);
         }
     }
 
@@ -752,6 +742,12 @@ impl Recorder {
         let new_id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
         let (ex, ann) =
             crate::record::regenerate::regenerate_on_engine(base, engine, &original, new_id).await;
+        self.record_regeneration(ex, ann);
+    }
+
+    /// Records a regeneration: its exchange (when there is one) as an ended exchange, then the
+    /// original's `raw_text` annotation.
+    fn record_regeneration(&self, ex: Option<Exchange>, ann: Annotation) {
         if let Some(ex) = ex {
             if let Some(ev) = &self.inner.events {
                 emit_to(

@@ -62,43 +62,21 @@ pub fn is_parse_error(ex: &Exchange) -> bool {
 }
 
 /// The `/completion` body for `prompt` with the sampling settings of the chat body `chat`
-/// (OpenAI or Anthropic field names): `temperature`, `top_p`, `top_k`, `min_p`, `seed`,
-/// `presence_penalty`, `frequency_penalty`, `repeat_penalty`; `max_tokens` /
-/// `max_completion_tokens` / `n_predict` → `n_predict`; `stop` / `stop_sequences` → `stop`
-/// (a single string becomes a one-element array). Always `stream: false`,
-/// `cache_prompt: false`. Fields follow llama.cpp tools/server/README.md "POST /completion".
+/// ([`sampling_settings`]: OpenAI, Anthropic, llama-server or Ollama `options` names):
+/// `temperature`, `top_p`, `top_k`, `min_p`, `seed`, `presence_penalty`, `frequency_penalty`,
+/// `repeat_penalty`; the token limit as `n_predict`; `stop` (a single string becomes a
+/// one-element array). Always `stream: false`, `cache_prompt: false`. Fields follow llama.cpp
+/// tools/server/README.md "POST /completion".
 pub fn completion_body(chat: &Value, prompt: &str) -> Value {
     let mut b = Map::new();
     b.insert("prompt".into(), json!(prompt));
-    for k in [
-        "temperature",
-        "top_p",
-        "top_k",
-        "min_p",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "repeat_penalty",
-    ] {
-        if let Some(v) = chat.get(k).filter(|v| !v.is_null()) {
-            b.insert(k.into(), v.clone());
-        }
-    }
-    if let Some(n) = ["max_completion_tokens", "max_tokens", "n_predict"]
-        .iter()
-        .find_map(|k| chat.get(*k).filter(|v| v.is_number()))
-    {
-        b.insert("n_predict".into(), n.clone());
-    }
-    let stop = chat.get("stop").or_else(|| chat.get("stop_sequences"));
-    match stop {
-        Some(Value::String(s)) => {
-            b.insert("stop".into(), json!([s]));
-        }
-        Some(Value::Array(a)) if !a.is_empty() => {
-            b.insert("stop".into(), Value::Array(a.clone()));
-        }
-        _ => {}
+    for (k, v) in sampling_settings(chat) {
+        let k = if k == "max_tokens" {
+            "n_predict".into()
+        } else {
+            k
+        };
+        b.insert(k, v);
     }
     b.insert("stream".into(), json!(false));
     b.insert("cache_prompt".into(), json!(false));
@@ -699,18 +677,7 @@ pub async fn regenerate_recorded(
     template: Option<&str>,
 ) -> (Option<Exchange>, Annotation) {
     const FROM: &str = "llama-server /apply-template";
-    let failed = |e: anyhow::Error| Annotation::RawText {
-        exchange: original.id,
-        source: RawTextSource::Regenerated,
-        text: None,
-        slot: None,
-        generation_prompt: None,
-        by: None,
-        verified: None,
-        diverged_at: None,
-        prompt_from: Some(FROM.into()),
-        error: Some(format!("{e:#}")),
-    };
+    let failed = |e: anyhow::Error| failed_annotation(original, &e, Some(FROM.into()));
     let body = match chat_bodies(original) {
         Ok((body, _)) => body,
         Err(e) => return (None, failed(e)),
@@ -749,18 +716,7 @@ pub async fn regenerate_on_engine(
     original: &Exchange,
     new_id: u64,
 ) -> (Option<Exchange>, Annotation) {
-    let failed = |e: anyhow::Error, from: Option<String>| Annotation::RawText {
-        exchange: original.id,
-        source: RawTextSource::Regenerated,
-        text: None,
-        slot: None,
-        generation_prompt: None,
-        by: None,
-        verified: None,
-        diverged_at: None,
-        prompt_from: from,
-        error: Some(format!("{e:#}")),
-    };
+    let failed = |e: anyhow::Error, from| failed_annotation(original, &e, from);
     let (body, chat) = match chat_bodies(original) {
         Ok(b) => b,
         Err(e) => return (None, failed(e, None)),
@@ -798,6 +754,23 @@ pub async fn regenerate_on_engine(
     }
 }
 
+/// The [`Annotation::RawText`] of a regeneration of `original` that produced no text: `error`
+/// says why, `prompt_from` where the prompt came from when it got that far.
+fn failed_annotation(original: &Exchange, e: &anyhow::Error, from: Option<String>) -> Annotation {
+    Annotation::RawText {
+        exchange: original.id,
+        source: RawTextSource::Regenerated,
+        text: None,
+        slot: None,
+        generation_prompt: None,
+        by: None,
+        verified: None,
+        diverged_at: None,
+        prompt_from: from,
+        error: Some(format!("{e:#}")),
+    }
+}
+
 /// Response headers as a session records them: `(lower-case name, value)` pairs in the
 /// server's order, values decoded lossily as UTF-8. Shared with [`super::probe`].
 pub(crate) fn recorded_headers(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
@@ -828,6 +801,23 @@ mod tests {
             completion_body(&anth, "Q"),
             json!({"prompt":"Q","top_k":5,"n_predict":10,"stop":["a","b"],"stream":false,"cache_prompt":false})
         );
+    }
+
+    #[test]
+    fn engine_endpoints_and_dates() {
+        assert_eq!(Endpoint::for_engine("vllm"), Endpoint::V1Completions);
+        assert_eq!(Endpoint::for_engine("sglang"), Endpoint::V1Completions);
+        assert_eq!(Endpoint::for_engine("ollama"), Endpoint::OllamaGenerate);
+        assert_eq!(Endpoint::for_engine("llama-server"), Endpoint::Completion);
+        assert_eq!(date_of("2026-12-01T17:16:59.123456Z"), Some((2026, 12, 1)));
+        assert_eq!(date_of(""), None);
+        // /v1/completions answers: the OpenAI completions shape.
+        let v = json!({"choices": [{"index": 0, "text": "T", "finish_reason": "stop"}]});
+        assert_eq!(
+            generated_text(Endpoint::V1Completions, &v).as_deref(),
+            Some("T")
+        );
+        assert_eq!(generated_text(Endpoint::Completion, &v), None);
     }
 
     #[test]

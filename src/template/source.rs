@@ -429,4 +429,25 @@ mod tests {
         .unwrap();
         assert_eq!(o.format, TemplateFormat::Go);
     }
+
+    #[test]
+    fn ollama_show_renders_with_the_models_system_and_date() {
+        // an /api/show answer: SYSTEM prepended (routes.go ChatHandler), currentDate = the
+        // exchange's date
+        let show = json!({"template": "{{ range .Messages }}[{{ .Role }}:{{ .Content }}]{{ end }}{{ currentDate }}",
+                          "system": "Be brief.", "details": {}});
+        let req = json!({"model": "m", "messages": [{"role": "user", "content": "Hi"}]});
+        let (origin, out) = ollama_exchange_render(
+            "m",
+            &show,
+            Some(&req),
+            "2026-11-29T12:00:00Z",
+            Some("0.12.3"),
+        );
+        assert_eq!(origin, "/api/show template, m, Ollama 0.12.3");
+        assert_eq!(out.unwrap(), "[system:Be brief.][user:Hi]2026-11-29");
+        let jinja = TemplateSource::from_jinja("t.jinja", "{{ x }}");
+        assert!(jinja.render_ollama(&req, None).is_err());
+        assert_eq!(date_of("2025-07-07T20:22:19Z"), Some((2025, 7, 7)));
+    }
 }

@@ -55,6 +55,8 @@ pub enum Action {
     Wrap,
     /// Exchange list: only the rows it needs ↔ two fifths of the screen (mitmproxy's `-`).
     Layout,
+    /// Replay pane: what each engine's parser would return, beside toolscope's read (toggle).
+    Engines,
 }
 
 impl Action {
@@ -449,6 +451,13 @@ impl Default for Keymap {
                 &["c"],
                 &[Replay],
                 "chunking: recorded / pieces / chars / ×2 / ×8 / whole",
+                true,
+            ),
+            b(
+                Action::Engines,
+                &["e"],
+                &[Replay],
+                "engines: what llama.cpp / vLLM / SGLang would return",
                 true,
             ),
             b(

@@ -17,6 +17,7 @@
 pub mod analysis;
 pub mod app;
 pub mod doc;
+pub mod engines;
 pub mod highlight;
 pub mod keymap;
 pub mod layout;

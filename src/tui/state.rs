@@ -181,6 +181,8 @@ pub struct SessionView {
     pub step: usize,
     /// Replay right side.
     pub server_doc: Doc,
+    /// Replay: the engines view (`e`), shown instead of the server stream when open.
+    pub replay_engines: super::engines::EnginesView,
     pub search: Option<Search>,
     pub session_findings: Vec<Finding>,
     /// Live proxy session (rows arrive while open).
@@ -360,6 +362,7 @@ impl State {
             chunking: Chunking::Recorded,
             step: 0,
             server_doc: Doc::default(),
+            replay_engines: Default::default(),
             search: None,
             session_findings,
             live,
@@ -1249,6 +1252,7 @@ fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
                 .step(s.chunking, s.step)
                 .map_or(a.events.len(), |st| st.server_events);
             s.server_doc = doc::server_view(&a, n, theme);
+            s.replay_engines.refresh(&a, theme);
             doc::replay(&a, s.chunking, s.step, theme)
         }
         _ => doc::findings(&findings_of(s), theme),
@@ -1343,6 +1347,7 @@ fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effe
             s.chunking = Chunking::ALL[next];
             s.step = a.replay.find(s.chunking, end);
         }
+        Action::Engines => s.replay_engines.toggle(&a, theme),
         _ => {}
     }
     if (s.step, s.chunking) != before {

@@ -669,6 +669,10 @@ fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::Ex
         Paragraph::new(s.docs[4].lines.clone()).wrap(Wrap { trim: false }),
         li,
     );
+    if s.replay_engines.open {
+        super::engines::draw(&s.replay_engines, f, right, a, &state.theme);
+        return;
+    }
     let rb = Block::default().title(Span::styled(" server stream at the same point", st.muted));
     let ri = rb.inner(right);
     f.render_widget(rb, right);

@@ -143,3 +143,36 @@ pub fn sdk_python() -> Option<PathBuf> {
         "client SDK venv (python)",
     )
 }
+
+/// Reads one HTTP/1.1 request from a canned server's connection: (head, body by
+/// `content-length`); `None` when the client closed first.
+pub async fn read_http_request(s: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        let n = tokio::io::AsyncReadExt::read(s, &mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            while buf.len() < pos + 4 + len {
+                let n = tokio::io::AsyncReadExt::read(s, &mut tmp).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            return Some((head, buf[pos + 4..pos + 4 + len].to_vec()));
+        }
+    }
+}

@@ -187,6 +187,30 @@ impl<'t> Exec<'t> {
     }
 
     fn walk_if_with(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
+        self.nest(b.pos)?;
+        let r = self.walk_if_with_inner(dot, b);
+        self.depth -= 1;
+        r
+    }
+
+    /// One more level of `if`/`with`/`range`/`template` nesting, within
+    /// `budget.recursion_limit` (the stack a render may use).
+    fn nest(&mut self, pos: Pos) -> R<()> {
+        if self.depth >= self.opts.budget.recursion_limit {
+            return Err(self.err(
+                pos,
+                "",
+                format!(
+                    "{MARK}: exceeded maximum template depth ({}; template calls and nested if/with/range)",
+                    self.opts.budget.recursion_limit
+                ),
+            ));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn walk_if_with_inner(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
         let mark = self.vars.len();
         let v = self.eval_pipeline(dot, &b.pipe)?;
         let f = if v.truth() {
@@ -205,6 +229,13 @@ impl<'t> Exec<'t> {
     }
 
     fn walk_range(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
+        self.nest(b.pos)?;
+        let r = self.walk_range_inner(dot, b);
+        self.depth -= 1;
+        r
+    }
+
+    fn walk_range_inner(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
         let mark = self.vars.len();
         let v = self.eval_pipeline(dot, &b.pipe)?;
         let items: Vec<(Value, Value)> = match &v {
@@ -295,22 +326,12 @@ impl<'t> Exec<'t> {
                 format!("template {name:?} not defined"),
             ));
         };
-        if self.depth >= self.opts.budget.recursion_limit {
-            return Err(self.err(
-                pos,
-                &format!("template {name:?}"),
-                format!(
-                    "{MARK}: exceeded maximum template depth ({})",
-                    self.opts.budget.recursion_limit
-                ),
-            ));
-        }
+        self.nest(pos)?;
         let new_dot = match pipe {
             Some(p) => self.eval_pipeline(dot, p)?,
             None => Value::Invalid,
         };
         let saved = std::mem::replace(&mut self.vars, vec![("$".into(), new_dot.clone())]);
-        self.depth += 1;
         let r = self.walk(&new_dot, &body);
         self.depth -= 1;
         self.vars = saved;

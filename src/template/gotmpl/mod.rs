@@ -305,6 +305,18 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Limit, "{e}");
         let e = render_go("", r#"{{printf "%999999999999d" 1}}"#, &json!({}), &opts).unwrap_err();
         assert!(e.message.contains("template budget"), "{e}");
+        // nesting cannot exhaust the stack: parse and execution are bounded
+        let deep_if = "{{if 1}}".repeat(100_000);
+        let e = go(&deep_if, json!({})).unwrap_err();
+        assert!(e.message.contains("max expression depth exceeded"), "{e}");
+        let deep_paren = format!("{{{{{}1{}}}}}", "(".repeat(100_000), ")".repeat(100_000));
+        let e = go(&deep_paren, json!({})).unwrap_err();
+        assert!(e.message.contains("max expression depth exceeded"), "{e}");
+        let ok_if = format!("{}x{}", "{{if 1}}".repeat(90), "{{end}}".repeat(90));
+        assert_eq!(go(&ok_if, json!({})).unwrap(), "x");
+        let t = r#"{{define "r"}}{{if 1}}{{if 1}}{{template "r" .}}{{end}}{{end}}{{end}}{{template "r" .}}"#;
+        let e = go(t, json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit, "{e}");
     }
 
     #[test]

@@ -533,6 +533,8 @@ struct Parser<'a> {
     funcs: &'a dyn Fn(&str) -> bool,
     vars: Vec<String>,
     range_depth: usize,
+    /// Nesting of control structures and parenthesised pipelines (bounded: [`MAX_NESTING`]).
+    depth: usize,
     defines: HashMap<String, Rc<Vec<Node>>>,
 }
 
@@ -726,6 +728,29 @@ impl<'a> Parser<'a> {
     }
 
     fn control(&mut self, kind: BranchKind, pos: Pos) -> Result<Node, GoTemplateError> {
+        self.enter(pos)?;
+        let r = self.control_inner(kind, pos);
+        self.depth -= 1;
+        r
+    }
+
+    /// One more level of nesting; Go's parser stops parenthesised pipelines at 10000
+    /// ("max expression depth exceeded"); toolscope stops every nesting at [`MAX_NESTING`]
+    /// so a hostile template cannot exhaust the stack.
+    fn enter(&mut self, pos: Pos) -> Result<(), GoTemplateError> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.err(
+                pos,
+                format!(
+                    "max expression depth exceeded (toolscope nests at most {MAX_NESTING} levels)"
+                ),
+            ));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn control_inner(&mut self, kind: BranchKind, pos: Pos) -> Result<Node, GoTemplateError> {
         let mark = self.vars.len();
         let ctx = match kind {
             BranchKind::If => "if",
@@ -979,7 +1004,10 @@ impl<'a> Parser<'a> {
             Tok::Str(s) => Arg::Str(pos, s.into()),
             Tok::LParen => {
                 self.next();
-                let p = self.pipeline("parenthesized pipeline", false)?;
+                self.enter(pos)?;
+                let p = self.pipeline("parenthesized pipeline", false);
+                self.depth -= 1;
+                let p = p?;
                 match self.next() {
                     (_, Tok::RParen) => {}
                     (p2, t) => {
@@ -997,6 +1025,10 @@ impl<'a> Parser<'a> {
         Ok(Some(a))
     }
 }
+
+/// The deepest nesting of `if`/`with`/`range`/`block` and parenthesised pipelines a template
+/// may have (real chat templates nest a handful of levels).
+pub const MAX_NESTING: usize = 100;
 
 type ArgCtor = Box<dyn Fn(Pos) -> Arg>;
 
@@ -1082,6 +1114,7 @@ pub fn parse(
         funcs: is_func,
         vars: vec!["$".into()],
         range_depth: 0,
+        depth: 0,
         defines: HashMap::new(),
     };
     let (root, stop) = p.list(true)?;

@@ -69,6 +69,35 @@ impl BuildRules {
     pub fn for_build(build: u32) -> BuildRules {
         BuildRules { build }
     }
+
+    /// Whether this build has llama.cpp's LLM-jp Harmony format (`common/parsers/llm-jp-harmony.cpp`,
+    /// dispatched for `chat_format=llm-jp-harmony-v1` at common/chat.cpp:1103 in build 11434;
+    /// absent in build 11312). Builds in between follow the nearer of the two.
+    pub fn has_llm_jp_harmony(&self) -> bool {
+        use super::engine::{LLAMA_CPP_DEFAULT_BUILD, LLAMA_CPP_OLD_BUILD};
+        u64::from(self.build) * 2
+            >= u64::from(LLAMA_CPP_OLD_BUILD) + u64::from(LLAMA_CPP_DEFAULT_BUILD)
+    }
+}
+
+/// The llama.cpp format a build reads a template's *replies* with, where that choice differs
+/// between the builds toolscope knows (`common/chat.cpp: common_chat_try_specialized_template`):
+/// an LLM-jp 4.1 template (`chat_format=llm-jp-harmony-v1`, which also contains `<|channel|>`)
+/// is parsed by `"LLM-jp Harmony v1"` in build 11434 — spaces after special tokens allowed,
+/// `common/parsers/llm-jp-harmony.cpp` — and by `"GPT-OSS"` in build 11312 (exact markers,
+/// `common/parsers/gpt-oss.cpp`), which answers the LLM-jp dialect with HTTP 500 "The model
+/// produced output that does not match the expected peg-native format"; any other
+/// `<|channel|>` template is `"GPT-OSS"` in both. `None`: a template whose reply format does
+/// not depend on the build (as far as toolscope has read).
+pub fn reply_format(src: &str, rules: &BuildRules) -> Option<&'static str> {
+    if src.contains("chat_format=llm-jp-harmony-v1") {
+        return Some(if rules.has_llm_jp_harmony() {
+            "LLM-jp Harmony v1"
+        } else {
+            "GPT-OSS"
+        });
+    }
+    src.contains("<|channel|>").then_some("GPT-OSS")
 }
 
 /// What the engine's vocabulary says about BOS/EOS (`llama_vocab_get_add_bos` / `_add_eos`):
@@ -867,4 +896,35 @@ pub fn render(
         prompt.truncate(prompt.len() - eos.len());
     }
     Ok(prompt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_format_per_build() {
+        // read by hand: build 11434 common/chat.cpp:1103 matches "chat_format=llm-jp-harmony-v1"
+        // before the GPT-OSS "<|channel|>" test (line 1109); build 11312 has only the latter
+        // (its line 1103) and no common/parsers/llm-jp-harmony.cpp
+        let llm_jp =
+            "{#- chat_format=llm-jp-harmony-v1 #}<|start|>assistant<|channel|>final<|message|>";
+        assert_eq!(
+            reply_format(llm_jp, &BuildRules::for_build(11434)),
+            Some("LLM-jp Harmony v1")
+        );
+        assert_eq!(
+            reply_format(llm_jp, &BuildRules::for_build(11312)),
+            Some("GPT-OSS")
+        );
+        let gpt_oss = "<|start|>assistant<|channel|>final<|message|>";
+        assert_eq!(
+            reply_format(gpt_oss, &BuildRules::for_build(11312)),
+            reply_format(gpt_oss, &BuildRules::for_build(11434))
+        );
+        assert_eq!(
+            reply_format("<|im_start|>", &BuildRules::for_build(11434)),
+            None
+        );
+    }
 }

@@ -97,6 +97,15 @@ impl Op {
         }
     }
 
+    /// The template function a long chain of operators is rewritten to:
+    /// `__llama_op_chain(a, "+", b, "~", c)` is `(a + b) ~ c`.
+    pub const CHAIN_FUNCTION: &'static str = "__llama_op_chain";
+
+    /// The operator spelled `s` ([`Op::symbol`]).
+    pub fn from_symbol(s: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| op.symbol() == s)
+    }
+
     /// The template function the rewritten source calls for this operator.
     pub fn function(self) -> &'static str {
         match self {
@@ -118,35 +127,47 @@ impl Op {
     }
 }
 
-/// Registers one function per [`Op`] ([`Op::function`]) evaluating [`binary`].
+/// Registers one function per [`Op`] ([`Op::function`]) evaluating [`binary`], and
+/// [`Op::CHAIN_FUNCTION`] folding `operand, "op", operand, …` left to right.
 pub fn install(env: &mut Environment<'static>) {
+    env.add_function(
+        Op::CHAIN_FUNCTION,
+        |state: &State, args: minijinja::value::Rest<JValue>| -> Result<JValue, Error> {
+            let bad = || Error::new(ErrorKind::InvalidOperation, "malformed operator chain");
+            let mut it = args.iter();
+            let mut acc = it.next().cloned().ok_or_else(bad)?;
+            while let (Some(sym), Some(r)) = (it.next(), it.next()) {
+                let op = sym.as_str().and_then(Op::from_symbol).ok_or_else(bad)?;
+                acc = apply(state, op, &acc, r)?;
+            }
+            Ok(acc)
+        },
+    );
     for op in Op::ALL {
         env.add_function(
             op.function(),
-            move |state: &State, l: &JValue, r: &JValue| -> Result<JValue, Error> {
-                // the render's memory budget (budget.rs) before building a string or list
-                let size = |v: &JValue| {
-                    super::caps::untracked(|| {
-                        crate::template::budget::print_bound(v, 0, 0, u64::MAX)
-                    })
-                };
-                let bound = match op {
-                    Op::Add | Op::Concat => size(l).saturating_add(size(r)),
-                    Op::Mul if is_str(l) || is_str(r) => {
-                        let n = r.as_i64().or(l.as_i64()).unwrap_or(0).max(0) as u64;
-                        size(l).saturating_add(size(r)).saturating_mul(n)
-                    }
-                    _ => 0,
-                };
-                super::caps::untracked(|| {
-                    crate::template::budget::ensure_bytes(state, bound, op.symbol())
-                })?;
-                // operands are read as llama.cpp reads them: not marked "used" (caps.rs)
-                super::caps::untracked(|| binary(op, l, r))
-                    .map_err(|m| Error::new(ErrorKind::InvalidOperation, m))
-            },
+            move |state: &State, l: &JValue, r: &JValue| apply(state, op, l, r),
         );
     }
+}
+
+/// [`binary`] within the render's memory budget (budget.rs), its operands read as llama.cpp
+/// reads them: not marked "used" (caps.rs).
+fn apply(state: &State, op: Op, l: &JValue, r: &JValue) -> Result<JValue, Error> {
+    let size = |v: &JValue| {
+        super::caps::untracked(|| crate::template::budget::print_bound(v, 0, 0, u64::MAX))
+    };
+    let bound = match op {
+        Op::Add | Op::Concat => size(l).saturating_add(size(r)),
+        Op::Mul if is_str(l) || is_str(r) => {
+            let n = r.as_i64().or(l.as_i64()).unwrap_or(0).max(0) as u64;
+            size(l).saturating_add(size(r)).saturating_mul(n)
+        }
+        _ => 0,
+    };
+    super::caps::untracked(|| crate::template::budget::ensure_bytes(state, bound, op.symbol()))?;
+    super::caps::untracked(|| binary(op, l, r))
+        .map_err(|m| Error::new(ErrorKind::InvalidOperation, m))
 }
 
 /// llama.cpp's type name of a value (`value_t::type()`, value.h).

@@ -12,6 +12,11 @@
 //! `a + b ~ c` is `(a + b) ~ c` in llama.cpp, `a + (b ~ c)` in minijinja), comparisons and
 //! `in` chain to the left (`parse_comparison_expression`: `a == b == c` is `(a == b) == c`).
 //!
+//! A chain of more than eight operators of one level is one variadic call
+//! (`__llama_op_chain(a, "+", b, "~", c)`, [`super::ops::Op::CHAIN_FUNCTION`]) so that long
+//! chains stay within minijinja's parser nesting limit; the walk itself uses no recursion along
+//! operator and postfix chains, and stops (no rewrite) past [`MAX_DEPTH`] nested expressions.
+//!
 //! [`Rewritten::source_offset`] maps a byte offset in the rewritten text back to the template
 //! as given, so render errors keep the template's own line and column.
 
@@ -118,6 +123,9 @@ struct Rw {
     edits: Vec<Edit>,
     seq: usize,
     failed: bool,
+    depth: usize,
+    /// memo of [`Rw::inner`] starts by node address
+    starts: std::collections::HashMap<usize, usize>,
 }
 
 /// One operand chain to fold left: operands and the operator before each but the first
@@ -148,6 +156,8 @@ impl Rw {
             edits: Vec::new(),
             seq: 0,
             failed: false,
+            depth: 0,
+            starts: std::collections::HashMap::new(),
         }
     }
 
@@ -186,41 +196,58 @@ impl Rw {
 
     /// A node's own byte range: minijinja's span end is exact; its start is not for every node
     /// kind (a comparison's span starts at the token before it, a postfix chain's at its last
-    /// `.`), so a node with a leftmost operand starts where that operand does.
+    /// `.`), so a node with a leftmost operand starts where that operand does (with the
+    /// parentheses around that operand). Walks the leftmost spine without recursion (a
+    /// template may chain thousands of operators).
     fn inner(&mut self, e: &ast::Expr<'_>) -> (usize, usize) {
-        use ast::Expr as E;
-        let (start, end) = match e {
-            E::Var(s) => (s.span().start_offset, s.span().end_offset),
-            E::Const(s) => (s.span().start_offset, s.span().end_offset),
-            E::List(s) => (s.span().start_offset, s.span().end_offset),
-            E::Map(s) => (s.span().start_offset, s.span().end_offset),
-            E::Tuple(s) => (s.span().start_offset, s.span().end_offset),
-            E::UnaryOp(s) => {
-                let end = s.span().end_offset;
-                let start = if matches!(s.op, ast::UnaryOpKind::Not)
-                    && (self.not_in(s).is_some()
-                        || !self.starts_with_not(s.span().start_offset as usize))
-                {
-                    self.outer(&s.expr).0 as u32
-                } else {
-                    s.span().start_offset
-                };
-                (start, end)
+        let end = span_of(e).end_offset as usize;
+        let key = |x: &ast::Expr<'_>| x as *const ast::Expr<'_> as usize;
+        let mut spine = vec![e];
+        let mut cur = e;
+        let mut known = None;
+        loop {
+            if let Some(&s) = self.starts.get(&key(cur)) {
+                known = Some(s);
+                break;
             }
-            E::BinOp(s) => (self.outer(&s.left).0 as u32, s.span().end_offset),
-            E::Compare(s) => (self.outer(&s.expr).0 as u32, s.span().end_offset),
-            E::IfExpr(s) => (self.outer(&s.true_expr).0 as u32, s.span().end_offset),
-            E::Filter(s) => match &s.expr {
-                Some(x) => (self.outer(x).0 as u32, s.span().end_offset),
-                None => (s.span().start_offset, s.span().end_offset),
-            },
-            E::Test(s) => (self.outer(&s.expr).0 as u32, s.span().end_offset),
-            E::GetAttr(s) => (self.outer(&s.expr).0 as u32, s.span().end_offset),
-            E::GetItem(s) => (self.outer(&s.expr).0 as u32, s.span().end_offset),
-            E::Slice(s) => (self.outer(&s.expr).0 as u32, s.span().end_offset),
-            E::Call(s) => (self.outer(&s.expr).0 as u32, s.span().end_offset),
-        };
-        (start as usize, end as usize)
+            match self.leftmost(cur) {
+                Some(c) => {
+                    spine.push(c);
+                    cur = c;
+                }
+                None => break,
+            }
+        }
+        let mut start = known.unwrap_or(span_of(cur).start_offset as usize);
+        self.starts.insert(key(cur), start);
+        // bottom-up: each node starts where its leftmost child's outer range starts
+        for i in (1..spine.len()).rev() {
+            let child_end = span_of(spine[i]).end_offset as usize;
+            start = self.expand(start, child_end).0;
+            self.starts.insert(key(spine[i - 1]), start);
+        }
+        (start, end)
+    }
+
+    /// The child a node's range starts with (`None`: the node's own span start is exact).
+    fn leftmost<'e, 'a>(&mut self, e: &'e ast::Expr<'a>) -> Option<&'e ast::Expr<'a>> {
+        use ast::Expr as E;
+        match e {
+            E::Var(_) | E::Const(_) | E::List(_) | E::Map(_) | E::Tuple(_) => None,
+            E::UnaryOp(s) => (matches!(s.op, ast::UnaryOpKind::Not)
+                && (self.not_in(s).is_some()
+                    || !self.starts_with_not(s.span().start_offset as usize)))
+            .then_some(&s.expr),
+            E::BinOp(s) => Some(&s.left),
+            E::Compare(s) => Some(&s.expr),
+            E::IfExpr(s) => Some(&s.true_expr),
+            E::Filter(s) => s.expr.as_ref(),
+            E::Test(s) => Some(&s.expr),
+            E::GetAttr(s) => Some(&s.expr),
+            E::GetItem(s) => Some(&s.expr),
+            E::Slice(s) => Some(&s.expr),
+            E::Call(s) => Some(&s.expr),
+        }
     }
 
     fn starts_with_not(&self, off: usize) -> bool {
@@ -233,6 +260,11 @@ impl Rw {
     /// matching pairs right around it.
     fn outer(&mut self, e: &ast::Expr<'_>) -> (usize, usize) {
         let (s, t) = self.inner(e);
+        self.expand(s, t)
+    }
+
+    /// A byte range widened by the matching parentheses right around it.
+    fn expand(&mut self, s: usize, t: usize) -> (usize, usize) {
         let (mut i, mut j) = (self.tok_at_start(s), self.tok_at_end(t));
         if self.failed {
             return (s, t);
@@ -356,6 +388,16 @@ impl Rw {
     }
 
     fn expr(&mut self, e: &ast::Expr<'_>) {
+        if self.failed || self.depth >= MAX_DEPTH {
+            self.failed = true;
+            return;
+        }
+        self.depth += 1;
+        self.expr_inner(e);
+        self.depth -= 1;
+    }
+
+    fn expr_inner(&mut self, e: &ast::Expr<'_>) {
         use ast::Expr as E;
         match e {
             E::Var(_) | E::Const(_) => {}
@@ -378,9 +420,8 @@ impl Rw {
                     self.expr(&b.left);
                     self.expr(&b.right);
                 }
-                Some(op) if is_additive(op) => {
-                    let mut chain = (Vec::new(), Vec::new());
-                    self.flatten(e, &mut chain);
+                Some(op) if level(op).is_some() => {
+                    let chain = self.flatten(e);
                     self.fold(chain);
                 }
                 Some(op) => {
@@ -450,32 +491,94 @@ impl Rw {
         }
     }
 
-    /// The operands of an additive chain (`+`, `-`, `~` not grouped by parentheses), in
-    /// source order.
-    fn flatten<'e, 'a>(&mut self, e: &'e ast::Expr<'a>, chain: &mut Chain<'e, 'a>) {
-        if let ast::Expr::BinOp(b) = e
-            && let Some(op) = op_of(b.op).filter(|&op| is_additive(op))
-        {
-            let left_in = self.additive(&b.left) && !self.parenthesized(&b.left);
-            if left_in {
-                self.flatten(&b.left, chain);
-            } else {
-                chain.0.push(&b.left);
+    /// The operands of a chain of one precedence level ([`level`]: `+ - ~`, or `* / %`) not
+    /// grouped by parentheses, in source order, with the operator before each but the first.
+    /// Jinja2 binds `~` tighter than `+`/`-`, so minijinja's tree for `a + b ~ c` is
+    /// `a + (b ~ c)`: a right operand of the same llama.cpp level is taken apart too. An
+    /// in-order walk with an explicit stack (a template may chain thousands of operators).
+    fn flatten<'e, 'a>(&mut self, e: &'e ast::Expr<'a>) -> Chain<'e, 'a> {
+        enum Item<'e, 'a> {
+            Node(&'e ast::Expr<'a>),
+            Op(Op, usize),
+        }
+        let root_level = self.chain_level(e);
+        let (mut operands, mut ops) = (Vec::new(), Vec::new());
+        let mut stack = vec![Item::Node(e)];
+        while let Some(item) = stack.pop() {
+            match item {
+                Item::Op(op, i) => ops.push((op, i, i)),
+                Item::Node(n) => match n {
+                    ast::Expr::BinOp(b)
+                        if self.chain_level(n) == root_level
+                            && (std::ptr::eq(n, e) || !self.parenthesized(n)) =>
+                    {
+                        let i = self.op_token(&b.left);
+                        let op = op_of(b.op).unwrap_or(Op::Add);
+                        stack.push(Item::Node(&b.right));
+                        stack.push(Item::Op(op, i));
+                        stack.push(Item::Node(&b.left));
+                    }
+                    _ => operands.push(n),
+                },
             }
-            let i = self.op_token(&b.left);
-            chain.1.push((op, i, i));
-            if self.additive(&b.right) && !self.parenthesized(&b.right) {
-                self.flatten(&b.right, chain);
-            } else {
-                chain.0.push(&b.right);
-            }
-        } else {
-            chain.0.push(e);
+        }
+        (operands, ops)
+    }
+
+    /// The [`level`] of a rewritten binary operator node whose operands may join a chain.
+    fn chain_level(&self, e: &ast::Expr<'_>) -> Option<u8> {
+        match e {
+            ast::Expr::BinOp(b) => op_of(b.op).and_then(level),
+            _ => None,
         }
     }
 
-    fn additive(&self, e: &ast::Expr<'_>) -> bool {
-        matches!(e, ast::Expr::BinOp(b) if op_of(b.op).is_some_and(is_additive))
+    /// `o1 op1 o2 … on` → `__llama_op_chain(o1, "op1", o2, …, on)`, folded left to right.
+    fn fold_variadic(
+        &mut self,
+        first: usize,
+        operands: Vec<&ast::Expr<'_>>,
+        ops: Vec<(Op, usize, usize)>,
+    ) {
+        // minijinja takes at most 2000 arguments per call: groups of CHAIN_GROUP operators,
+        // each group's call the first operand of the next
+        let groups = ops.len().div_ceil(CHAIN_GROUP);
+        self.edits.push(Edit {
+            pos: first,
+            rank: 2,
+            seq: self.seq,
+            delete: 0,
+            text: format!("{}(", Op::CHAIN_FUNCTION).repeat(groups),
+        });
+        for (k, &(op, i, j)) in ops.iter().enumerate() {
+            let close = if k > 0 && k % CHAIN_GROUP == 0 {
+                ")"
+            } else {
+                ""
+            };
+            let (Some(a), Some(b)) = (self.toks.get(i).copied(), self.toks.get(j).copied()) else {
+                self.failed = true;
+                return;
+            };
+            self.edits.push(Edit {
+                pos: a.1,
+                rank: 1,
+                seq: self.seq,
+                delete: b.2 - a.1,
+                text: format!("{close},{:?},", op.symbol()),
+            });
+        }
+        let end = self.outer(operands[operands.len() - 1]).1;
+        self.edits.push(Edit {
+            pos: end,
+            rank: 0,
+            seq: self.seq,
+            delete: 0,
+            text: ")".to_owned(),
+        });
+        for o in operands {
+            self.expr(o);
+        }
     }
 
     /// `o1 op1 o2 op2 o3` → `f2(f1(o1, o2), o3)`: the openers before `o1`, each operator's
@@ -487,6 +590,9 @@ impl Rw {
         }
         self.seq += 1;
         let first = self.outer(operands[0]).0;
+        if ops.len() > NESTED_CHAIN {
+            return self.fold_variadic(first, operands, ops);
+        }
         let opener: String = ops
             .iter()
             .rev()
@@ -526,8 +632,48 @@ impl Rw {
     }
 }
 
-fn is_additive(op: Op) -> bool {
-    matches!(op, Op::Add | Op::Sub | Op::Concat)
+/// Chains longer than this become one [`Op::CHAIN_FUNCTION`] call instead of nested calls
+/// (minijinja's parser limits nesting to 150 levels).
+const NESTED_CHAIN: usize = 8;
+
+/// Operators per [`Op::CHAIN_FUNCTION`] call (minijinja takes at most 2000 arguments).
+const CHAIN_GROUP: usize = 900;
+
+/// Expression nesting the rewrite follows; deeper (a hostile template: minijinja's parser
+/// bounds nesting except in postfix, filter and operator chains) the template is rendered
+/// with minijinja's operators.
+const MAX_DEPTH: usize = 400;
+
+/// The precedence level of an operator that chains left to right in both grammars' sense of a
+/// level: llama.cpp's `parse_additive_expression` (`+ - ~`) and
+/// `parse_multiplicative_expression` (`* / %`).
+fn level(op: Op) -> Option<u8> {
+    match op {
+        Op::Add | Op::Sub | Op::Concat => Some(0),
+        Op::Mul | Op::Div | Op::Rem => Some(1),
+        _ => None,
+    }
+}
+
+fn span_of(e: &ast::Expr<'_>) -> minijinja::machinery::Span {
+    use ast::Expr as E;
+    match e {
+        E::Var(s) => s.span(),
+        E::Const(s) => s.span(),
+        E::Slice(s) => s.span(),
+        E::UnaryOp(s) => s.span(),
+        E::BinOp(s) => s.span(),
+        E::Compare(s) => s.span(),
+        E::IfExpr(s) => s.span(),
+        E::Filter(s) => s.span(),
+        E::Test(s) => s.span(),
+        E::GetAttr(s) => s.span(),
+        E::GetItem(s) => s.span(),
+        E::Call(s) => s.span(),
+        E::List(s) => s.span(),
+        E::Tuple(s) => s.span(),
+        E::Map(s) => s.span(),
+    }
 }
 
 /// The [`Op`] minijinja's binary operator is rewritten to (`None`: kept).
@@ -660,5 +806,37 @@ mod tests {
             rw("{{ xs[1:n - 1] }}{{ -a + b }}{{ 'a' 'b' ~ c }}"),
             "{{ xs[1:__llama_op_sub(n , 1)] }}{{ __llama_op_add(-a , b) }}{{ __llama_op_concat('a' 'b' , c) }}"
         );
+    }
+}
+
+#[cfg(test)]
+mod long_chains {
+    use super::*;
+
+    #[test]
+    fn long_and_deep_chains_stay_rewritten_or_fall_back_without_crashing() {
+        // a long chain is one variadic call (no nesting for minijinja's parser to refuse)
+        let src = format!("{{{{ 1 + 2 ~ 'x'{} }}}}", " ~ 'y' + 1".repeat(3000));
+        let r = try_rewrite(&src).unwrap().expect("rewritten");
+        // 6002 operators: 7 calls of at most 900 (minijinja takes 2000 arguments per call)
+        let head = format!(
+            "{{{{ {}1 ,\"+\", 2 ,\"~\", 'x' ,\"~\", 'y' ,\"+\", 1",
+            "__llama_op_chain(".repeat(7)
+        );
+        assert!(r.text.starts_with(&head), "{}", &r.text[..200]);
+        // evaluated left to right as llama.cpp groups it: ((1 + 2) ~ 'x') ~ 'y' + 1 …
+        let opts = crate::template::RenderOptions {
+            engine: Some(crate::template::Engine::LLAMA_CPP),
+            ..Default::default()
+        };
+        let out = crate::template::render::CompiledTemplate::compile(&src, &opts)
+            .unwrap()
+            .render_context(&serde_json::json!({}))
+            .unwrap();
+        assert_eq!(out, format!("3x{}", "y1".repeat(3000)));
+        // nesting deeper than MAX_DEPTH (a postfix chain) is not followed: no rewrite, no crash
+        let deep = format!("{{{{ x{} ~ 'a' }}}}", ".y".repeat(5000));
+        assert!(try_rewrite(&deep).is_err());
+        assert_eq!(rewrite(&deep), None);
     }
 }

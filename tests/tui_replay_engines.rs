@@ -1,0 +1,117 @@
+//! The Replay pane's engines view (`e`, issue #13 item 3) on the shipped
+//! sessions/e-http500-peg-native.jsonl: llama-server build 11434 answered HTTP 500 "The model
+//! produced output that does not match the expected peg-native format" to a prefilled
+//! `<tool_call>\n{"name": "` that SmolLM2 continued with `Vienna", "arguments": {…` (the slot's
+//! raw text). The view's llama.cpp row must predict what that real server answered, and vLLM
+//! and SGLang (whose parsers give the text back as content) must say so.
+
+use std::path::PathBuf;
+
+use crossterm::event::{Event, KeyEvent, KeyEventKind, KeyEventState};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::Value;
+use toolscope::tui::keymap::{Key, Keymap};
+use toolscope::tui::theme::Theme;
+use toolscope::tui::{State, Tui};
+
+const SESSION: &str = "sessions/e-http500-peg-native.jsonl";
+
+fn keys(spec: &str) -> Vec<std::io::Result<Event>> {
+    spec.split_whitespace()
+        .map(|k| {
+            let key = Key::parse(k).unwrap();
+            Ok(Event::Key(KeyEvent {
+                code: key.code,
+                modifiers: key.mods,
+                kind: KeyEventKind::Press,
+                state: KeyEventState::NONE,
+            }))
+        })
+        .collect()
+}
+
+async fn screen_after(spec: &str) -> String {
+    let theme = Theme::resolve(Some("dark"), None, false).unwrap();
+    let mut state = State::new(Keymap::default(), theme, (150, 48));
+    let fx = state.open_files(vec![PathBuf::from(SESSION)], None);
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(150, 48)).unwrap(),
+        state,
+        true,
+    );
+    tui.run_effects(fx);
+    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
+    let buf = tui.terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The error message the real server answered, read from the session file.
+fn recorded_error() -> String {
+    let text = std::fs::read_to_string(SESSION).unwrap();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] == "exchange" {
+            let body: Value =
+                serde_json::from_str(v["response"]["body"]["text"].as_str().unwrap()).unwrap();
+            return body["error"]["message"].as_str().unwrap().to_owned();
+        }
+    }
+    panic!("no exchange in {SESSION}");
+}
+
+#[tokio::test]
+async fn e_shows_what_each_engine_would_return_for_the_raw_text() {
+    let before = screen_after("5").await;
+    assert!(
+        before.contains("server stream at the same point"),
+        "{before}"
+    );
+    assert!(
+        !before.contains("what each engine would return"),
+        "{before}"
+    );
+    // the key is in the Replay pane's footer, from the keymap
+    assert!(before.contains("e engines"), "{before}");
+
+    let screen = screen_after("5 e").await;
+    assert!(screen.contains("what each engine would return"), "{screen}");
+    assert!(
+        !screen.contains("server stream at the same point"),
+        "{screen}"
+    );
+    let recorded = recorded_error();
+    assert_eq!(
+        recorded,
+        "The model produced output that does not match the expected peg-native format"
+    );
+    // llama.cpp's row predicts what the real server answered (the view wraps long lines, so
+    // compare without the line breaks and borders)
+    let flat: String = screen
+        .lines()
+        .map(|l| {
+            // the right column: after the middle border, before the pane's own
+            let l = l.trim_end().trim_end_matches('│');
+            l.rsplit('│').next().unwrap_or(l).trim()
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(flat.contains(&format!("HTTP 500: {recorded}")), "{screen}");
+    assert!(flat.contains("recorded"), "{screen}");
+    for engine in ["llama.cpp", "vLLM", "SGLang", "Ollama"] {
+        assert!(screen.contains(engine), "{engine}: {screen}");
+    }
+    assert!(flat.contains("content only"), "{screen}");
+    insta::assert_snapshot!("replay_engines_http500", screen);
+
+    // `e` again: back to the server stream
+    let back = screen_after("5 e e").await;
+    assert!(back.contains("server stream at the same point"), "{back}");
+}
