@@ -214,3 +214,70 @@ fn live_view_takes_the_engine_learnt_after_the_header() {
     assert_eq!(src.header.engine.as_ref().unwrap().kind, "llama-server");
     assert_eq!(src.header.props.as_ref(), Some(&props));
 }
+
+/// One session-line reader (`session::read::LineJudge`): the whole-file reader
+/// (`read_session`) and the inspector's index (`SessionSource`, which places most lines by a
+/// glance and decodes them later) see the same session in a damaged file — a byte order mark
+/// and CRLF line ends, a second header, an unreadable line, a truncated last line: the same
+/// warnings (line, column, message), the same exchanges, the same annotations per exchange.
+#[test]
+fn index_and_whole_file_reader_agree_on_a_damaged_session() {
+    let src = std::fs::read_to_string("sessions/h-probe-qwen3.jsonl").unwrap();
+    let lines: Vec<&str> = src.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut text = String::from("\u{feff}");
+    for (i, l) in lines.iter().enumerate() {
+        text.push_str(l);
+        text.push_str("\r\n");
+        if i == 2 {
+            text.push_str(lines[0]); // a second header
+            text.push_str("\r\n{\"type\": \"exchange\", oops}\r\n\r\n");
+        }
+    }
+    let cut = lines[1];
+    text.push_str(&cut[..cut.len() / 2]); // the writer stopped mid-line
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.jsonl");
+    std::fs::write(&path, &text).unwrap();
+
+    let whole = toolscope::session::read::read_session(&path).unwrap();
+    let src = open(&path);
+    let warn = |w: &[toolscope::session::ReadWarning]| {
+        w.iter()
+            .map(|w| (w.line, w.column, w.message.clone()))
+            .collect::<Vec<_>>()
+    };
+    // an exchange line the index placed by a glance is found damaged when it is decoded (a
+    // damaged row naming its line): with those, the same lines are reported
+    let damaged_rows: Vec<usize> = (0..src.len())
+        .filter(|&r| src.load(r).is_err())
+        .map(|r| src.rows[r].line)
+        .collect();
+    assert_eq!(damaged_rows, [5]);
+    let mut lines: Vec<usize> = src.warnings.iter().map(|w| w.line).collect();
+    lines.extend(&damaged_rows);
+    lines.sort();
+    let theirs: Vec<usize> = whole.warnings.iter().map(|w| w.line).collect();
+    assert_eq!(lines, theirs);
+    let same: Vec<_> = warn(&whole.warnings)
+        .into_iter()
+        .filter(|w| !damaged_rows.contains(&w.0))
+        .collect();
+    assert_eq!(warn(&src.warnings), same);
+    assert_eq!(whole.warnings.len(), 3, "{:?}", whole.warnings);
+    let mut ids: Vec<u64> = whole.exchanges.iter().map(|e| e.id).collect();
+    ids.sort();
+    let loaded: Vec<u64> = (0..src.len())
+        .filter_map(|r| src.load(r).ok().map(|e| e.id))
+        .collect();
+    assert_eq!(loaded, ids);
+    assert_eq!(src.header, whole.header);
+    for id in ids {
+        let mine = src.annotations_of(id);
+        let theirs = whole.annotations.get(&id).map_or(&[][..], Vec::as_slice);
+        assert_eq!(&*mine, theirs, "exchange {id}");
+        assert!(
+            !theirs.is_empty(),
+            "exchange {id}: the probe session annotates every exchange"
+        );
+    }
+}

@@ -47,18 +47,28 @@ pub enum ReadError {
         source: std::io::Error,
     },
     #[error(
-        "{path}: line 1: not a toolscope session (expected a header line with \"format\": \"{}\"): {detail}",
+        "{path}: line {line}: not a toolscope session (expected a header line with \"format\": \"{}\"): {detail}",
         super::FORMAT
     )]
-    NotASession { path: String, detail: String },
+    NotASession {
+        path: String,
+        /// 1-based line the reader stopped at.
+        line: usize,
+        detail: String,
+    },
     /// Not a regular file, too large, or unreadable ([`crate::input`]).
     #[error(transparent)]
     Input(#[from] crate::input::InputError),
     #[error(
-        "{path}: line 1: unsupported session format {found:?} (this toolscope reads {})",
+        "{path}: line {line}: unsupported session format {found:?} (this toolscope reads {})",
         super::FORMAT
     )]
-    UnsupportedFormat { path: String, found: String },
+    UnsupportedFormat {
+        path: String,
+        /// 1-based line of the header.
+        line: usize,
+        found: String,
+    },
 }
 
 impl Session {
@@ -93,81 +103,137 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
         path: path.to_owned(),
         ..Default::default()
     };
-    let mut have_header = false;
+    let mut judge = LineJudge::new(path);
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line_no = i + 1;
+        match judge.judge(i + 1, raw)? {
+            Judged::Skip => {}
+            Judged::Line(line) => match *line {
+                Line::Header(h) => session.header = h,
+                Line::Exchange(e) => session.exchanges.push(*e),
+                Line::Annotation(a) => session.annotations.entry(a.exchange()).or_default().push(a),
+            },
+            Judged::Warning(w) => session.warnings.push(w),
+        }
+    }
+    judge.finish()?;
+    apply_learnt_engine(&mut session.header, &session.annotations);
+    Ok(session)
+}
+
+/// What one line of a session file is, as every session reader judges it
+/// ([`read_session_bytes`], the inspector's indexed `tui::source::SessionSource`).
+#[derive(Debug)]
+pub enum Judged {
+    /// A blank line.
+    Skip,
+    /// A decoded line: the header (the first one) or an exchange or annotation after it.
+    Line(Box<Line>),
+    /// A damaged line (or a second header), reported and skipped.
+    Warning(ReadWarning),
+}
+
+/// The one session-line reader's rules, line by line: a UTF-8 byte order mark before the
+/// first line and a `\r` before the newline are not part of the JSON; blank lines are skipped;
+/// the first non-blank line must be a header of format [`super::FORMAT`]; a second header and
+/// an undecodable line after the header are warnings (`truncated line (the writer stopped
+/// mid-line); skipped`, `unreadable line skipped: …`), the rest is kept.
+#[derive(Debug)]
+pub struct LineJudge {
+    path: String,
+    have_header: bool,
+}
+
+impl LineJudge {
+    /// A reader of the file `path` (named in errors).
+    pub fn new(path: &str) -> LineJudge {
+        LineJudge {
+            path: path.to_owned(),
+            have_header: false,
+        }
+    }
+
+    /// True once the header has been read.
+    pub fn have_header(&self) -> bool {
+        self.have_header
+    }
+
+    /// `raw` without its line's `\r` (and, on line 1, a byte order mark), or `None` when it is
+    /// blank.
+    pub fn content(line_no: usize, raw: &[u8]) -> Option<&[u8]> {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        // a UTF-8 byte order mark (an editor's) before the header is not part of the JSON
-        let raw = match i {
-            0 => raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw),
+        let raw = match line_no {
+            1 => raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw),
             _ => raw,
         };
-        if raw.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let parsed: Result<Line, serde_json::Error> = serde_json::from_slice(raw);
-        match parsed {
-            Ok(Line::Header(h)) => {
-                if !have_header {
-                    if !h.format.starts_with("toolscope-session/") {
-                        return Err(ReadError::NotASession {
-                            path: path.into(),
-                            detail: format!("format is {:?}", h.format),
-                        });
-                    }
-                    if h.format != super::FORMAT {
-                        return Err(ReadError::UnsupportedFormat {
-                            path: path.into(),
-                            found: h.format,
-                        });
-                    }
-                    session.header = h;
-                    have_header = true;
-                } else {
-                    session.warnings.push(ReadWarning {
+        (!raw.iter().all(|b| b.is_ascii_whitespace())).then_some(raw)
+    }
+
+    /// Judges line `line_no` (1-based; `raw` without its newline).
+    ///
+    /// Errors: before the header, a line that is not a header of format [`super::FORMAT`].
+    pub fn judge(&mut self, line_no: usize, raw: &[u8]) -> Result<Judged, ReadError> {
+        let Some(raw) = Self::content(line_no, raw) else {
+            return Ok(Judged::Skip);
+        };
+        let path = || self.path.clone();
+        match serde_json::from_slice::<Line>(raw) {
+            Ok(Line::Header(h)) if !self.have_header => {
+                if !h.format.starts_with("toolscope-session/") {
+                    return Err(ReadError::NotASession {
+                        path: path(),
                         line: line_no,
-                        column: None,
-                        message: "second header line ignored".into(),
+                        detail: format!("format is {:?}", h.format),
                     });
                 }
+                if h.format != super::FORMAT {
+                    return Err(ReadError::UnsupportedFormat {
+                        path: path(),
+                        line: line_no,
+                        found: h.format,
+                    });
+                }
+                self.have_header = true;
+                Ok(Judged::Line(Box::new(Line::Header(h))))
             }
-            Ok(_) if !have_header => {
-                return Err(ReadError::NotASession {
-                    path: path.into(),
-                    detail: format!("line {line_no} comes before any header"),
-                });
-            }
-            Ok(Line::Exchange(e)) => session.exchanges.push(*e),
-            Ok(Line::Annotation(a)) => session.annotations.entry(a.exchange()).or_default().push(a),
-            Err(e) if !have_header => {
-                return Err(ReadError::NotASession {
-                    path: path.into(),
-                    detail: format!("line {line_no} column {}: {e}", e.column()),
-                });
-            }
-            Err(e) => {
-                let truncated = e.is_eof();
-                let message = if truncated {
+            Ok(Line::Header(_)) => Ok(Judged::Warning(ReadWarning {
+                line: line_no,
+                column: None,
+                message: "second header line ignored".into(),
+            })),
+            Ok(_) if !self.have_header => Err(ReadError::NotASession {
+                path: path(),
+                line: line_no,
+                detail: "a line comes before any header".into(),
+            }),
+            Ok(line) => Ok(Judged::Line(Box::new(line))),
+            Err(e) if !self.have_header => Err(ReadError::NotASession {
+                path: path(),
+                line: line_no,
+                detail: format!("column {}: {e}", e.column()),
+            }),
+            Err(e) => Ok(Judged::Warning(ReadWarning {
+                line: line_no,
+                column: Some(e.column()),
+                message: if e.is_eof() {
                     "truncated line (the writer stopped mid-line); skipped".to_owned()
                 } else {
                     format!("unreadable line skipped: {e}")
-                };
-                session.warnings.push(ReadWarning {
-                    line: line_no,
-                    column: Some(e.column()),
-                    message,
-                });
-            }
+                },
+            })),
         }
     }
-    if !have_header {
-        return Err(ReadError::NotASession {
-            path: path.into(),
+
+    /// Ends the file. Errors: no header at all (the file is empty or blank).
+    pub fn finish(&self) -> Result<(), ReadError> {
+        if self.have_header {
+            return Ok(());
+        }
+        Err(ReadError::NotASession {
+            path: self.path.clone(),
+            line: 1,
             detail: "the file is empty".into(),
-        });
+        })
     }
-    apply_learnt_engine(&mut session.header, &session.annotations);
-    Ok(session)
 }
 
 /// An engine learnt after the header was written ([`Annotation::Engine`], the first one) stands

@@ -148,7 +148,7 @@ impl SessionSource {
             size,
             backing: Backing::File(Arc::new(file)),
         };
-        let mut have_header = false;
+        let mut judge = crate::session::read::LineJudge::new(&name);
         // `engine` annotations: the header may need them (read::apply_learnt_engine)
         let mut learnt: BTreeMap<u64, Vec<Annotation>> = BTreeMap::new();
         let mut buf = Vec::new();
@@ -171,108 +171,52 @@ impl SessionSource {
                 next_report = offset + (8 << 20);
             }
             let complete = buf.ends_with(b"\n");
-            let mut raw: &[u8] = &buf;
-            raw = raw.strip_suffix(b"\n").unwrap_or(raw);
-            raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-            if line_no == 1 {
-                // a UTF-8 byte order mark before the header (as session::read skips it)
-                raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
-            }
-            if raw.iter().all(u8::is_ascii_whitespace) {
+            let line: &[u8] = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            let Some(raw) = crate::session::read::LineJudge::content(line_no, line) else {
                 continue;
+            };
+            let row = |id| RowRef {
+                line: line_no,
+                offset: start,
+                len: raw.len() as u64,
+                id,
+            };
+            // the fast paths: an exchange or annotation line is placed by a glance at it, and
+            // decoded when its exchange is shown or analysed
+            if judge.have_header() && complete {
+                if let Some(id) = peek_annotation(raw) {
+                    src.annotation_rows
+                        .entry(id)
+                        .or_default()
+                        .push(row(Some(id)));
+                    continue;
+                }
+                if let Some(id) = peek_exchange(raw) {
+                    src.rows.push(row(id));
+                    continue;
+                }
             }
-            if have_header
-                && complete
-                && let Some(id) = peek_annotation(raw)
-            {
-                src.annotation_rows.entry(id).or_default().push(RowRef {
-                    line: line_no,
-                    offset: start,
-                    len: raw.len() as u64,
-                    id: Some(id),
-                });
-                continue;
-            }
-            let peek = peek_exchange(raw);
-            if have_header && complete && peek.is_some() {
-                src.rows.push(RowRef {
-                    line: line_no,
-                    offset: start,
-                    len: raw.len() as u64,
-                    id: peek.flatten(),
-                });
-                continue;
-            }
-            match serde_json::from_slice::<Line>(raw) {
-                Ok(Line::Header(h)) if !have_header => {
-                    if !h.format.starts_with("toolscope-session/") {
-                        anyhow::bail!(
-                            "{name}: line {line_no}: not a toolscope session (format is {:?})",
-                            h.format
-                        );
+            match judge.judge(line_no, line)? {
+                crate::session::read::Judged::Skip => {}
+                crate::session::read::Judged::Line(l) => match *l {
+                    Line::Header(h) => src.header = h,
+                    Line::Exchange(e) => src.rows.push(row(Some(e.id))),
+                    Line::Annotation(a) => {
+                        let id = a.exchange();
+                        src.annotation_rows
+                            .entry(id)
+                            .or_default()
+                            .push(row(Some(id)));
+                        if matches!(a, Annotation::Engine { .. }) {
+                            learnt.entry(id).or_default().push(a);
+                        }
                     }
-                    if h.format != crate::session::FORMAT {
-                        anyhow::bail!(
-                            "{name}: line {line_no}: unsupported session format {:?} (this toolscope reads {})",
-                            h.format,
-                            crate::session::FORMAT
-                        );
-                    }
-                    src.header = h;
-                    have_header = true;
-                }
-                Ok(_) if !have_header => {
-                    anyhow::bail!(
-                        "{name}: line {line_no}: not a toolscope session (a line comes before any header)"
-                    )
-                }
-                Ok(Line::Header(_)) => src.warnings.push(ReadWarning {
-                    line: line_no,
-                    column: None,
-                    message: "second header line ignored".into(),
-                }),
-                Ok(Line::Exchange(e)) => src.rows.push(RowRef {
-                    line: line_no,
-                    offset: start,
-                    len: raw.len() as u64,
-                    id: Some(e.id),
-                }),
-                Ok(Line::Annotation(a)) => {
-                    let id = a.exchange();
-                    src.annotation_rows.entry(id).or_default().push(RowRef {
-                        line: line_no,
-                        offset: start,
-                        len: raw.len() as u64,
-                        id: Some(id),
-                    });
-                    if matches!(a, Annotation::Engine { .. }) {
-                        learnt.entry(id).or_default().push(a);
-                    }
-                }
-                Err(e) if !have_header => {
-                    anyhow::bail!(
-                        "{name}: line {line_no} column {}: not a toolscope session: {e}",
-                        e.column()
-                    )
-                }
-                Err(e) => {
-                    let message = if e.is_eof() {
-                        "truncated line (the writer stopped mid-line); skipped".to_owned()
-                    } else {
-                        format!("unreadable line skipped: {e}")
-                    };
-                    src.warnings.push(ReadWarning {
-                        line: line_no,
-                        column: Some(e.column()),
-                        message,
-                    });
-                }
+                },
+                crate::session::read::Judged::Warning(w) => src.warnings.push(w),
             }
         }
         progress(offset, size);
-        if !have_header {
-            anyhow::bail!("{name}: not a toolscope session: the file is empty");
-        }
+        judge.finish()?;
         src.rows.sort_by_key(|r| (r.id.unwrap_or(u64::MAX), r.line));
         // an engine the recorder learnt after the header (issue #12)
         src.header_as_written = src.header.clone();
