@@ -8,8 +8,9 @@
 //!    concatenated (`{"a":1}{"b":2}`) or merged into one object → **merged**;
 //! 3. a server call with the same name but other arguments, or (in order, when nothing else
 //!    fits) another name → **mangled**;
-//! 4. no server call left → **missed** (the call stayed in `content`/`reasoning` as text:
-//!    `tool_call.leaked_as_text`; or was dropped: `server.call_mismatch`).
+//! 4. no server call left → **missed** (the call stayed in `content`/`reasoning` as text,
+//!    which the leaked-markup rule reports as `tool_call.leaked_as_text`; or was dropped:
+//!    `server.call_mismatch`).
 //!
 //! Merged and mangled calls are `server.call_mismatch` (severity error). The findings are built
 //! from these facts in diagnose/rules/server.rs (`comparison_findings`), not here.

@@ -106,16 +106,13 @@ pub fn call_mismatch(cx: &ExchangeContext) -> Vec<Finding> {
     let parsed = crate::parser::parse(raw, syntax, tools);
     let cmp = crate::stream::compare::compare_calls(m, raw, &parsed);
     comparison_findings(m, raw, &parsed, &cmp)
-        .into_iter()
-        .filter(|f| f.rule == Rule::ServerCallMismatch)
-        .collect()
 }
 
-/// The findings of a server-vs-toolscope call comparison ([`crate::stream::compare`]), one per
-/// discrepancy in its order: a merged or mangled call is `server.call_mismatch` (the server's
-/// parser produced a wrong call); a missed call is `tool_call.leaked_as_text` when its text
-/// stayed in content or reasoning, `server.call_mismatch` when the server dropped it; an extra
-/// server call gets none. `server` is the server's answer, `raw` the text `parsed` was parsed
+/// The `server.call_mismatch` findings of a server-vs-toolscope call comparison
+/// ([`crate::stream::compare`]), one per discrepancy in its order: a merged or mangled call
+/// (the server's parser produced a wrong call), a missed call the server dropped altogether. A
+/// missed call whose text stayed in content or reasoning is `tool_call.leaked_as_text`, found
+/// by the leaked-markup rule on that text; an extra server call gets none. `server` is the server's answer, `raw` the text `parsed` was parsed
 /// from. Evidence: pane replay, the call's byte offset in `raw` (when the parse kept its span)
 /// and excerpt, the tool.
 pub fn comparison_findings(
@@ -167,33 +164,23 @@ pub fn comparison_findings(
                     .with_evidence(call_evidence(raw, p.span, &p.name)),
                 )
             }
-            Discrepancy::Missed { parsed: pi, in_text } => {
+            // a call left in content or reasoning is `tool_call.leaked_as_text`, the leaked
+            // markup rule's (rules/calls.rs), not reported again here
+            Discrepancy::Missed { parsed: pi, in_text } if in_text == "dropped" => {
                 let p = &pc[*pi];
-                let (rule, msg) = match in_text.as_str() {
-                    "dropped" => (
+                Some(
+                    Finding::new(
                         Rule::ServerCallMismatch,
                         format!(
                             "the raw text has a call {}({}) that the server neither returned as a tool call nor kept as text",
                             p.name, p.arguments
                         ),
-                    ),
-                    w => (
-                        Rule::ToolCallLeakedAsText,
-                        format!(
-                            "the raw text has a call {}({}) that the server left in {w} as text instead of returning it in tool_calls",
-                            p.name, p.arguments
-                        ),
-                    ),
-                };
-                Some(
-                    Finding::new(
-                        rule,
-                        msg,
                         "The server's parser did not recognise this call syntax (or tool calling was off for the request): force the template's syntax, or parse the text client-side.",
                     )
                     .with_evidence(call_evidence(raw, p.span, &p.name)),
                 )
             }
+            Discrepancy::Missed { .. } => None,
             Discrepancy::Extra { .. } => None,
         })
         .collect()
