@@ -186,7 +186,40 @@ impl<'t> Exec<'t> {
         Ok(Flow::Normal)
     }
 
+    /// Enters one level of nesting (a branch's body or a `{{template}}` call): the parser
+    /// bounds nesting within one body ([`super::parse::MAX_NEST`]), this bounds it across
+    /// template calls, on the same counter as the template depth.
+    fn enter(&mut self, pos: Pos, ctx: &str, what: &str) -> R<()> {
+        if self.depth >= self.opts.budget.recursion_limit {
+            return Err(self.err(
+                pos,
+                ctx,
+                format!(
+                    "{MARK}: exceeded maximum {what} depth ({})",
+                    self.opts.budget.recursion_limit
+                ),
+            ));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     fn walk_if_with(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
+        self.enter(
+            b.pos,
+            if b.kind == BranchKind::With {
+                "with"
+            } else {
+                "if"
+            },
+            "nesting",
+        )?;
+        let f = self.walk_if_with_inner(dot, b);
+        self.depth -= 1;
+        f
+    }
+
+    fn walk_if_with_inner(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
         let mark = self.vars.len();
         let v = self.eval_pipeline(dot, &b.pipe)?;
         let f = if v.truth() {
@@ -205,6 +238,13 @@ impl<'t> Exec<'t> {
     }
 
     fn walk_range(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
+        self.enter(b.pos, "range", "nesting")?;
+        let f = self.walk_range_inner(dot, b);
+        self.depth -= 1;
+        f
+    }
+
+    fn walk_range_inner(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
         let mark = self.vars.len();
         let v = self.eval_pipeline(dot, &b.pipe)?;
         let items: Vec<(Value, Value)> = match &v {
@@ -295,16 +335,8 @@ impl<'t> Exec<'t> {
                 format!("template {name:?} not defined"),
             ));
         };
-        if self.depth >= self.opts.budget.recursion_limit {
-            return Err(self.err(
-                pos,
-                &format!("template {name:?}"),
-                format!(
-                    "{MARK}: exceeded maximum template depth ({})",
-                    self.opts.budget.recursion_limit
-                ),
-            ));
-        }
+        self.enter(pos, &format!("template {name:?}"), "template")?;
+        self.depth -= 1;
         let new_dot = match pipe {
             Some(p) => self.eval_pipeline(dot, p)?,
             None => Value::Invalid,

@@ -308,6 +308,50 @@ mod tests {
     }
 
     #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Go's parser stops parenthesized pipelines at maxStackDepth ("max expression depth
+        // exceeded", text/template/parse/parse.go); toolscope bounds control nesting and
+        // `{{else if}}` chains the same way, so hostile depth never overflows the stack
+        let n = 5000;
+        let parens = format!("a\n{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n));
+        let e = go(&parens, json!({})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "template: t:2: max expression depth exceeded"
+        );
+        let ifs = format!("{}x{}", "{{if 1}}".repeat(n), "{{end}}".repeat(n));
+        let e = go(&ifs, json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Parse, "{e}");
+        assert!(e.to_string().starts_with("template: t:1: "), "{e}");
+        assert!(e.message.contains("max nesting depth"), "{e}");
+        let chain = format!("{{{{if 0}}}}{}{{{{end}}}}", "{{else if 0}}".repeat(n));
+        let e = go(&chain, json!({})).unwrap_err();
+        assert!(e.message.contains("max nesting depth"), "{e}");
+        let calls = format!("{{{{ {}1{} }}}}", "print (".repeat(n), ")".repeat(n));
+        let e = go(&calls, json!({})).unwrap_err();
+        assert!(e.message.contains("max expression depth"), "{e}");
+        // nesting inside a recursive define is bounded at run time too
+        let body = format!(
+            "{}{{{{template \"r\" .}}}}{}",
+            "{{if 1}}".repeat(90),
+            "{{end}}".repeat(90)
+        );
+        let t = format!("{{{{define \"r\"}}}}{body}{{{{end}}}}{{{{template \"r\" .}}}}");
+        let e = go(&t, json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+        for t in [
+            r#"{{define "r"}}{{if 1}}{{template "r" .}}{{end}}{{end}}{{template "r" .}}"#,
+            r#"{{define "r"}}{{range 1}}{{with 1}}{{template "r" .}}{{end}}{{end}}{{end}}{{template "r" .}}"#,
+        ] {
+            let e = go(t, json!({})).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+        }
+        // well inside the bound, nesting renders
+        let ok = format!("{}x{}", "{{if 1}}".repeat(50), "{{end}}".repeat(50));
+        assert_eq!(go(&ok, json!({})).unwrap(), "x");
+    }
+
+    #[test]
     fn ollama_funcs() {
         let opts = ExecOptions {
             today: Some((2024, 3, 1)),

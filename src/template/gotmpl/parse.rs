@@ -533,8 +533,18 @@ struct Parser<'a> {
     funcs: &'a dyn Fn(&str) -> bool,
     vars: Vec<String>,
     range_depth: usize,
+    /// Open `{{if}}`/`{{with}}`/`{{range}}`/`{{else if}}` branches and `(` pipelines around
+    /// the token being parsed, bounded by [`MAX_NEST`].
+    nest: usize,
     defines: HashMap<String, Rc<Vec<Node>>>,
 }
+
+/// The deepest nesting of control structures and parenthesized pipelines a template may
+/// have. Go stops `(` nesting at 10 000 (text/template/parse/parse.go `maxStackDepth`, on a
+/// growable goroutine stack) and control nesting not at all; toolscope's recursive parser and
+/// executor run on fixed thread stacks (2 MiB for tokio workers and tests), so both are
+/// bounded at 100 — real chat templates nest fewer than 10 levels.
+pub const MAX_NEST: usize = 100;
 
 enum Stop {
     End,
@@ -726,6 +736,19 @@ impl<'a> Parser<'a> {
     }
 
     fn control(&mut self, kind: BranchKind, pos: Pos) -> Result<Node, GoTemplateError> {
+        if self.nest >= MAX_NEST {
+            return Err(self.err(
+                pos,
+                format!("max nesting depth ({MAX_NEST} if/with/range/else-if levels) exceeded"),
+            ));
+        }
+        self.nest += 1;
+        let node = self.control_inner(kind, pos);
+        self.nest -= 1;
+        node
+    }
+
+    fn control_inner(&mut self, kind: BranchKind, pos: Pos) -> Result<Node, GoTemplateError> {
         let mark = self.vars.len();
         let ctx = match kind {
             BranchKind::If => "if",
@@ -978,8 +1001,15 @@ impl<'a> Parser<'a> {
             ),
             Tok::Str(s) => Arg::Str(pos, s.into()),
             Tok::LParen => {
+                if self.nest >= MAX_NEST {
+                    // Go's wording (parse.go `term`), at toolscope's bound
+                    return Err(self.err(pos, "max expression depth exceeded"));
+                }
                 self.next();
-                let p = self.pipeline("parenthesized pipeline", false)?;
+                self.nest += 1;
+                let p = self.pipeline("parenthesized pipeline", false);
+                self.nest -= 1;
+                let p = p?;
                 match self.next() {
                     (_, Tok::RParen) => {}
                     (p2, t) => {
@@ -1082,6 +1112,7 @@ pub fn parse(
         funcs: is_func,
         vars: vec!["$".into()],
         range_depth: 0,
+        nest: 0,
         defines: HashMap::new(),
     };
     let (root, stop) = p.list(true)?;
