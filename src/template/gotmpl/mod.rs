@@ -244,6 +244,29 @@ mod tests {
     }
 
     #[test]
+    fn float_literals_are_float64() {
+        // exec.go idealConstant: a constant written with '.', 'e' or 'p' (not a hex int) is a
+        // float64 even when integral; eq between int and float64 is an error (funcs.go eq)
+        let e = go("{{eq 1 1.0}}", json!({})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"template: t:1:2: executing "t" at <eq>: error calling eq: incompatible types for comparison"#
+        );
+        assert!(go("{{lt 2 1e3}}", json!({})).is_err());
+        assert_eq!(
+            go("{{eq 1.0 1e0}} {{eq 0x10 16}}", json!({})).unwrap(),
+            "true true"
+        );
+        // %d of a float64 is a bad verb; %v prints the shortest form
+        assert_eq!(
+            go(r#"{{printf "%d|%v|%v" 1.0 1e3 2.5}}"#, json!({})).unwrap(),
+            "%!d(float64=1)|1000|2.5"
+        );
+        // a JSON number (float64) compares with a float constant
+        assert_eq!(go("{{eq .f 1.0}}", json!({"f": 1})).unwrap(), "true");
+    }
+
+    #[test]
     fn errors_name_the_position() {
         // the position of a chain is its first chained field's (Go parse.go `operand`)
         let e = go("a\n{{ .x.y.z }}", json!({"x": 1})).unwrap_err();
