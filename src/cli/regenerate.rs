@@ -62,6 +62,12 @@ pub struct Args {
 
 /// Runs `toolscope regenerate`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !(args.url.starts_with("http://") || args.url.starts_with("https://")) {
+        bail!(
+            "--url {}: not an http(s) URL (e.g. http://127.0.0.1:8080)",
+            args.url
+        );
+    }
     let name = args.session.display().to_string();
     let session = read_session(&args.session).map_err(|e| anyhow::anyhow!("{e}"))?;
     let targets: Vec<_> = session
@@ -117,6 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("{name}: cannot open for append"))?;
     let rt = super::runtime();
     let mut bad = false;
+    let mut recorded = 0usize;
     for ex in &targets {
         let prompt = match (&local, &file_prompt) {
             (Some(src), _) => match local_prompt(src, ex) {
@@ -143,6 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
+        recorded += 1;
         let tools = ex.request_json().and_then(|b| b.get("tools").cloned());
         let syntax = template
             .as_deref()
@@ -190,7 +198,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("  content:   {:?}", out.content);
         }
     }
-    println!("recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)");
+    if recorded == 0 {
+        // every regeneration failed before its exchange was appended
+        println!("nothing recorded in {name} (every regeneration failed: see above)");
+    } else {
+        println!(
+            "recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)"
+        );
+    }
     Ok(ExitCode::from(u8::from(bad)))
 }
 
