@@ -742,7 +742,9 @@ mod tests {
             ("a\n{{ 7 // 2 }}", (2, 7), "/"),
             ("{% set x = 2 ** 3 %}", (1, 15), "*"),
         ] {
-            let e = CompiledTemplate::compile(src, &opts).err().expect(src);
+            let Err(e) = CompiledTemplate::compile(src, &opts) else {
+                panic!("{src}: compiled");
+            };
             assert_eq!(e.kind, RenderErrorKind::Syntax, "{e}");
             assert_eq!((e.line, e.column), (Some(at.0), Some(at.1)), "{e}");
             assert!(
