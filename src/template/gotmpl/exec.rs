@@ -1101,7 +1101,42 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
                 numeric = matches!(a, Value::Int(_) | Value::Float(_));
                 s
             }
-            ('q', Value::Str(s)) => go_quote(s),
+            ('q', Value::Str(s)) => match prec {
+                // the precision cuts the string before it is quoted
+                Some(p) => go_quote(&s.chars().take(p).collect::<String>()),
+                None => go_quote(s),
+            },
+            ('q', Value::Int(n)) => {
+                // strconv.QuoteRune
+                let c = char::from_u32(*n as u32).unwrap_or('\u{fffd}');
+                match c {
+                    '\'' => "'\\''".to_owned(),
+                    '"' => "'\"'".to_owned(),
+                    c => {
+                        let q = go_quote(&c.to_string());
+                        format!("'{}'", &q[1..q.len() - 1])
+                    }
+                }
+            }
+            ('o' | 'O' | 'b', Value::Int(n)) => {
+                numeric = true;
+                let digits = match verb {
+                    'b' => format!("{:b}", n.unsigned_abs()),
+                    _ => format!("{:o}", n.unsigned_abs()),
+                };
+                let prefix = match verb {
+                    'O' => "0o",
+                    'o' if sharp => "0",
+                    _ => "",
+                };
+                let s = format!("{prefix}{digits}");
+                sign(if *n < 0 { format!("-{s}") } else { s }, plus, space)
+            }
+            ('U', Value::Int(n)) => format!("U+{:04X}", *n as u32),
+            ('T', a) => match a {
+                Value::Nil | Value::Invalid => "<nil>".to_owned(),
+                a => a.type_name(),
+            },
             ('t', Value::Bool(b)) => b.to_string(),
             ('d', Value::Int(n)) => {
                 numeric = true;

@@ -221,6 +221,29 @@ mod tests {
     }
 
     #[test]
+    fn printf_integer_bases_quotes_and_types_like_go() {
+        // fmt's documented verbs (Go 1.24 fmt/doc.go), hand-checked: %o %O %b %U on ints,
+        // precision truncating %q's string before quoting, %q of an int a quoted rune, %T
+        let d = json!({"m": {"a": 1}, "l": [1]});
+        assert_eq!(
+            go(
+                r#"{{printf "%o|%#o|%O|%b|%08b|%U" 8 8 8 5 5 65}}"#,
+                d.clone()
+            )
+            .unwrap(),
+            "10|010|0o10|101|00000101|U+0041"
+        );
+        assert_eq!(
+            go(r#"{{printf "%.1q|%5.1q|%q" "abc" "abc" 97}}"#, d.clone()).unwrap(),
+            r#""a"|  "a"|'a'"#
+        );
+        assert_eq!(
+            go(r#"{{printf "%T %T %T %T %T %T" 1 1.5 "s" true .m .l}}"#, d).unwrap(),
+            "int float64 string bool map[string]interface {} []interface {}"
+        );
+    }
+
+    #[test]
     fn comparisons_like_go() {
         let d = json!({"f": 1, "s": "a"});
         assert_eq!(
