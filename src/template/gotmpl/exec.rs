@@ -561,6 +561,31 @@ impl<'t> Exec<'t> {
         Ok(out)
     }
 
+    /// [`Self::eval_args`] for a function whose parameters from `first` on are `any`
+    /// (exec.go `evalArg`: a `nil` constant is then the nil interface, not an error).
+    fn eval_any_args(
+        &mut self,
+        dot: &Value,
+        args: &[Arg],
+        final_: Option<Value>,
+        first: usize,
+    ) -> R<Vec<Value>> {
+        let mut out = Vec::with_capacity(args.len() + 1);
+        for (i, a) in args.iter().enumerate() {
+            match a {
+                Arg::Nil(p) if i >= first => {
+                    self.step(*p)?;
+                    out.push(Value::Nil);
+                }
+                a => out.push(self.eval_arg(dot, a)?),
+            }
+        }
+        if let Some(f) = final_ {
+            out.push(f);
+        }
+        Ok(out)
+    }
+
     fn arity(&self, pos: Pos, name: &str, nargs: usize, n: usize, at_least: bool) -> R<()> {
         if (at_least && nargs < n) || (!at_least && nargs != n) {
             let w = if at_least { "at least " } else { "" };
@@ -776,7 +801,7 @@ impl<'t> Exec<'t> {
                 r.map(Value::Bool).map_err(|m| call_err(self, m))
             }
             "print" | "println" => {
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 0)?;
                 let s = if name == "print" {
                     sprint(&v)
                 } else {
@@ -787,7 +812,7 @@ impl<'t> Exec<'t> {
             }
             "printf" => {
                 self.arity(pos, name, nargs, 1, true)?;
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 1)?;
                 let Value::Str(f) = &v[0] else {
                     return Err(self.err(
                         pos,
@@ -804,7 +829,7 @@ impl<'t> Exec<'t> {
                 Ok(Value::str(s))
             }
             "html" | "js" | "urlquery" => {
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 0)?;
                 let s = match v.as_slice() {
                     [Value::Str(s)] => s.to_string(),
                     _ => sprint(&v),
@@ -824,7 +849,7 @@ impl<'t> Exec<'t> {
             )),
             "json" => {
                 self.arity(pos, name, nargs, 1, false)?;
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 0)?;
                 let s = json_string(&v[0]);
                 self.charge(pos, s.len())?;
                 Ok(Value::str(s))
@@ -1083,6 +1108,10 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
         };
         ai += 1;
         let bad = |arg: &Value| {
+            if matches!(arg, Value::Nil | Value::Invalid) {
+                // fmt's badVerb for a nil operand
+                return format!("%!{verb}(<nil>)");
+            }
             let mut s = String::new();
             operand(arg, &mut s);
             format!("%!{verb}({}={s})", arg.type_name())

@@ -244,6 +244,30 @@ mod tests {
     }
 
     #[test]
+    fn nil_constant_passed_to_any_parameters() {
+        // exec.go evalArg: nil is the zero value of a parameter that can be nil (`any`: print,
+        // printf's operands, html, js, urlquery, Ollama's json), and an error for
+        // reflect.Value parameters (eq, len, index, …); fmt prints a nil operand as <nil>,
+        // %!d(<nil>) for a verb that takes none
+        let opts = ExecOptions::default();
+        let r = |t: &str| render_go("", t, &json!({}), &opts);
+        assert_eq!(
+            r("{{print nil}}|{{println nil 1}}").unwrap(),
+            "<nil>|<nil> 1\n"
+        );
+        assert_eq!(
+            r(r#"{{printf "%v|%d|%T" nil nil nil}}"#).unwrap(),
+            "<nil>|%!d(<nil>)|<nil>"
+        );
+        assert_eq!(r("{{html nil}}|{{json nil}}").unwrap(), "&lt;nil&gt;|null");
+        let e = r("{{len nil}}").unwrap_err();
+        assert!(
+            e.message.contains("cannot assign nil to reflect.Value"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn comparisons_like_go() {
         let d = json!({"f": 1, "s": "a"});
         assert_eq!(
