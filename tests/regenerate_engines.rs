@@ -472,3 +472,39 @@ fn cli_bad_url_and_unreachable_engine() {
     assert!(stdout.contains("nothing recorded"), "{stdout}");
     assert_eq!(std::fs::read(&session).unwrap(), before);
 }
+
+/// `--endpoint completion` is llama-server's own endpoint and `ollama-generate` Ollama's: with
+/// another engine at --url the combination is refused up front (exit 2, naming both flags),
+/// nothing is sent and the session is unchanged.
+#[test]
+fn cli_endpoint_of_another_engine_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sessions/e-http500-peg-native.jsonl");
+    std::fs::copy(&src, &session).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    for (engine, endpoint) in [
+        ("vllm", "completion"),
+        ("ollama", "completion"),
+        ("llama-server", "ollama-generate"),
+        ("sglang", "ollama-generate"),
+    ] {
+        let out = std::process::Command::new(support::bin())
+            .arg("regenerate")
+            .arg(&session)
+            .args(["--url", "http://127.0.0.1:9", "--engine", engine])
+            .args(["--endpoint", endpoint, "--prompt-file"])
+            .arg(&src)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{engine} {endpoint}: {err}");
+        assert!(
+            err.contains(&format!("--endpoint {endpoint}")) && err.contains(engine),
+            "{err}"
+        );
+        assert!(!err.contains("error sending request"), "{err}");
+    }
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+}

@@ -93,6 +93,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .or_else(|| session.header.engine.as_ref().map(|e| e.kind.clone()))
         .filter(|k| k != "unknown")
         .unwrap_or_else(|| "llama-server".into());
+    // the raw endpoints that exist on one engine only
+    match args.endpoint {
+        Some(Endpoint::Completion) if matches!(engine.as_str(), "vllm" | "sglang" | "ollama") => {
+            bail!(
+                "--endpoint completion is llama-server's own POST /completion; {engine} has none (use --endpoint {}, or --engine llama-server if --url is a llama-server)",
+                if engine == "ollama" {
+                    "ollama-generate"
+                } else {
+                    "v1-completions"
+                }
+            )
+        }
+        Some(Endpoint::OllamaGenerate) if engine != "ollama" => bail!(
+            "--endpoint ollama-generate is Ollama's POST /api/generate; {engine} has none (use --engine ollama if --url is an Ollama server)"
+        ),
+        _ => {}
+    }
     let local = match &args.template {
         Some(src) => Some(crate::cli::render::load_template(src)?),
         None => None,
