@@ -94,6 +94,7 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
         ..Default::default()
     };
     let mut have_header = false;
+    let mut annotation_lines: BTreeMap<u64, usize> = BTreeMap::new();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_no = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -138,7 +139,10 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
                 });
             }
             Ok(Line::Exchange(e)) => session.exchanges.push(*e),
-            Ok(Line::Annotation(a)) => session.annotations.entry(a.exchange()).or_default().push(a),
+            Ok(Line::Annotation(a)) => {
+                annotation_lines.entry(a.exchange()).or_insert(line_no);
+                session.annotations.entry(a.exchange()).or_default().push(a)
+            }
             Err(e) if !have_header => {
                 return Err(ReadError::NotASession {
                     path: path.into(),
@@ -166,8 +170,34 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
             detail: "the file is empty".into(),
         });
     }
+    let ids: std::collections::HashSet<u64> = session.exchanges.iter().map(|e| e.id).collect();
+    session
+        .warnings
+        .extend(orphan_annotations(&annotation_lines, &ids));
+    session.warnings.sort_by_key(|w| w.line);
     apply_learnt_engine(&mut session.header, &session.annotations);
     Ok(session)
+}
+
+/// One warning per exchange id that annotations name but no exchange line has (a recorder
+/// stopped before writing the exchange, a hand edit), at the first such annotation's line:
+/// `exchange_lines` maps an annotated exchange id to that line. The annotations are kept but
+/// nothing shows them. Both session readers (this one, the inspector's index) call it.
+pub fn orphan_annotations(
+    annotation_lines: &BTreeMap<u64, usize>,
+    exchange_ids: &std::collections::HashSet<u64>,
+) -> Vec<ReadWarning> {
+    annotation_lines
+        .iter()
+        .filter(|(id, _)| !exchange_ids.contains(id))
+        .map(|(id, line)| ReadWarning {
+            line: *line,
+            column: None,
+            message: format!(
+                "annotation for exchange {id}, which this session does not have; ignored"
+            ),
+        })
+        .collect()
 }
 
 /// An engine learnt after the header was written ([`Annotation::Engine`], the first one) stands
