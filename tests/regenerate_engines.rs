@@ -508,3 +508,31 @@ fn cli_endpoint_of_another_engine_is_refused() {
     }
     assert_eq!(std::fs::read(&session).unwrap(), before);
 }
+
+/// A session without exchanges: the error says so rather than suggesting `--exchange N`.
+#[test]
+fn cli_session_without_exchanges() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sessions/e-http500-peg-native.jsonl");
+    let header = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned()
+        + "\n";
+    std::fs::write(&session, &header).unwrap();
+    let out = std::process::Command::new(support::bin())
+        .arg("regenerate")
+        .arg(&session)
+        .args(["--url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("has no exchanges"), "{err}");
+    assert!(!err.contains("--exchange N"), "{err}");
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), header);
+}

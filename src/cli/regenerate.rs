@@ -79,6 +79,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .cloned()
         .collect();
+    if session.exchanges.is_empty() {
+        bail!("{name}: the session has no exchanges to regenerate");
+    }
     if targets.is_empty() {
         match args.exchange {
             Some(n) => bail!("{name}: no exchange #{n}"),
