@@ -456,7 +456,12 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
             .props
             .as_ref()
             .filter(|_| renderer.is_some())
-            .and_then(|p| TemplateSource::from_props(p).ok());
+            .and_then(|p| TemplateSource::from_props(p).ok())
+            .map(|mut t| {
+                // errors name the template: `the session's /props chat_template:LINE:COL`
+                t.origin = format!("the session's {} chat_template", t.origin);
+                t
+            });
         for w in &src.warnings {
             report.finding(in_file(load::damaged_line(&file, w), &file))?;
         }
