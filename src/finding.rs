@@ -184,6 +184,33 @@ pub enum Pane {
     Findings,
 }
 
+impl Pane {
+    /// The inspector's detail panes in tab order (keys `1`–`6`).
+    pub const ALL: [Pane; 6] = [
+        Pane::Tools,
+        Pane::Schema,
+        Pane::Template,
+        Pane::Stream,
+        Pane::Replay,
+        Pane::Findings,
+    ];
+
+    /// 0-based tab position (index into [`Pane::ALL`] and the inspector's per-pane arrays).
+    pub fn index(self) -> usize {
+        Pane::ALL.iter().position(|&p| p == self).unwrap_or(0)
+    }
+
+    /// The next pane in tab order (after Findings: Tools).
+    pub fn next(self) -> Pane {
+        Pane::ALL[(self.index() + 1) % Pane::ALL.len()]
+    }
+
+    /// The previous pane in tab order (before Tools: Findings).
+    pub fn prev(self) -> Pane {
+        Pane::ALL[(self.index() + Pane::ALL.len() - 1) % Pane::ALL.len()]
+    }
+}
+
 /// How the Replay pane and `parser.chunking_divergence` cut the replayed text into the chunks
 /// fed to toolscope's streaming parser. One list for both, so a finding names the chunking its
 /// step counts in and Enter opens that chunking.

@@ -129,10 +129,10 @@ async fn search_moves_to_match_and_n_cycles() {
 async fn tab_and_number_keys_switch_panes() {
     let mut tui = app();
     let s = drive(&mut tui, typed("tab tab tab")).await;
-    assert_eq!(tui.state.session.as_ref().unwrap().pane, 2);
+    assert_eq!(tui.state.session.as_ref().unwrap().pane.index(), 2);
     assert!(s.contains("Template ·"), "{s}");
     let s = drive(&mut tui, typed("backtab 6")).await;
-    assert_eq!(tui.state.session.as_ref().unwrap().pane, 5);
+    assert_eq!(tui.state.session.as_ref().unwrap().pane.index(), 5);
     assert!(s.contains("Findings ·"), "{s}");
 }
 
@@ -168,8 +168,14 @@ async fn jump_from_every_finding(path: PathBuf, select: &str) -> Vec<(String, us
         let s = drive(&mut tui, ev).await;
         let sess = tui.state.session.as_ref().unwrap();
         let want = evidence_pane(f).unwrap_or(5);
-        assert_eq!(sess.pane, want, "finding {} ({}): {s}", i, f.rule.id());
-        out.push((f.rule.id().to_owned(), sess.pane));
+        assert_eq!(
+            sess.pane.index(),
+            want,
+            "finding {} ({}): {s}",
+            i,
+            f.rule.id()
+        );
+        out.push((f.rule.id().to_owned(), sess.pane.index()));
     }
     out
 }
@@ -289,7 +295,7 @@ async fn mouse_click_on_tab_and_row() {
     )
     .await;
     let sess = tui.state.session.as_ref().unwrap();
-    assert_eq!(sess.pane, 4, "{s}");
+    assert_eq!(sess.pane.index(), 4, "{s}");
     assert_eq!(sess.list.cursor, 1, "{s}");
 }
 
@@ -441,7 +447,7 @@ async fn template_diff_view_keys() {
     let s = drive(&mut tui, typed("q")).await;
     let sess = tui.state.session.as_ref().unwrap();
     assert!(
-        sess.diff.is_none() && sess.pane == 2 && !tui.state.quit,
+        sess.diff.is_none() && sess.pane.index() == 2 && !tui.state.quit,
         "{s}"
     );
     assert!(s.contains("Template · server"), "{s}");
@@ -643,10 +649,10 @@ fn assert_landed(tui: &Tui<TestBackend>, f: &toolscope::finding::Finding, what: 
     let s = tui.state.session.as_ref().unwrap();
     let ev = &f.evidence;
     let Some(want) = evidence_pane(f) else {
-        assert_eq!(s.pane, 5, "{what}: stays in Findings");
+        assert_eq!(s.pane.index(), 5, "{what}: stays in Findings");
         return;
     };
-    assert_eq!(s.pane, want, "{what}: pane");
+    assert_eq!(s.pane.index(), want, "{what}: pane");
     if ev.pane == Some(Pane::Replay) {
         if let Some(c) = ev.chunking {
             assert_eq!(s.chunking, c, "{what}: chunking");

@@ -165,24 +165,22 @@ struct VocabRenderer<'a> {
 }
 
 impl VocabRenderer<'_> {
-    /// Renders `cx`'s request with the template and tokenizes the prompt with the vocabulary.
-    /// `None` (with a note on stderr naming `file`) when there is no request or template, or
-    /// the render fails; an unreachable vocabulary server is an error.
-    fn render(&self, cx: &ExchangeContext, file: &str) -> anyhow::Result<Option<VocabRender>> {
+    /// Renders `cx`'s request with the template (`--template`, else `session`: the session's
+    /// `/props` as a template source, [`TemplateSource::from_props`], the source the analysis's
+    /// local render uses) and tokenizes the prompt with the vocabulary. `None` (with a note on
+    /// stderr naming `file`) when there is no request or template, or the render fails; an
+    /// unreachable vocabulary server is an error.
+    fn render(
+        &self,
+        cx: &ExchangeContext,
+        session: Option<&TemplateSource>,
+        file: &str,
+    ) -> anyhow::Result<Option<VocabRender>> {
         let Some(req) = cx.request.as_ref().filter(|r| r.is_object()) else {
             return Ok(None);
         };
-        let own;
-        let source = match (self.source, cx.template.as_deref()) {
-            (Some(s), _) => s,
-            (None, Some(t)) => {
-                let mut s = TemplateSource::from_jinja("the session's /props chat_template", t);
-                s.bos_token = cx.bos_token.clone();
-                // a session's /props template is llama-server's: render as llama.cpp does
-                s.engine = Some(crate::template::Engine::LLAMA_CPP);
-                own = s;
-                &own
-            }
+        let source = match (self.source, session) {
+            (Some(s), _) | (None, Some(s)) => s,
             (None, None) => {
                 eprintln!(
                     "toolscope: note: {file}: --vocab needs a template (--template, or a session with /props): token rules skipped"
@@ -269,7 +267,7 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
             cx.bos_token = Some(b.clone());
         }
         if let Some(r) = &renderer {
-            cx.vocab_render = r.render(cx, file)?;
+            cx.vocab_render = r.render(cx, None, file)?;
         }
         let findings = check_exchange(cx).into_iter().map(|f| in_file(f, file));
         if listed {
@@ -291,6 +289,7 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
     let run = |report: &mut ReportWriter<W>,
                ex: crate::session::Exchange,
                ctx: crate::analysis::Context<'_>,
+               session: Option<&TemplateSource>,
                file: &str|
      -> anyhow::Result<()> {
         if !ex.api().is_generation() {
@@ -303,7 +302,7 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
             &overrides,
             |cx| -> anyhow::Result<()> {
                 if let Some(r) = &renderer {
-                    cx.vocab_render = r.render(cx, file)?;
+                    cx.vocab_render = r.render(cx, session, file)?;
                 }
                 Ok(())
             },
@@ -451,6 +450,18 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
     let mut report = ReportWriter::new(w, args.format)?;
     for (path, src) in opened {
         let file = path.display().to_string();
+        // the session's `/props` template, for `--vocab` without `--template`
+        let session_template = src
+            .header
+            .props
+            .as_ref()
+            .filter(|_| renderer.is_some())
+            .and_then(|p| TemplateSource::from_props(p).ok())
+            .map(|mut t| {
+                // errors name the template: `the session's /props chat_template:LINE:COL`
+                t.origin = format!("the session's {} chat_template", t.origin);
+                t
+            });
         for w in &src.warnings {
             report.finding(in_file(load::damaged_line(&file, w), &file))?;
         }
@@ -461,7 +472,8 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
                     for w in &damaged {
                         report.finding(in_file(load::damaged_line(&file, w), &file))?;
                     }
-                    run(&mut report, ex, src.context(&anns), &file)?;
+                    let ctx = src.context(&anns);
+                    run(&mut report, ex, ctx, session_template.as_ref(), &file)?;
                 }
                 Err(e) => {
                     let w = crate::analysis::load_error_warning(src.rows[row].line, &e);

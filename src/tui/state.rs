@@ -161,8 +161,8 @@ pub struct SessionView {
     pub filter: String,
     pub list: Scroll,
     pub focus: Focus,
-    /// Detail pane 0..6.
-    pub pane: usize,
+    /// The detail pane shown.
+    pub pane: Pane,
     pub analysis: Option<Arc<ExchangeAnalysis>>,
     /// Row being analysed.
     pub analyzing: Option<usize>,
@@ -349,7 +349,7 @@ impl State {
             filter: String::new(),
             list: Scroll::default(),
             focus: Focus::List,
-            pane: 0,
+            pane: Pane::Tools,
             analysis: None,
             analyzing: None,
             cache: super::analysis::Lru::new(CACHE, CACHE_BYTES),
@@ -434,15 +434,15 @@ impl State {
         match (self.screen, &self.session) {
             (Screen::Session, Some(s)) => match s.focus {
                 Focus::List => vec![Ctx::List],
-                Focus::Detail if s.pane == 2 && s.diff.is_some() => vec![Ctx::Diff],
+                Focus::Detail if s.pane == Pane::Template && s.diff.is_some() => vec![Ctx::Diff],
                 Focus::Detail => {
                     let p = match s.pane {
-                        0 => Ctx::Tools,
-                        2 => Ctx::Template,
-                        3 => Ctx::Stream,
-                        4 => Ctx::Replay,
-                        5 => Ctx::Findings,
-                        _ => Ctx::Detail,
+                        Pane::Tools => Ctx::Tools,
+                        Pane::Template => Ctx::Template,
+                        Pane::Stream => Ctx::Stream,
+                        Pane::Replay => Ctx::Replay,
+                        Pane::Findings => Ctx::Findings,
+                        Pane::Schema => Ctx::Detail,
                     };
                     vec![p, Ctx::Detail]
                 }
@@ -777,7 +777,7 @@ impl State {
             return Vec::new();
         };
         let theme = self.theme.clone();
-        if s.focus == Focus::Detail && s.pane == 2 && s.diff.is_some() {
+        if s.focus == Focus::Detail && s.pane == Pane::Template && s.diff.is_some() {
             diff_action(s, action, ph);
             return Vec::new();
         }
@@ -801,9 +801,9 @@ impl State {
             (_, Action::NextPane) | (_, Action::PrevPane) => {
                 if s.focus == Focus::Detail {
                     s.pane = if action == Action::NextPane {
-                        (s.pane + 1) % 6
+                        s.pane.next()
                     } else {
-                        (s.pane + 5) % 6
+                        s.pane.prev()
                     };
                 }
                 s.focus = Focus::Detail;
@@ -811,7 +811,7 @@ impl State {
                 return Vec::new();
             }
             (_, Action::Pane(n)) => {
-                s.pane = (n as usize - 1).min(5);
+                s.pane = Pane::ALL[(n as usize - 1).min(Pane::ALL.len() - 1)];
                 s.focus = Focus::Detail;
                 s.search = None;
                 return Vec::new();
@@ -850,12 +850,12 @@ impl State {
                 Vec::new()
             }
             Focus::Detail => {
-                if s.pane == 4 {
+                if s.pane == Pane::Replay {
                     return replay_action(s, action, &theme);
                 }
                 let pane = s.pane;
-                let len = s.docs[pane].lines.len();
-                let cur = &mut s.panes[pane];
+                let len = s.docs[pane.index()].lines.len();
+                let cur = &mut s.panes[pane.index()];
                 match action {
                     Action::Up => cur.move_by(-1, len, ph),
                     Action::Down => cur.move_by(1, len, ph),
@@ -863,8 +863,10 @@ impl State {
                     Action::PageDown => cur.move_by(ph as isize, len, ph),
                     Action::Top => cur.set(0, len, ph),
                     Action::Bottom => cur.set(len.saturating_sub(1), len, ph),
-                    Action::Toggle | Action::Left | Action::Right if pane == 0 => {
-                        if let Some(Some(item)) = s.docs[0].items.get(cur.cursor).copied() {
+                    Action::Toggle | Action::Left | Action::Right if pane == Pane::Tools => {
+                        if let Some(Some(item)) =
+                            s.docs[Pane::Tools.index()].items.get(cur.cursor).copied()
+                        {
                             let collapsed = s.modes.collapsed.contains(&item);
                             let want = match action {
                                 Action::Left => true,
@@ -876,23 +878,23 @@ impl State {
                             } else {
                                 s.modes.collapsed.remove(&item);
                             }
-                            rebuild(s, 0, &theme);
-                            let line = s.docs[0].line_of_item(item).unwrap_or(0);
-                            let n = s.docs[0].lines.len();
-                            s.panes[0].set(line, n, ph);
+                            rebuild(s, Pane::Tools, &theme);
+                            let line = s.docs[Pane::Tools.index()].line_of_item(item).unwrap_or(0);
+                            let n = s.docs[Pane::Tools.index()].lines.len();
+                            s.panes[Pane::Tools.index()].set(line, n, ph);
                         }
                     }
                     Action::TemplateTokens => {
                         s.modes.tokens = !s.modes.tokens;
-                        rebuild(s, 2, &theme);
-                        s.panes[2] = Scroll::default();
+                        rebuild(s, Pane::Template, &theme);
+                        s.panes[Pane::Template.index()] = Scroll::default();
                     }
                     Action::TemplateSource => {
                         s.modes.local = !s.modes.local;
-                        rebuild(s, 2, &theme);
-                        s.panes[2] = Scroll::default();
+                        rebuild(s, Pane::Template, &theme);
+                        s.panes[Pane::Template.index()] = Scroll::default();
                     }
-                    Action::TemplateDiff if pane == 2 => {
+                    Action::TemplateDiff if pane == Pane::Template => {
                         match s.analysis.as_ref().map(|a| diff_unavailable(&a.template)) {
                             Some(Some(why)) => self.status = Some(why),
                             Some(None) => {
@@ -902,8 +904,8 @@ impl State {
                             None => {}
                         }
                     }
-                    Action::Select if pane == 3 => s.stream_zoom = !s.stream_zoom,
-                    Action::Select if pane == 5 => jump_to_evidence(s, &theme, ph),
+                    Action::Select if pane == Pane::Stream => s.stream_zoom = !s.stream_zoom,
+                    Action::Select if pane == Pane::Findings => jump_to_evidence(s, &theme, ph),
                     _ => {}
                 }
                 Vec::new()
@@ -962,10 +964,10 @@ impl State {
                         .map(|(i, _)| i)
                         .collect(),
                     (_, Some(s)) => {
-                        let d = if s.pane == 4 {
-                            &s.docs[4]
+                        let d = if s.pane == Pane::Replay {
+                            &s.docs[Pane::Replay.index()]
                         } else {
-                            &s.docs[s.pane]
+                            &s.docs[s.pane.index()]
                         };
                         (0..d.lines.len())
                             .filter(|&i| d.plain(i).to_lowercase().contains(&needle))
@@ -1039,8 +1041,8 @@ impl State {
                 s.list.set(line, len, lh);
             }
             Focus::Detail => {
-                let len = s.docs[s.pane].lines.len();
-                s.panes[s.pane].set(line, len, ph);
+                let len = s.docs[s.pane.index()].lines.len();
+                s.panes[s.pane.index()].set(line, len, ph);
             }
         }
     }
@@ -1136,11 +1138,11 @@ impl State {
                 } else if areas.pane.contains(pos) {
                     s.focus = Focus::Detail;
                     let first = areas.pane.y + 1;
-                    if y >= first && s.pane != 4 {
-                        let i = s.panes[s.pane].offset + (y - first) as usize;
-                        let len = s.docs[s.pane].lines.len();
+                    if y >= first && s.pane != Pane::Replay {
+                        let i = s.panes[s.pane.index()].offset + (y - first) as usize;
+                        let len = s.docs[s.pane.index()].lines.len();
                         if i < len {
-                            s.panes[s.pane].cursor = i;
+                            s.panes[s.pane.index()].cursor = i;
                         }
                     }
                 }
@@ -1237,14 +1239,14 @@ fn diff_action(s: &mut SessionView, action: Action, ph: usize) {
     d.top = d.top.min(max);
 }
 
-fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
+fn rebuild(s: &mut SessionView, pane: Pane, theme: &Theme) {
     let Some(a) = s.analysis.clone() else { return };
-    s.docs[pane] = match pane {
-        0 => doc::tools(&a, &s.modes, theme),
-        1 => doc::schema(&a, theme),
-        2 => doc::template(&a, &s.modes, theme),
-        3 => doc::stream(&a, theme),
-        4 => {
+    s.docs[pane.index()] = match pane {
+        Pane::Tools => doc::tools(&a, &s.modes, theme),
+        Pane::Schema => doc::schema(&a, theme),
+        Pane::Template => doc::template(&a, &s.modes, theme),
+        Pane::Stream => doc::stream(&a, theme),
+        Pane::Replay => {
             let steps = a.replay.len(s.chunking);
             s.step = s.step.min(steps.saturating_sub(1));
             let n = a
@@ -1255,12 +1257,12 @@ fn rebuild(s: &mut SessionView, pane: usize, theme: &Theme) {
             s.replay_engines.refresh(&a, theme);
             doc::replay(&a, s.chunking, s.step, theme)
         }
-        _ => doc::findings(&findings_of(s), theme),
+        Pane::Findings => doc::findings(&findings_of(s), theme),
     };
 }
 
 fn rebuild_all(s: &mut SessionView, theme: &Theme) {
-    for p in 0..6 {
+    for p in Pane::ALL {
         rebuild(s, p, theme);
     }
 }
@@ -1351,43 +1353,43 @@ fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effe
         _ => {}
     }
     if (s.step, s.chunking) != before {
-        rebuild(s, 4, theme);
+        rebuild(s, Pane::Replay, theme);
     }
     Vec::new()
 }
 
 fn jump_to_evidence(s: &mut SessionView, theme: &Theme, ph: usize) {
     let list = findings_of(s);
-    let Some(Some(i)) = s.docs[5].items.get(s.panes[5].cursor).copied() else {
+    let Some(Some(i)) = s.docs[Pane::Findings.index()]
+        .items
+        .get(s.panes[Pane::Findings.index()].cursor)
+        .copied()
+    else {
         return;
     };
     let Some(f) = list.get(i) else { return };
     let ev = &f.evidence;
     let pane = match ev.pane {
-        Some(Pane::Tools) => 0,
-        Some(Pane::Schema) => 1,
-        Some(Pane::Template) => 2,
-        Some(Pane::Stream) => 3,
-        Some(Pane::Replay) => 4,
         Some(Pane::Findings) | None => return,
+        Some(p) => p,
     };
     s.pane = pane;
     s.focus = Focus::Detail;
-    if pane == 4 {
+    if pane == Pane::Replay {
         if let Some(c) = ev.chunking {
             s.chunking = c;
         }
         if let Some(step) = ev.step {
             s.step = step;
         }
-        rebuild(s, 4, theme);
+        rebuild(s, Pane::Replay, theme);
         return;
     }
-    if pane == 0 {
+    if pane == Pane::Tools {
         s.modes.collapsed.clear();
-        rebuild(s, 0, theme);
+        rebuild(s, Pane::Tools, theme);
     }
-    let d = &s.docs[pane];
+    let d = &s.docs[pane.index()];
     let anchors: Vec<Anchor> = [
         ev.pointer.clone().map(Anchor::Pointer),
         ev.event.map(Anchor::Event),
@@ -1411,7 +1413,7 @@ fn jump_to_evidence(s: &mut SessionView, theme: &Theme, ph: usize) {
     let line = line.or_else(|| anchors.iter().find_map(|a| d.line_of(a)));
     if let Some(l) = line {
         let len = d.lines.len();
-        s.panes[pane].set(l, len, ph);
+        s.panes[pane.index()].set(l, len, ph);
     }
 }
 
@@ -1422,10 +1424,10 @@ fn copy_effect(s: &SessionView) -> Vec<Effect> {
             .as_ref()
             .and_then(|a| serde_json::to_string(&a.exchange).ok()),
         Focus::Detail => {
-            let d = &s.docs[s.pane];
+            let d = &s.docs[s.pane.index()];
             let item = d
                 .items
-                .get(s.panes[s.pane].cursor)
+                .get(s.panes[s.pane.index()].cursor)
                 .copied()
                 .flatten()
                 .unwrap_or(0);

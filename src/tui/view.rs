@@ -11,6 +11,7 @@ use super::doc::{self, Doc};
 use super::keymap::Ctx;
 use super::layout::PANES;
 use super::state::{Focus, InputKind, Overlay, Screen, State};
+use crate::finding::Pane;
 
 pub use super::layout::{Areas, help_height, tab_ranges};
 
@@ -414,7 +415,11 @@ fn draw_tabs(state: &State, f: &mut Frame, area: Rect) {
     ];
     let mut spans = vec![Span::raw(" ")];
     for (i, p) in PANES.iter().enumerate() {
-        let style = if i == s.pane { st.tab_active } else { st.tab };
+        let style = if i == s.pane.index() {
+            st.tab_active
+        } else {
+            st.tab
+        };
         spans.push(Span::styled(format!(" {} {} ", i + 1, p), style));
         spans.push(Span::styled("│", st.border));
     }
@@ -430,16 +435,18 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
     let Some(s) = &state.session else { return };
     let focused = s.focus == Focus::Detail;
     let title = match (s.pane, s.analysis.as_ref()) {
-        (_, None) => PANES[s.pane].to_owned(),
-        (0, Some(a)) => format!("Tools · {}", a.tools.len()),
-        (1, Some(a)) => format!("Schema · {} parameters", a.schema.len()),
-        (2, Some(_)) if s.diff.is_some() => "Template · diff: local ⟷ server".to_owned(),
-        (2, Some(_)) => format!(
+        (_, None) => PANES[s.pane.index()].to_owned(),
+        (Pane::Tools, Some(a)) => format!("Tools · {}", a.tools.len()),
+        (Pane::Schema, Some(a)) => format!("Schema · {} parameters", a.schema.len()),
+        (Pane::Template, Some(_)) if s.diff.is_some() => {
+            "Template · diff: local ⟷ server".to_owned()
+        }
+        (Pane::Template, Some(_)) => format!(
             "Template · {}",
             if s.modes.local { "local" } else { "server" }
         ),
-        (3, Some(a)) => format!("Stream · {} events", a.events.len()),
-        (4, Some(a)) => {
+        (Pane::Stream, Some(a)) => format!("Stream · {} events", a.events.len()),
+        (Pane::Replay, Some(a)) => {
             let n = a.replay.len(s.chunking);
             format!(
                 "Replay · {} · step {}/{n}",
@@ -461,11 +468,11 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         f.render_widget(Paragraph::new(Span::styled(msg, st.muted)), inner);
         return;
     };
-    if s.pane == 4 {
+    if s.pane == Pane::Replay {
         draw_replay(state, f, inner, a);
         return;
     }
-    if let (2, Some(d), Some(rows)) = (s.pane, s.diff, a.template.diff.as_deref()) {
+    if let (Pane::Template, Some(d), Some(rows)) = (s.pane, s.diff, a.template.diff.as_deref()) {
         draw_diff(state, f, inner, a, rows, d);
         return;
     }
@@ -474,7 +481,7 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         .as_ref()
         .filter(|_| focused)
         .map(|x| x.query.as_str());
-    if s.pane == 3 && !a.events.is_empty() {
+    if s.pane == Pane::Stream && !a.events.is_empty() {
         let [left, right] = if s.stream_zoom {
             [Rect::default(), inner]
         } else {
@@ -518,8 +525,8 @@ fn draw_pane(state: &State, f: &mut Frame, area: Rect) {
         state,
         f,
         inner,
-        &s.docs[s.pane],
-        s.panes[s.pane],
+        &s.docs[s.pane.index()],
+        s.panes[s.pane.index()],
         focused,
         search,
     );
