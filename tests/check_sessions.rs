@@ -351,3 +351,42 @@ fn streamed_text_report_groups_the_json_findings_by_exchange() {
     let loose = findings.iter().any(|f| f["exchange"].is_null());
     assert_eq!(text.contains("(not tied to an exchange)"), loose, "{text}");
 }
+
+/// An annotation whose exchange is not in the file (a proxy stopped before writing it, a hand
+/// edit) is reported as session damage naming its line, in text and JSON output, instead of
+/// being dropped silently.
+#[test]
+fn annotation_for_a_missing_exchange_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sessions/e-http500-peg-native.jsonl");
+    let mut text = std::fs::read_to_string(&src).unwrap();
+    let lines = text.lines().count();
+    text.push_str(
+        &json!({"type": "annotation", "kind": "raw_text", "exchange": 999, "text": "x", "source": "slots_debug"})
+            .to_string(),
+    );
+    text.push('\n');
+    std::fs::write(&path, text).unwrap();
+    let (_, v, out) = run(&["--format", "json", path.to_str().unwrap()]);
+    let dmg: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{out}"))
+        .iter()
+        .filter(|f| f["rule"] == "session.damaged")
+        .collect();
+    assert_eq!(dmg.len(), 1, "{out}");
+    let m = dmg[0]["message"].as_str().unwrap();
+    assert!(m.contains(&format!("line {}", lines + 1)), "{m}");
+    assert!(m.contains("exchange 999"), "{m}");
+    // the library reader says the same
+    let s = toolscope::session::read_session(&path).unwrap();
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.line == lines + 1 && w.message.contains("exchange 999")),
+        "{:?}",
+        s.warnings
+    );
+}

@@ -109,6 +109,10 @@ fn parse_errors_as_ollama() {
         e.to_string().contains("undefined template specified"),
         "{e}"
     );
+    // Ollama's error has no position; toolscope adds the line of the `{{template}}`
+    // (hand-counted: the second line)
+    let e = OllamaTemplate::parse("{{ .Messages }}\n  {{template \"x\"}}").unwrap_err();
+    assert_eq!(e.to_string(), "template: :2: undefined template specified");
 }
 
 /// template_test.go:283 TestExecuteWithMessages: the legacy (`.Prompt`/`.Response`) and the

@@ -426,3 +426,113 @@ async fn proxy_regenerate_on_a_vllm_upstream() {
     assert_eq!(v, Some(true));
     assert_eq!(from.as_deref(), Some("vLLM /tokenize (messages)"));
 }
+
+/// Unusable input and an unreachable engine (hand-checked against docs/record.md's exit codes):
+/// a `--url` that is no http(s) URL is exit 2 naming the flag, before anything is opened; an
+/// engine nobody answers at is exit 1 naming the exchange and the URL, and the summary does
+/// not claim a recording that did not happen. The session file is byte for byte unchanged.
+#[test]
+fn cli_bad_url_and_unreachable_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sessions/e-http500-peg-native.jsonl");
+    std::fs::copy(&src, &session).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    let run = |url: &str| {
+        std::process::Command::new(support::bin())
+            .arg("regenerate")
+            .arg(&session)
+            .args(["--url", url])
+            .output()
+            .unwrap()
+    };
+    let out = run("127.0.0.1:8080");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--url 127.0.0.1:8080: not an http(s) URL"),
+        "{err}"
+    );
+    // a port nothing listens on
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = run(&format!("http://127.0.0.1:{port}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("#1:") && err.contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(!stdout.contains("replays it"), "{stdout}");
+    assert!(stdout.contains("nothing recorded"), "{stdout}");
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+}
+
+/// `--endpoint completion` is llama-server's own endpoint and `ollama-generate` Ollama's: with
+/// another engine at --url the combination is refused up front (exit 2, naming both flags),
+/// nothing is sent and the session is unchanged.
+#[test]
+fn cli_endpoint_of_another_engine_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sessions/e-http500-peg-native.jsonl");
+    std::fs::copy(&src, &session).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    for (engine, endpoint) in [
+        ("vllm", "completion"),
+        ("ollama", "completion"),
+        ("llama-server", "ollama-generate"),
+        ("sglang", "ollama-generate"),
+    ] {
+        let out = std::process::Command::new(support::bin())
+            .arg("regenerate")
+            .arg(&session)
+            .args(["--url", "http://127.0.0.1:9", "--engine", engine])
+            .args(["--endpoint", endpoint, "--prompt-file"])
+            .arg(&src)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{engine} {endpoint}: {err}");
+        assert!(
+            err.contains(&format!("--endpoint {endpoint}")) && err.contains(engine),
+            "{err}"
+        );
+        assert!(!err.contains("error sending request"), "{err}");
+    }
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+}
+
+/// A session without exchanges: the error says so rather than suggesting `--exchange N`.
+#[test]
+fn cli_session_without_exchanges() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sessions/e-http500-peg-native.jsonl");
+    let header = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned()
+        + "\n";
+    std::fs::write(&session, &header).unwrap();
+    let out = std::process::Command::new(support::bin())
+        .arg("regenerate")
+        .arg(&session)
+        .args(["--url", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("has no exchanges"), "{err}");
+    assert!(!err.contains("--exchange N"), "{err}");
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), header);
+}

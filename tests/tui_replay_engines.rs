@@ -115,3 +115,21 @@ async fn e_shows_what_each_engine_would_return_for_the_raw_text() {
     let back = screen_after("5 e e").await;
     assert!(back.contains("server stream at the same point"), "{back}");
 }
+
+/// Without the engines view the right column is the server's reply: this exchange got one (an
+/// HTTP 500 with the parser's error), so the column says so instead of "No server reply."
+#[tokio::test]
+async fn server_column_names_an_error_reply() {
+    let screen = screen_after("5").await;
+    let flat: String = screen
+        .lines()
+        .map(|l| {
+            let l = l.trim_end().trim_end_matches('│');
+            l.rsplit('│').next().unwrap_or(l).trim()
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!flat.contains("No server reply"), "{screen}");
+    assert!(flat.contains("no assistant message: HTTP 500"), "{screen}");
+    assert!(flat.contains(&recorded_error()[..40]), "{screen}");
+}

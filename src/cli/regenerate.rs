@@ -64,6 +64,12 @@ pub struct Args {
 
 /// Runs `toolscope regenerate`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !(args.url.starts_with("http://") || args.url.starts_with("https://")) {
+        bail!(
+            "--url {}: not an http(s) URL (e.g. http://127.0.0.1:8080)",
+            args.url
+        );
+    }
     let name = args.session.display().to_string();
     let session = read_session(&args.session).map_err(|e| anyhow::anyhow!("{e}"))?;
     let targets: Vec<_> = session
@@ -75,6 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .cloned()
         .collect();
+    if session.exchanges.is_empty() {
+        bail!("{name}: the session has no exchanges to regenerate");
+    }
     if targets.is_empty() {
         match args.exchange {
             Some(n) => bail!("{name}: no exchange #{n}"),
@@ -89,6 +98,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .or_else(|| session.header.engine.as_ref().map(|e| e.kind.clone()))
         .filter(|k| k != "unknown")
         .unwrap_or_else(|| "llama-server".into());
+    // the raw endpoints that exist on one engine only
+    match args.endpoint {
+        Some(Endpoint::Completion) if matches!(engine.as_str(), "vllm" | "sglang" | "ollama") => {
+            bail!(
+                "--endpoint completion is llama-server's own POST /completion; {engine} has none (use --endpoint {}, or --engine llama-server if --url is a llama-server)",
+                if engine == "ollama" {
+                    "ollama-generate"
+                } else {
+                    "v1-completions"
+                }
+            )
+        }
+        Some(Endpoint::OllamaGenerate) if engine != "ollama" => bail!(
+            "--endpoint ollama-generate is Ollama's POST /api/generate; {engine} has none (use --engine ollama if --url is an Ollama server)"
+        ),
+        _ => {}
+    }
     let local = match &args.template {
         Some(src) => Some(crate::cli::render::load_template(src)?),
         None => None,
@@ -119,6 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("{name}: cannot open for append"))?;
     let rt = super::runtime();
     let mut bad = false;
+    let mut recorded = 0usize;
     for ex in &targets {
         let prompt = match (&local, &file_prompt) {
             (Some(src), _) => match local_prompt(src, ex) {
@@ -145,6 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
+        recorded += 1;
         let tools = ex.request_json().and_then(|b| b.get("tools").cloned());
         let syntax = template
             .as_deref()
@@ -192,7 +220,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("  content:   {:?}", out.content);
         }
     }
-    println!("recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)");
+    if recorded == 0 {
+        // every regeneration failed before its exchange was appended
+        println!("nothing recorded in {name} (every regeneration failed: see above)");
+    } else {
+        println!(
+            "recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)"
+        );
+    }
     Ok(ExitCode::from(u8::from(bad)))
 }
 

@@ -24,8 +24,8 @@ use crate::tokens::{self, Token, Vocab};
 pub struct Args {
     /// Template source: a .jinja file, tokenizer_config.json / chat_template.json, a .gguf, a
     /// llama-server URL (reads GET /props), or an Ollama URL `http://host:11434/api/show?model=NAME`
-    /// or a saved `/api/show` answer (a Go template: the request is then an Ollama /api/chat
-    /// body, rendered as Ollama renders it).
+    /// or a saved `/api/show` answer, or a Go template file (`.gotmpl` / `.tmpl`) (a Go
+    /// template: the request is then an Ollama /api/chat body, rendered as Ollama renders it).
     #[arg(long, value_name = "SRC")]
     pub template: String,
     /// Request body: an OpenAI chat body (messages, tools; optionally add_generation_prompt,

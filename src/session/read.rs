@@ -104,18 +104,27 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
         ..Default::default()
     };
     let mut judge = LineJudge::new(path);
+    let mut annotation_lines: BTreeMap<u64, usize> = BTreeMap::new();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         match judge.judge(i + 1, raw)? {
             Judged::Skip => {}
             Judged::Line(line) => match *line {
                 Line::Header(h) => session.header = h,
                 Line::Exchange(e) => session.exchanges.push(*e),
-                Line::Annotation(a) => session.annotations.entry(a.exchange()).or_default().push(a),
+                Line::Annotation(a) => {
+                    annotation_lines.entry(a.exchange()).or_insert(i + 1);
+                    session.annotations.entry(a.exchange()).or_default().push(a)
+                }
             },
             Judged::Warning(w) => session.warnings.push(w),
         }
     }
     judge.finish()?;
+    let ids: std::collections::HashSet<u64> = session.exchanges.iter().map(|e| e.id).collect();
+    session
+        .warnings
+        .extend(orphan_annotations(&annotation_lines, &ids));
+    session.warnings.sort_by_key(|w| w.line);
     apply_learnt_engine(&mut session.header, &session.annotations);
     Ok(session)
 }
@@ -234,6 +243,27 @@ impl LineJudge {
             detail: "the file is empty".into(),
         })
     }
+}
+
+/// One warning per exchange id that annotations name but no exchange line has (a recorder
+/// stopped before writing the exchange, a hand edit), at the first such annotation's line:
+/// `annotation_lines` maps an annotated exchange id to that line. The annotations are kept but
+/// nothing shows them. Both session readers (this one, the inspector's index) call it.
+pub fn orphan_annotations(
+    annotation_lines: &BTreeMap<u64, usize>,
+    exchange_ids: &std::collections::HashSet<u64>,
+) -> Vec<ReadWarning> {
+    annotation_lines
+        .iter()
+        .filter(|(id, _)| !exchange_ids.contains(id))
+        .map(|(id, line)| ReadWarning {
+            line: *line,
+            column: None,
+            message: format!(
+                "annotation for exchange {id}, which this session does not have; ignored"
+            ),
+        })
+        .collect()
 }
 
 /// An engine learnt after the header was written ([`Annotation::Engine`], the first one) stands

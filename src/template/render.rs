@@ -205,6 +205,19 @@ impl CompiledTemplate {
         let source = match engine {
             Engine::LlamaCpp { .. } => {
                 patched = llama::patch_source(source);
+                if let Some((at, ch)) = llama::rewrite::unsupported_operator(&patched) {
+                    let (line, column) = line_col(&patched, at);
+                    return Err(RenderError {
+                        kind: RenderErrorKind::Syntax,
+                        // llama.cpp's own wording (common_chat_templates_init), then why
+                        message: format!(
+                            "Unexpected token: {ch} of type 22 (llama.cpp's Jinja has no `{ch}{ch}` operator: llama-server refuses this template)"
+                        ),
+                        name,
+                        line: Some(line),
+                        column: Some(column),
+                    });
+                }
                 ops = llama::rewrite::rewrite(&patched);
                 patched.as_str()
             }

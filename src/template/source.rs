@@ -84,7 +84,8 @@ impl TemplateSource {
     /// Detects the kind from the bytes: GGUF magic → [`TemplateSource::from_gguf`]; a JSON
     /// object with `chat_template` → tokenizer_config.json / chat_template.json (or
     /// llama-server `/props`); a JSON object with `template` and `modelfile` or `details` →
-    /// Ollama `/api/show`; a JSON `tokenizer.json` → error (use it as `--vocab`); anything else
+    /// Ollama `/api/show`; a name ending `.gotmpl` / `.tmpl` → a bare Go template
+    /// ([`TemplateFormat::Go`]); a JSON `tokenizer.json` → error (use it as `--vocab`); anything else
     /// that is UTF-8 → a `.jinja` template. Errors: invalid UTF-8 (with byte offset), JSON
     /// without a template (with line/column for malformed JSON), damaged GGUF header.
     pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<TemplateSource, SourceError> {
@@ -100,6 +101,17 @@ impl TemplateSource {
                 format!("invalid UTF-8 (byte {at}); not a GGUF file either"),
             )
         })?;
+        if name.ends_with(".gotmpl") || name.ends_with(".tmpl") {
+            // a bare Go template (Ollama's template/*.gotmpl, a Modelfile's TEMPLATE): no
+            // SYSTEM, MESSAGEs or capabilities beside it
+            return Ok(TemplateSource {
+                template: text.to_owned(),
+                origin: name.to_owned(),
+                format: TemplateFormat::Go,
+                ollama: Some(OllamaModel::default()),
+                ..Default::default()
+            });
+        }
         let trimmed = text.trim_start();
         let looks_json = name.ends_with(".json")
             || (trimmed.starts_with('{')
@@ -428,6 +440,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(o.format, TemplateFormat::Go);
+        // a bare Go template file (Ollama's template/*.gotmpl, a Modelfile TEMPLATE saved
+        // alone) is a Go template, rendered as Ollama renders it
+        for name in ["chatml.gotmpl", "x.tmpl"] {
+            let g =
+                TemplateSource::from_bytes(name, b"{{ range .Messages }}{{ .Content }}{{ end }}")
+                    .unwrap();
+            assert_eq!(g.format, TemplateFormat::Go, "{name}");
+            let out = g
+                .render_ollama(
+                    &serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+                    None,
+                )
+                .unwrap();
+            assert_eq!(out, "hi");
+        }
     }
 
     #[test]

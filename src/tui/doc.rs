@@ -685,7 +685,35 @@ pub fn server_view(a: &ExchangeAnalysis, n: usize, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let mut d = Doc::default();
     if a.message.is_none() {
-        d.text("No server reply.", st.muted, None);
+        // an answer without an assistant message (an HTTP error, a body that is no chat
+        // reply) is still a reply: show its status and body, not "no reply"
+        let body = a
+            .exchange
+            .response
+            .as_ref()
+            .and_then(|r| r.body.as_ref())
+            .map(|b| b.to_text().into_owned());
+        match a.summary.status {
+            Some(status) => {
+                d.text(
+                    format!("no assistant message: HTTP {status}"),
+                    st.muted,
+                    None,
+                );
+                if let Some(b) = body.filter(|b| !b.is_empty()) {
+                    let shown: String = b.chars().take(2000).collect();
+                    for l in crate::text::visible(&shown).split('\n') {
+                        d.text(l.to_owned(), st.base, None);
+                    }
+                }
+                d.text(
+                    "e: the engines view (each engine's answer to the raw text)",
+                    st.muted,
+                    None,
+                );
+            }
+            None => d.text("No server reply.", st.muted, None),
+        }
         return d;
     }
     let v = &a.replay.server_view(n);

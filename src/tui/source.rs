@@ -217,6 +217,15 @@ impl SessionSource {
         }
         progress(offset, size);
         judge.finish()?;
+        let ids: std::collections::HashSet<u64> = src.rows.iter().filter_map(|r| r.id).collect();
+        let first_lines: BTreeMap<u64, usize> = src
+            .annotation_rows
+            .iter()
+            .filter_map(|(id, rows)| Some((*id, rows.iter().map(|r| r.line).min()?)))
+            .collect();
+        src.warnings
+            .extend(crate::session::read::orphan_annotations(&first_lines, &ids));
+        src.warnings.sort_by_key(|w| w.line);
         src.rows.sort_by_key(|r| (r.id.unwrap_or(u64::MAX), r.line));
         // an engine the recorder learnt after the header (issue #12)
         src.header_as_written = src.header.clone();

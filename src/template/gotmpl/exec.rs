@@ -550,6 +550,31 @@ impl<'t> Exec<'t> {
         Ok(out)
     }
 
+    /// [`Self::eval_args`] for a function whose parameters from `first` on are `any`
+    /// (exec.go `evalArg`: a `nil` constant is then the nil interface, not an error).
+    fn eval_any_args(
+        &mut self,
+        dot: &Value,
+        args: &[Arg],
+        final_: Option<Value>,
+        first: usize,
+    ) -> R<Vec<Value>> {
+        let mut out = Vec::with_capacity(args.len() + 1);
+        for (i, a) in args.iter().enumerate() {
+            match a {
+                Arg::Nil(p) if i >= first => {
+                    self.step(*p)?;
+                    out.push(Value::Nil);
+                }
+                a => out.push(self.eval_arg(dot, a)?),
+            }
+        }
+        if let Some(f) = final_ {
+            out.push(f);
+        }
+        Ok(out)
+    }
+
     fn arity(&self, pos: Pos, name: &str, nargs: usize, n: usize, at_least: bool) -> R<()> {
         if (at_least && nargs < n) || (!at_least && nargs != n) {
             let w = if at_least { "at least " } else { "" };
@@ -765,7 +790,7 @@ impl<'t> Exec<'t> {
                 r.map(Value::Bool).map_err(|m| call_err(self, m))
             }
             "print" | "println" => {
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 0)?;
                 let s = if name == "print" {
                     sprint(&v)
                 } else {
@@ -776,7 +801,7 @@ impl<'t> Exec<'t> {
             }
             "printf" => {
                 self.arity(pos, name, nargs, 1, true)?;
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 1)?;
                 let Value::Str(f) = &v[0] else {
                     return Err(self.err(
                         pos,
@@ -793,7 +818,7 @@ impl<'t> Exec<'t> {
                 Ok(Value::str(s))
             }
             "html" | "js" | "urlquery" => {
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 0)?;
                 let s = match v.as_slice() {
                     [Value::Str(s)] => s.to_string(),
                     _ => sprint(&v),
@@ -813,7 +838,7 @@ impl<'t> Exec<'t> {
             )),
             "json" => {
                 self.arity(pos, name, nargs, 1, false)?;
-                let v = self.eval_args(dot, args, final_)?;
+                let v = self.eval_any_args(dot, args, final_, 0)?;
                 let s = json_string(&v[0]);
                 self.charge(pos, s.len())?;
                 Ok(Value::str(s))
@@ -1072,6 +1097,10 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
         };
         ai += 1;
         let bad = |arg: &Value| {
+            if matches!(arg, Value::Nil | Value::Invalid) {
+                // fmt's badVerb for a nil operand
+                return format!("%!{verb}(<nil>)");
+            }
             let mut s = String::new();
             operand(arg, &mut s);
             format!("%!{verb}({}={s})", arg.type_name())
@@ -1090,7 +1119,42 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
                 numeric = matches!(a, Value::Int(_) | Value::Float(_));
                 s
             }
-            ('q', Value::Str(s)) => go_quote(s),
+            ('q', Value::Str(s)) => match prec {
+                // the precision cuts the string before it is quoted
+                Some(p) => go_quote(&s.chars().take(p).collect::<String>()),
+                None => go_quote(s),
+            },
+            ('q', Value::Int(n)) => {
+                // strconv.QuoteRune
+                let c = char::from_u32(*n as u32).unwrap_or('\u{fffd}');
+                match c {
+                    '\'' => "'\\''".to_owned(),
+                    '"' => "'\"'".to_owned(),
+                    c => {
+                        let q = go_quote(&c.to_string());
+                        format!("'{}'", &q[1..q.len() - 1])
+                    }
+                }
+            }
+            ('o' | 'O' | 'b', Value::Int(n)) => {
+                numeric = true;
+                let digits = match verb {
+                    'b' => format!("{:b}", n.unsigned_abs()),
+                    _ => format!("{:o}", n.unsigned_abs()),
+                };
+                let prefix = match verb {
+                    'O' => "0o",
+                    'o' if sharp => "0",
+                    _ => "",
+                };
+                let s = format!("{prefix}{digits}");
+                sign(if *n < 0 { format!("-{s}") } else { s }, plus, space)
+            }
+            ('U', Value::Int(n)) => format!("U+{:04X}", *n as u32),
+            ('T', a) => match a {
+                Value::Nil | Value::Invalid => "<nil>".to_owned(),
+                a => a.type_name(),
+            },
             ('t', Value::Bool(b)) => b.to_string(),
             ('d', Value::Int(n)) => {
                 numeric = true;

@@ -221,6 +221,53 @@ mod tests {
     }
 
     #[test]
+    fn printf_integer_bases_quotes_and_types_like_go() {
+        // fmt's documented verbs (Go 1.24 fmt/doc.go), hand-checked: %o %O %b %U on ints,
+        // precision truncating %q's string before quoting, %q of an int a quoted rune, %T
+        let d = json!({"m": {"a": 1}, "l": [1]});
+        assert_eq!(
+            go(
+                r#"{{printf "%o|%#o|%O|%b|%08b|%U" 8 8 8 5 5 65}}"#,
+                d.clone()
+            )
+            .unwrap(),
+            "10|010|0o10|101|00000101|U+0041"
+        );
+        assert_eq!(
+            go(r#"{{printf "%.1q|%5.1q|%q" "abc" "abc" 97}}"#, d.clone()).unwrap(),
+            r#""a"|  "a"|'a'"#
+        );
+        assert_eq!(
+            go(r#"{{printf "%T %T %T %T %T %T" 1 1.5 "s" true .m .l}}"#, d).unwrap(),
+            "int float64 string bool map[string]interface {} []interface {}"
+        );
+    }
+
+    #[test]
+    fn nil_constant_passed_to_any_parameters() {
+        // exec.go evalArg: nil is the zero value of a parameter that can be nil (`any`: print,
+        // printf's operands, html, js, urlquery, Ollama's json), and an error for
+        // reflect.Value parameters (eq, len, index, …); fmt prints a nil operand as <nil>,
+        // %!d(<nil>) for a verb that takes none
+        let opts = ExecOptions::default();
+        let r = |t: &str| render_go("", t, &json!({}), &opts);
+        assert_eq!(
+            r("{{print nil}}|{{println nil 1}}").unwrap(),
+            "<nil>|<nil> 1\n"
+        );
+        assert_eq!(
+            r(r#"{{printf "%v|%d|%T" nil nil nil}}"#).unwrap(),
+            "<nil>|%!d(<nil>)|<nil>"
+        );
+        assert_eq!(r("{{html nil}}|{{json nil}}").unwrap(), "&lt;nil&gt;|null");
+        let e = r("{{len nil}}").unwrap_err();
+        assert!(
+            e.message.contains("cannot assign nil to reflect.Value"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn comparisons_like_go() {
         let d = json!({"f": 1, "s": "a"});
         assert_eq!(
@@ -241,6 +288,29 @@ mod tests {
             go("{{and 1 0 2}} {{or 0 \"\" 3}} {{not 0}}", d).unwrap(),
             "0 3 true"
         );
+    }
+
+    #[test]
+    fn float_literals_are_float64() {
+        // exec.go idealConstant: a constant written with '.', 'e' or 'p' (not a hex int) is a
+        // float64 even when integral; eq between int and float64 is an error (funcs.go eq)
+        let e = go("{{eq 1 1.0}}", json!({})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"template: t:1:2: executing "t" at <eq>: error calling eq: incompatible types for comparison"#
+        );
+        assert!(go("{{lt 2 1e3}}", json!({})).is_err());
+        assert_eq!(
+            go("{{eq 1.0 1e0}} {{eq 0x10 16}}", json!({})).unwrap(),
+            "true true"
+        );
+        // %d of a float64 is a bad verb; %v prints the shortest form
+        assert_eq!(
+            go(r#"{{printf "%d|%v|%v" 1.0 1e3 2.5}}"#, json!({})).unwrap(),
+            "%!d(float64=1)|1000|2.5"
+        );
+        // a JSON number (float64) compares with a float constant
+        assert_eq!(go("{{eq .f 1.0}}", json!({"f": 1})).unwrap(), "true");
     }
 
     #[test]
@@ -317,6 +387,51 @@ mod tests {
         let t = r#"{{define "r"}}{{if 1}}{{if 1}}{{template "r" .}}{{end}}{{end}}{{end}}{{template "r" .}}"#;
         let e = go(t, json!({})).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Go's parser stops parenthesized pipelines at maxStackDepth ("max expression depth
+        // exceeded", text/template/parse/parse.go); toolscope bounds control nesting and
+        // `{{else if}}` chains the same way, so hostile depth never overflows the stack
+        let n = 5000;
+        let parens = format!("a\n{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n));
+        let e = go(&parens, json!({})).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("template: t:2: max expression depth exceeded"),
+            "{e}"
+        );
+        let ifs = format!("{}x{}", "{{if 1}}".repeat(n), "{{end}}".repeat(n));
+        let e = go(&ifs, json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Parse, "{e}");
+        assert!(e.to_string().starts_with("template: t:1: "), "{e}");
+        assert!(e.message.contains("max expression depth exceeded"), "{e}");
+        let chain = format!("{{{{if 0}}}}{}{{{{end}}}}", "{{else if 0}}".repeat(n));
+        let e = go(&chain, json!({})).unwrap_err();
+        assert!(e.message.contains("max expression depth exceeded"), "{e}");
+        let calls = format!("{{{{ {}1{} }}}}", "print (".repeat(n), ")".repeat(n));
+        let e = go(&calls, json!({})).unwrap_err();
+        assert!(e.message.contains("max expression depth"), "{e}");
+        // nesting inside a recursive define is bounded at run time too
+        let body = format!(
+            "{}{{{{template \"r\" .}}}}{}",
+            "{{if 1}}".repeat(90),
+            "{{end}}".repeat(90)
+        );
+        let t = format!("{{{{define \"r\"}}}}{body}{{{{end}}}}{{{{template \"r\" .}}}}");
+        let e = go(&t, json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+        for t in [
+            r#"{{define "r"}}{{if 1}}{{template "r" .}}{{end}}{{end}}{{template "r" .}}"#,
+            r#"{{define "r"}}{{range 1}}{{with 1}}{{template "r" .}}{{end}}{{end}}{{end}}{{template "r" .}}"#,
+        ] {
+            let e = go(t, json!({})).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+        }
+        // well inside the bound, nesting renders
+        let ok = format!("{}x{}", "{{if 1}}".repeat(50), "{{end}}".repeat(50));
+        assert_eq!(go(&ok, json!({})).unwrap(), "x");
     }
 
     #[test]

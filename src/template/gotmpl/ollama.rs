@@ -95,11 +95,11 @@ impl OllamaTemplate {
     /// `{{template "x"}}` without a pipeline (Ollama's `Identifiers` refuses it).
     pub fn parse(text: &str) -> Result<OllamaTemplate, GoTemplateError> {
         let mut tree = parse::parse("", text, &is_ollama_func)?;
-        let vars = vars(&tree)?;
+        let vars = vars(text, &tree)?;
         if !vars.iter().any(|v| v == "messages" || v == "response") {
             tree.root.push(Node::Action(response_action()));
         }
-        let vars = self::vars(&tree)?;
+        let vars = self::vars(text, &tree)?;
         Ok(OllamaTemplate {
             src: text.to_owned(),
             tree,
@@ -239,24 +239,28 @@ fn response_action() -> Pipe {
 }
 
 /// template.go `Identifiers` over every template of the tree, lower-cased, sorted, unique.
-fn vars(tree: &Tree) -> Result<Vec<String>, GoTemplateError> {
+/// `src` gives `undefined template specified` the line of its `{{template}}` (Ollama's error
+/// has none).
+fn vars(src: &str, tree: &Tree) -> Result<Vec<String>, GoTemplateError> {
     let mut out = Vec::new();
-    fn list(nodes: &[Node], out: &mut Vec<String>) -> Result<(), GoTemplateError> {
+    fn list(src: &str, nodes: &[Node], out: &mut Vec<String>) -> Result<(), GoTemplateError> {
         for n in nodes {
             match n {
                 Node::Action(p) => pipe(p, out),
                 Node::Branch(b) => {
                     pipe(&b.pipe, out);
-                    list(&b.list, out)?;
+                    list(src, &b.list, out)?;
                     if let Some(e) = &b.else_list {
-                        list(e, out)?;
+                        list(src, e, out)?;
                     }
                 }
-                Node::Template { pipe: None, .. } => {
+                Node::Template {
+                    pipe: None, pos, ..
+                } => {
                     return Err(GoTemplateError {
                         kind: ErrorKind::Parse,
                         name: String::new(),
-                        line: 0,
+                        line: parse::line_of(src, *pos),
                         col: None,
                         context: None,
                         message: "undefined template specified".into(),
@@ -279,11 +283,11 @@ fn vars(tree: &Tree) -> Result<Vec<String>, GoTemplateError> {
             }
         }
     }
-    list(&tree.root, &mut out)?;
+    list(src, &tree.root, &mut out)?;
     let mut names: Vec<&String> = tree.defines.keys().collect();
     names.sort();
     for n in names {
-        list(&tree.defines[n], &mut out)?;
+        list(src, &tree.defines[n], &mut out)?;
     }
     let mut v: Vec<String> = out.into_iter().map(|s| s.to_lowercase()).collect();
     v.sort();

@@ -1032,7 +1032,8 @@ pub const MAX_NESTING: usize = 100;
 
 type ArgCtor = Box<dyn Fn(Pos) -> Arg>;
 
-/// A Go numeric literal as the ideal constant text/template makes of it (int when integral).
+/// A Go numeric literal as the ideal constant text/template makes of it (exec.go
+/// `idealConstant`: an int unless written with a '.' or an exponent).
 fn number(s: &str) -> Option<ArgCtor> {
     let clean = s.replace('_', "");
     let (neg, body) = match clean.strip_prefix('-') {
@@ -1056,13 +1057,10 @@ fn number(s: &str) -> Option<ArgCtor> {
         let v = if neg { -i } else { i };
         return Some(Box::new(move |p| Arg::Int(p, v)));
     }
+    // what is left has a '.' or an exponent (or overflows int64): exec.go `idealConstant`
+    // makes it a float64 even when integral (`1.0`, `1e3`), so `eq 1 1.0` is an error
     let f: f64 = lower.parse().ok()?;
     let v = if neg { -f } else { f };
-    if v.fract() == 0.0 && v.abs() < 9.2e18 {
-        // `1e3` is an integer constant in Go
-        let i = v as i64;
-        return Some(Box::new(move |p| Arg::Int(p, i)));
-    }
     Some(Box::new(move |p| Arg::Float(p, v)))
 }
 

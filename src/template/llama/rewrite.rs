@@ -96,6 +96,24 @@ pub fn try_rewrite(source: &str) -> Result<Option<Rewritten>, String> {
     Ok(Some(out))
 }
 
+/// The first operator llama.cpp's Jinja lexer does not have: `//` or `**` (it knows only the
+/// single-character `*`, `/`, `%`, common/jinja/lexer.h `ordered_mapping_table`, build
+/// 11434), as `(byte offset of the second character, that character)`: llama.cpp lexes `//`
+/// as two `/`, and its parser (parser.cpp `parse_primary`) stops at the second with
+/// "Unexpected token: / of type 22", so llama-server refuses the template. Operators inside
+/// strings, raw blocks and comments are text. `None`: none, or the template does not lex.
+pub fn unsupported_operator(source: &str) -> Option<(usize, &'static str)> {
+    for t in tokenize(source, false, syntax()) {
+        let (tok, span) = t.ok()?;
+        match tok {
+            Token::FloorDiv => return Some((span.start_offset as usize + 1, "/")),
+            Token::Pow => return Some((span.start_offset as usize + 1, "*")),
+            _ => {}
+        }
+    }
+    None
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tk {
     Open,
@@ -706,6 +724,40 @@ mod tests {
             .unwrap()
             .map(|r| r.text)
             .unwrap_or_else(|| src.to_owned())
+    }
+
+    #[test]
+    fn floor_division_and_power_are_refused_as_llama_cpp_refuses_them() {
+        // llama-server b11434 with `--chat-template-file` holding `{{ 7 // 2 }}` exits with
+        // "common_chat_templates_init: error: Unexpected token: / of type 22" (its lexer has
+        // single-character `*` `/` only, common/jinja/lexer.h; parser.cpp parse_primary);
+        // outside expressions (strings, raw blocks, comments) the characters are text
+        use crate::template::Engine;
+        use crate::template::render::{CompiledTemplate, RenderErrorKind, RenderOptions};
+        let opts = RenderOptions {
+            engine: Some(Engine::LLAMA_CPP),
+            ..Default::default()
+        };
+        for (src, at, ch) in [
+            ("a\n{{ 7 // 2 }}", (2, 7), "/"),
+            ("{% set x = 2 ** 3 %}", (1, 15), "*"),
+        ] {
+            let Err(e) = CompiledTemplate::compile(src, &opts) else {
+                panic!("{src}: compiled");
+            };
+            assert_eq!(e.kind, RenderErrorKind::Syntax, "{e}");
+            assert_eq!((e.line, e.column), (Some(at.0), Some(at.1)), "{e}");
+            assert!(
+                e.message
+                    .starts_with(&format!("Unexpected token: {ch} of type 22")),
+                "{e}"
+            );
+        }
+        let ok = "{{ '// x ** y' }}{% raw %}{{ 1 // 2 }}{% endraw %}{# 2 ** 3 #}";
+        assert!(CompiledTemplate::compile(ok, &opts).is_ok());
+        // the transformers profile keeps Jinja2's operators
+        let t = CompiledTemplate::compile("{{ 7 // 2 }}", &RenderOptions::default());
+        assert!(t.is_ok());
     }
 
     #[test]
