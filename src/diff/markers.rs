@@ -220,7 +220,12 @@ pub fn scan(text: &str, skip_jinja_comments: bool) -> Vec<MarkerHit> {
             i += len;
             continue;
         }
-        i += rest.chars().next().map_or(1, char::len_utf8);
+        // Nothing starts before the next `<`, `[` (or `{` of a Jinja comment): all ASCII, so
+        // the jump lands on a character boundary.
+        i += 1 + rest.as_bytes()[1..]
+            .iter()
+            .position(|&c| c == b'<' || c == b'[' || (skip_jinja_comments && c == b'{'))
+            .unwrap_or(rest.len() - 1);
     }
     // Prose placeholders (Qwen3's `<function-name>`) are not markers: the same rule as
     // `token.pseudo_special` ([`crate::tokens::is_placeholder`]).
@@ -376,6 +381,9 @@ pub fn opens_turn_with_role(marker: &str) -> bool {
     ) && (!marker.ends_with("|>") || marker.starts_with("<|"))
 }
 
+/// Most chat templates [`MarkerInventory::of_template`] keeps per thread.
+pub const TEMPLATE_INVENTORY_CACHE: usize = 8;
+
 /// Markers of one text, grouped by role, with occurrence counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MarkerInventory {
@@ -411,6 +419,51 @@ impl MarkerInventory {
             }
         }
         inv
+    }
+
+    /// [`MarkerInventory::of`] a chat template source (Jinja comments skipped), memoised per
+    /// thread: `check` asks for the same template's inventory several times per exchange, for
+    /// every exchange of a session. The cache holds at most [`TEMPLATE_INVENTORY_CACHE`]
+    /// templates (keyed by source, BOS and EOS text) and is emptied when full.
+    pub fn of_template(
+        source: &str,
+        bos: Option<&str>,
+        eos: Option<&str>,
+    ) -> std::rc::Rc<MarkerInventory> {
+        type Key = (String, Option<String>, Option<String>);
+        thread_local! {
+            static CACHE: std::cell::RefCell<Vec<(Key, std::rc::Rc<MarkerInventory>)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some((_, inv)) = c
+                .iter()
+                .find(|((s, b, e), _)| s == source && b.as_deref() == bos && e.as_deref() == eos)
+            {
+                return inv.clone();
+            }
+            if c.len() >= TEMPLATE_INVENTORY_CACHE {
+                c.clear();
+            }
+            let inv = std::rc::Rc::new(MarkerInventory::of(source, true, bos, eos));
+            c.push((
+                (
+                    source.to_owned(),
+                    bos.map(str::to_owned),
+                    eos.map(str::to_owned),
+                ),
+                inv.clone(),
+            ));
+            inv
+        })
+    }
+
+    /// Whether `marker` is one of the markers of `role` (no copy of the set).
+    pub fn has(&self, role: Role, marker: &str) -> bool {
+        self.by_role
+            .get(&role)
+            .is_some_and(|m| m.contains_key(marker))
     }
 
     /// The set of markers of `role`.

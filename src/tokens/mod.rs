@@ -595,7 +595,11 @@ pub fn find_markers(s: &str) -> Vec<(usize, usize)> {
                 i += len;
             }
             None => {
-                i += rest.chars().next().map_or(1, char::len_utf8);
+                // Every marker starts with `<` or `[` (ASCII, so a character boundary).
+                i += 1 + b[i + 1..]
+                    .iter()
+                    .position(|&c| c == b'<' || c == b'[')
+                    .unwrap_or(b.len() - i - 1);
             }
         }
     }

@@ -31,7 +31,7 @@ pub fn protocol_markers(
     bos: Option<&str>,
     eos: Option<&str>,
 ) -> Vec<ProtocolMarker> {
-    let own = template.map(|t| MarkerInventory::of(t, true, bos, eos));
+    let own = template.map(|t| MarkerInventory::of_template(t, bos, eos));
     let roles = [
         Role::Turn,
         Role::Eos,
@@ -48,7 +48,7 @@ pub fn protocol_markers(
                  end,
              }| {
                 let role = match &own {
-                    Some(inv) => *roles.iter().find(|r| inv.set(**r).contains(&norm))?,
+                    Some(inv) => *roles.iter().find(|r| inv.has(**r, &norm))?,
                     None => Some(classify(&norm, bos, eos)).filter(|r| roles.contains(r))?,
                 };
                 Some(ProtocolMarker {
