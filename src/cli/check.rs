@@ -284,16 +284,15 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
         template: tpl_text.clone(),
         bos_token: tpl_bos.clone(),
     };
-    // One exchange at a time: analysed, written, dropped. Memory is bounded by the largest
-    // exchange, not the file or the report.
-    let run = |report: &mut ReportWriter<W>,
-               ex: crate::session::Exchange,
+    // One exchange at a time per worker: analysed, listed, dropped. Memory is bounded by the
+    // largest exchanges in flight and one batch of listings, not the file or the report.
+    let run = |ex: crate::session::Exchange,
                ctx: crate::analysis::Context<'_>,
                session: Option<&TemplateSource>,
                file: &str|
-     -> anyhow::Result<()> {
+     -> anyhow::Result<Option<(ExchangeSummary, Vec<Finding>)>> {
         if !ex.api().is_generation() {
-            return Ok(());
+            return Ok(None);
         }
         let a = crate::analysis::analyse_with(
             ex,
@@ -308,8 +307,17 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
             },
         )?;
         let summary = summary_of(&a, file);
-        report.exchange(&summary, a.findings.into_iter().map(|f| in_file(f, file)))?;
-        Ok(())
+        let findings = a.findings.into_iter().map(|f| in_file(f, file)).collect();
+        Ok(Some((summary, findings)))
+    };
+    // Exchanges are analysed on every core (at most [`CHECK_WORKERS`]), a batch of
+    // [`CHECK_BATCH`] rows at a time, and written in row order: the report is the same bytes.
+    // With `--vocab` the renderer's notes go to stderr as they happen, so one worker keeps
+    // their order.
+    let workers = if renderer.is_some() {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(CHECK_WORKERS))
     };
     // Every input is opened and validated before the report starts: unusable input (exit 2)
     // leaves no half-written report. Session files are only indexed here (line offsets).
@@ -465,21 +473,66 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
         for w in &src.warnings {
             report.finding(in_file(load::damaged_line(&file, w), &file))?;
         }
-        for row in 0..src.len() {
+        // One row: its damaged-line findings, then its listing (or the error that stops the
+        // report, after what comes before it is written).
+        let one = |row: usize| -> RowOut {
             match src.load(row) {
                 Ok(ex) => {
                     let (anns, damaged) = src.read_annotations(ex.id);
-                    for w in &damaged {
-                        report.finding(in_file(load::damaged_line(&file, w), &file))?;
-                    }
+                    let damaged = damaged
+                        .iter()
+                        .map(|w| in_file(load::damaged_line(&file, w), &file))
+                        .collect();
                     let ctx = src.context(&anns);
-                    run(&mut report, ex, ctx, session_template.as_ref(), &file)?;
+                    (damaged, run(ex, ctx, session_template.as_ref(), &file))
                 }
                 Err(e) => {
                     let w = crate::analysis::load_error_warning(src.rows[row].line, &e);
-                    report.finding(in_file(load::damaged_line(&file, &w), &file))?;
+                    (
+                        vec![in_file(load::damaged_line(&file, &w), &file)],
+                        Ok(None),
+                    )
                 }
             }
+        };
+        let mut start = 0;
+        while start < src.len() {
+            let end = (start + CHECK_BATCH).min(src.len());
+            let outs: Vec<RowOut> = if workers > 1 {
+                let mut rows: Vec<(usize, RowOut)> = std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..workers)
+                        .map(|k| {
+                            let one = &one;
+                            s.spawn(move || {
+                                (start + k..end)
+                                    .step_by(workers)
+                                    .map(|row| (row, one(row)))
+                                    .collect::<Vec<_>>()
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .flat_map(|h| match h.join() {
+                            Ok(v) => v,
+                            Err(panic) => std::panic::resume_unwind(panic),
+                        })
+                        .collect()
+                });
+                rows.sort_by_key(|(row, _)| *row);
+                rows.into_iter().map(|(_, out)| out).collect()
+            } else {
+                (start..end).map(&one).collect()
+            };
+            for (damaged, listed) in outs {
+                for f in damaged {
+                    report.finding(f)?;
+                }
+                if let Some((summary, findings)) = listed? {
+                    report.exchange(&summary, findings)?;
+                }
+            }
+            start = end;
         }
     }
 
@@ -508,6 +561,18 @@ enum Bare {
     /// Session/HAR files only.
     None,
 }
+
+/// Most threads `check` analyses session exchanges on.
+const CHECK_WORKERS: usize = 4;
+/// Session rows analysed between two writes of the report (bounds the listings held).
+const CHECK_BATCH: usize = 64;
+
+/// One session row's outcome: damaged-line findings, then its listing (`None`: not a
+/// generation exchange, or a row that could not be read) or the error that stops the report.
+type RowOut = (
+    Vec<Finding>,
+    anyhow::Result<Option<(ExchangeSummary, Vec<Finding>)>>,
+);
 
 /// `check`'s listing of an analysed session exchange from input `file`.
 fn summary_of(a: &crate::analysis::AnalysedExchange, file: &str) -> ExchangeSummary {
