@@ -228,3 +228,34 @@ pub fn error_events(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::finding::Rule;
+    use crate::stream::ollama::{OllamaEndpoint, decode_lines, reassemble_ollama};
+
+    /// An Ollama stream that ends with its tool-call parser's error line (ollama/ollama
+    /// server/routes.go: `error parsing tool call: raw='…', err=…`) is one `server.parse_error`,
+    /// built by its one owner (rules::server::parse_error_event), not by the Ollama decoder.
+    #[test]
+    fn ollama_parse_error_line_is_the_one_server_parse_error() {
+        let msg = "error parsing tool call: raw='{\"name\": \"get_weather\", \"argu', err=unexpected end of JSON input";
+        let lines = format!(
+            "{{\"model\":\"m\",\"message\":{{\"role\":\"assistant\",\"content\":\"\"}},\"done\":false}}\n{}\n",
+            serde_json::json!({ "error": msg })
+        );
+        let r = reassemble_ollama(
+            &decode_lines([(lines.as_bytes(), None)]),
+            OllamaEndpoint::Chat,
+        );
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        let got = super::error_events(&r.problems, &r.findings);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].rule, Rule::ServerParseError);
+        assert_eq!(got[0].evidence.event, Some(1));
+        assert_eq!(
+            got[0].message,
+            crate::diagnose::rules::server::parse_error_event(Some(1), msg).message
+        );
+    }
+}

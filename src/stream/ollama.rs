@@ -19,9 +19,8 @@
 use serde_json::{Map, Value};
 
 use super::message::{AssistantMessage, CallRecord};
-use super::reassemble::{Reassembled, StreamProblem, excerpt, is_parse_error_message};
+use super::reassemble::{Reassembled, StreamProblem, excerpt};
 use super::sse::SseEvent;
-use crate::finding::{Evidence, Finding, Pane, Rule};
 
 /// Incremental NDJSON splitter: feed byte chunks as they arrive, collect one [`SseEvent`] per
 /// non-blank line. Lines end in `\n` (a `\r` before it is dropped); a chunk boundary anywhere,
@@ -227,7 +226,8 @@ pub fn from_ollama_json(body: &Value, ep: OllamaEndpoint) -> Option<AssistantMes
 /// Reassembles an Ollama NDJSON stream (line events from [`decode_lines`]). Shape: see
 /// [`Reassembled`]; `finish_reason` is the last line's `done_reason`, `usage` its counters,
 /// `call_events[i]` the one line that carried call `i`. Problems: `error_event` (a line
-/// `{"error": "…"}`; a tool-call parse failure is also `server.parse_error`), `bad_json`,
+/// `{"error": "…"}`, which diagnose reports as `server.parse_error` when it is the tool-call
+/// parser's failure, else `stream.error_event`), `bad_json`,
 /// `truncated` (an unterminated last line), `after_end`, `no_end` (no `"done": true`).
 pub fn reassemble_ollama(events: &[SseEvent], ep: OllamaEndpoint) -> Reassembled {
     let mut r = Reassembled {
@@ -276,21 +276,8 @@ pub fn reassemble_ollama(events: &[SseEvent], ep: OllamaEndpoint) -> Reassembled
                         .map(str::to_owned)
                 })
                 .unwrap_or_else(|| err.to_string());
-            if is_parse_error_message(&msg) {
-                r.findings.push(
-                    Finding::new(
-                        Rule::ServerParseError,
-                        format!("Ollama ended the stream with a parse error: {}", excerpt(&msg)),
-                        "Send the same request with \"raw\": true to /api/generate and replay toolscope's parser on the raw text to see where the output broke the expected format.",
-                    )
-                    .with_evidence(Evidence {
-                        pane: Some(Pane::Stream),
-                        event: Some(n),
-                        excerpt: Some(excerpt(&msg)),
-                        ..Default::default()
-                    }),
-                );
-            }
+            // A parse failure is `server.parse_error`, built from this problem by its one
+            // owner (diagnose::rules::server::parse_error_event, via diagnose::load::error_events).
             problem(&mut r, Some(n), "error_event", format!("error line: {msg}"));
             continue;
         }
