@@ -3,6 +3,7 @@
 //! Nothing may be mixed between exchanges, every completed exchange must be recorded whole,
 //! partial ones marked; a client disconnect must cancel the upstream request.
 
+mod support;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,36 +24,10 @@ struct UpstreamLog {
 
 type Logs = Arc<Mutex<HashMap<u64, UpstreamLog>>>;
 
-/// Reads one HTTP/1.1 request head (+ body by content-length); returns the head text.
+/// Reads one HTTP/1.1 request head (+ body by content-length); returns the head text
+/// ([`support::read_http_request`]).
 async fn read_request(s: &mut TcpStream) -> Option<String> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    loop {
-        let n = s.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            while buf.len() < pos + 4 + len {
-                let n = s.read(&mut tmp).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&tmp[..n]);
-            }
-            return Some(head);
-        }
-    }
+    support::read_http_request(s).await.map(|(head, _)| head)
 }
 
 fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {

@@ -3,47 +3,21 @@
 //! then renders the exchange through that template. The upstream is a loopback stand-in that
 //! answers Ollama's engine probe (`GET /api/version`), `/api/show` and `/api/chat`.
 
+mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use toolscope::analysis::{Context, Depth, analyse};
 use toolscope::record::proxy::{Proxy, ProxyConfig};
 use toolscope::session::{Annotation, read_session};
 
-/// One request: (head, body).
+/// One request: (head, body as text) — [`support::read_http_request`].
 async fn read_request(s: &mut TcpStream) -> Option<(String, String)> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    loop {
-        let n = s.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            while buf.len() < pos + 4 + len {
-                let n = s.read(&mut tmp).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&tmp[..n]);
-            }
-            let body = String::from_utf8_lossy(&buf[pos + 4..pos + 4 + len]).to_string();
-            return Some((head, body));
-        }
-    }
+    let (head, body) = support::read_http_request(s).await?;
+    Some((head, String::from_utf8_lossy(&body).into_owned()))
 }
 
 const TEMPLATE: &str = "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n";
