@@ -5,12 +5,13 @@
 //! stream ending `end_turn` with a `stop_sequence`, an HTTP 500 from the server's parser, and a
 //! line the writer left truncated).
 
+mod support;
+
 use std::path::PathBuf;
 
-use crossterm::event::{Event, KeyEvent, KeyEventKind, KeyEventState};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use toolscope::tui::keymap::{Key, Keymap};
+use toolscope::tui::keymap::Keymap;
 use toolscope::tui::theme::Theme;
 use toolscope::tui::{State, Tui};
 
@@ -32,32 +33,7 @@ fn app(files: Vec<PathBuf>, dir: Option<PathBuf>) -> Tui<TestBackend> {
     tui
 }
 
-/// Key events from a space-separated key list (`"j j 4 enter"`).
-fn keys(spec: &str) -> Vec<std::io::Result<Event>> {
-    spec.split_whitespace()
-        .map(|k| {
-            let key = Key::parse(k).unwrap();
-            Ok(Event::Key(KeyEvent {
-                code: key.code,
-                modifiers: key.mods,
-                kind: KeyEventKind::Press,
-                state: KeyEventState::NONE,
-            }))
-        })
-        .collect()
-}
-
-fn screen(tui: &Tui<TestBackend>) -> String {
-    let buf = tui.terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
-}
+use support::tui::{keys, screen};
 
 async fn run(spec: &str) -> String {
     let mut tui = app(vec![fixture()], None);

@@ -4,52 +4,10 @@
 //! comes from `GET /slots` (a `raw_text` annotation), not from the stream's argument deltas.
 //! Replay steps through `<tool_call>` to the `get_weather` call and names its source.
 
-use std::path::PathBuf;
-
-use crossterm::event::{Event, KeyEvent, KeyEventKind, KeyEventState};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
-use toolscope::tui::keymap::{Key, Keymap};
-use toolscope::tui::theme::Theme;
-use toolscope::tui::{State, Tui};
-
-fn keys(spec: &str) -> Vec<std::io::Result<Event>> {
-    spec.split_whitespace()
-        .map(|k| {
-            let key = Key::parse(k).unwrap();
-            Ok(Event::Key(KeyEvent {
-                code: key.code,
-                modifiers: key.mods,
-                kind: KeyEventKind::Press,
-                state: KeyEventState::NONE,
-            }))
-        })
-        .collect()
-}
+mod support;
 
 async fn screen_after(spec: &str) -> String {
-    let theme = Theme::resolve(Some("dark"), None, false).unwrap();
-    let mut state = State::new(Keymap::default(), theme, (110, 34));
-    let fx = state.open_files(
-        vec![PathBuf::from("sessions/a-two-tools-stream.jsonl")],
-        None,
-    );
-    let mut tui = Tui::new(
-        Terminal::new(TestBackend::new(110, 34)).unwrap(),
-        state,
-        true,
-    );
-    tui.run_effects(fx);
-    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
-    let buf = tui.terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    support::tui::screen_after("sessions/a-two-tools-stream.jsonl", (110, 34), spec).await
 }
 
 /// Per character: the parser holds `<tool_call>` as a partial marker, enters the Hermes call,

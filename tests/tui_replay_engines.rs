@@ -5,52 +5,14 @@
 //! raw text). The view's llama.cpp row must predict what that real server answered, and vLLM
 //! and SGLang (whose parsers give the text back as content) must say so.
 
-use std::path::PathBuf;
+mod support;
 
-use crossterm::event::{Event, KeyEvent, KeyEventKind, KeyEventState};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::Value;
-use toolscope::tui::keymap::{Key, Keymap};
-use toolscope::tui::theme::Theme;
-use toolscope::tui::{State, Tui};
 
 const SESSION: &str = "sessions/e-http500-peg-native.jsonl";
 
-fn keys(spec: &str) -> Vec<std::io::Result<Event>> {
-    spec.split_whitespace()
-        .map(|k| {
-            let key = Key::parse(k).unwrap();
-            Ok(Event::Key(KeyEvent {
-                code: key.code,
-                modifiers: key.mods,
-                kind: KeyEventKind::Press,
-                state: KeyEventState::NONE,
-            }))
-        })
-        .collect()
-}
-
 async fn screen_after(spec: &str) -> String {
-    let theme = Theme::resolve(Some("dark"), None, false).unwrap();
-    let mut state = State::new(Keymap::default(), theme, (150, 48));
-    let fx = state.open_files(vec![PathBuf::from(SESSION)], None);
-    let mut tui = Tui::new(
-        Terminal::new(TestBackend::new(150, 48)).unwrap(),
-        state,
-        true,
-    );
-    tui.run_effects(fx);
-    tui.run(futures::stream::iter(keys(spec))).await.unwrap();
-    let buf = tui.terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    support::tui::screen_after(SESSION, (150, 48), spec).await
 }
 
 /// The error message the real server answered, read from the session file.

@@ -2,6 +2,8 @@
 //! one is a failure (CI, `scripts/test.sh`) or a skip (a plain `cargo test` on a fresh clone).
 #![allow(dead_code)]
 
+pub mod tui;
+
 use std::path::PathBuf;
 
 /// Repository root.
