@@ -173,7 +173,11 @@ fn drive<B: ratatui::backend::Backend>(
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.jsonl");
+    // TOOLSCOPE_BENCH_TUI_KEEP=PATH writes the session there and keeps it (to compare `check`
+    // of two builds on it, or to open it by hand).
+    let path = std::env::var_os("TOOLSCOPE_BENCH_TUI_KEEP")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.path().join("big.jsonl"));
     let t = Instant::now();
     let size = generate(&path);
     println!(

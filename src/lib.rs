@@ -25,13 +25,6 @@
 //! * [`tui`] — the inspector.
 //! * [`cli`] — the `toolscope` subcommands (thin glue).
 
-/// The process allocator: mimalloc (the `mimalloc` crate). `check` analyses exchanges on every
-/// core, each allocating many small strings and JSON maps; under glibc malloc a third of its
-/// time went to malloc/free (perf on `cargo bench --bench check`). Declared in the library so
-/// the binary, tests and benches all measure the same allocator.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 pub mod analysis;
 pub mod cli;
 pub mod diagnose;

@@ -192,3 +192,85 @@ fn states_and_events_have_one_readable_form() {
         "content \"\\u{1b}[2J\""
     );
 }
+
+/// `Trace::record_lean` (what `check` and the list counts judge) gathers exactly what
+/// `Trace::record_index` gathers from its events, step by step, only without the events: on
+/// calls, reasoning, a repaired call (extra brace), a malformed block and content moved to
+/// reasoning by a bare `</think>`, per character and in 3-byte chunks. Each side's divergence
+/// from its own one-shot parse is the same.
+#[test]
+fn lean_traces_release_what_full_traces_release() {
+    use std::sync::Arc;
+    use toolscope::parser::{ParserOptions, ToolIndex};
+    let texts = [
+        mixed(),
+        "I thought about it</think>Answer: <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}}\n</tool_call> tail".to_owned(),
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": </tool_call> and <tool_call>not json</tool_call>".to_owned(),
+    ];
+    let tools = Arc::new(ToolIndex::from_value(Some(&json!([
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    ]))));
+    let mut seen = (0, 0, 0, 0);
+    for text in &texts {
+        let whole = [text.clone()];
+        for chunks in [recut(&whole, &Cut::PerChar), chunks3(text), whole.to_vec()] {
+            let rec = |lean: bool, c: &[String]| {
+                let it = c.iter().map(String::as_str);
+                let o = ParserOptions::default();
+                if lean {
+                    Trace::record_lean(it, None, tools.clone(), o)
+                } else {
+                    Trace::record_index(it, None, tools.clone(), o)
+                }
+            };
+            let (full, lean) = (rec(false, &chunks), rec(true, &chunks));
+            assert_eq!(full.len(), lean.len());
+            for step in 0..full.len() {
+                // the same step but for its range of events (none kept)
+                let s = full.steps()[step];
+                assert!(
+                    toolscope::parser::trace::Step {
+                        events: (0, 0),
+                        ..s
+                    } == lean.steps()[step],
+                    "step {step} of {text:?}"
+                );
+                let (a, b) = (full.state_at(step), lean.state_at(step));
+                assert_eq!(
+                    (
+                        a.chunk,
+                        a.content,
+                        a.reasoning,
+                        a.tool_calls,
+                        a.repairs,
+                        a.malformed
+                    ),
+                    (
+                        b.chunk,
+                        b.content,
+                        b.reasoning,
+                        b.tool_calls,
+                        b.repairs,
+                        b.malformed
+                    ),
+                    "step {step} of {text:?}"
+                );
+                assert!(b.events.is_empty());
+            }
+            let v = full.state_at(usize::MAX);
+            seen.0 += v.tool_calls.len();
+            seen.1 += v.repairs.len();
+            seen.2 += v.malformed.len();
+            seen.3 += v.reasoning.0.len();
+            assert_eq!(
+                first_divergence(&rec(false, &whole), &full),
+                first_divergence(&rec(true, &whole), &lean)
+            );
+        }
+    }
+    // every kind of release was exercised
+    assert!(
+        seen.0 > 0 && seen.1 > 0 && seen.2 > 0 && seen.3 > 0,
+        "{seen:?}"
+    );
+}

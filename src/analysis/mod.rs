@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::diagnose::ExchangeContext;
 use crate::finding::{Finding, Rule};
-use crate::session::{Annotation, Api, Exchange, Header, TokenPiece};
+use crate::session::{Annotation, Api, Body, Exchange, Header, TokenPiece};
 use crate::stream::AssistantMessage;
 
 pub use replay::{ReplayStep, ReplayView, ServerView};
@@ -44,7 +44,8 @@ pub struct Context<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Depth {
     /// The findings and the list row (what `check` and the list's counts need): no tools or
-    /// schema rows, no local render, no parser traces kept.
+    /// schema rows, no local render, no Stream pane rows, no Replay view (its parser traces
+    /// are judged by the rules, then dropped).
     Findings,
     /// Everything the panes show.
     Panes,
@@ -276,7 +277,7 @@ pub fn analyse_with<E>(
     let mut decoded = crate::stream::decode_exchange(&ex);
     let mut cx = crate::diagnose::load::exchange_context_from(&ex, decoded.as_ref());
     // The one raw-output lookup (seam 1, issue #12): what the model wrote, or why unknown.
-    let raw = crate::stream::raw::raw_output(&ex, ctx.annotations);
+    let raw = crate::stream::raw::raw_output_of(&ex, cx.request.as_ref(), ctx.annotations);
     cx.raw_text = raw.models_text().map(str::to_owned);
     cx.raw = Some(raw.clone());
     if let (
@@ -327,38 +328,50 @@ pub fn analyse_with<E>(
     hook(&mut cx)?;
     let chat = api.is_generation();
     let (mut findings, traces) = if chat {
-        crate::diagnose::check_exchange_traced(&cx, &crate::diagnose::rules::replay::real_parser)
+        // Findings only: the traces are judged, then dropped, so none keeps its events.
+        let record: &crate::diagnose::rules::replay::Recorder = match depth {
+            Depth::Panes => &crate::diagnose::rules::replay::real_parser,
+            Depth::Findings => &crate::diagnose::rules::replay::lean_parser,
+        };
+        crate::diagnose::check_exchange_traced(&cx, record)
     } else {
         (Vec::new(), None)
     };
-    if chat {
+    // A body read as JSON above is readable, unless it is not UTF-8 (read lossily there).
+    if chat && (cx.request.is_none() || matches!(ex.request.body, Body::Base64 { .. })) {
         findings.extend(crate::diagnose::load::unreadable_request(&ex));
     }
-    let events = decoded
-        .as_mut()
-        .map(|d| stream::rows(&ex, d))
-        .unwrap_or_default();
+    let (events, replay) = match (depth, decoded.as_mut()) {
+        (Depth::Panes, Some(d)) => {
+            let events = stream::rows(&ex, d);
+            let replay = ReplayView::new(traces, Some(d), cx.message.as_ref(), events.len());
+            (events, replay)
+        }
+        (Depth::Panes, None) => (
+            Vec::new(),
+            ReplayView::new(traces, None, cx.message.as_ref(), 0),
+        ),
+        (Depth::Findings, _) => Default::default(),
+    };
     let problems = decoded
         .as_mut()
         .map(|d| std::mem::take(&mut d.problems))
         .unwrap_or_default();
-    let replay = ReplayView::new(
-        traces.filter(|_| depth == Depth::Panes),
-        decoded.as_ref(),
-        cx.message.as_ref(),
-        events.len(),
-    );
     let message = cx.message.take();
     let request = cx.request.take();
+    let mut quick = quick_summary(&ex);
     let mut a = AnalysedExchange {
         summary: Summary {
-            model: ex
-                .model()
+            // the request's model, else the response body's ([`quick_summary`], as
+            // `Exchange::model`), else the reassembled reply's
+            model: quick
+                .model
+                .take()
                 .or_else(|| message.as_ref().and_then(|m| m.model.clone())),
             tool_calls: message.as_ref().map_or(0, |m| m.tool_calls.len()),
             rules: findings.iter().map(|f| f.rule).collect(),
             analyzed: true,
-            ..quick_summary(&ex)
+            ..quick
         },
         api: Some(api),
         raw: chat.then_some(raw),

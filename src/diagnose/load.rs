@@ -151,6 +151,7 @@ fn set_reassembled(cx: &mut ExchangeContext, r: &crate::stream::Reassembled) {
     cx.finish_event = r.finish_event;
     cx.call_events = r.call_events.clone();
     cx.args_events = r.args_events.clone();
+    cx.args_not_string = r.args_not_string.clone();
     cx.stream_chunks = text_chunks(&r.marks, &r.message.content);
     cx.stream_pieces =
         (!r.pieces.is_empty()).then(|| r.pieces.iter().map(|(_, p)| p.clone()).collect());

@@ -50,6 +50,9 @@ pub struct ExchangeContext {
     /// For streams: per entry of `message.tool_calls`, the last SSE event that added to its
     /// arguments (the evidence of `tool_call.args_invalid_json`).
     pub args_events: Vec<Option<usize>>,
+    /// For OpenAI streams: tool-call deltas whose arguments are not a string
+    /// ([`crate::stream::Reassembled::args_not_string`]).
+    pub args_not_string: Vec<crate::stream::reassemble::ArgsNotString>,
     /// Raw generated text before the server's parser (llama-server `-v` `__verbose.content`).
     /// For session exchanges: the model's own text per [`crate::stream::raw::raw_output`]
     /// (assistant prefill + generated text), see `raw`.
@@ -156,6 +159,7 @@ impl ExchangeContext {
             stream_findings: Vec::new(),
             call_events: Vec::new(),
             args_events: Vec::new(),
+            args_not_string: Vec::new(),
             raw_text: None,
             raw: None,
             stopping_word: None,
@@ -421,16 +425,7 @@ pub fn check_exchange_traced(
     let mut out = Vec::new();
     out.extend(rules::schema::loss(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
-    // A marker the parser needs (token.special_split, error) is not reported again as merely
-    // looking special (token.pseudo_special, warning).
-    let split = rules::tokens::special_split(cx);
-    let split_at: Vec<Option<usize>> = split.iter().map(|f| f.evidence.offset).collect();
-    out.extend(split);
-    out.extend(
-        rules::tokens::pseudo_special(cx)
-            .into_iter()
-            .filter(|f| !split_at.contains(&f.evidence.offset)),
-    );
+    out.extend(rules::tokens::markers(cx));
     out.extend(rules::server::parse_error(cx));
     out.extend(cx.stream_findings.iter().cloned());
     if let Some(t) = &traces {

@@ -64,12 +64,20 @@ pub(crate) trait Sink {
 
 /// The events of one `feed`/`finish`, appended to the caller's vector; events before `floor`
 /// belong to earlier calls and are never merged into.
-struct Events<'a> {
+pub(crate) struct Events<'a> {
     out: &'a mut Vec<Event>,
     floor: usize,
 }
 
 impl Events<'_> {
+    /// A sink appending to `out` after its current events.
+    pub(crate) fn after(out: &mut Vec<Event>) -> Events<'_> {
+        Events {
+            floor: out.len(),
+            out,
+        }
+    }
+
     /// Appends text to the last event of this call when it is text of the same stream.
     fn text(&mut self, s: &str, reasoning: bool) {
         if self.out.len() > self.floor {
@@ -630,6 +638,14 @@ impl Parser {
     pub fn finish_into(&mut self, out: &mut Vec<Event>) {
         let floor = out.len();
         self.finish_sink(&mut Events { out, floor });
+    }
+
+    /// [`Parser::feed_sink`] of `chunk`, or [`Parser::finish_sink`] for `None`.
+    pub(crate) fn feed_or_finish(&mut self, chunk: Option<&str>, out: &mut impl Sink) {
+        match chunk {
+            Some(c) => self.feed_sink(c, out),
+            None => self.finish_sink(out),
+        }
     }
 
     /// As [`Parser::finish_into`], writing to any [`Sink`].

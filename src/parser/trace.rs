@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::engine::{Event, Parser, ParserOptions, State};
+use super::engine::{Event, Events, Parser, ParserOptions, State};
 use super::syntax::Syntax;
 use super::tools::ToolIndex;
 use super::types::{Malformed, ParsedCall, Repair};
@@ -56,6 +56,45 @@ pub struct StepView<'a> {
     pub malformed: &'a [Malformed],
 }
 
+/// What a parse released, gathered straight from the parser ([`Trace::record_lean`]): the
+/// same accumulation [`Trace::record_index`] makes from its events.
+struct Released<'a> {
+    content: &'a mut String,
+    reasoning: &'a mut String,
+    calls: &'a mut Vec<ParsedCall>,
+    repairs: &'a mut Vec<Repair>,
+    malformed: &'a mut Vec<Malformed>,
+    moved: &'a mut usize,
+}
+
+impl super::engine::Sink for Released<'_> {
+    fn content(&mut self, s: &str) {
+        self.content.push_str(s);
+    }
+
+    fn reasoning(&mut self, s: &str) {
+        self.reasoning.push_str(s);
+    }
+
+    fn call(&mut self, _index: usize, c: super::body::RawCall, span: (usize, usize)) {
+        self.calls.push(c.into_parsed(span));
+    }
+
+    fn event(&mut self, e: Event) {
+        match e {
+            Event::Repair(r) => self.repairs.push(r),
+            Event::Malformed(m) => self.malformed.push(m),
+            Event::ContentToReasoning { bytes } => {
+                *self.moved = (*self.moved + bytes).min(self.content.len())
+            }
+            Event::Content(s) => self.content.push_str(&s),
+            Event::Reasoning(s) => self.reasoning.push_str(&s),
+            Event::CallEnd { call, .. } => self.calls.push(call),
+            Event::CallStart { .. } | Event::ArgumentsDelta { .. } => {}
+        }
+    }
+}
+
 /// A recorded parse, chunk by chunk.
 #[derive(Debug, Clone)]
 pub struct Trace {
@@ -97,6 +136,31 @@ impl Trace {
         tools: Arc<ToolIndex>,
         opts: ParserOptions,
     ) -> Trace {
+        Trace::record_kept(chunks, syntax, tools, opts, true)
+    }
+
+    /// As [`Trace::record_index`] without the per-step events: every step's counts, state,
+    /// input and what was released so far are the same (so [`first_divergence`] and
+    /// [`Trace::state_at`]'s chunk, content, reasoning and calls read the same), but
+    /// `state_at(..).events` is empty. For judging a chunking (`check`, the inspector's list
+    /// counts), not for showing it: a per-character parse of a long text then allocates no
+    /// event per character.
+    pub fn record_lean<'a>(
+        chunks: impl IntoIterator<Item = &'a str>,
+        syntax: Option<Syntax>,
+        tools: Arc<ToolIndex>,
+        opts: ParserOptions,
+    ) -> Trace {
+        Trace::record_kept(chunks, syntax, tools, opts, false)
+    }
+
+    fn record_kept<'a>(
+        chunks: impl IntoIterator<Item = &'a str>,
+        syntax: Option<Syntax>,
+        tools: Arc<ToolIndex>,
+        opts: ParserOptions,
+        keep_events: bool,
+    ) -> Trace {
         let mut p = Parser::with_index(syntax, tools, opts);
         let mut t = Trace {
             input: String::new(),
@@ -118,12 +182,24 @@ impl Trace {
             }
             let in0 = t.input.len();
             let ev0 = t.events.len();
-            match chunk {
-                Some(c) => {
-                    t.input.push_str(c);
-                    p.feed_into(c, &mut t.events);
-                }
-                None => p.finish_into(&mut t.events),
+            if let Some(c) = chunk {
+                t.input.push_str(c);
+            }
+            if keep_events {
+                p.feed_or_finish(chunk, &mut Events::after(&mut t.events));
+            } else {
+                // what the loop below gathers from the events, gathered as they are released
+                p.feed_or_finish(
+                    chunk,
+                    &mut Released {
+                        content: &mut t.content,
+                        reasoning: &mut t.reasoning,
+                        calls: &mut t.calls,
+                        repairs: &mut t.repairs,
+                        malformed: &mut t.malformed,
+                        moved: &mut moved,
+                    },
+                );
             }
             for e in &t.events[ev0..] {
                 match e {

@@ -16,6 +16,7 @@
 //! skips a malformed or truncated line, reports it with its 1-based line number, and keeps
 //! every other line. The format is documented in `docs/session-format.md`.
 
+mod de;
 pub mod har;
 pub mod model;
 pub mod otel;

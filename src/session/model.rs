@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One line of a session file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One line of a session file. Read in one pass by `session/de.rs` (as are [`Annotation`],
+/// [`Chunk`], [`Body`] and [`Piece`]); written by the derived `Serialize`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Line {
     /// First line of every session.
@@ -143,7 +144,7 @@ pub struct Response {
 }
 
 /// One read of a streamed body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct Chunk {
     /// Microseconds from the request start to when this chunk was received.
     pub t_us: u64,
@@ -153,7 +154,7 @@ pub struct Chunk {
 
 /// Bytes stored as text when they are valid UTF-8, else base64 (standard alphabet, padded).
 /// Serialized as `{"text": "…"}` or `{"base64": "…"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Body {
     Text { text: String },
@@ -192,6 +193,14 @@ impl Body {
                     .decode(base64)
                     .unwrap_or_default()
             }
+        }
+    }
+
+    /// Appends the raw bytes to `out` (as [`Body::to_bytes`], without a copy for text).
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Body::Text { text } => out.extend_from_slice(text.as_bytes()),
+            Body::Base64 { .. } => out.extend_from_slice(&self.to_bytes()),
         }
     }
 
@@ -235,7 +244,7 @@ pub struct Timings {
 }
 
 /// A fact fetched after exchange `exchange`, tagged by `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Annotation {
     /// llama-server's own render of the exchange's request (`POST /apply-template`, same
@@ -377,7 +386,7 @@ pub struct TokenPiece {
 }
 
 /// A token's text: a string, or raw bytes when not valid UTF-8 on its own.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Piece {
     Text(String),
@@ -493,7 +502,13 @@ impl Exchange {
         match &self.response {
             None => Vec::new(),
             Some(r) => match (&r.chunks, &r.body) {
-                (Some(chunks), _) => chunks.iter().flat_map(|c| c.data.to_bytes()).collect(),
+                (Some(chunks), _) => {
+                    let mut out = Vec::with_capacity(chunks.iter().map(|c| c.data.len()).sum());
+                    for c in chunks {
+                        c.data.append_to(&mut out);
+                    }
+                    out
+                }
                 (None, Some(b)) => b.to_bytes(),
                 (None, None) => Vec::new(),
             },

@@ -218,7 +218,7 @@ impl LineJudge {
             Err(e) if !self.have_header => Err(ReadError::NotASession {
                 path: path(),
                 line: line_no,
-                detail: format!("column {}: {e}", e.column()),
+                detail: format!("column {}: {}", e.column(), crate::json_reason(&e)),
             }),
             Err(e) => Ok(Judged::Warning(ReadWarning {
                 line: line_no,
@@ -226,7 +226,7 @@ impl LineJudge {
                 message: if e.is_eof() {
                     "truncated line (the writer stopped mid-line); skipped".to_owned()
                 } else {
-                    format!("unreadable line skipped: {e}")
+                    format!("unreadable line skipped: {}", crate::json_reason(&e))
                 },
             })),
         }

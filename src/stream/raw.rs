@@ -314,9 +314,13 @@ fn read_body(ex: &Exchange) -> InBody {
 /// whose prompt no longer matched (the slot was reused by a later request before it was read),
 /// an engine that exposes no raw text (use `toolscope regenerate` / `proxy --regenerate`).
 pub fn raw_output(ex: &Exchange, annotations: &[Annotation]) -> RawOutput {
-    let chat = ex.request_json();
+    raw_output_of(ex, ex.request_json().as_ref(), annotations)
+}
+
+/// [`raw_output`] with the request body already parsed (`request`: `ex`'s request as JSON, or
+/// `None` when it is not JSON), so a caller that holds it does not parse it again.
+pub fn raw_output_of(ex: &Exchange, chat: Option<&Value>, annotations: &[Annotation]) -> RawOutput {
     let prefill = chat
-        .as_ref()
         .filter(|_| matches!(ex.api(), Api::Openai | Api::Anthropic))
         .and_then(assistant_prefill)
         .unwrap_or_default();

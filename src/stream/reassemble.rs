@@ -66,6 +66,26 @@ pub struct Reassembled {
     /// with `n_probs`: `completion_probabilities[].token`). Empty when none are listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pieces: Vec<(usize, String)>,
+    /// OpenAI streams: tool-call deltas whose `function.arguments` is JSON other than a string
+    /// (an object, a number, …; `null` is absent), the first per call `index` (a delta without
+    /// `index` counts by its position in `tool_calls`), in event order. What
+    /// `tool_call.args_not_string` reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args_not_string: Vec<ArgsNotString>,
+}
+
+/// One OpenAI tool-call delta whose `function.arguments` is not a string
+/// ([`Reassembled::args_not_string`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ArgsNotString {
+    /// The delta's `index` (else its position in the event's `tool_calls`).
+    pub index: u64,
+    /// 0-based SSE event number.
+    pub event: usize,
+    /// The delta's `function.name`, empty when it has none.
+    pub name: String,
+    /// The `function.arguments` value as sent.
+    pub value: Value,
 }
 
 /// The reassembled reply's size after some events: bytes of `content` and `reasoning`, and per
@@ -390,8 +410,24 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
                 b.r.message.reasoning.push_str(s);
             }
             if let Some(tcs) = delta.get("tool_calls").and_then(Value::as_array) {
-                for tc in tcs {
+                for (position, tc) in tcs.iter().enumerate() {
                     let idx = tc.get("index").and_then(Value::as_u64);
+                    if let Some(a) = tc
+                        .pointer("/function/arguments")
+                        .filter(|a| !a.is_string() && !a.is_null())
+                    {
+                        let index = idx.unwrap_or(position as u64);
+                        if !b.r.args_not_string.iter().any(|x| x.index == index) {
+                            b.r.args_not_string.push(ArgsNotString {
+                                index,
+                                event: n,
+                                name: str_field(tc.get("function").unwrap_or(&Value::Null), "name")
+                                    .unwrap_or("")
+                                    .to_owned(),
+                                value: a.clone(),
+                            });
+                        }
+                    }
                     let id = str_field(tc, "id").filter(|s| !s.is_empty());
                     let name = tc
                         .pointer("/function/name")

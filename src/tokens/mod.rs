@@ -511,9 +511,11 @@ pub fn tokens_from_pieces(prompt: &str, pieces: &[TokenPiece]) -> Vec<Token> {
     for p in pieces {
         let b = p.piece.as_bytes();
         let text = String::from_utf8_lossy(b).into_owned();
-        let special = find_markers(&text)
-            .iter()
-            .any(|&(s, e)| s == 0 && e == text.len());
+        // every marker starts with `<` or `[` (see find_markers): others are not looked at
+        let special = matches!(b.first(), Some(b'<' | b'['))
+            && find_markers(&text)
+                .iter()
+                .any(|&(s, e)| s == 0 && e == text.len());
         if !b.is_empty() && pb.get(off..off + b.len()) == Some(b) {
             out.push(Token {
                 id: p.id,

@@ -511,7 +511,7 @@ fn read_annotation(f: &std::fs::File, r: &RowRef) -> Result<Annotation, ReadWarn
         )),
         Err(e) => Err(warn(
             Some(e.column()),
-            format!("unreadable line skipped: {e}"),
+            format!("unreadable line skipped: {}", crate::json_reason(&e)),
         )),
     }
 }
@@ -541,7 +541,11 @@ fn peek_annotation(raw: &[u8]) -> Option<u64> {
 
 /// `"line N column C: unreadable line: …"` for a line serde_json could not decode.
 fn unreadable(line: usize, e: &serde_json::Error) -> String {
-    format!("line {line} column {}: unreadable line: {e}", e.column())
+    format!(
+        "line {line} column {}: unreadable line: {}",
+        e.column(),
+        crate::json_reason(e)
+    )
 }
 
 /// An exchange line as the list needs it: everything but the response chunks' bodies and the

@@ -87,36 +87,13 @@ pub fn args_not_string(cx: &ExchangeContext) -> Vec<Finding> {
         }
         return out;
     }
-    let Some(text) = cx.response_text.as_deref() else {
-        return out;
-    };
-    let mut seen: Vec<u64> = Vec::new();
-    for ev in crate::stream::sse::decode_bytes(text.as_bytes()) {
-        let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
-            continue;
+    for a in &cx.args_not_string {
+        let e = Evidence {
+            pane: Some(Pane::Stream),
+            event: Some(a.event),
+            ..Default::default()
         };
-        let deltas = v
-            .pointer("/choices/0/delta/tool_calls")
-            .and_then(Value::as_array);
-        for (k, tc) in deltas.into_iter().flatten().enumerate() {
-            let i = tc.get("index").and_then(Value::as_u64).unwrap_or(k as u64);
-            if seen.contains(&i) {
-                continue;
-            }
-            if let Some(a) = not_string(tc.pointer("/function/arguments")) {
-                seen.push(i);
-                let name = tc
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let e = Evidence {
-                    pane: Some(Pane::Stream),
-                    event: Some(ev.index),
-                    ..Default::default()
-                };
-                out.push(finding(i as usize, name, &a, e));
-            }
-        }
+        out.push(finding(a.index as usize, &a.name, &a.value, e));
     }
     out
 }
@@ -345,16 +322,41 @@ mod args_not_string_tests {
 
     #[test]
     fn object_arguments_in_a_stream() {
+        // Through the one decoder, as a recorded stream is read: call 0's arguments are an
+        // object twice (reported once, at its first event), call 1's a number in a delta
+        // without `index` (counted by its position), call 2's a string (the contract).
         let mut cx = openai(json!({}), json!({}));
-        cx.streamed = true;
-        cx.response_text = Some(concat!(
-            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":{\"city\":\"Paris\"}}}]}}]}\n\n",
-            "data: [DONE]\n\n"
-        ).into());
+        crate::diagnose::load::set_stream(
+            &mut cx,
+            concat!(
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":{\"city\":\"Paris\"}}}]}}]}\n\n",
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":{\"more\":1}}}]}}]}\n\n",
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":2,\"id\":\"e\",\"function\":{\"name\":\"get_date\",\"arguments\":\"{}\"}},{\"id\":\"d\",\"function\":{\"name\":\"get_date\",\"arguments\":7}}]}}]}\n\n",
+                "data: [DONE]\n\n"
+            ),
+        );
         let f = args_not_string(&cx);
+        let got: Vec<_> = f
+            .iter()
+            .map(|f| {
+                (
+                    f.evidence.event,
+                    f.evidence.tool.as_deref(),
+                    f.message.contains("is an object"),
+                )
+            })
+            .collect();
         assert_eq!(
-            (ids(&f), f[0].evidence.event),
-            (vec!["tool_call.args_not_string"], Some(0))
+            got,
+            [
+                (Some(0), Some("get_time"), true),
+                (Some(2), Some("get_date"), false)
+            ]
+        );
+        assert!(
+            f[1].message.contains("tool call 1 (get_date) is a number"),
+            "{}",
+            f[1].message
         );
     }
 }

@@ -29,6 +29,17 @@ pub fn real_parser(chunks: &[String], syntax: Option<Syntax>, tools: &Arc<ToolIn
     )
 }
 
+/// [`real_parser`] without the per-step events ([`Trace::record_lean`]): the same findings,
+/// for callers that drop the traces after judging them (`check`, the inspector's list counts).
+pub fn lean_parser(chunks: &[String], syntax: Option<Syntax>, tools: &Arc<ToolIndex>) -> Trace {
+    Trace::record_lean(
+        chunks.iter().map(String::as_str),
+        syntax,
+        tools.clone(),
+        ParserOptions::default(),
+    )
+}
+
 /// `parser.chunking_divergence` for an exchange ([`chunking_divergence_with`] and the real
 /// parser).
 pub fn chunking_divergence(cx: &ExchangeContext) -> Vec<Finding> {

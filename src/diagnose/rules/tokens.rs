@@ -49,7 +49,20 @@ pub fn duplicate_bos_in(
     bos_id: Option<u32>,
     bos_token: Option<&str>,
 ) -> Vec<Finding> {
-    let toks = crate::tokens::tokens_from_pieces(prompt.unwrap_or(""), pieces);
+    // Only the leading run of BOS-like tokens is judged, and every token of that run is the
+    // same (id, text) as the first: the pieces up to the first different one are enough.
+    let run = pieces
+        .iter()
+        .take_while(|p| {
+            pieces
+                .first()
+                .is_some_and(|f| p.id == f.id && p.piece == f.piece)
+        })
+        .count();
+    let toks = crate::tokens::tokens_from_pieces(
+        prompt.unwrap_or(""),
+        &pieces[..pieces.len().min(run + 1)],
+    );
     let Some(first) = toks.first() else {
         return Vec::new();
     };
@@ -84,6 +97,24 @@ fn tokenized(cx: &ExchangeContext) -> Option<(&str, std::borrow::Cow<'_, [crate:
     ))
 }
 
+/// The marker rules of one exchange, over one tokenization of its prompt: every
+/// [`special_split`] finding, then the [`pseudo_special`] ones at other offsets (a marker the
+/// parser needs is reported once, as `token.special_split`, an error, not again as merely
+/// looking special, a warning).
+pub fn markers(cx: &ExchangeContext) -> Vec<Finding> {
+    let Some((prompt, tokens)) = tokenized(cx) else {
+        return Vec::new();
+    };
+    let mut out = split_in(cx, prompt, &tokens);
+    let split_at: Vec<Option<usize>> = out.iter().map(|f| f.evidence.offset).collect();
+    out.extend(
+        crate::tokens::pseudo_special(prompt, &tokens)
+            .into_iter()
+            .filter(|f| !split_at.contains(&f.evidence.offset)),
+    );
+    out
+}
+
 /// `token.pseudo_special` over the tokenized prompt (`--vocab` render, else the server's):
 /// marker text that is not one token ([`crate::tokens::pseudo_special`]).
 pub fn pseudo_special(cx: &ExchangeContext) -> Vec<Finding> {
@@ -106,6 +137,11 @@ pub fn special_split(cx: &ExchangeContext) -> Vec<Finding> {
     let Some((prompt, tokens)) = tokenized(cx) else {
         return Vec::new();
     };
+    split_in(cx, prompt, &tokens)
+}
+
+/// [`special_split`] over an already tokenized prompt.
+fn split_in(cx: &ExchangeContext, prompt: &str, tokens: &[crate::tokens::Token]) -> Vec<Finding> {
     let generated = cx
         .raw_text
         .as_deref()
@@ -120,7 +156,7 @@ pub fn special_split(cx: &ExchangeContext) -> Vec<Finding> {
     else {
         return Vec::new();
     };
-    split_markers(prompt, &tokens, syntax)
+    split_markers(prompt, tokens, syntax)
 }
 
 /// [`special_split`] on a tokenized prompt for a known syntax.

@@ -1,0 +1,574 @@
+//! Reading session lines without serde's buffering.
+//!
+//! serde's derive reads an internally tagged enum (`{"type": "exchange", …}`) and an untagged
+//! or flattened field by first copying the whole object into a private `Content` tree, then
+//! reading that tree again; a session line's `Line` → `Annotation` tags, every chunk's
+//! flattened `Body` and every token's untagged `Piece` were each copied that way. On the
+//! `check` bench (a 250 MB session, `cargo bench --bench check`) that copying was a quarter of
+//! the run. The impls here read the same JSON in one pass: a tagged object whose tag is its
+//! first key (as every writer, serde's `Serialize` included, puts it) is read straight into its
+//! variant; any other key order is still accepted, through a buffered [`Value`] read.
+//!
+//! The wire format is unchanged and written by the derived `Serialize` impls in
+//! [`super::model`]; `tests` below round-trips every variant through both.
+
+use super::model::{Annotation, Body, Chunk, Line, Piece};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// An internally tagged enum: `TAG` names the variant, the object's other keys are its body.
+trait Tagged: Sized {
+    /// The tag's key (`type`, `kind`).
+    const TAG: &'static str;
+    /// Every variant's tag value, for `unknown variant` errors.
+    const VARIANTS: &'static [&'static str];
+    /// What the visitor expects, for `invalid type` errors.
+    const EXPECTING: &'static str;
+    /// Reads the body of variant `variant` from `d` (the object without its tag).
+    fn body<'de, D: Deserializer<'de>>(variant: &str, d: D) -> Result<Self, D::Error>;
+}
+
+struct TaggedVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Tagged> Visitor<'de> for TaggedVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        let Some(first) = map.next_key::<String>()? else {
+            return Err(de::Error::missing_field(T::TAG));
+        };
+        if first == T::TAG {
+            let variant = map.next_value::<String>()?;
+            return T::body(&variant, de::value::MapAccessDeserializer::new(map));
+        }
+        // The tag is not first: buffer the object and read it from there.
+        let mut object = serde_json::Map::new();
+        object.insert(first, map.next_value::<Value>()?);
+        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+            object.insert(k, v);
+        }
+        let variant = match object.shift_remove(T::TAG) {
+            Some(Value::String(s)) => s,
+            Some(other) => {
+                return Err(de::Error::invalid_type(unexpected(&other), &"a string"));
+            }
+            None => return Err(de::Error::missing_field(T::TAG)),
+        };
+        T::body(&variant, Value::Object(object)).map_err(de::Error::custom)
+    }
+}
+
+fn unexpected(v: &Value) -> de::Unexpected<'_> {
+    match v {
+        Value::Null => de::Unexpected::Unit,
+        Value::Bool(b) => de::Unexpected::Bool(*b),
+        Value::Number(_) => de::Unexpected::Other("a number"),
+        Value::String(s) => de::Unexpected::Str(s),
+        Value::Array(_) => de::Unexpected::Seq,
+        Value::Object(_) => de::Unexpected::Map,
+    }
+}
+
+fn tagged<'de, D: Deserializer<'de>, T: Tagged>(d: D) -> Result<T, D::Error> {
+    d.deserialize_map(TaggedVisitor(PhantomData))
+}
+
+impl Tagged for Line {
+    const TAG: &'static str = "type";
+    const VARIANTS: &'static [&'static str] = &["header", "exchange", "annotation"];
+    const EXPECTING: &'static str = "a session line (an object tagged by \"type\")";
+
+    fn body<'de, D: Deserializer<'de>>(variant: &str, d: D) -> Result<Self, D::Error> {
+        match variant {
+            "header" => Deserialize::deserialize(d).map(Line::Header),
+            "exchange" => Deserialize::deserialize(d).map(|e| Line::Exchange(Box::new(e))),
+            "annotation" => Deserialize::deserialize(d).map(Line::Annotation),
+            other => Err(de::Error::unknown_variant(other, Self::VARIANTS)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Line {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d)
+    }
+}
+
+/// The bodies of [`Annotation`]'s variants, field for field. Each conversion below names every
+/// field of both sides, so a field added to one and not the other does not compile.
+mod body {
+    use super::super::model::{Engine, RawTextSource, TokenPiece};
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Deserialize)]
+    pub(super) struct ServerRender {
+        pub exchange: u64,
+        #[serde(default)]
+        pub prompt: Option<String>,
+        #[serde(default)]
+        pub tokens: Option<Vec<TokenPiece>>,
+        #[serde(default)]
+        pub error: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct RawText {
+        pub exchange: u64,
+        pub source: RawTextSource,
+        #[serde(default)]
+        pub text: Option<String>,
+        #[serde(default)]
+        pub slot: Option<u64>,
+        #[serde(default)]
+        pub generation_prompt: Option<String>,
+        #[serde(default)]
+        pub by: Option<u64>,
+        #[serde(default)]
+        pub verified: Option<bool>,
+        #[serde(default)]
+        pub diverged_at: Option<usize>,
+        #[serde(default)]
+        pub prompt_from: Option<String>,
+        #[serde(default)]
+        pub error: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Engine_ {
+        pub exchange: u64,
+        pub engine: Engine,
+        #[serde(default)]
+        pub props: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct OllamaShow {
+        pub exchange: u64,
+        pub model: String,
+        #[serde(default)]
+        pub show: Option<Value>,
+        #[serde(default)]
+        pub error: Option<String>,
+    }
+}
+
+impl Tagged for Annotation {
+    const TAG: &'static str = "kind";
+    const VARIANTS: &'static [&'static str] =
+        &["server_render", "raw_text", "engine", "ollama_show"];
+    const EXPECTING: &'static str = "an annotation (an object tagged by \"kind\")";
+
+    fn body<'de, D: Deserializer<'de>>(variant: &str, d: D) -> Result<Self, D::Error> {
+        Ok(match variant {
+            "server_render" => {
+                let body::ServerRender {
+                    exchange,
+                    prompt,
+                    tokens,
+                    error,
+                } = Deserialize::deserialize(d)?;
+                Annotation::ServerRender {
+                    exchange,
+                    prompt,
+                    tokens,
+                    error,
+                }
+            }
+            "raw_text" => {
+                let body::RawText {
+                    exchange,
+                    source,
+                    text,
+                    slot,
+                    generation_prompt,
+                    by,
+                    verified,
+                    diverged_at,
+                    prompt_from,
+                    error,
+                } = Deserialize::deserialize(d)?;
+                Annotation::RawText {
+                    exchange,
+                    source,
+                    text,
+                    slot,
+                    generation_prompt,
+                    by,
+                    verified,
+                    diverged_at,
+                    prompt_from,
+                    error,
+                }
+            }
+            "engine" => {
+                let body::Engine_ {
+                    exchange,
+                    engine,
+                    props,
+                } = Deserialize::deserialize(d)?;
+                Annotation::Engine {
+                    exchange,
+                    engine,
+                    props,
+                }
+            }
+            "ollama_show" => {
+                let body::OllamaShow {
+                    exchange,
+                    model,
+                    show,
+                    error,
+                } = Deserialize::deserialize(d)?;
+                Annotation::OllamaShow {
+                    exchange,
+                    model,
+                    show,
+                    error,
+                }
+            }
+            other => return Err(de::Error::unknown_variant(other, Self::VARIANTS)),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Annotation {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d)
+    }
+}
+
+/// The error for a body or chunk object with neither form.
+const NOT_A_BODY: &str = "a body needs a \"text\" or a \"base64\" field";
+
+/// Reads the keys of a chunk or body object: `t_us` (chunks only), `text`, `base64`; other keys
+/// are skipped. A `text` wins over a `base64` (as the untagged derive tried `Text` first).
+struct BodyFields {
+    t_us: Option<u64>,
+    text: Option<String>,
+    base64: Option<String>,
+}
+
+impl BodyFields {
+    fn read<'de, A: MapAccess<'de>>(mut map: A, chunk: bool) -> Result<Self, A::Error> {
+        let mut out = BodyFields {
+            t_us: None,
+            text: None,
+            base64: None,
+        };
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::TUs if chunk => out.t_us = Some(map.next_value()?),
+                Key::Text => out.text = Some(map.next_value()?),
+                Key::Base64 => out.base64 = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn body(self) -> Result<Body, &'static str> {
+        match (self.text, self.base64) {
+            (Some(text), _) => Ok(Body::Text { text }),
+            (None, Some(base64)) => Ok(Body::Base64 { base64 }),
+            (None, None) => Err(NOT_A_BODY),
+        }
+    }
+}
+
+/// A chunk or body key, read without allocating.
+enum Key {
+    TUs,
+    Text,
+    Base64,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key, E> {
+                Ok(match s {
+                    "t_us" => Key::TUs,
+                    "text" => Key::Text,
+                    "base64" => Key::Base64,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// Reads a body or chunk object's fields ([`BodyFields`]) and makes `T` of them, inside the
+/// visitor (so an error carries the object's position).
+struct FieldsVisitor<T> {
+    chunk: bool,
+    expecting: &'static str,
+    make: fn(BodyFields) -> Result<T, &'static str>,
+}
+
+impl<'de, T> Visitor<'de> for FieldsVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        (self.make)(BodyFields::read(map, self.chunk)?).map_err(de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for Body {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(FieldsVisitor {
+            chunk: false,
+            expecting: "a body ({\"text\": …} or {\"base64\": …})",
+            make: BodyFields::body,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Chunk {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(FieldsVisitor {
+            chunk: true,
+            expecting: "a chunk ({\"t_us\": …, \"text\" or \"base64\": …})",
+            make: |f| {
+                Ok(Chunk {
+                    t_us: f.t_us.ok_or("missing field `t_us`")?,
+                    data: f.body()?,
+                })
+            },
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Piece {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Piece;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a token piece (a string or an array of byte values)")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Piece, E> {
+                Ok(Piece::Text(s.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Piece, E> {
+                Ok(Piece::Text(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Piece, A::Error> {
+                let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(4));
+                while let Some(b) = seq.next_element::<u8>()? {
+                    bytes.push(b);
+                }
+                Ok(Piece::Bytes(bytes))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::*;
+    use serde_json::json;
+
+    fn every_line() -> Vec<Line> {
+        let tokens = vec![
+            TokenPiece {
+                id: 1,
+                piece: Piece::Text("<|im_start|>".into()),
+            },
+            TokenPiece {
+                id: 2,
+                piece: Piece::Bytes(vec![0xe2, 0x96]),
+            },
+        ];
+        vec![
+            Line::Header(Header {
+                format: "toolscope-session/1".into(),
+                created: "2026-12-01T00:00:00Z".into(),
+                tool: "toolscope 0.1.0".into(),
+                upstream: Some("http://127.0.0.1:8080".into()),
+                engine: Some(Engine {
+                    kind: "llama-server".into(),
+                    version: Some("b11434".into()),
+                    model: None,
+                }),
+                props: Some(json!({"chat_template": "{{ x }}"})),
+                source: None,
+            }),
+            Line::Exchange(Box::new(Exchange {
+                id: 3,
+                started: "2026-12-01T00:00:00.000001Z".into(),
+                label: Some("send".into()),
+                request: Request {
+                    method: "POST".into(),
+                    path: "/v1/chat/completions".into(),
+                    headers: vec![("content-type".into(), "application/json".into())],
+                    body: Body::Text {
+                        text: "{\"model\":\"m\"}".into(),
+                    },
+                },
+                response: Some(Response {
+                    status: 200,
+                    headers: vec![],
+                    body: Some(Body::Base64 {
+                        base64: "/w==".into(),
+                    }),
+                    chunks: Some(vec![
+                        Chunk {
+                            t_us: 5,
+                            data: Body::Text {
+                                text: "data: {}\n\n".into(),
+                            },
+                        },
+                        Chunk {
+                            t_us: 9,
+                            data: Body::Base64 {
+                                base64: "4pY=".into(),
+                            },
+                        },
+                    ]),
+                }),
+                timings: Timings {
+                    ttfb_us: Some(4),
+                    total_us: Some(10),
+                },
+                outcome: Outcome::ClientDisconnected,
+                error: Some("client closed the connection".into()),
+            })),
+            Line::Annotation(Annotation::ServerRender {
+                exchange: 3,
+                prompt: Some("<|im_start|>".into()),
+                tokens: Some(tokens),
+                error: None,
+            }),
+            Line::Annotation(Annotation::ServerRender {
+                exchange: 3,
+                prompt: None,
+                tokens: None,
+                error: Some("HTTP 404".into()),
+            }),
+            Line::Annotation(Annotation::RawText {
+                exchange: 3,
+                source: RawTextSource::Regenerated,
+                text: Some("<tool_call>".into()),
+                slot: Some(0),
+                generation_prompt: Some("<|im_start|>assistant\n".into()),
+                by: Some(4),
+                verified: Some(false),
+                diverged_at: Some(7),
+                prompt_from: Some("llama-server /apply-template".into()),
+                error: Some("e".into()),
+            }),
+            Line::Annotation(Annotation::Engine {
+                exchange: 3,
+                engine: Engine {
+                    kind: "vllm".into(),
+                    version: None,
+                    model: Some("m".into()),
+                },
+                props: Some(json!({"a": 1})),
+            }),
+            Line::Annotation(Annotation::OllamaShow {
+                exchange: 3,
+                model: "llama3".into(),
+                show: Some(json!({"template": "{{ .Prompt }}"})),
+                error: None,
+            }),
+        ]
+    }
+
+    #[test]
+    fn every_line_round_trips_through_the_one_pass_reader() {
+        for line in every_line() {
+            let text = serde_json::to_string(&line).unwrap();
+            let back: Line = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, line, "{text}");
+        }
+    }
+
+    #[test]
+    fn tags_in_any_position_read_the_same() {
+        // Keys reversed: the tag last (a hand-edited or re-serialised file).
+        fn reversed(v: &serde_json::Value) -> serde_json::Value {
+            match v {
+                serde_json::Value::Object(m) => serde_json::Value::Object(
+                    m.iter()
+                        .rev()
+                        .map(|(k, v)| (k.clone(), reversed(v)))
+                        .collect(),
+                ),
+                serde_json::Value::Array(a) => {
+                    serde_json::Value::Array(a.iter().map(reversed).collect())
+                }
+                other => other.clone(),
+            }
+        }
+        for line in every_line() {
+            let v = serde_json::to_value(&line).unwrap();
+            let text = serde_json::to_string(&reversed(&v)).unwrap();
+            assert!(!text.starts_with("{\"type\""), "{text}");
+            let back: Line = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, line, "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_lines_name_what_is_wrong_and_where() {
+        let cases = [
+            (
+                r#"{"type":"nope","x":1}"#,
+                "unknown variant `nope`, expected one of `header`, `exchange`, `annotation`",
+            ),
+            (r#"{"x":1}"#, "missing field `type`"),
+            (
+                r#"{"type":"annotation","kind":"raw_text","exchange":1}"#,
+                "missing field `source`",
+            ),
+            (
+                r#"{"type":"annotation","exchange":1,"kind":"what"}"#,
+                "unknown variant `what`",
+            ),
+            (
+                r#"{"type":"annotation","kind":"server_render","exchange":1,"tokens":[{"id":1,"piece":7}]}"#,
+                "a token piece",
+            ),
+            (
+                r#"{"type":"exchange","id":1,"started":"","request":{"method":"GET","path":"/","body":{"x":1}}}"#,
+                "a body needs a \"text\" or a \"base64\" field",
+            ),
+            (
+                r#"{"type":"exchange","id":1,"started":"","request":{"method":"GET","path":"/"},"response":{"status":200,"chunks":[{"text":"a"}]}}"#,
+                "missing field `t_us`",
+            ),
+            ("[1]", "a session line"),
+        ];
+        for (text, want) in cases {
+            let err = serde_json::from_str::<Line>(text).unwrap_err().to_string();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        // A position inside the line: the column of the bad token piece.
+        let text = r#"{"type":"annotation","kind":"server_render","exchange":1,"tokens":[{"id":1,"piece":7}]}"#;
+        let err = serde_json::from_str::<Line>(text).unwrap_err();
+        assert_eq!(
+            (err.line(), err.column()),
+            (1, text.find("7}").unwrap() + 1)
+        );
+    }
+}
