@@ -259,6 +259,18 @@ impl Builder {
             .push(Finding::new(rule, message, hint).with_evidence(e));
     }
 
+    /// True, after noting an `after_end` problem, when event `n` comes after the stream ended
+    /// at event `done` (`end`: what ended it, `[DONE]` or `message_stop`).
+    fn after_end(&mut self, n: usize, done: Option<usize>, end: &str) -> bool {
+        let Some(d) = done else { return false };
+        self.problem(
+            Some(n),
+            "after_end",
+            format!("event {n} arrives after {end} (event {d})"),
+        );
+        true
+    }
+
     fn problem(&mut self, event: Option<usize>, kind: &str, message: String) {
         self.r.problems.push(StreamProblem {
             event,
@@ -340,12 +352,7 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
     for ev in events {
         b.mark();
         let n = ev.index;
-        if let Some(d) = done {
-            b.problem(
-                Some(n),
-                "after_end",
-                format!("event {n} arrives after [DONE] (event {d})"),
-            );
+        if b.after_end(n, done, "[DONE]") {
             continue;
         }
         if ev.data.trim() == "[DONE]" {
@@ -597,12 +604,7 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
     for ev in events {
         b.mark();
         let n = ev.index;
-        if let Some(d) = done {
-            b.problem(
-                Some(n),
-                "after_end",
-                format!("event {n} arrives after message_stop (event {d})"),
-            );
+        if b.after_end(n, done, "message_stop") {
             continue;
         }
         let Some(v) = b.event_json(ev) else {
