@@ -95,3 +95,47 @@ async fn server_column_names_an_error_reply() {
     assert!(flat.contains("no assistant message: HTTP 500"), "{screen}");
     assert!(flat.contains(&recorded_error()[..40]), "{screen}");
 }
+
+/// On a small terminal the engines view does not fit: its title says where it stands and that
+/// `J`/`K` scroll it, `J` brings rows below the fold into view (and takes the first out), `K`
+/// scrolls back, and `e` (another view) starts again at its top.
+#[tokio::test]
+async fn a_view_that_does_not_fit_scrolls_with_j_and_k() {
+    let small = |spec: &str| {
+        let spec = spec.to_owned();
+        async move { support::tui::screen_after(SESSION, (100, 24), &spec).await }
+    };
+    // the right half's rows, below its title
+    let right = |screen: &str| -> Vec<String> {
+        screen
+            .lines()
+            .skip_while(|l| !l.contains("what each engine would return"))
+            .skip(1)
+            .map(|l| {
+                let l = l.trim_end().trim_end_matches('│');
+                l.rsplit('│').next().unwrap_or(l).trim().to_owned()
+            })
+            .filter(|l| !l.is_empty() && !l.starts_with('└'))
+            .collect()
+    };
+    let top = small("5 e").await;
+    assert!(top.contains("line 1/") && top.contains("J/K"), "{top}");
+    assert!(right(&top)[0].starts_with("family"), "{top}");
+    let down = small(&format!("5 e{}", " J".repeat(40))).await;
+    assert!(!down.contains("line 1/"), "{down}");
+    assert!(
+        !right(&down).iter().any(|l| l.starts_with("family")),
+        "{down}"
+    );
+    let (top_rows, down_rows) = (right(&top), right(&down));
+    assert!(
+        down_rows
+            .iter()
+            .any(|l| l.contains("SGLang") && !top_rows.contains(l)),
+        "{down}"
+    );
+    let up = small(&format!("5 e{}", " J K".repeat(40))).await;
+    assert!(up.contains("line 1/"), "{up}");
+    let again = small(&format!("5 e{} e e", " J".repeat(5))).await;
+    assert!(again.contains("line 1/"), "{again}");
+}

@@ -53,12 +53,17 @@ impl EnginesView {
     }
 }
 
-/// Draws the view in `area` (the Replay pane's right half).
-pub fn draw(view: &EnginesView, f: &mut Frame, area: Rect, a: &ExchangeAnalysis, theme: &Theme) {
+/// Draws the view in `area` (the Replay pane's right half), scrolled by `scroll` lines (`J`/`K`;
+/// the title says so when the view does not fit).
+pub fn draw(
+    view: &EnginesView,
+    f: &mut Frame,
+    area: Rect,
+    a: &ExchangeAnalysis,
+    theme: &Theme,
+    scroll: usize,
+) {
     let st = &theme.styles;
-    let b = Block::default().title(Span::styled(" what each engine would return", st.muted));
-    let inner = b.inner(area);
-    f.render_widget(b, area);
     let owned;
     let body = match view.lines_for(a.row) {
         Some(l) => l,
@@ -67,8 +72,19 @@ pub fn draw(view: &EnginesView, f: &mut Frame, area: Rect, a: &ExchangeAnalysis,
             &owned[..]
         }
     };
+    let b = Block::default().title(super::view::side_title(
+        " what each engine would return",
+        scroll,
+        body,
+        area,
+        st,
+    ));
+    let inner = b.inner(area);
+    f.render_widget(b, area);
     f.render_widget(
-        Paragraph::new(body.to_vec()).wrap(Wrap { trim: false }),
+        Paragraph::new(body.to_vec())
+            .wrap(Wrap { trim: false })
+            .scroll((scroll.min(u16::MAX as usize) as u16, 0)),
         inner,
     );
 }

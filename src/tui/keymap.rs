@@ -57,6 +57,9 @@ pub enum Action {
     Layout,
     /// Replay pane: what each engine's parser would return, beside toolscope's read (toggle).
     Engines,
+    /// Replay pane: scroll the right half (the server stream, or the engines view) down / up.
+    SideDown,
+    SideUp,
 }
 
 impl Action {
@@ -459,6 +462,20 @@ impl Default for Keymap {
                 &[Replay],
                 "engines: what llama.cpp / vLLM / SGLang would return",
                 true,
+            ),
+            b(
+                Action::SideDown,
+                &["J", "shift-down"],
+                &[Replay],
+                "scroll the right half (server stream / engines) down",
+                false,
+            ),
+            b(
+                Action::SideUp,
+                &["K", "shift-up"],
+                &[Replay],
+                "scroll the right half up",
+                false,
             ),
             b(
                 Action::Select,

@@ -183,6 +183,9 @@ pub struct SessionView {
     pub server_doc: Doc,
     /// Replay: the engines view (`e`), shown instead of the server stream when open.
     pub replay_engines: super::engines::EnginesView,
+    /// Replay: lines the right half (server stream or engines view) is scrolled by (`J`/`K`);
+    /// back to 0 when the exchange or the view changes.
+    pub side_scroll: usize,
     pub search: Option<Search>,
     pub session_findings: Vec<Finding>,
     /// Live proxy session (rows arrive while open).
@@ -363,6 +366,7 @@ impl State {
             step: 0,
             server_doc: Doc::default(),
             replay_engines: Default::default(),
+            side_scroll: 0,
             search: None,
             session_findings,
             live,
@@ -508,6 +512,7 @@ impl State {
                         if !same {
                             s.panes = Default::default();
                             s.step = 0;
+                            s.side_scroll = 0;
                             s.modes.collapsed.clear();
                             s.diff = None;
                         }
@@ -1316,6 +1321,7 @@ fn select_row(
         if !same {
             s.panes = Default::default();
             s.step = 0;
+            s.side_scroll = 0;
             s.modes.collapsed.clear();
             s.diff = None;
             rebuild_all(s, theme);
@@ -1349,7 +1355,22 @@ fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effe
             s.chunking = Chunking::ALL[next];
             s.step = a.replay.find(s.chunking, end);
         }
-        Action::Engines => s.replay_engines.toggle(&a, theme),
+        Action::Engines => {
+            s.replay_engines.toggle(&a, theme);
+            s.side_scroll = 0;
+        }
+        Action::SideDown | Action::SideUp => {
+            // at most to the right half's last line
+            let len = match s.replay_engines.lines_for(a.row) {
+                Some(l) if s.replay_engines.open => l.len(),
+                _ => s.server_doc.lines.len(),
+            };
+            s.side_scroll = if action == Action::SideDown {
+                (s.side_scroll + 1).min(len.saturating_sub(1))
+            } else {
+                s.side_scroll.saturating_sub(1)
+            };
+        }
         _ => {}
     }
     if (s.step, s.chunking) != before {

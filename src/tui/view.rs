@@ -677,16 +677,47 @@ fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::Ex
         li,
     );
     if s.replay_engines.open {
-        super::engines::draw(&s.replay_engines, f, right, a, &state.theme);
+        super::engines::draw(&s.replay_engines, f, right, a, &state.theme, s.side_scroll);
         return;
     }
-    let rb = Block::default().title(Span::styled(" server stream at the same point", st.muted));
+    let lines = &s.server_doc.lines;
+    let rb = Block::default().title(side_title(
+        " server stream at the same point",
+        s.side_scroll,
+        lines,
+        right,
+        st,
+    ));
     let ri = rb.inner(right);
     f.render_widget(rb, right);
     f.render_widget(
-        Paragraph::new(s.server_doc.lines.clone()).wrap(Wrap { trim: false }),
+        Paragraph::new(lines.clone())
+            .wrap(Wrap { trim: false })
+            .scroll((s.side_scroll.min(u16::MAX as usize) as u16, 0)),
         ri,
     );
+}
+
+/// The Replay pane's right-half title: `title`, and when its `lines` do not fit in `area` (or
+/// are scrolled), where it stands and the keys that scroll it (`J`/`K`).
+pub(super) fn side_title(
+    title: &str,
+    scroll: usize,
+    lines: &[Line<'_>],
+    area: Rect,
+    st: &super::theme::Styles,
+) -> Line<'static> {
+    let width = area.width.max(1) as usize;
+    // rows after wrapping (at least one per line; a word-wrapped line may take one more)
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(width).max(1)).sum();
+    let mut spans = vec![Span::styled(title.to_owned(), st.muted)];
+    if scroll > 0 || rows > area.height.saturating_sub(1) as usize {
+        spans.push(Span::styled(
+            format!(" · line {}/{} · J/K scroll", scroll + 1, lines.len()),
+            st.key_help,
+        ));
+    }
+    Line::from(spans)
 }
 
 fn draw_footer(state: &State, f: &mut Frame, area: Rect) {
