@@ -247,12 +247,28 @@ impl<'de> Deserialize<'de> for Annotation {
 /// The error for a body or chunk object with neither form.
 const NOT_A_BODY: &str = "a body needs a \"text\" or a \"base64\" field";
 
+/// The error for a body or chunk object whose `text` and `base64` are not strings.
+const NOT_A_STRING: &str = "a body's \"text\" or \"base64\" must be a string";
+
 /// Reads the keys of a chunk or body object: `t_us` (chunks only), `text`, `base64`; other keys
-/// are skipped. A `text` wins over a `base64` (as the untagged derive tried `Text` first).
+/// are skipped. A `text` string wins over a `base64` one (as the untagged derive tried `Text`
+/// first); a form whose value is not a string is passed over for the other, as the derive did.
 struct BodyFields {
     t_us: Option<u64>,
-    text: Option<String>,
-    base64: Option<String>,
+    text: Option<Form>,
+    base64: Option<Form>,
+}
+
+/// A `text` or `base64` value: its string, or `None` when it is JSON of another type.
+struct Form(Option<String>);
+
+impl<'de> Deserialize<'de> for Form {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Form(match Value::deserialize(d)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        }))
+    }
 }
 
 impl BodyFields {
@@ -277,9 +293,10 @@ impl BodyFields {
 
     fn body(self) -> Result<Body, &'static str> {
         match (self.text, self.base64) {
-            (Some(text), _) => Ok(Body::Text { text }),
-            (None, Some(base64)) => Ok(Body::Base64 { base64 }),
+            (Some(Form(Some(text))), _) => Ok(Body::Text { text }),
+            (_, Some(Form(Some(base64)))) => Ok(Body::Base64 { base64 }),
             (None, None) => Err(NOT_A_BODY),
+            _ => Err(NOT_A_STRING),
         }
     }
 }
@@ -526,6 +543,46 @@ mod tests {
             assert!(!text.starts_with("{\"type\""), "{text}");
             let back: Line = serde_json::from_str(&text).unwrap();
             assert_eq!(back, line, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_body_form_that_is_not_a_string_yields_to_the_other_form() {
+        // As the untagged derive read them: `text` first, else `base64`; a key of either whose
+        // value is not a string (e.g. a writer that puts `"text": null` beside the base64) is
+        // passed over, not an unreadable line.
+        let cases = [
+            (
+                r#"{"text":null,"base64":"/w=="}"#,
+                Body::Base64 {
+                    base64: "/w==".into(),
+                },
+            ),
+            (
+                r#"{"text":5,"base64":"/w=="}"#,
+                Body::Base64 {
+                    base64: "/w==".into(),
+                },
+            ),
+            (
+                r#"{"text":"a","base64":null}"#,
+                Body::Text { text: "a".into() },
+            ),
+            (
+                r#"{"base64":{"x":[1]},"text":"a"}"#,
+                Body::Text { text: "a".into() },
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(serde_json::from_str::<Body>(text).unwrap(), want, "{text}");
+            let chunk = format!(r#"{{"t_us":4,{}"#, &text[1..]);
+            let got = serde_json::from_str::<Chunk>(&chunk).unwrap();
+            assert_eq!((got.t_us, got.data), (4, want), "{chunk}");
+        }
+        // neither form a string: still refused, naming the field
+        for text in [r#"{"text":null}"#, r#"{"text":1,"base64":[2]}"#] {
+            let err = serde_json::from_str::<Body>(text).unwrap_err().to_string();
+            assert!(err.contains("must be a string"), "{text}: {err}");
         }
     }
 

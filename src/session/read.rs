@@ -220,15 +220,7 @@ impl LineJudge {
                 line: line_no,
                 detail: format!("column {}: {}", e.column(), crate::json_reason(&e)),
             }),
-            Err(e) => Ok(Judged::Warning(ReadWarning {
-                line: line_no,
-                column: Some(e.column()),
-                message: if e.is_eof() {
-                    "truncated line (the writer stopped mid-line); skipped".to_owned()
-                } else {
-                    format!("unreadable line skipped: {}", crate::json_reason(&e))
-                },
-            })),
+            Err(e) => Ok(Judged::Warning(undecodable_line(line_no, &e))),
         }
     }
 
@@ -284,6 +276,22 @@ pub fn apply_learnt_engine(header: &mut Header, annotations: &BTreeMap<u64, Vec<
         if header.props.is_none() {
             header.props = props;
         }
+    }
+}
+
+/// The warning for session line `line` that serde_json could not decode (`e`): a cut-off line
+/// (the writer stopped mid-line; also when a reopened file went on after it) or an unreadable
+/// one, at the column where reading stopped. Every reader of session lines words it so:
+/// [`LineJudge`] and the inspector's index, when it decodes a line it had only glanced at.
+pub fn undecodable_line(line: usize, e: &serde_json::Error) -> ReadWarning {
+    ReadWarning {
+        line,
+        column: Some(e.column()),
+        message: if e.is_eof() {
+            "truncated line (the writer stopped mid-line); skipped".to_owned()
+        } else {
+            format!("unreadable line skipped: {}", crate::json_reason(e))
+        },
     }
 }
 

@@ -439,8 +439,8 @@ impl SessionSource {
     }
 
     /// [`SessionSource::annotations_of`], with a warning for each annotation line that does
-    /// not decode (`line N column C: unreadable line: …`, as the index reports a damaged line;
-    /// the index only glanced at the line's `type`, `kind` and `exchange`).
+    /// not decode (`line N column C: unreadable line skipped: …`, as the index reports a
+    /// damaged line; the index only glanced at the line's `type`, `kind` and `exchange`).
     pub fn read_annotations(
         &self,
         id: u64,
@@ -509,10 +509,7 @@ fn read_annotation(f: &std::fs::File, r: &RowRef) -> Result<Annotation, ReadWarn
             None,
             "not an annotation line (the file changed); skipped".into(),
         )),
-        Err(e) => Err(warn(
-            Some(e.column()),
-            format!("unreadable line skipped: {}", crate::json_reason(&e)),
-        )),
+        Err(e) => Err(crate::session::read::undecodable_line(r.line, &e)),
     }
 }
 
@@ -539,13 +536,10 @@ fn peek_annotation(raw: &[u8]) -> Option<u64> {
     (p.ty == "annotation" && matches!(p.kind, "server_render" | "raw_text")).then_some(p.exchange)
 }
 
-/// `"line N column C: unreadable line: …"` for a line serde_json could not decode.
+/// `"line N column C: …"` for a line serde_json could not decode, worded as the whole-file
+/// reader words it ([`crate::session::read::undecodable_line`]: a cut-off line is "truncated").
 fn unreadable(line: usize, e: &serde_json::Error) -> String {
-    format!(
-        "line {line} column {}: unreadable line: {}",
-        e.column(),
-        crate::json_reason(e)
-    )
+    crate::session::read::undecodable_line(line, e).to_string()
 }
 
 /// An exchange line as the list needs it: everything but the response chunks' bodies and the
