@@ -82,7 +82,8 @@ pub struct ArgsNotString {
     pub index: u64,
     /// 0-based SSE event number.
     pub event: usize,
-    /// The delta's `function.name`, empty when it has none.
+    /// The call's name: the delta's `function.name`, else the name the call with this `index`
+    /// was given in another delta; empty when none.
     pub name: String,
     /// The `function.arguments` value as sent.
     pub value: Value,
@@ -325,6 +326,18 @@ impl Builder {
     /// Ends the reassembly: records each call's last arguments event.
     fn finish(mut self, _api: Api) -> Reassembled {
         self.r.args_events = std::mem::take(&mut self.last_args_event);
+        // a delta that named no tool continues a call that was named earlier
+        let calls = &self.r.message.tool_calls;
+        for a in self
+            .r
+            .args_not_string
+            .iter_mut()
+            .filter(|a| a.name.is_empty())
+        {
+            if let Some(c) = calls.iter().find(|c| c.index == Some(a.index)) {
+                a.name = c.name.clone();
+            }
+        }
         self.r
     }
 }

@@ -358,6 +358,27 @@ mod args_not_string_tests {
             "{}",
             f[1].message
         );
+        // the name came in an earlier delta than the object: the call is still named
+        let mut cx = openai(json!({}), json!({}));
+        crate::diagnose::load::set_stream(
+            &mut cx,
+            concat!(
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":\"\"}}]}}]}\n\n",
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":{\"city\":\"Paris\"}}}]}}]}\n\n",
+                "data: [DONE]\n\n"
+            ),
+        );
+        let f = args_not_string(&cx);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].evidence.event, f[0].evidence.tool.as_deref()),
+            (Some(1), Some("get_time"))
+        );
+        assert!(
+            f[0].message.contains("tool call 0 (get_time)"),
+            "{}",
+            f[0].message
+        );
     }
 }
 
