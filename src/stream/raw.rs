@@ -317,7 +317,7 @@ pub fn raw_output(ex: &Exchange, annotations: &[Annotation]) -> RawOutput {
     raw_output_of(ex, ex.request_json().as_ref(), annotations)
 }
 
-/// [`raw_output`] with the request body already parsed (`request`: `ex`'s request as JSON, or
+/// [`raw_output`] with the request body already parsed (`chat`: `ex`'s request as JSON, or
 /// `None` when it is not JSON), so a caller that holds it does not parse it again.
 pub fn raw_output_of(ex: &Exchange, chat: Option<&Value>, annotations: &[Annotation]) -> RawOutput {
     let prefill = chat

@@ -49,15 +49,11 @@ pub fn duplicate_bos_in(
     bos_id: Option<u32>,
     bos_token: Option<&str>,
 ) -> Vec<Finding> {
-    // Only the leading run of BOS-like tokens is judged, and every token of that run is the
-    // same (id, text) as the first: the pieces up to the first different one are enough.
+    // Only the leading run of BOS tokens is judged, and every token of that run has the first
+    // one's id: the pieces up to the first other id are enough.
     let run = pieces
         .iter()
-        .take_while(|p| {
-            pieces
-                .first()
-                .is_some_and(|f| p.id == f.id && p.piece == f.piece)
-        })
+        .take_while(|p| pieces.first().is_some_and(|f| p.id == f.id))
         .count();
     let toks = crate::tokens::tokens_from_pieces(
         prompt.unwrap_or(""),
@@ -238,6 +234,31 @@ mod tests {
         assert!(f[0].message.contains("positions 0, 1"), "{}", f[0].message);
         assert_eq!(f[0].evidence.token, Some(1));
         assert_eq!(duplicate_bos_in(&toks, None, None, None).len(), 1);
+    }
+
+    #[test]
+    fn a_longer_bos_run_is_reported_whole() {
+        // the judged prefix ends at the first other id: a third BOS is still counted, and the
+        // offset of the second is the prompt's
+        let toks = [
+            t(1, "<s>"),
+            t(1, "<s>"),
+            t(1, "<s>"),
+            t(7, "hi"),
+            t(1, "<s>"),
+        ];
+        let f = duplicate_bos_in(&toks, Some("<s><s><s>hi<s>"), Some(1), Some("<s>"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("3 BOS tokens"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("positions 0, 1, 2"),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(
+            (f[0].evidence.token, f[0].evidence.offset),
+            (Some(1), Some(3))
+        );
     }
 
     #[test]
