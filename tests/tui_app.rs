@@ -2,15 +2,14 @@
 
 mod support;
 
+use support::tui::{key, keys as typed, screen};
+
 use std::path::PathBuf;
 
-use crossterm::event::{
-    Event, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseButton, MouseEvent,
-    MouseEventKind,
-};
+use crossterm::event::{Event, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use toolscope::tui::keymap::{Key, Keymap};
+use toolscope::tui::keymap::Keymap;
 use toolscope::tui::theme::Theme;
 use toolscope::tui::{State, Tui};
 
@@ -37,20 +36,6 @@ fn app_over(files: Vec<PathBuf>, dir: Option<PathBuf>) -> Tui<TestBackend> {
     tui
 }
 
-fn key(k: &str) -> std::io::Result<Event> {
-    let key = Key::parse(k).unwrap();
-    Ok(Event::Key(KeyEvent {
-        code: key.code,
-        modifiers: key.mods,
-        kind: KeyEventKind::Press,
-        state: KeyEventState::NONE,
-    }))
-}
-
-fn typed(spec: &str) -> Vec<std::io::Result<Event>> {
-    spec.split_whitespace().map(key).collect()
-}
-
 fn text(s: &str) -> Vec<std::io::Result<Event>> {
     s.chars()
         .map(|c| {
@@ -58,18 +43,6 @@ fn text(s: &str) -> Vec<std::io::Result<Event>> {
                 crossterm::event::KeyCode::Char(c),
                 KeyModifiers::NONE,
             )))
-        })
-        .collect()
-}
-
-fn screen(tui: &Tui<TestBackend>) -> String {
-    let buf = tui.terminal.backend().buffer();
-    (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-                + "\n"
         })
         .collect()
 }

@@ -10,19 +10,20 @@ use toolscope::tui::keymap::{Key, Keymap};
 use toolscope::tui::theme::Theme;
 use toolscope::tui::{State, Tui};
 
-/// Key events from a space-separated key list (`"j j 4 enter"`, the keymap's key names).
+/// The key event of one key name (`"j"`, `"enter"`, `"ctrl-u"`: the keymap's key names).
+pub fn key(k: &str) -> std::io::Result<Event> {
+    let key = Key::parse(k).unwrap();
+    Ok(Event::Key(KeyEvent {
+        code: key.code,
+        modifiers: key.mods,
+        kind: KeyEventKind::Press,
+        state: KeyEventState::NONE,
+    }))
+}
+
+/// Key events from a space-separated key list (`"j j 4 enter"`).
 pub fn keys(spec: &str) -> Vec<std::io::Result<Event>> {
-    spec.split_whitespace()
-        .map(|k| {
-            let key = Key::parse(k).unwrap();
-            Ok(Event::Key(KeyEvent {
-                code: key.code,
-                modifiers: key.mods,
-                kind: KeyEventKind::Press,
-                state: KeyEventState::NONE,
-            }))
-        })
-        .collect()
+    spec.split_whitespace().map(key).collect()
 }
 
 /// The terminal's cells as text, one line per row.
