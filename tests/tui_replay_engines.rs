@@ -15,6 +15,18 @@ async fn screen_after(spec: &str) -> String {
     support::tui::screen_after(SESSION, (150, 48), spec).await
 }
 
+/// Each screen row's right column: after the Replay pane's middle border, before the pane's
+/// own, trimmed (the view wraps long lines, so callers join the rows to compare text).
+fn right_column(screen: &str) -> Vec<&str> {
+    screen
+        .lines()
+        .map(|l| {
+            let l = l.trim_end().trim_end_matches('│');
+            l.rsplit('│').next().unwrap_or(l).trim()
+        })
+        .collect()
+}
+
 /// The error message the real server answered, read from the session file.
 fn recorded_error() -> String {
     let text = std::fs::read_to_string(SESSION).unwrap();
@@ -56,15 +68,7 @@ async fn e_shows_what_each_engine_would_return_for_the_raw_text() {
     );
     // llama.cpp's row predicts what the real server answered (the view wraps long lines, so
     // compare without the line breaks and borders)
-    let flat: String = screen
-        .lines()
-        .map(|l| {
-            // the right column: after the middle border, before the pane's own
-            let l = l.trim_end().trim_end_matches('│');
-            l.rsplit('│').next().unwrap_or(l).trim()
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let flat = right_column(&screen).join(" ");
     assert!(flat.contains(&format!("HTTP 500: {recorded}")), "{screen}");
     assert!(flat.contains("recorded"), "{screen}");
     for engine in ["llama.cpp", "vLLM", "SGLang", "Ollama"] {
@@ -83,14 +87,7 @@ async fn e_shows_what_each_engine_would_return_for_the_raw_text() {
 #[tokio::test]
 async fn server_column_names_an_error_reply() {
     let screen = screen_after("5").await;
-    let flat: String = screen
-        .lines()
-        .map(|l| {
-            let l = l.trim_end().trim_end_matches('│');
-            l.rsplit('│').next().unwrap_or(l).trim()
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let flat = right_column(&screen).join(" ");
     assert!(!flat.contains("No server reply"), "{screen}");
     assert!(flat.contains("no assistant message: HTTP 500"), "{screen}");
     assert!(flat.contains(&recorded_error()[..40]), "{screen}");
@@ -107,15 +104,16 @@ async fn a_view_that_does_not_fit_scrolls_with_j_and_k() {
     };
     // the right half's rows, below its title
     let right = |screen: &str| -> Vec<String> {
-        screen
+        let below: String = screen
             .lines()
             .skip_while(|l| !l.contains("what each engine would return"))
             .skip(1)
-            .map(|l| {
-                let l = l.trim_end().trim_end_matches('│');
-                l.rsplit('│').next().unwrap_or(l).trim().to_owned()
-            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        right_column(&below)
+            .into_iter()
             .filter(|l| !l.is_empty() && !l.starts_with('└'))
+            .map(str::to_owned)
             .collect()
     };
     let top = small("5 e").await;

@@ -12,7 +12,6 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Wrap};
 
 use crate::parser::engines::{self, Outcome};
 use crate::parser::trace::cut;
@@ -72,21 +71,7 @@ pub fn draw(
             &owned[..]
         }
     };
-    let b = Block::default().title(super::view::side_title(
-        " what each engine would return",
-        scroll,
-        body,
-        area,
-        st,
-    ));
-    let inner = b.inner(area);
-    f.render_widget(b, area);
-    f.render_widget(
-        Paragraph::new(body.to_vec())
-            .wrap(Wrap { trim: false })
-            .scroll((scroll.min(u16::MAX as usize) as u16, 0)),
-        inner,
-    );
+    super::view::draw_side(f, area, " what each engine would return", body, scroll, st);
 }
 
 /// A text shown quoted and cut (model text may hold escape sequences: `{:?}` shows them

@@ -680,27 +680,40 @@ fn draw_replay(state: &State, f: &mut Frame, area: Rect, a: &super::analysis::Ex
         super::engines::draw(&s.replay_engines, f, right, a, &state.theme, s.side_scroll);
         return;
     }
-    let lines = &s.server_doc.lines;
-    let rb = Block::default().title(side_title(
-        " server stream at the same point",
-        s.side_scroll,
-        lines,
+    draw_side(
+        f,
         right,
+        " server stream at the same point",
+        &s.server_doc.lines,
+        s.side_scroll,
         st,
-    ));
-    let ri = rb.inner(right);
-    f.render_widget(rb, right);
+    );
+}
+
+/// The Replay pane's right half: `title` over `lines`, wrapped and scrolled by `scroll` lines
+/// (`J`/`K`), the title saying so when they do not fit ([`side_title`]).
+pub(super) fn draw_side(
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+    lines: &[Line<'static>],
+    scroll: usize,
+    st: &super::theme::Styles,
+) {
+    let b = Block::default().title(side_title(title, scroll, lines, area, st));
+    let inner = b.inner(area);
+    f.render_widget(b, area);
     f.render_widget(
-        Paragraph::new(lines.clone())
+        Paragraph::new(lines.to_vec())
             .wrap(Wrap { trim: false })
-            .scroll((s.side_scroll.min(u16::MAX as usize) as u16, 0)),
-        ri,
+            .scroll((scroll.min(u16::MAX as usize) as u16, 0)),
+        inner,
     );
 }
 
 /// The Replay pane's right-half title: `title`, and when its `lines` do not fit in `area` (or
 /// are scrolled), where it stands and the keys that scroll it (`J`/`K`).
-pub(super) fn side_title(
+fn side_title(
     title: &str,
     scroll: usize,
     lines: &[Line<'_>],
