@@ -848,18 +848,7 @@ pub async fn exchange_annotations(
             prompt_from: None,
             error: None,
         },
-        Err(why) => Annotation::RawText {
-            exchange,
-            source: RawTextSource::SlotsDebug,
-            text: None,
-            slot: None,
-            generation_prompt: None,
-            by: None,
-            verified: None,
-            diverged_at: None,
-            prompt_from: None,
-            error: Some(why),
-        },
+        Err(why) => Annotation::raw_text_missing(exchange, RawTextSource::SlotsDebug, None, why),
     };
     (vec![render, raw], prompt.ok())
 }

@@ -757,18 +757,12 @@ pub async fn regenerate_on_engine(
 /// The [`Annotation::RawText`] of a regeneration of `original` that produced no text: `error`
 /// says why, `prompt_from` where the prompt came from when it got that far.
 fn failed_annotation(original: &Exchange, e: &anyhow::Error, from: Option<String>) -> Annotation {
-    Annotation::RawText {
-        exchange: original.id,
-        source: RawTextSource::Regenerated,
-        text: None,
-        slot: None,
-        generation_prompt: None,
-        by: None,
-        verified: None,
-        diverged_at: None,
-        prompt_from: from,
-        error: Some(format!("{e:#}")),
-    }
+    Annotation::raw_text_missing(
+        original.id,
+        RawTextSource::Regenerated,
+        from,
+        format!("{e:#}"),
+    )
 }
 
 /// Response headers as a session records them: `(lower-case name, value)` pairs in the

@@ -351,6 +351,28 @@ impl Annotation {
         }
     }
 
+    /// A [`Annotation::RawText`] without text: why there is none (`error`), from `source`, and
+    /// where a regeneration's prompt came from when it got that far (`prompt_from`).
+    pub fn raw_text_missing(
+        exchange: u64,
+        source: RawTextSource,
+        prompt_from: Option<String>,
+        error: String,
+    ) -> Annotation {
+        Annotation::RawText {
+            exchange,
+            source,
+            text: None,
+            slot: None,
+            generation_prompt: None,
+            by: None,
+            verified: None,
+            diverged_at: None,
+            prompt_from,
+            error: Some(error),
+        }
+    }
+
     /// The newest Ollama `/api/show` among one exchange's `annotations`: `(model, show)`.
     pub fn latest_ollama_show(annotations: &[Annotation]) -> Option<(&str, &Value)> {
         annotations.iter().rev().find_map(|a| match a {
