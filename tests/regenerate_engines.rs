@@ -427,16 +427,19 @@ async fn proxy_regenerate_on_a_vllm_upstream() {
     assert_eq!(from.as_deref(), Some("vLLM /tokenize (messages)"));
 }
 
+/// The shipped session the CLI tests regenerate from (a copy is made per test).
+fn shipped_http500() -> std::path::PathBuf {
+    support::root().join("sessions/e-http500-peg-native.jsonl")
+}
+
 /// Unusable input and an unreachable engine (hand-checked against docs/record.md's exit codes):
 /// a `--url` that is no http(s) URL is exit 2 naming the flag, before anything is opened; an
 /// engine nobody answers at is exit 1 naming the exchange and the URL, and the summary does
 /// not claim a recording that did not happen. The session file is byte for byte unchanged.
 #[test]
 fn cli_bad_url_and_unreachable_engine() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, src) = (tempfile::tempdir().unwrap(), shipped_http500());
     let session = dir.path().join("s.jsonl");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sessions/e-http500-peg-native.jsonl");
     std::fs::copy(&src, &session).unwrap();
     let before = std::fs::read(&session).unwrap();
     let run = |url: &str| {
@@ -478,10 +481,8 @@ fn cli_bad_url_and_unreachable_engine() {
 /// nothing is sent and the session is unchanged.
 #[test]
 fn cli_endpoint_of_another_engine_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, src) = (tempfile::tempdir().unwrap(), shipped_http500());
     let session = dir.path().join("s.jsonl");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sessions/e-http500-peg-native.jsonl");
     std::fs::copy(&src, &session).unwrap();
     let before = std::fs::read(&session).unwrap();
     for (engine, endpoint) in [
@@ -512,10 +513,8 @@ fn cli_endpoint_of_another_engine_is_refused() {
 /// A session without exchanges: the error says so rather than suggesting `--exchange N`.
 #[test]
 fn cli_session_without_exchanges() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, src) = (tempfile::tempdir().unwrap(), shipped_http500());
     let session = dir.path().join("s.jsonl");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sessions/e-http500-peg-native.jsonl");
     let header = std::fs::read_to_string(&src)
         .unwrap()
         .lines()
