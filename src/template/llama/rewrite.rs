@@ -574,17 +574,9 @@ impl Rw {
             } else {
                 ""
             };
-            let (Some(a), Some(b)) = (self.toks.get(i).copied(), self.toks.get(j).copied()) else {
-                self.failed = true;
+            if !self.replace_tokens(i, j, format!("{close},{:?},", op.symbol())) {
                 return;
-            };
-            self.edits.push(Edit {
-                pos: a.1,
-                rank: 1,
-                seq: self.seq,
-                delete: b.2 - a.1,
-                text: format!("{close},{:?},", op.symbol()),
-            });
+            }
         }
         let end = self.outer(operands[operands.len() - 1]).1;
         self.edits.push(Edit {
@@ -597,6 +589,23 @@ impl Rw {
         for o in operands {
             self.expr(o);
         }
+    }
+
+    /// Replaces an operator's source, tokens `i` to `j`, with `text` (an edit of this chain);
+    /// false, and the rewrite failed, when the tokens are not known.
+    fn replace_tokens(&mut self, i: usize, j: usize, text: String) -> bool {
+        let (Some(a), Some(b)) = (self.toks.get(i).copied(), self.toks.get(j).copied()) else {
+            self.failed = true;
+            return false;
+        };
+        self.edits.push(Edit {
+            pos: a.1,
+            rank: 1,
+            seq: self.seq,
+            delete: b.2 - a.1,
+            text,
+        });
+        true
     }
 
     /// `o1 op1 o2 op2 o3` → `f2(f1(o1, o2), o3)`: the openers before `o1`, each operator's
@@ -624,17 +633,9 @@ impl Rw {
             text: opener,
         });
         for (k, &(_, i, j)) in ops.iter().enumerate() {
-            let (Some(a), Some(b)) = (self.toks.get(i).copied(), self.toks.get(j).copied()) else {
-                self.failed = true;
+            if !self.replace_tokens(i, j, ",".to_owned()) {
                 return;
-            };
-            self.edits.push(Edit {
-                pos: a.1,
-                rank: 1,
-                seq: self.seq,
-                delete: b.2 - a.1,
-                text: ",".to_owned(),
-            });
+            }
             let end = self.outer(operands[k + 1]).1;
             self.edits.push(Edit {
                 pos: end,
