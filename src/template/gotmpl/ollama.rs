@@ -90,7 +90,33 @@ fn is_ollama_func(n: &str) -> bool {
     super::exec::BUILTINS.contains(&n) || super::exec::OLLAMA_FUNCS.contains(&n)
 }
 
+/// Templates kept parsed per thread by [`OllamaTemplate::parse_memo`].
+const PARSED_TEMPLATES: usize = 8;
+
 impl OllamaTemplate {
+    /// [`OllamaTemplate::parse`], memoised per thread: `check` and the inspector render every
+    /// exchange of an Ollama session through the same `/api/show` template. Holds at most
+    /// [`PARSED_TEMPLATES`] templates (keyed by their text; emptied when full); a template that
+    /// does not parse is parsed again each time (its error is the answer).
+    pub fn parse_memo(text: &str) -> Result<std::rc::Rc<OllamaTemplate>, GoTemplateError> {
+        thread_local! {
+            static PARSED: std::cell::RefCell<Vec<std::rc::Rc<OllamaTemplate>>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        if let Some(t) = PARSED.with(|c| c.borrow().iter().find(|t| t.src == text).cloned()) {
+            return Ok(t);
+        }
+        let t = std::rc::Rc::new(OllamaTemplate::parse(text)?);
+        PARSED.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= PARSED_TEMPLATES {
+                c.clear();
+            }
+            c.push(t.clone());
+        });
+        Ok(t)
+    }
+
     /// template.go `Parse`. Errors: Go's parse errors; `undefined template specified` for a
     /// `{{template "x"}}` without a pipeline (Ollama's `Identifiers` refuses it).
     pub fn parse(text: &str) -> Result<OllamaTemplate, GoTemplateError> {
@@ -1015,7 +1041,7 @@ pub fn render_ollama_with(
         Some(t) if !t.is_empty() && chat_request.get("messages").is_none() => t,
         _ => template,
     };
-    let tmpl = OllamaTemplate::parse(t)?;
+    let tmpl = OllamaTemplate::parse_memo(t)?;
     let values = values_from_request(chat_request, model)?;
     tmpl.execute_with(&values, opts, model.function_json)
 }
