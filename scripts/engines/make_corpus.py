@@ -293,6 +293,9 @@ def texts_for(fam):
     if fam == "mistral":
         add("v11_form", "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}")
         add("v11_call_id", "[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{\"city\": \"Paris\"}")
+        add("space_form", "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]")
+        add("space_form_parallel", "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}]")
+        add("space_form_content_before", "Sure.[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]")
         add("v11_parallel", "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}")
     if fam == "kimi-k2":
         add("missing_section_end", clean.replace("<|tool_calls_section_end|>", ""))
@@ -331,6 +334,11 @@ def main():
             if "tools" in v:
                 t["tools"] = [{"type": "function", "function": x} for x in v["tools"]]
             texts.append(t)
+    for t in texts:
+        # Mistral: the `[TOOL_CALLS][{…}]` list form is what models with a pre-v11 tokenizer
+        # (no [ARGS] token) write; vLLM picks its reading by that (vllm/parser/mistral.py:113)
+        if t["family"] == "mistral" and "[TOOL_CALLS][" in t["text"].replace("] [", "]["):
+            t["markers"] = ["[TOOL_CALLS]", "[THINK]", "[/THINK]"]
     seen = {}
     for t in texts:
         base = f"{t['family']}/{t['kind']}"
@@ -349,7 +357,7 @@ def main():
         "generator": "scripts/engines/make_corpus.py tests/data/engine_vectors.json",
         "tools": TOOLS,
         "families": fams,
-        "texts": [{k: t[k] for k in ("id", "family", "kind", "text", "source", "tools") if k in t} for t in texts],
+        "texts": [{k: t[k] for k in ("id", "family", "kind", "text", "source", "tools", "markers") if k in t} for t in texts],
     }
     json.dump(doc, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")

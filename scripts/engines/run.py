@@ -7,7 +7,8 @@
 CORPUS.json (tests/data/engine_corpus.json): `tools` (OpenAI tools array, the request's),
 `families` ({family: {"vllm": NAME|null, "sglang": NAME|null, "markers": [special tokens],
 "tokenizer_init_kwargs"?: {…}}}),
-`texts` ([{"id", "family", "kind", "text", "tools"?}]).
+`texts` ([{"id", "family", "kind", "text", "tools"?, "markers"?}]; `markers` replaces the
+family's vocabulary for that text).
 OUT.json: {"versions": {...}, "results": {id: {"vllm": R|null, "sglang": R|null}}} where R is
 {"calls": [{"name", "arguments"}], "content", "reasoning"} or {"error": "Type: message"};
 `arguments` is the JSON value when the engine's argument string parses as JSON, else
@@ -88,7 +89,9 @@ def main(argv):
             e: (
                 {"skipped": fam["skip"][e]}
                 if e in fam.get("skip", {})
-                else run_one(e, fam[e], t["text"], tools, fam) if fam.get(e) else None
+                else run_one(e, fam[e], t["text"], tools, {**fam, **({"markers": t["markers"]} if "markers" in t else {})})
+                if fam.get(e)
+                else None
             )
             for e in ("vllm", "sglang")
         }

@@ -1,39 +1,47 @@
-//! What each engine's own tool-call parser would return for one raw text: llama.cpp
-//! (llama-server build 11434), vLLM and SGLang, beside what toolscope reads. Pure.
+//! What each engine's own tool-call parser returns for one raw text: llama.cpp (llama-server
+//! build 11434; b11312 alike), vLLM 0.33.0 and SGLang 0.5.23, beside what toolscope reads. Pure.
 //!
 //! toolscope is tolerant: it accepts drifts (each a [`Repair`](super::Repair)) and keeps what
 //! does not parse as content (each [`Malformed`](super::Malformed)). The engines are not, and
-//! fail in different ways, documented here per engine:
+//! each parser fails its own way:
 //!
 //! * **llama.cpp** parses the generation prompt + reply with the PEG parser built for the
 //!   template; when the whole text does not match, the final (non-streamed) parse throws
 //!   "The model produced output that does not match the expected <format> format"
 //!   (common/chat.cpp `common_chat_peg_parse`, build 11434) and llama-server answers HTTP 500.
-//! * **vLLM** tool parsers (`vllm/tool_parsers/*_tool_parser.py`) catch the exception of a call
-//!   they cannot decode and return `tools_called=False` with the whole model output as
-//!   `content`: the markup reaches the client as text.
-//! * **SGLang** detectors (`python/sglang/srt/function_call/*_detector.py`,
-//!   `BaseFormatDetector.detect_and_parse`) log the failure and return the text as
-//!   `normal_text`, markup kept.
+//! * **vLLM 0.33.0** (`ParserManager.get_parser(…).parse(text, request, enable_auto_tools=True)`,
+//!   vllm/parser/abstract_parser.py) and **SGLang 0.5.23** (`OpenAIServingChat._process_tool_calls`
+//!   → `FunctionCallParser.parse_non_stream`, serving_chat.py:3150) differ per parser: each
+//!   (engine, family) has a [`profile::Profile`] saying what it does with text after a call, an
+//!   undeclared tool, a missing end marker, a call cut mid-value, a drift, and how it types
+//!   arguments. The profiles were read from the released wheels and are checked by running that
+//!   code over tests/data/engine_corpus.json (`tests/e2e_engines_real.rs`, `scripts/engines/`).
+//!   Both are modelled as configured with `--tool-call-parser NAME` only: reasoning markup is not
+//!   split off and stays in `content`.
 //!
-//! A family an engine has no parser for comes back from it as plain content (vLLM, SGLang: no
-//! `--tool-call-parser` of that name; llama.cpp: the template is not recognised and the reply
+//! A family an engine registers no parser for comes back from it as plain content (vLLM, SGLang:
+//! no `--tool-call-parser` of that name; llama.cpp: the template is not recognised and the reply
 //! is content).
+
+pub mod profile;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use self::profile::{Broken, Lead, Profile, Tail, Typing, Unknown};
+use super::tools::ToolIndex;
 use super::{ParseOutput, ParsedCall, Syntax, parse};
 
 /// An inference engine whose tool-call parsing is modelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
-    /// llama.cpp llama-server, build 11434 (common/chat.cpp, common/parsers/*.cpp).
+    /// llama.cpp llama-server, build 11434 (common/chat.cpp, common/parsers/*.cpp); b11312 reads
+    /// the same except where noted.
     LlamaCpp,
-    /// vLLM (`--tool-call-parser NAME`, vllm/tool_parsers/).
+    /// vLLM 0.33.0 (`--tool-call-parser NAME`, vllm/tool_parsers/, vllm/parser/).
     Vllm,
-    /// SGLang (`--tool-call-parser NAME`, python/sglang/srt/function_call/).
+    /// SGLang 0.5.23 (`--tool-call-parser NAME`, sglang/srt/function_call/).
     Sglang,
 }
 
@@ -49,14 +57,23 @@ impl Engine {
             Engine::Sglang => "SGLang",
         }
     }
+
+    /// The release the verdict describes: `b11434 and b11312`, `0.33.0`, `0.5.23`.
+    pub fn release(self) -> &'static str {
+        match self {
+            Engine::LlamaCpp => "b11434 and b11312",
+            Engine::Vllm => "0.33.0",
+            Engine::Sglang => "0.5.23",
+        }
+    }
 }
 
 /// What one engine returns for the text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
-    /// The calls (and content / reasoning) the engine returns: the same as toolscope's strict
-    /// reading.
+    /// The calls (arguments after that engine's typing) and the message's content / reasoning.
+    /// `tool_calls` may be empty: the engine dropped the call markup (`content` is what is left).
     Calls {
         content: String,
         reasoning: String,
@@ -72,84 +89,67 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineOutcome {
     pub engine: Engine,
+    /// The release described ([`Engine::release`]).
+    pub release: &'static str,
     /// The engine's parser for the family (`--tool-call-parser` value, or llama.cpp's format
-    /// handler); `None` when the engine has none.
+    /// handler); `None` when the release registers none.
     pub parser: Option<&'static str>,
     pub outcome: Outcome,
-    /// Why, in words (names the repair or malformed block that makes the engine differ).
+    /// Why, in words (names the situation that makes the engine differ).
     pub why: String,
+    /// When the engine's behaviour here is itself a defect of the engine: what it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defect: Option<&'static str>,
 }
 
-/// The engines' parser names for a family: (llama.cpp handler, vLLM `--tool-call-parser`,
-/// SGLang `--tool-call-parser`). llama.cpp build 11434 reads most families through its
+/// The engines' parser names for a family: (llama.cpp handler, vLLM 0.33.0 `--tool-call-parser`,
+/// SGLang 0.5.23 `--tool-call-parser`). llama.cpp build 11434 reads most families through its
 /// template-derived "auto" PEG parser (common/chat-auto-parser-generator.cpp) and a few through
-/// dedicated ones (common/parsers/*.cpp); vLLM names from vllm/tool_parsers/__init__.py, SGLang
-/// names from function_call_parser.py `ToolCallParserEnum`.
+/// dedicated ones (common/parsers/*.cpp); the vLLM and SGLang names are the ones each release
+/// registers ([`profile::vllm`], [`profile::sglang`]).
 pub fn parsers(family: Syntax) -> [Option<&'static str>; 3] {
+    [
+        llama_parser(family),
+        profile::vllm(family).map(|p| p.parser),
+        profile::sglang(family).map(|p| p.parser),
+    ]
+}
+
+fn llama_parser(family: Syntax) -> Option<&'static str> {
     use Syntax as S;
-    match family {
-        S::Hermes => [
-            Some("auto (<tool_call> JSON)"),
-            Some("hermes"),
-            Some("hermes"),
-        ],
-        S::Qwen3Coder => [
-            Some("qwen3-coder"),
-            Some("qwen3_coder"),
-            Some("qwen3_coder"),
-        ],
-        S::Glm45 => [Some("auto (GLM arg_key)"), Some("glm45"), Some("glm45")],
-        S::SeedOss => [Some("auto (seed:tool_call)"), Some("seed_oss"), None],
-        S::Gemma4 => [Some("gemma4"), Some("gemma4"), Some("gemma4")],
-        S::FunctionGemma => [None, Some("functiongemma"), None],
-        S::Llama3 => [
-            Some("auto (llama 3.x JSON)"),
-            Some("llama3_json"),
-            Some("llama3"),
-        ],
-        S::Pythonic => [None, Some("pythonic"), Some("pythonic")],
-        S::Lfm2 => [Some("lfm2"), Some("lfm2"), Some("lfm2")],
-        S::Mistral => [Some("ministral3 / auto"), Some("mistral"), Some("mistral")],
-        S::DeepSeekV3 => [
-            Some("auto (deepseek)"),
-            Some("deepseek_v3"),
-            Some("deepseekv3"),
-        ],
-        S::DeepSeekV32 => [
-            Some("deepseek-v3.2"),
-            Some("deepseek_v32"),
-            Some("deepseekv32"),
-        ],
-        S::KimiK2 => [Some("kimi-k2"), Some("kimi_k2"), Some("kimi_k2")],
-        S::KimiK3 => [Some("kimi-k3"), Some("kimi_k3"), Some("kimi_k3")],
-        S::GptOss => [Some("gpt-oss"), Some("openai"), Some("gpt-oss")],
-        S::AnthropicXml => [
-            Some("auto (minimax-m2)"),
-            Some("minimax_m2"),
-            Some("minimax-m2"),
-        ],
-        S::MiniMaxM3 => [Some("minimax-m3"), Some("minimax_m3"), Some("minimax-m3")],
-        S::CommandR7b => [
-            Some("cohere2moe / auto"),
-            Some("cohere_command"),
-            Some("cohere_command4"),
-        ],
-        S::Apertus => [Some("auto (apertus)"), Some("apertus"), Some("apertus2509")],
-        S::Granite => [Some("auto (granite)"), Some("granite"), None],
-        S::GigaChat3 => [Some("gigachat-v3"), Some("gigachat3"), Some("gigachat3")],
-        S::NemotronV2 => [Some("auto (nemotron v2)"), Some("nemotron_json"), None],
-        S::FunctionaryV31 => [Some("auto (functionary v3.1)"), None, None],
-        S::FunctionaryV32 => [Some("functionary-v3-2"), None, None],
-        S::FirefunctionV2 => [Some("auto (firefunction v2)"), None, None],
-        S::CommandRPlus => [Some("auto (command r+)"), None, None],
-        S::Apriel => [Some("auto (apriel)"), None, None],
-        S::MiniCpm5 => [Some("minicpm5"), Some("minicpm5xml"), Some("minicpm5")],
-        S::MuseGlimmer => [Some("muse-glimmer"), Some("muse_glimmer"), Some("muse")],
-        S::MiniMaxM1 => [Some("auto (minimax m1)"), Some("minimax"), None],
-        S::SolarOpen => [Some("auto (solar open)"), Some("solar_open2"), None],
-        S::Hy3 => [Some("auto (hy3)"), Some("hy_v3"), Some("hunyuan")],
-        S::FunctionCall | S::ToolCallFence => [None, None, None],
-    }
+    Some(match family {
+        S::Hermes => "auto (<tool_call> JSON)",
+        S::Qwen3Coder => "qwen3-coder",
+        S::Glm45 => "auto (GLM arg_key)",
+        S::SeedOss => "auto (seed:tool_call)",
+        S::Gemma4 => "gemma4",
+        S::Llama3 => "auto (llama 3.x JSON)",
+        S::Lfm2 => "lfm2",
+        S::Mistral => "ministral3 / auto",
+        S::DeepSeekV3 => "auto (deepseek)",
+        S::DeepSeekV32 => "deepseek-v3.2",
+        S::KimiK2 => "kimi-k2",
+        S::KimiK3 => "kimi-k3",
+        S::GptOss => "gpt-oss",
+        S::AnthropicXml => "auto (minimax-m2)",
+        S::MiniMaxM3 => "minimax-m3",
+        S::CommandR7b => "cohere2moe / auto",
+        S::Apertus => "auto (apertus)",
+        S::Granite => "auto (granite)",
+        S::GigaChat3 => "gigachat-v3",
+        S::NemotronV2 => "auto (nemotron v2)",
+        S::FunctionaryV31 => "auto (functionary v3.1)",
+        S::FunctionaryV32 => "functionary-v3-2",
+        S::FirefunctionV2 => "auto (firefunction v2)",
+        S::CommandRPlus => "auto (command r+)",
+        S::Apriel => "auto (apriel)",
+        S::MiniCpm5 => "minicpm5",
+        S::MuseGlimmer => "muse-glimmer",
+        S::MiniMaxM1 => "auto (minimax m1)",
+        S::SolarOpen => "auto (solar open)",
+        S::Hy3 => "auto (hy3)",
+        S::FunctionGemma | S::Pythonic | S::FunctionCall | S::ToolCallFence => return None,
+    })
 }
 
 /// The format name llama-server build 11434 puts in its parse error for `family`
@@ -165,95 +165,427 @@ pub fn llama_format_name(family: Syntax) -> &'static str {
 }
 
 /// What toolscope reads in `text` for `family` (strictly, that syntax only) and what each
-/// engine's parser for that family is documented to return, in [`Engine::ALL`] order.
-/// `tools`: the request's tools (OpenAI/Anthropic array or whole request), used for schema
-/// typing as the engines do.
+/// engine's parser for that family returns, in [`Engine::ALL`] order. `tools`: the request's
+/// tools (OpenAI/Anthropic array or whole request), used for schema typing and for the
+/// engines' checks of undeclared tool names.
 ///
-/// Rules (see the module doc for the sources): a text toolscope reads with no repair and no
-/// malformed block gives every engine with a parser the same calls; otherwise llama.cpp
-/// answers HTTP 500, vLLM and SGLang return the whole text as content. An engine without a
-/// parser for the family returns the whole text as content.
+/// llama.cpp: a text toolscope reads with no repair and no malformed block gives the same calls;
+/// otherwise HTTP 500. vLLM / SGLang: the engine's [`Profile`] applied to the situation
+/// toolscope's read shows (see [`Situation`]).
 pub fn expected(
     family: Syntax,
     text: &str,
     tools: Option<&Value>,
 ) -> (ParseOutput, Vec<EngineOutcome>) {
     let ours = parse(text, Some(family), tools);
-    let mut problems: Vec<String> = ours
-        .malformed
-        .iter()
-        .map(|m| {
-            format!(
-                "malformed {} block at byte {}: {}",
-                m.syntax, m.offset, m.message
-            )
-        })
-        .collect();
-    problems.extend(
-        ours.repairs
-            .iter()
-            .map(|r| format!("drift `{}` at byte {}: {}", r.kind, r.offset, r.message)),
-    );
-    let whole = || Outcome::Content {
-        content: text.trim().to_string(),
-    };
+    let index = ToolIndex::from_value(tools);
+    let sit = Situation::of(text, &ours, &index);
     let out = Engine::ALL
         .iter()
-        .zip(parsers(family))
-        .map(|(&engine, parser)| {
-            let (outcome, why) = match parser {
-                None => (
-                    whole(),
+        .map(|&engine| {
+            let parser = match engine {
+                Engine::LlamaCpp => llama_parser(family),
+                Engine::Vllm => profile::vllm(family).map(|p| p.parser),
+                Engine::Sglang => profile::sglang(family).map(|p| p.parser),
+            };
+            let prof = match engine {
+                Engine::LlamaCpp => None,
+                Engine::Vllm => profile::vllm(family),
+                Engine::Sglang => profile::sglang(family),
+            };
+            let (outcome, why, defect) = match (engine, parser, prof) {
+                (_, None, _) => (
+                    whole(text),
                     format!(
-                        "{} has no parser for {}: the text is returned as content",
+                        "{} {} has no parser for {}: the text is returned as content",
                         engine.name(),
+                        engine.release(),
                         family.name()
                     ),
+                    None,
                 ),
-                Some(_) if problems.is_empty() => (
-                    Outcome::Calls {
-                        content: ours.content.clone(),
-                        reasoning: ours.reasoning.clone(),
-                        tool_calls: ours.tool_calls.clone(),
-                    },
-                    "the text is in the family's exact format".to_string(),
-                ),
-                Some(_) => match engine {
-                    Engine::LlamaCpp => (
-                        Outcome::Error {
-                            status: 500,
-                            message: format!(
-                                "The model produced output that does not match the expected {} format",
-                                llama_format_name(family)
-                            ),
-                        },
-                        format!("the PEG parser rejects the whole reply: {}", problems[0]),
-                    ),
-                    Engine::Vllm => (
-                        whole(),
-                        format!(
-                            "the tool parser fails and returns the output as content: {}",
-                            problems[0]
-                        ),
-                    ),
-                    Engine::Sglang => (
-                        whole(),
-                        format!(
-                            "the detector fails and keeps the markup in normal_text: {}",
-                            problems[0]
-                        ),
-                    ),
-                },
+                (Engine::LlamaCpp, Some(_), _) => llama(family, text, &ours, &sit),
+                (_, Some(_), Some(p)) => {
+                    let (o, why) = by_profile(family, text, &ours, &sit, &p, &index, tools);
+                    (o, why, p.defect)
+                }
+                (_, Some(_), None) => unreachable!("a parser name comes from its profile"),
             };
             EngineOutcome {
                 engine,
+                release: engine.release(),
                 parser,
                 outcome,
                 why,
+                defect,
             }
         })
         .collect();
     (ours, out)
+}
+
+fn whole(text: &str) -> Outcome {
+    Outcome::Content {
+        content: text.trim().to_string(),
+    }
+}
+
+/// What toolscope's strict read says about a text, in the terms the engines' behaviour depends
+/// on.
+#[derive(Debug, Clone, Default)]
+pub struct Situation {
+    /// Text before the first call's markup (raw; reasoning markup included).
+    pub before: String,
+    /// Text after the last call's markup.
+    pub after: String,
+    /// The text ended inside a block that still parses (`missing_end_marker` repair).
+    pub missing_end: bool,
+    /// A malformed block runs to the end of the text (the generation was cut inside a call).
+    pub cut: Option<usize>,
+    /// Another malformed block (offset).
+    pub malformed: Option<usize>,
+    /// A drift toolscope repaired (kind), other than a missing end marker or a value kept as a
+    /// string.
+    pub drift: Option<String>,
+    /// Indices of calls to tools the request did not declare (empty without tools).
+    pub unknown: Vec<usize>,
+}
+
+impl Situation {
+    /// Reads the situation from toolscope's strict read of `text`.
+    pub fn of(text: &str, ours: &ParseOutput, tools: &ToolIndex) -> Situation {
+        let mut s = Situation::default();
+        let spans: Vec<(usize, usize)> = ours.tool_calls.iter().filter_map(|c| c.span).collect();
+        if let (Some(first), Some(last)) = (spans.first(), spans.last()) {
+            s.before = text.get(..first.0).unwrap_or("").to_string();
+            s.after = text.get(last.1..).unwrap_or("").to_string();
+        }
+        let end = text.trim_end().len();
+        for m in &ours.malformed {
+            if m.offset + m.text.trim_end().len() >= end {
+                s.cut.get_or_insert(m.offset);
+            } else {
+                s.malformed.get_or_insert(m.offset);
+            }
+        }
+        for r in &ours.repairs {
+            match r.kind.as_str() {
+                "missing_end_marker" => s.missing_end = true,
+                "degenerated_to_string" => {}
+                k => {
+                    s.drift.get_or_insert_with(|| k.to_string());
+                }
+            }
+        }
+        if !tools.is_empty() {
+            s.unknown = ours
+                .tool_calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !tools.knows(&c.name))
+                .map(|(i, _)| i)
+                .collect();
+        }
+        s
+    }
+}
+
+fn llama(
+    family: Syntax,
+    text: &str,
+    ours: &ParseOutput,
+    sit: &Situation,
+) -> (Outcome, String, Option<&'static str>) {
+    let _ = text;
+    let problem = sit
+        .drift
+        .as_ref()
+        .map(|k| format!("drift `{k}`"))
+        .or(sit.missing_end.then(|| "a missing end marker".to_string()))
+        .or(ours
+            .malformed
+            .first()
+            .map(|m| format!("malformed {} block at byte {}", m.syntax, m.offset)))
+        .or(ours
+            .repairs
+            .first()
+            .map(|r| format!("drift `{}` at byte {}", r.kind, r.offset)));
+    match problem {
+        None => (
+            Outcome::Calls {
+                content: ours.content.clone(),
+                reasoning: ours.reasoning.clone(),
+                tool_calls: ours.tool_calls.clone(),
+            },
+            "the text is in the family's exact format".to_string(),
+            None,
+        ),
+        Some(p) => (
+            Outcome::Error {
+                status: 500,
+                message: format!(
+                    "The model produced output that does not match the expected {} format",
+                    llama_format_name(family)
+                ),
+            },
+            format!("the PEG parser rejects the whole reply: {p}"),
+            None,
+        ),
+    }
+}
+
+/// Applies `p` to the situation.
+fn by_profile(
+    family: Syntax,
+    text: &str,
+    ours: &ParseOutput,
+    sit: &Situation,
+    p: &Profile,
+    index: &ToolIndex,
+    tools: Option<&Value>,
+) -> (Outcome, String) {
+    let calls_with = |content: String, calls: Vec<ParsedCall>| Outcome::Calls {
+        content: content.trim().to_string(),
+        reasoning: String::new(),
+        tool_calls: calls
+            .into_iter()
+            .map(|c| retype(c, p.typing, index))
+            .collect(),
+    };
+    let empty = |before: &str| Outcome::Calls {
+        content: before.trim().to_string(),
+        reasoning: String::new(),
+        tool_calls: Vec::new(),
+    };
+    let broken = |b: Broken, what: &str| -> (Outcome, String) {
+        match b {
+            Broken::Whole => (
+                whole(text),
+                format!("{what}: the parser fails and the text is returned as content"),
+            ),
+            Broken::Empty => {
+                let before = sit_cut_before(text, sit);
+                (
+                    empty(&before),
+                    format!("{what}: the call markup is dropped, no call is returned"),
+                )
+            }
+            Broken::Half => {
+                let before = sit_cut_before(text, sit);
+                match half_read_name(text, sit, index) {
+                    Some(name) => (
+                        calls_with(
+                            before,
+                            vec![ParsedCall {
+                                name,
+                                arguments: Value::Object(Default::default()),
+                                syntax: Some(family.name().to_string()),
+                                span: None,
+                                id: None,
+                            }],
+                        ),
+                        format!("{what}: the open call is closed and returned half-read"),
+                    ),
+                    None => (
+                        empty(&before),
+                        format!("{what}: the call markup is dropped, no call is returned"),
+                    ),
+                }
+            }
+            Broken::Accept => (
+                calls_with(sit.before.clone(), ours.tool_calls.clone()),
+                format!("{what}: accepted"),
+            ),
+        }
+    };
+
+    if let Some(f) = p.forms.iter().find(|f| (f.matches)(text)) {
+        return broken(f.then, f.why);
+    }
+    if ours.tool_calls.is_empty() {
+        if let Some(_at) = sit.cut {
+            return broken(p.cut, "the text ends inside a call");
+        }
+        if p.finds_in_prose
+            && let Some(found) = in_prose(family, text, tools)
+        {
+            return (
+                calls_with(found.0, found.1),
+                "a call inside the prose is found and the prose around it dropped".to_string(),
+            );
+        }
+        if sit.malformed.is_some() {
+            return broken(p.malformed, "a call block does not parse");
+        }
+        return (
+            whole(text),
+            "no call in the family's syntax: the text is content".to_string(),
+        );
+    }
+    if let Some(k) = &sit.drift {
+        if p.drift != Broken::Accept {
+            return broken(p.drift, &format!("drift `{k}`"));
+        }
+    }
+    if sit.missing_end && p.missing_end != Broken::Accept {
+        return broken(p.missing_end, "the text ends before the block's end marker");
+    }
+    if p.lead == Lead::Whole && !sit.before.is_empty() {
+        return (
+            whole(text),
+            "text before the call: the parser reads a call only when the reply starts with it"
+                .to_string(),
+        );
+    }
+    let after = sit.after.trim();
+    let mut content = sit.before.clone();
+    if !after.is_empty() || (p.lead == Lead::Whole && !sit.after.is_empty()) {
+        match p.tail {
+            Tail::Drop => {}
+            Tail::Keep => {
+                content.push_str(&sit.after);
+            }
+            Tail::Whole => {
+                return (
+                    whole(text),
+                    "text after the call: the parser rejects the reply".to_string(),
+                );
+            }
+        }
+    }
+    let mut calls = ours.tool_calls.clone();
+    let mut why = "the calls are read".to_string();
+    if !sit.unknown.is_empty() {
+        match p.unknown {
+            Unknown::Keep => {}
+            Unknown::Whole => {
+                return (
+                    whole(text),
+                    "a call to an undeclared tool: the text is returned as content".to_string(),
+                );
+            }
+            Unknown::Drop => {
+                calls = calls
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| !sit.unknown.contains(i))
+                    .map(|(_, c)| c)
+                    .collect();
+                why = "calls to undeclared tools are dropped with their markup".to_string();
+            }
+        }
+    }
+    if !after.is_empty() && p.tail == Tail::Drop {
+        why.push_str("; the text after the last call is dropped");
+    }
+    (calls_with(content, calls), why)
+}
+
+/// The text before a cut call block.
+fn sit_cut_before(text: &str, sit: &Situation) -> String {
+    match sit.cut.or(sit.malformed) {
+        Some(at) => text.get(..at).unwrap_or("").to_string(),
+        None => sit.before.clone(),
+    }
+}
+
+/// The name of the call a cut block opened: the first declared tool name written in it.
+fn half_read_name(text: &str, sit: &Situation, index: &ToolIndex) -> Option<String> {
+    let at = sit.cut.or(sit.malformed)?;
+    let block = text.get(at..)?;
+    index
+        .names()
+        .filter_map(|n| block.find(n).map(|i| (i, n)))
+        .min()
+        .map(|(_, n)| n.to_string())
+}
+
+/// A call found inside prose by an engine that scans for it (vLLM `llama3_json`, SGLang
+/// `pythonic`): the text from the first `{` (llama3) or `[` (pythonic) read in the family's
+/// syntax. Returns (content kept, calls).
+fn in_prose(family: Syntax, text: &str, tools: Option<&Value>) -> Option<(String, Vec<ParsedCall>)> {
+    let open = match family {
+        Syntax::Llama3 => '{',
+        Syntax::Pythonic => '[',
+        _ => return None,
+    };
+    let mut from = 0;
+    while let Some(i) = text[from..].find(open) {
+        let at = from + i;
+        for end in (at + 1..=text.len()).rev().filter(|&e| text.is_char_boundary(e)) {
+            let sub = &text[at..end];
+            if !sub.ends_with(['}', ']']) {
+                continue;
+            }
+            let read = parse(sub, Some(family), tools);
+            if !read.tool_calls.is_empty() && read.malformed.is_empty() && read.repairs.is_empty() {
+                let kept = match family {
+                    // SGLang pythonic keeps the prose before the list
+                    Syntax::Pythonic => text[..at].to_string(),
+                    _ => String::new(),
+                };
+                return Some((kept, read.tool_calls));
+            }
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// `call`'s arguments retyped by the tool's schema when the engine does ([`Typing::Schema`]).
+fn retype(mut call: ParsedCall, typing: Typing, index: &ToolIndex) -> ParsedCall {
+    if typing != Typing::Schema {
+        return call;
+    }
+    if let Value::Object(args) = &mut call.arguments {
+        for (k, v) in args.iter_mut() {
+            let Some(schema) = index.param(&call.name, k) else {
+                continue;
+            };
+            let types = crate::schema::types::allowed_types(schema);
+            if types.is_empty() {
+                continue;
+            }
+            let fits = |v: &Value| match v {
+                Value::String(_) => types.contains(&"string"),
+                Value::Number(n) => {
+                    types.contains(&"number") || (types.contains(&"integer") && n.is_i64())
+                }
+                Value::Bool(_) => types.contains(&"boolean"),
+                Value::Null => types.contains(&"null"),
+                Value::Array(_) => types.contains(&"array"),
+                Value::Object(_) => types.contains(&"object"),
+            };
+            if fits(v) {
+                continue;
+            }
+            let new = match &*v {
+                Value::String(s) => {
+                    let t = s.trim();
+                    if types.contains(&"integer")
+                        && let Ok(i) = t.parse::<i64>()
+                    {
+                        Some(Value::from(i))
+                    } else if types.contains(&"number")
+                        && let Ok(f) = t.parse::<f64>()
+                    {
+                        serde_json::Number::from_f64(f).map(Value::Number)
+                    } else if types.contains(&"boolean") && (t == "true" || t == "false") {
+                        Some(Value::Bool(t == "true"))
+                    } else {
+                        None
+                    }
+                }
+                Value::Number(n) if types.contains(&"string") => Some(Value::String(n.to_string())),
+                Value::Bool(b) if types.contains(&"string") => Some(Value::String(b.to_string())),
+                _ => None,
+            };
+            if let Some(n) = new {
+                *v = n;
+            }
+        }
+    }
+    call
 }
 
 impl Outcome {
