@@ -45,7 +45,9 @@ FAMILIES = {
     "kimi-k3": ("kimi_k3", "kimi_k3", ["<|open|>", "<|close|>", "<|sep|>"]),
     "gpt-oss": ("openai", "gpt-oss", ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|constrain|>", "<|return|>"]),
     "anthropic-xml": ("minimax_m2", "minimax-m2", ["<minimax:tool_call>", "</minimax:tool_call>"] + THINK),
-    "minimax-m3": ("minimax_m3", "minimax-m3", ["]<]minimax[>[", "<mm:think>", "</mm:think>"]),
+    # MiniMax M3's `]<]minimax[>[` is a non-special added token (vllm/parser/minimax_m3.py
+    # adjust_request: "The M3 markers are non-special added tokens"): plain text here
+    "minimax-m3": ("minimax_m3", "minimax-m3", ["<mm:think>", "</mm:think>"]),
     "command-r7b": ("cohere_command4", "cohere_command4", ["<|START_ACTION|>", "<|END_ACTION|>", "<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>", "<|END_TEXT|>"]),
     "apertus": ("apertus", "apertus2509", ["<|tools_prefix|>", "<|tools_suffix|>", "<|inner_prefix|>", "<|inner_suffix|>"]),
     "granite": ("granite", None, ["<|tool_call|>"] + THINK),

@@ -179,7 +179,7 @@ pub fn expected(
 ) -> (ParseOutput, Vec<EngineOutcome>) {
     let ours = parse(text, Some(family), tools);
     let index = ToolIndex::from_value(tools);
-    let sit = Situation::of(text, &ours, &index);
+    let sit = Situation::of(family, text, &ours, &index);
     let out = Engine::ALL
         .iter()
         .map(|&engine| {
@@ -230,6 +230,49 @@ fn whole(text: &str) -> Outcome {
     }
 }
 
+/// `before` / `after` the call spans without the family's block wrapper around the calls (a
+/// call's span covers the call itself; `<minimax:tool_call>`, ` to=N<|message|><atem:function_calls>`,
+/// … open the block around it).
+fn unwrap_block<'t>(family: Syntax, before: &'t str, after: &'t str) -> (&'t str, &'t str) {
+    let (open, close): (&[&str], &[&str]) = match family {
+        Syntax::AnthropicXml => (
+            &["<minimax:tool_call>", "<function_calls>"],
+            &["</minimax:tool_call>", "</function_calls>"],
+        ),
+        Syntax::MuseGlimmer => (&["<atem:function_calls>"], &["</atem:function_calls>"]),
+        _ => (&[], &[]),
+    };
+    let mut b = before;
+    let mut stripped = true;
+    while stripped {
+        stripped = false;
+        for o in open {
+            if let Some(x) = b.trim_end().strip_suffix(o) {
+                b = x;
+                stripped = true;
+            }
+        }
+    }
+    if family == Syntax::MuseGlimmer
+        && b.ends_with("<|message|>")
+        && let Some(i) = b.rfind(" to=")
+    {
+        b = &b[..i];
+    }
+    let mut a = after;
+    let mut stripped = true;
+    while stripped {
+        stripped = false;
+        for c in close {
+            if let Some(x) = a.trim_start().strip_prefix(c) {
+                a = x;
+                stripped = true;
+            }
+        }
+    }
+    (b, a)
+}
+
 /// What toolscope's strict read says about a text, in the terms the engines' behaviour depends
 /// on.
 #[derive(Debug, Clone, Default)]
@@ -253,12 +296,17 @@ pub struct Situation {
 
 impl Situation {
     /// Reads the situation from toolscope's strict read of `text`.
-    pub fn of(text: &str, ours: &ParseOutput, tools: &ToolIndex) -> Situation {
+    pub fn of(family: Syntax, text: &str, ours: &ParseOutput, tools: &ToolIndex) -> Situation {
         let mut s = Situation::default();
         let spans: Vec<(usize, usize)> = ours.tool_calls.iter().filter_map(|c| c.span).collect();
         if let (Some(first), Some(last)) = (spans.first(), spans.last()) {
-            s.before = text.get(..first.0).unwrap_or("").to_string();
-            s.after = text.get(last.1..).unwrap_or("").to_string();
+            let (before, after) = unwrap_block(
+                family,
+                text.get(..first.0).unwrap_or(""),
+                text.get(last.1..).unwrap_or(""),
+            );
+            s.before = before.to_string();
+            s.after = after.to_string();
         }
         let end = text.trim_end().len();
         for m in &ours.malformed {
@@ -438,12 +486,21 @@ fn by_profile(
         );
     }
     let after = sit.after.trim();
-    let mut content = sit.before.clone();
+    let mut content = match p.lead {
+        Lead::Drop => String::new(),
+        _ => sit.before.clone(),
+    };
+    if p.strips_think_tags {
+        content = content.replace("<think>", "").replace("</think>", "");
+    }
     if !after.is_empty() || (p.lead == Lead::Whole && !sit.after.is_empty()) {
         match p.tail {
             Tail::Drop => {}
             Tail::Keep => {
                 content.push_str(&sit.after);
+            }
+            Tail::Join => {
+                content = format!("{}\n{}", content.trim(), after);
             }
             Tail::Whole => {
                 return (
@@ -520,8 +577,8 @@ fn in_prose(family: Syntax, text: &str, tools: Option<&Value>) -> Option<(String
             let read = parse(sub, Some(family), tools);
             if !read.tool_calls.is_empty() && read.malformed.is_empty() && read.repairs.is_empty() {
                 let kept = match family {
-                    // SGLang pythonic keeps the prose before the list
-                    Syntax::Pythonic => text[..at].to_string(),
+                    // SGLang pythonic keeps the prose around the list
+                    Syntax::Pythonic => format!("{}{}", &text[..at], &text[end..]),
                     _ => String::new(),
                 };
                 return Some((kept, read.tool_calls));

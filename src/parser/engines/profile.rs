@@ -33,6 +33,9 @@ pub enum Tail {
     Drop,
     /// Kept in `content` after the text before the call.
     Keep,
+    /// Kept: the text before and the text after, each trimmed, joined by a newline (vLLM
+    /// `lfm2`, `apertus`).
+    Join,
     /// The call is not read: the whole text is `content`.
     Whole,
 }
@@ -66,13 +69,15 @@ pub enum Typing {
 pub enum Lead {
     /// Any text before the call: kept as content.
     Keep,
+    /// Read, and dropped from content (vLLM `cohere_command4`, `minicpm5`, `llama3_json`).
+    Drop,
     /// Anything before the call, whitespace included, and the call is not read (vLLM `pythonic`
     /// matches the whole output; SGLang `llama3` needs the text to start with `{`).
     Whole,
 }
 
 /// One engine's parser for one family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Profile {
     /// `--tool-call-parser` name the release registers.
     pub parser: &'static str,
@@ -92,6 +97,9 @@ pub struct Profile {
     /// `llama3_json`: llama_tool_parser.py scans for `{`; SGLang `pythonic` reads a list after
     /// prose).
     pub finds_in_prose: bool,
+    /// `<think>` / `</think>` tags are removed from content, their text kept (vLLM's engine-based
+    /// parsers with no reasoning parser: `skip_reasoning_parsing`, abstract_parser.py).
+    pub strips_think_tags: bool,
     /// Forms of the family this parser does not read: (the text is in that form, what the
     /// parser then does, why in words).
     pub forms: &'static [Form],
@@ -100,7 +108,7 @@ pub struct Profile {
 }
 
 /// A form of the family's syntax a parser does not read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Form {
     /// True when the text is in this form.
     pub matches: fn(&str) -> bool,
@@ -119,6 +127,7 @@ const BASE: Profile = Profile {
     malformed: Broken::Whole,
     typing: Typing::AsWritten,
     finds_in_prose: false,
+    strips_think_tags: false,
     forms: &[],
     defect: None,
 };
@@ -212,6 +221,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::Llama3 => Profile {
             parser: "llama3_json",
+            lead: Lead::Drop,
             finds_in_prose: true,
             drift: Broken::Accept,
             ..BASE
@@ -226,7 +236,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::Lfm2 => Profile {
             parser: "lfm2",
-            tail: Tail::Keep,
+            tail: Tail::Join,
             forms: &[LFM2_JSON_LIST],
             ..BASE
         },
@@ -250,6 +260,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::DeepSeekV32 => Profile {
             parser: "deepseek_v32",
+            strips_think_tags: true,
             ..engine_based
         },
         S::KimiK2 => Profile {
@@ -273,18 +284,20 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::CommandR7b => Profile {
             parser: "cohere_command4",
+            lead: Lead::Drop,
             cut: Broken::Half,
             ..BASE
         },
         S::Apertus => Profile {
             parser: "apertus",
-            tail: Tail::Keep,
+            tail: Tail::Join,
             cut: Broken::Half,
             ..BASE
         },
         S::Granite => Profile {
             parser: "granite",
             drift: Broken::Accept,
+            strips_think_tags: true,
             ..engine_based
         },
         S::GigaChat3 => Profile {
@@ -294,6 +307,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::MiniCpm5 => Profile {
             parser: "minicpm5",
+            lead: Lead::Drop,
             unknown: Unknown::Whole,
             missing_end: Broken::Whole,
             typing: Typing::Schema,
@@ -449,7 +463,6 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
         },
         S::MuseGlimmer => Profile {
             parser: "muse",
-            lead: Lead::Whole,
             ..s
         },
         S::Hy3 => Profile {
