@@ -107,10 +107,13 @@ fn real(r: &Value) -> Option<Verdict> {
             .unwrap()
             .iter()
             .map(|c| {
-                (
-                    c["name"].as_str().unwrap_or("").to_string(),
-                    c["arguments"].clone(),
-                )
+                // argument text that is not JSON (run.py: {"$unparsed": text}) is predicted as
+                // that text
+                let args = match c["arguments"].get("$unparsed") {
+                    Some(t) => t.clone(),
+                    None => c["arguments"].clone(),
+                };
+                (c["name"].as_str().unwrap_or("").to_string(), args)
             })
             .collect(),
         content: r["content"].as_str().unwrap_or("").trim().to_string(),

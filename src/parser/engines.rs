@@ -392,14 +392,6 @@ fn by_profile(
     index: &ToolIndex,
     tools: Option<&Value>,
 ) -> (Outcome, String) {
-    let calls_with = |content: String, calls: Vec<ParsedCall>| Outcome::Calls {
-        content: content.trim().to_string(),
-        reasoning: String::new(),
-        tool_calls: calls
-            .into_iter()
-            .map(|c| retype(c, p.typing, index))
-            .collect(),
-    };
     let empty = |before: &str| Outcome::Calls {
         content: before.trim().to_string(),
         reasoning: String::new(),
@@ -411,27 +403,15 @@ fn by_profile(
                 whole(text),
                 format!("{what}: the parser fails and the text is returned as content"),
             ),
-            Broken::Empty => {
+            Broken::Empty => (
+                empty(&sit_cut_before(text, sit)),
+                format!("{what}: the call markup is dropped, no call is returned"),
+            ),
+            Broken::Half | Broken::HalfRaw => {
                 let before = sit_cut_before(text, sit);
-                (
-                    empty(&before),
-                    format!("{what}: the call markup is dropped, no call is returned"),
-                )
-            }
-            Broken::Half => {
-                let before = sit_cut_before(text, sit);
-                match half_read_name(text, sit, index) {
-                    Some(name) => (
-                        calls_with(
-                            before,
-                            vec![ParsedCall {
-                                name,
-                                arguments: Value::Object(Default::default()),
-                                syntax: Some(family.name().to_string()),
-                                span: None,
-                                id: None,
-                            }],
-                        ),
+                match half_read(family, text, sit, index, b == Broken::HalfRaw) {
+                    Some(call) => (
+                        message(p, family, text, &before, "", vec![call], &[], index).0,
                         format!("{what}: the open call is closed and returned half-read"),
                     ),
                     None => (
@@ -440,10 +420,40 @@ fn by_profile(
                     ),
                 }
             }
-            Broken::Accept => (
-                calls_with(sit.before.clone(), ours.tool_calls.clone()),
-                format!("{what}: accepted"),
-            ),
+            Broken::NoArgs => {
+                let calls = ours
+                    .tool_calls
+                    .iter()
+                    .cloned()
+                    .map(|mut c| {
+                        c.arguments = Value::Object(Default::default());
+                        c
+                    })
+                    .collect();
+                let (o, why) =
+                    message(p, family, text, &sit.before, &sit.after, calls, &sit.unknown, index);
+                (o, format!("{what}: the call is read without its arguments; {why}"))
+            }
+            Broken::DropLast => {
+                let mut calls = ours.tool_calls.clone();
+                calls.pop();
+                let (o, why) =
+                    message(p, family, text, &sit.before, "", calls, &sit.unknown, index);
+                (o, format!("{what}: the unterminated last call is dropped; {why}"))
+            }
+            Broken::Accept => {
+                let (o, why) = message(
+                    p,
+                    family,
+                    text,
+                    &sit.before,
+                    &sit.after,
+                    ours.tool_calls.clone(),
+                    &sit.unknown,
+                    index,
+                );
+                (o, format!("{what}: accepted; {why}"))
+            }
         }
     };
 
@@ -451,19 +461,37 @@ fn by_profile(
         return broken(f.then, f.why);
     }
     if ours.tool_calls.is_empty() {
-        if let Some(_at) = sit.cut {
-            return broken(p.cut, "the text ends inside a call");
+        // calls followed by text the family's grammar does not allow (toolscope: one malformed
+        // block to the end): the engines read the calls and treat the rest as trailing text
+        if sit.cut.is_some()
+            && let Some((before, calls, after)) = prefix_read(family, text, tools)
+        {
+            let unknown = unknown_of(&calls, index);
+            return message(p, family, text, &before, &after, calls, &unknown, index);
         }
         if p.finds_in_prose
-            && let Some(found) = in_prose(family, text, tools)
+            && let Some((before, calls, after)) = in_prose(family, text, tools)
         {
-            return (
-                calls_with(found.0, found.1),
-                "a call inside the prose is found and the prose around it dropped".to_string(),
-            );
+            let unknown = unknown_of(&calls, index);
+            let (o, why) = message(p, family, text, &before, &after, calls, &unknown, index);
+            return (o, format!("a call inside the prose is found; {why}"));
+        }
+        if sit.cut.is_some() {
+            return broken(p.cut, "the text ends inside a call");
         }
         if sit.malformed.is_some() {
             return broken(p.malformed, "a call block does not parse");
+        }
+        if p.plain_text_dropped {
+            let kept = if text.contains("<|START_RESPONSE|>") || text.contains("<|START_TEXT|>") {
+                ours.content.clone()
+            } else {
+                String::new()
+            };
+            return (
+                empty(&kept),
+                "text outside the response wrapper is not content".to_string(),
+            );
         }
         return (
             whole(text),
@@ -471,37 +499,79 @@ fn by_profile(
         );
     }
     if let Some(k) = &sit.drift {
-        if p.drift != Broken::Accept {
-            return broken(p.drift, &format!("drift `{k}`"));
+        let b = if k == "parameters_for_arguments" {
+            p.drift_parameters
+        } else {
+            p.drift
+        };
+        if b != Broken::Accept {
+            return broken(b, &format!("drift `{k}`"));
         }
     }
     if sit.missing_end && p.missing_end != Broken::Accept {
         return broken(p.missing_end, "the text ends before the block's end marker");
     }
-    if p.lead == Lead::Whole && !sit.before.is_empty() {
+    message(
+        p,
+        family,
+        text,
+        &sit.before,
+        &sit.after,
+        ours.tool_calls.clone(),
+        &sit.unknown,
+        index,
+    )
+}
+
+fn unknown_of(calls: &[ParsedCall], index: &ToolIndex) -> Vec<usize> {
+    if index.is_empty() {
+        return Vec::new();
+    }
+    calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !index.knows(&c.name))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The message an engine builds from calls read with `before` / `after` around them.
+#[allow(clippy::too_many_arguments)]
+fn message(
+    p: &Profile,
+    family: Syntax,
+    text: &str,
+    before: &str,
+    after: &str,
+    calls: Vec<ParsedCall>,
+    unknown: &[usize],
+    index: &ToolIndex,
+) -> (Outcome, String) {
+    if p.lead == Lead::Whole && !before.is_empty() {
         return (
             whole(text),
             "text before the call: the parser reads a call only when the reply starts with it"
                 .to_string(),
         );
     }
-    let after = sit.after.trim();
+    let trimmed_after = after.trim();
     let mut content = match p.lead {
         Lead::Drop => String::new(),
-        _ => sit.before.clone(),
+        _ => before.to_string(),
     };
+    if p.drops_analysis {
+        content = drop_analysis(&content);
+    }
     if p.strips_think_tags {
         content = content.replace("<think>", "").replace("</think>", "");
     }
-    if !after.is_empty() || (p.lead == Lead::Whole && !sit.after.is_empty()) {
+    let mut why = "the calls are read".to_string();
+    if !trimmed_after.is_empty() || (p.lead == Lead::Whole && !after.is_empty()) {
         match p.tail {
-            Tail::Drop => {}
-            Tail::Keep => {
-                content.push_str(&sit.after);
-            }
-            Tail::Join => {
-                content = format!("{}\n{}", content.trim(), after);
-            }
+            Tail::Drop => why.push_str("; the text after the last call is dropped"),
+            Tail::Keep => content.push_str(after),
+            Tail::Join => content = format!("{}\n{}", content.trim(), trimmed_after),
+            Tail::Spaced => content = format!("{content} {after}"),
             Tail::Whole => {
                 return (
                     whole(text),
@@ -510,9 +580,8 @@ fn by_profile(
             }
         }
     }
-    let mut calls = ours.tool_calls.clone();
-    let mut why = "the calls are read".to_string();
-    if !sit.unknown.is_empty() {
+    let mut calls = calls;
+    if !unknown.is_empty() {
         match p.unknown {
             Unknown::Keep => {}
             Unknown::Whole => {
@@ -525,17 +594,80 @@ fn by_profile(
                 calls = calls
                     .into_iter()
                     .enumerate()
-                    .filter(|(i, _)| !sit.unknown.contains(i))
+                    .filter(|(i, _)| !unknown.contains(i))
                     .map(|(_, c)| c)
                     .collect();
-                why = "calls to undeclared tools are dropped with their markup".to_string();
+                why.push_str("; calls to undeclared tools are dropped with their markup");
             }
         }
     }
-    if !after.is_empty() && p.tail == Tail::Drop {
-        why.push_str("; the text after the last call is dropped");
+    let calls = calls
+        .into_iter()
+        .map(|mut c| {
+            if p.glues_call_id
+                && let Some(id) = &c.id
+                && text.contains("[CALL_ID]")
+            {
+                c.name = format!("{}{id}", c.name);
+            }
+            if p.drops_unquoted
+                && let Value::Object(args) = &mut c.arguments
+            {
+                args.retain(|k, _| {
+                    text.contains(&format!("{{{k}:<escape>"))
+                        || text.contains(&format!(",{k}:<escape>"))
+                });
+            }
+            retype(c, p.typing, index)
+        })
+        .collect();
+    let _ = family;
+    (
+        Outcome::Calls {
+            content: content.trim().to_string(),
+            reasoning: String::new(),
+            tool_calls: calls,
+        },
+        why,
+    )
+}
+
+/// `s` without harmony `analysis` messages (`<|channel|>analysis<|message|>…<|end|>`, with or
+/// without `<|start|>assistant` before).
+fn drop_analysis(s: &str) -> String {
+    let mut out = s.to_string();
+    while let Some(i) = out.find("<|channel|>analysis<|message|>") {
+        let start = out[..i]
+            .strip_suffix("<|start|>assistant")
+            .map_or(i, |x| x.len());
+        let end = out[i..].find("<|end|>").map_or(out.len(), |e| i + e + "<|end|>".len());
+        out.replace_range(start..end, "");
     }
-    (calls_with(content, calls), why)
+    out
+}
+
+/// The calls at the start of a block followed by text the family's grammar does not allow:
+/// the longest prefix ending in `]` or `}` that toolscope reads with no malformed block.
+/// Returns (text before, calls, text after).
+fn prefix_read(
+    family: Syntax,
+    text: &str,
+    tools: Option<&Value>,
+) -> Option<(String, Vec<ParsedCall>, String)> {
+    let ends: Vec<usize> = text
+        .char_indices()
+        .filter(|(_, c)| *c == ']' || *c == '}')
+        .map(|(i, _)| i + 1)
+        .collect();
+    for &end in ends.iter().rev().take(32) {
+        let read = parse(&text[..end], Some(family), tools);
+        if !read.tool_calls.is_empty() && read.malformed.is_empty() && read.repairs.is_empty() {
+            let first = read.tool_calls.first().and_then(|c| c.span).map_or(0, |s| s.0);
+            let (before, _) = unwrap_block(family, &text[..first], "");
+            return Some((before.to_string(), read.tool_calls, text[end..].to_string()));
+        }
+    }
+    None
 }
 
 /// The text before a cut call block.
@@ -546,51 +678,96 @@ fn sit_cut_before(text: &str, sit: &Situation) -> String {
     }
 }
 
-/// The name of the call a cut block opened: the first declared tool name written in it.
-fn half_read_name(text: &str, sit: &Situation, index: &ToolIndex) -> Option<String> {
+/// The call a cut block opened, half-read: the first declared tool name written in the block,
+/// and the argument text from the first `{` after it (JSON when it parses; else the text when
+/// `raw`, else `{}`).
+fn half_read(
+    family: Syntax,
+    text: &str,
+    sit: &Situation,
+    index: &ToolIndex,
+    raw: bool,
+) -> Option<ParsedCall> {
     let at = sit.cut.or(sit.malformed)?;
     let block = text.get(at..)?;
-    index
+    let (i, name) = index
         .names()
         .filter_map(|n| block.find(n).map(|i| (i, n)))
-        .min()
-        .map(|(_, n)| n.to_string())
+        .min()?;
+    let rest = &block[i + name.len()..];
+    let arguments = match rest.find('{') {
+        Some(j) => {
+            let args = rest[j..].trim_end();
+            match serde_json::from_str::<Value>(args) {
+                Ok(v) => v,
+                Err(_) if raw => Value::String(args.to_string()),
+                Err(_) => Value::Object(Default::default()),
+            }
+        }
+        None => Value::Object(Default::default()),
+    };
+    Some(ParsedCall {
+        name: name.to_string(),
+        arguments,
+        syntax: Some(family.name().to_string()),
+        span: None,
+        id: None,
+    })
 }
 
 /// A call found inside prose by an engine that scans for it (vLLM `llama3_json`, SGLang
-/// `pythonic`): the text from the first `{` (llama3) or `[` (pythonic) read in the family's
-/// syntax. Returns (content kept, calls).
-fn in_prose(family: Syntax, text: &str, tools: Option<&Value>) -> Option<(String, Vec<ParsedCall>)> {
+/// `pythonic`, vLLM `muse_glimmer`): the text from the first `{` (llama3), `[` (pythonic) or
+/// ` to=` (Muse) read in the family's syntax. Returns (text before, calls, text after).
+fn in_prose(
+    family: Syntax,
+    text: &str,
+    tools: Option<&Value>,
+) -> Option<(String, Vec<ParsedCall>, String)> {
     let open = match family {
-        Syntax::Llama3 => '{',
-        Syntax::Pythonic => '[',
+        Syntax::Llama3 => "{",
+        Syntax::Pythonic => "[",
+        Syntax::MuseGlimmer => " to=",
         _ => return None,
     };
     let mut from = 0;
     while let Some(i) = text[from..].find(open) {
         let at = from + i;
-        for end in (at + 1..=text.len()).rev().filter(|&e| text.is_char_boundary(e)) {
-            let sub = &text[at..end];
-            if !sub.ends_with(['}', ']']) {
-                continue;
-            }
-            let read = parse(sub, Some(family), tools);
+        let ends: Vec<usize> = (at + 1..=text.len())
+            .rev()
+            .filter(|&e| text.is_char_boundary(e))
+            .filter(|&e| text[..e].ends_with(['}', ']', '>']))
+            .take(64)
+            .collect();
+        for end in ends {
+            let read = parse(&text[at..end], Some(family), tools);
             if !read.tool_calls.is_empty() && read.malformed.is_empty() && read.repairs.is_empty() {
-                let kept = match family {
-                    // SGLang pythonic keeps the prose around the list
-                    Syntax::Pythonic => format!("{}{}", &text[..at], &text[end..]),
-                    _ => String::new(),
-                };
-                return Some((kept, read.tool_calls));
+                return Some((
+                    text[..at].to_string(),
+                    read.tool_calls,
+                    text[end..].to_string(),
+                ));
             }
         }
-        from = at + 1;
+        from = at + open.len();
     }
     None
 }
 
 /// `call`'s arguments retyped by the tool's schema when the engine does ([`Typing::Schema`]).
 fn retype(mut call: ParsedCall, typing: Typing, index: &ToolIndex) -> ParsedCall {
+    if typing == Typing::JsonFirst {
+        if let Value::Object(args) = &mut call.arguments {
+            for v in args.values_mut() {
+                if let Value::String(s) = &*v
+                    && let Ok(j) = serde_json::from_str::<Value>(s.trim())
+                    && !j.is_string()
+                {
+                    *v = j;
+                }
+            }
+        }
+        return call;
+    }
     if typing != Typing::Schema {
         return call;
     }

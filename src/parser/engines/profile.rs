@@ -22,8 +22,16 @@ pub enum Broken {
     /// "dropping the incomplete call"; vLLM engine-based parsers drop incomplete markup).
     Empty,
     /// The open call is closed and returned half-read: the name, and the arguments read so far
-    /// (vLLM's engine-based parsers, vllm/parser/engine/parser_engine.py; some SGLang detectors).
+    /// (vLLM's engine-based parsers, vllm/parser/engine/parser_engine.py; some SGLang detectors):
+    /// the argument text when it is JSON, else `{}`.
     Half,
+    /// Like [`Broken::Half`], but argument text that is not JSON is returned as that text (a
+    /// string where an object belongs).
+    HalfRaw,
+    /// The call is read with no arguments (`{}`).
+    NoArgs,
+    /// The calls before the unterminated last one are read; the last is dropped.
+    DropLast,
 }
 
 /// Text after the last call.
@@ -36,6 +44,8 @@ pub enum Tail {
     /// Kept: the text before and the text after, each trimmed, joined by a newline (vLLM
     /// `lfm2`, `apertus`).
     Join,
+    /// Kept, joined to the text before by one space (SGLang `gpt-oss`).
+    Spaced,
     /// The call is not read: the whole text is `content`.
     Whole,
 }
@@ -57,6 +67,9 @@ pub enum Unknown {
 pub enum Typing {
     /// As written in the text (JSON values as JSON; XML values by toolscope's schema typing).
     AsWritten,
+    /// A value's text is parsed as JSON when it parses, whatever the schema (`75001` for a
+    /// `string` parameter becomes a number): muse_glimmer parsers of both engines.
+    JsonFirst,
     /// Retyped by the tool's JSON Schema: a string holding a number for an `integer` / `number`
     /// parameter becomes the number, `true`/`false` for `boolean`, a number or boolean for a
     /// `string` parameter becomes its text (vLLM `ParserEngine._fix_arg_types`,
@@ -88,8 +101,11 @@ pub struct Profile {
     pub missing_end: Broken,
     /// The text ends inside a call that does not parse (cut mid-value, after the name).
     pub cut: Broken,
-    /// A drift toolscope repairs (`parameters` for `arguments`, `input`, a function wrapper, …).
+    /// A drift toolscope repairs (`input` for `arguments`, a function wrapper, a stray closer, …).
     pub drift: Broken,
+    /// `parameters` written for `arguments` (SGLang's `parse_base_json` reads both,
+    /// base_format_detector.py:97).
+    pub drift_parameters: Broken,
     /// A block with markup that does not parse, before the end of the text.
     pub malformed: Broken,
     pub typing: Typing,
@@ -97,6 +113,16 @@ pub struct Profile {
     /// `llama3_json`: llama_tool_parser.py scans for `{`; SGLang `pythonic` reads a list after
     /// prose).
     pub finds_in_prose: bool,
+    /// Text that is not in a call and not in the family's response wrapper is dropped (vLLM
+    /// `cohere_command4`: only `<|START_RESPONSE|>`/`<|START_TEXT|>` text is content).
+    pub plain_text_dropped: bool,
+    /// Harmony `analysis` messages before the call are dropped from content (SGLang `gpt-oss`).
+    pub drops_analysis: bool,
+    /// Engine defect: a `[CALL_ID]` is glued into the call's name (vLLM `mistral`).
+    pub glues_call_id: bool,
+    /// Engine defect: values not written as `<escape>`-quoted strings are dropped (vLLM
+    /// `functiongemma`).
+    pub drops_unquoted: bool,
     /// `<think>` / `</think>` tags are removed from content, their text kept (vLLM's engine-based
     /// parsers with no reasoning parser: `skip_reasoning_parsing`, abstract_parser.py).
     pub strips_think_tags: bool,
@@ -124,9 +150,14 @@ const BASE: Profile = Profile {
     missing_end: Broken::Accept,
     cut: Broken::Whole,
     drift: Broken::Whole,
+    drift_parameters: Broken::Whole,
     malformed: Broken::Whole,
     typing: Typing::AsWritten,
     finds_in_prose: false,
+    plain_text_dropped: false,
+    drops_analysis: false,
+    glues_call_id: false,
+    drops_unquoted: false,
     strips_think_tags: false,
     forms: &[],
     defect: None,
@@ -213,9 +244,10 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::FunctionGemma => Profile {
             parser: "functiongemma",
+            drops_unquoted: true,
             defect: Some(
-                "drops a bare (unquoted, non-numeric) value: `city:Paris` gives no `city` argument \
-                 (functiongemma_tool_parser.py reads only <escape>-quoted strings and JSON literals)",
+                "drops every value not written as an <escape>-quoted string (`city:Paris`, `days:3` \
+                 give no argument; functiongemma_tool_parser.py matches `k:<escape>v<escape>` only)",
             ),
             ..engine_based
         },
@@ -224,6 +256,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             lead: Lead::Drop,
             finds_in_prose: true,
             drift: Broken::Accept,
+            drift_parameters: Broken::Accept,
             ..BASE
         },
         S::Pythonic => Profile {
@@ -243,11 +276,12 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         S::Mistral => Profile {
             parser: "mistral",
             cut: Broken::Half,
-            drift: Broken::Accept,
+            drift: Broken::NoArgs,
+            drift_parameters: Broken::NoArgs,
+            glues_call_id: true,
             defect: Some(
-                "the pre-v11 form `[TOOL_CALLS][{…}]` is read as a call named by the whole JSON \
-                 list, and a `[CALL_ID]` is glued into the name (mistral_tool_parser.py splits on \
-                 [ARGS] only)",
+                "a `[CALL_ID]` is glued into the call's name (`[TOOL_CALLS]f[CALL_ID]a1b2[ARGS]{…}` \
+                 gives a call named `fa1b2`: vllm/parser/mistral.py has no CALL_ID transition)",
             ),
             ..BASE
         },
@@ -265,6 +299,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::KimiK2 => Profile {
             parser: "kimi_k2",
+            cut: Broken::HalfRaw,
             ..engine_based
         },
         S::KimiK3 => Profile {
@@ -285,7 +320,8 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         S::CommandR7b => Profile {
             parser: "cohere_command4",
             lead: Lead::Drop,
-            cut: Broken::Half,
+            cut: Broken::HalfRaw,
+            plain_text_dropped: true,
             ..BASE
         },
         S::Apertus => Profile {
@@ -296,7 +332,9 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::Granite => Profile {
             parser: "granite",
+            cut: Broken::HalfRaw,
             drift: Broken::Accept,
+            drift_parameters: Broken::NoArgs,
             strips_think_tags: true,
             ..engine_based
         },
@@ -315,7 +353,9 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::MuseGlimmer => Profile {
             parser: "muse_glimmer",
-            typing: Typing::Schema,
+            lead: Lead::Drop,
+            typing: Typing::JsonFirst,
+            finds_in_prose: true,
             ..BASE
         },
         S::Hy3 => Profile {
@@ -343,7 +383,8 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
     Some(match family {
         S::Hermes => Profile {
             parser: "hermes",
-            drift: Broken::Accept,
+            drift: Broken::Whole,
+            drift_parameters: Broken::Accept,
             cut: Broken::Whole,
             ..s
         },
@@ -372,6 +413,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             tail: Tail::Keep,
             cut: Broken::Whole,
             drift: Broken::Accept,
+            drift_parameters: Broken::Accept,
             ..s
         },
         S::Pythonic => Profile {
@@ -414,8 +456,9 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
         },
         S::GptOss => Profile {
             parser: "gpt-oss",
-            tail: Tail::Keep,
-            missing_end: Broken::Empty,
+            tail: Tail::Spaced,
+            missing_end: Broken::DropLast,
+            drops_analysis: true,
             forms: &[GPT_OSS_NO_START],
             ..s
         },
@@ -451,6 +494,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             tail: Tail::Whole,
             cut: Broken::Whole,
             drift: Broken::Empty,
+            drift_parameters: Broken::Empty,
             ..s
         },
         S::MiniCpm5 => Profile {
@@ -463,6 +507,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
         },
         S::MuseGlimmer => Profile {
             parser: "muse",
+            typing: Typing::JsonFirst,
             ..s
         },
         S::Hy3 => Profile {
