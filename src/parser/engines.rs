@@ -404,11 +404,11 @@ fn by_profile(
                 format!("{what}: the parser fails and the text is returned as content"),
             ),
             Broken::Empty => (
-                empty(&sit_cut_before(text, sit)),
+                empty(&sit_cut_before(family, text, sit)),
                 format!("{what}: the call markup is dropped, no call is returned"),
             ),
             Broken::Half | Broken::HalfRaw => {
-                let before = sit_cut_before(text, sit);
+                let before = sit_cut_before(family, text, sit);
                 match half_read(family, text, sit, index, b == Broken::HalfRaw) {
                     Some(call) => (
                         message(p, family, text, &before, "", vec![call], &[], index).0,
@@ -434,12 +434,46 @@ fn by_profile(
                     message(p, family, text, &sit.before, &sit.after, calls, &sit.unknown, index);
                 (o, format!("{what}: the call is read without its arguments; {why}"))
             }
-            Broken::DropLast => {
+            Broken::DropLast | Broken::DropLastOrWhole | Broken::DropLastToContent => {
                 let mut calls = ours.tool_calls.clone();
-                calls.pop();
-                let (o, why) =
-                    message(p, family, text, &sit.before, "", calls, &sit.unknown, index);
+                let last = calls.pop();
+                if calls.is_empty() && b != Broken::DropLast {
+                    return (
+                        whole(text),
+                        format!("{what}: the parser fails and the text is returned as content"),
+                    );
+                }
+                let markup = match (b, last.and_then(|c| c.span)) {
+                    (Broken::DropLastToContent, Some((start, _))) => {
+                        let prev_end = calls.last().and_then(|c| c.span).map_or(start, |s| s.1);
+                        text.get(prev_end..).unwrap_or("").to_string()
+                    }
+                    _ => String::new(),
+                };
+                let keep_unknown: Vec<usize> =
+                    sit.unknown.iter().copied().filter(|&i| i < calls.len()).collect();
+                let (mut o, why) =
+                    message(p, family, text, &sit.before, "", calls, &keep_unknown, index);
+                if let Outcome::Calls { content, .. } = &mut o
+                    && !markup.trim().is_empty()
+                {
+                    content.push_str(markup.trim());
+                }
                 (o, format!("{what}: the unterminated last call is dropped; {why}"))
+            }
+            Broken::ArgsAsString => {
+                let calls = ours
+                    .tool_calls
+                    .iter()
+                    .cloned()
+                    .map(|mut c| {
+                        c.arguments = Value::String(c.arguments.to_string());
+                        c
+                    })
+                    .collect();
+                let (o, why) =
+                    message(p, family, text, &sit.before, &sit.after, calls, &sit.unknown, index);
+                (o, format!("{what}: the arguments string is returned undecoded; {why}"))
             }
             Broken::Accept => {
                 let (o, why) = message(
@@ -499,10 +533,11 @@ fn by_profile(
         );
     }
     if let Some(k) = &sit.drift {
-        let b = if k == "parameters_for_arguments" {
-            p.drift_parameters
-        } else {
-            p.drift
+        let b = match k.as_str() {
+            "parameters_for_arguments" => p.drift_parameters,
+            "input_for_arguments" => p.drift_input.unwrap_or(p.drift),
+            "string_arguments" => p.drift_string.unwrap_or(p.drift),
+            _ => p.drift,
         };
         if b != Broken::Accept {
             return broken(b, &format!("drift `{k}`"));
@@ -563,7 +598,9 @@ fn message(
         content = drop_analysis(&content);
     }
     if p.strips_think_tags {
-        content = content.replace("<think>", "").replace("</think>", "");
+        for tag in ["<think>", "</think>", "<mm:think>", "</mm:think>"] {
+            content = content.replace(tag, "");
+        }
     }
     let mut why = "the calls are read".to_string();
     if !trimmed_after.is_empty() || (p.lead == Lead::Whole && !after.is_empty()) {
@@ -590,14 +627,33 @@ fn message(
                     "a call to an undeclared tool: the text is returned as content".to_string(),
                 );
             }
-            Unknown::Drop => {
+            Unknown::Drop | Unknown::DropOrWhole | Unknown::ToContent => {
+                let mut markup = String::new();
                 calls = calls
                     .into_iter()
                     .enumerate()
-                    .filter(|(i, _)| !unknown.contains(i))
+                    .filter(|(i, c)| {
+                        let known = !unknown.contains(i);
+                        if !known && let Some((a, b)) = c.span {
+                            markup.push_str(text.get(a..b).unwrap_or(""));
+                        }
+                        known
+                    })
                     .map(|(_, c)| c)
                     .collect();
-                why.push_str("; calls to undeclared tools are dropped with their markup");
+                if calls.is_empty() && p.unknown != Unknown::Drop {
+                    return (
+                        whole(text),
+                        "only calls to undeclared tools: the text is returned as content"
+                            .to_string(),
+                    );
+                }
+                if p.unknown == Unknown::ToContent {
+                    content.push_str(&markup);
+                    why.push_str("; calls to undeclared tools are returned as content");
+                } else {
+                    why.push_str("; calls to undeclared tools are dropped with their markup");
+                }
             }
         }
     }
@@ -671,9 +727,9 @@ fn prefix_read(
 }
 
 /// The text before a cut call block.
-fn sit_cut_before(text: &str, sit: &Situation) -> String {
+fn sit_cut_before(family: Syntax, text: &str, sit: &Situation) -> String {
     match sit.cut.or(sit.malformed) {
-        Some(at) => text.get(..at).unwrap_or("").to_string(),
+        Some(at) => unwrap_block(family, text.get(..at).unwrap_or(""), "").0.to_string(),
         None => sit.before.clone(),
     }
 }
@@ -695,13 +751,17 @@ fn half_read(
         .filter_map(|n| block.find(n).map(|i| (i, n)))
         .min()?;
     let rest = &block[i + name.len()..];
+    // nothing written after the name (a closing quote at most): no call
+    if rest.trim_start_matches(['"', '\'']).trim().is_empty() {
+        return None;
+    }
     let arguments = match rest.find('{') {
         Some(j) => {
             let args = rest[j..].trim_end();
             match serde_json::from_str::<Value>(args) {
                 Ok(v) => v,
                 Err(_) if raw => Value::String(args.to_string()),
-                Err(_) => Value::Object(Default::default()),
+                Err(_) => close_json(args).unwrap_or(Value::Object(Default::default())),
             }
         }
         None => Value::Object(Default::default()),
@@ -713,6 +773,41 @@ fn half_read(
         span: None,
         id: None,
     })
+}
+
+/// `s`, a JSON object cut short, closed: an open string is ended, open objects and arrays are
+/// closed (`{"city": "Par` → `{"city": "Par"}`); `None` when that does not parse.
+fn close_json(s: &str) -> Option<Value> {
+    let mut stack = Vec::new();
+    let (mut in_str, mut esc) = (false, false);
+    for c in s.chars() {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, '\\') => esc = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '{' => stack.push('}'),
+            '[' => stack.push(']'),
+            '}' | ']' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut out = s.to_string();
+    if in_str {
+        out.push('"');
+    }
+    while let Some(c) = stack.pop() {
+        out.push(c);
+    }
+    serde_json::from_str(&out).ok()
 }
 
 /// A call found inside prose by an engine that scans for it (vLLM `llama3_json`, SGLang
@@ -739,7 +834,15 @@ fn in_prose(
             .take(64)
             .collect();
         for end in ends {
-            let read = parse(&text[at..end], Some(family), tools);
+            let sub = &text[at..end];
+            // llama3_json takes an object with "name" and "parameters" / "arguments" only
+            if family == Syntax::Llama3
+                && !sub.contains("\"parameters\"")
+                && !sub.contains("\"arguments\"")
+            {
+                continue;
+            }
+            let read = parse(sub, Some(family), tools);
             if !read.tool_calls.is_empty() && read.malformed.is_empty() && read.repairs.is_empty() {
                 return Some((
                     text[..at].to_string(),

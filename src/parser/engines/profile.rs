@@ -30,8 +30,15 @@ pub enum Broken {
     HalfRaw,
     /// The call is read with no arguments (`{}`).
     NoArgs,
-    /// The calls before the unterminated last one are read; the last is dropped.
+    /// The calls before the unterminated last one are read; the last is dropped (with one call:
+    /// no call, empty content).
     DropLast,
+    /// As [`Broken::DropLast`], but with one call the whole text is content.
+    DropLastOrWhole,
+    /// As [`Broken::DropLastOrWhole`], and the unterminated call's markup is content.
+    DropLastToContent,
+    /// The call is read with its `arguments` string as the arguments (not decoded).
+    ArgsAsString,
 }
 
 /// Text after the last call.
@@ -58,6 +65,11 @@ pub enum Unknown {
     /// Dropped with their markup (SGLang `SGLANG_FORWARD_UNKNOWN_TOOLS` off, the default:
     /// base_format_detector.py:87 and each detector's own check).
     Drop,
+    /// Dropped; when no declared call is left the whole text is content.
+    DropOrWhole,
+    /// Their markup is returned as content; when no declared call is left the whole text is
+    /// content.
+    ToContent,
     /// The whole text comes back as content.
     Whole,
 }
@@ -106,6 +118,10 @@ pub struct Profile {
     /// `parameters` written for `arguments` (SGLang's `parse_base_json` reads both,
     /// base_format_detector.py:97).
     pub drift_parameters: Broken,
+    /// `input` for `arguments`; `None`: as `drift`.
+    pub drift_input: Option<Broken>,
+    /// `arguments` written as a JSON string; `None`: as `drift`.
+    pub drift_string: Option<Broken>,
     /// A block with markup that does not parse, before the end of the text.
     pub malformed: Broken,
     pub typing: Typing,
@@ -123,7 +139,7 @@ pub struct Profile {
     /// Engine defect: values not written as `<escape>`-quoted strings are dropped (vLLM
     /// `functiongemma`).
     pub drops_unquoted: bool,
-    /// `<think>` / `</think>` tags are removed from content, their text kept (vLLM's engine-based
+    /// `<think>` / `</think>` (`<mm:think>`) tags are removed from content, their text kept (vLLM's engine-based
     /// parsers with no reasoning parser: `skip_reasoning_parsing`, abstract_parser.py).
     pub strips_think_tags: bool,
     /// Forms of the family this parser does not read: (the text is in that form, what the
@@ -151,6 +167,8 @@ const BASE: Profile = Profile {
     cut: Broken::Whole,
     drift: Broken::Whole,
     drift_parameters: Broken::Whole,
+    drift_input: None,
+    drift_string: None,
     malformed: Broken::Whole,
     typing: Typing::AsWritten,
     finds_in_prose: false,
@@ -176,6 +194,11 @@ const MINIMAX_NO_WRAPPER: Form = Form {
     matches: |t| has_all(t, &["<invoke "], &["<minimax:tool_call>"]),
     then: Broken::Whole,
     why: "no opening <minimax:tool_call>: minimax_m2.py looks for it only",
+};
+const MINIMAX_NO_CLOSER: Form = Form {
+    matches: |t| has_all(t, &["<minimax:tool_call>"], &["</minimax:tool_call>"]),
+    then: Broken::Whole,
+    why: "no closing </minimax:tool_call>: minimax_m2.py reads complete blocks only",
 };
 const GPT_OSS_NO_START: Form = Form {
     matches: |t| has_all(t, &["<|channel|>commentary to="], &["<|start|>assistant<|channel|>commentary"]),
@@ -223,6 +246,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
     Some(match family {
         S::Hermes => Profile {
             parser: "hermes",
+            drift_string: Some(Broken::ArgsAsString),
             ..BASE
         },
         S::Qwen3Coder => Profile {
@@ -257,6 +281,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             finds_in_prose: true,
             drift: Broken::Accept,
             drift_parameters: Broken::Accept,
+            drift_input: Some(Broken::Whole),
             ..BASE
         },
         S::Pythonic => Profile {
@@ -278,6 +303,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             cut: Broken::Half,
             drift: Broken::NoArgs,
             drift_parameters: Broken::NoArgs,
+            drift_string: Some(Broken::Accept),
             glues_call_id: true,
             defect: Some(
                 "a `[CALL_ID]` is glued into the call's name (`[TOOL_CALLS]f[CALL_ID]a1b2[ARGS]{…}` \
@@ -315,6 +341,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         S::MiniMaxM3 => Profile {
             parser: "minimax_m3",
             cut: Broken::Half,
+            strips_think_tags: true,
             ..BASE
         },
         S::CommandR7b => Profile {
@@ -335,6 +362,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             cut: Broken::HalfRaw,
             drift: Broken::Accept,
             drift_parameters: Broken::NoArgs,
+            drift_input: Some(Broken::NoArgs),
             strips_think_tags: true,
             ..engine_based
         },
@@ -346,8 +374,8 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         S::MiniCpm5 => Profile {
             parser: "minicpm5",
             lead: Lead::Drop,
-            unknown: Unknown::Whole,
-            missing_end: Broken::Whole,
+            unknown: Unknown::DropOrWhole,
+            missing_end: Broken::DropLastOrWhole,
             typing: Typing::Schema,
             ..BASE
         },
@@ -385,6 +413,8 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             parser: "hermes",
             drift: Broken::Whole,
             drift_parameters: Broken::Accept,
+            drift_input: Some(Broken::NoArgs),
+            drift_string: Some(Broken::ArgsAsString),
             cut: Broken::Whole,
             ..s
         },
@@ -392,18 +422,19 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             parser: "qwen3_coder",
             unknown: Unknown::Keep,
             cut: Broken::Half,
+            missing_end: Broken::DropLast,
             forms: &[QWEN3_NO_WRAPPER],
             ..s
         },
         S::Glm45 => Profile {
             parser: "glm45",
-            missing_end: Broken::Empty,
+            missing_end: Broken::DropLast,
             ..s
         },
         S::Gemma4 => Profile {
             parser: "gemma4",
             unknown: Unknown::Keep,
-            missing_end: Broken::Whole,
+            missing_end: Broken::DropLastOrWhole,
             cut: Broken::Whole,
             ..s
         },
@@ -414,6 +445,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             cut: Broken::Whole,
             drift: Broken::Accept,
             drift_parameters: Broken::Accept,
+            drift_input: Some(Broken::NoArgs),
             ..s
         },
         S::Pythonic => Profile {
@@ -467,7 +499,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             tail: Tail::Keep,
             missing_end: Broken::Whole,
             cut: Broken::Whole,
-            forms: &[MINIMAX_NO_WRAPPER],
+            forms: &[MINIMAX_NO_WRAPPER, MINIMAX_NO_CLOSER],
             ..s
         },
         S::MiniMaxM3 => Profile {
@@ -500,8 +532,8 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
         S::MiniCpm5 => Profile {
             parser: "minicpm5",
             tail: Tail::Keep,
-            unknown: Unknown::Whole,
-            missing_end: Broken::Whole,
+            unknown: Unknown::ToContent,
+            missing_end: Broken::DropLastToContent,
             cut: Broken::Whole,
             ..s
         },
