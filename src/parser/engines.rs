@@ -409,7 +409,7 @@ fn by_profile(
             ),
             Broken::Half | Broken::HalfRaw => {
                 let before = sit_cut_before(family, text, sit);
-                match half_read(family, text, sit, index, b == Broken::HalfRaw) {
+                match half_read(family, text, sit, index, b == Broken::HalfRaw, p.half_needs_args) {
                     Some(call) => (
                         message(p, family, text, &before, "", vec![call], &[], index).0,
                         format!("{what}: the open call is closed and returned half-read"),
@@ -467,7 +467,11 @@ fn by_profile(
                     .iter()
                     .cloned()
                     .map(|mut c| {
-                        c.arguments = Value::String(c.arguments.to_string());
+                        let written = c
+                            .span
+                            .and_then(|(a, b)| text.get(a..b))
+                            .and_then(arguments_string);
+                        c.arguments = Value::String(written.unwrap_or(c.arguments.to_string()));
                         c
                     })
                     .collect();
@@ -743,6 +747,7 @@ fn half_read(
     sit: &Situation,
     index: &ToolIndex,
     raw: bool,
+    needs_args: bool,
 ) -> Option<ParsedCall> {
     let at = sit.cut.or(sit.malformed)?;
     let block = text.get(at..)?;
@@ -751,8 +756,8 @@ fn half_read(
         .filter_map(|n| block.find(n).map(|i| (i, n)))
         .min()?;
     let rest = &block[i + name.len()..];
-    // nothing written after the name (a closing quote at most): no call
-    if rest.trim_start_matches(['"', '\'']).trim().is_empty() {
+    // nothing written after the name (a closing quote at most)
+    if needs_args && rest.trim_start_matches(['"', '\'']).trim().is_empty() {
         return None;
     }
     let arguments = match rest.find('{') {
@@ -773,6 +778,17 @@ fn half_read(
         span: None,
         id: None,
     })
+}
+
+/// The JSON string written as `"arguments": "…"` in `call`, decoded.
+fn arguments_string(call: &str) -> Option<String> {
+    let i = call.find("\"arguments\"")? + "\"arguments\"".len();
+    let rest = call[i..].trim_start().strip_prefix(':')?.trim_start();
+    let mut it = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+    match it.next()? {
+        Ok(Value::String(s)) => Some(s),
+        _ => None,
+    }
 }
 
 /// `s`, a JSON object cut short, closed: an open string is ended, open objects and arrays are

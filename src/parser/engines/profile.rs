@@ -139,6 +139,9 @@ pub struct Profile {
     /// Engine defect: values not written as `<escape>`-quoted strings are dropped (vLLM
     /// `functiongemma`).
     pub drops_unquoted: bool,
+    /// A call cut right after its name (no argument text yet) is dropped rather than returned
+    /// with `{}`.
+    pub half_needs_args: bool,
     /// `<think>` / `</think>` (`<mm:think>`) tags are removed from content, their text kept (vLLM's engine-based
     /// parsers with no reasoning parser: `skip_reasoning_parsing`, abstract_parser.py).
     pub strips_think_tags: bool,
@@ -173,6 +176,7 @@ const BASE: Profile = Profile {
     typing: Typing::AsWritten,
     finds_in_prose: false,
     plain_text_dropped: false,
+    half_needs_args: false,
     drops_analysis: false,
     glues_call_id: false,
     drops_unquoted: false,
@@ -199,6 +203,14 @@ const MINIMAX_NO_CLOSER: Form = Form {
     matches: |t| has_all(t, &["<minimax:tool_call>"], &["</minimax:tool_call>"]),
     then: Broken::Whole,
     why: "no closing </minimax:tool_call>: minimax_m2.py reads complete blocks only",
+};
+const GPT_OSS_UNTERMINATED: Form = Form {
+    matches: |t| {
+        t.rfind("commentary to=")
+            .is_some_and(|i| !t[i..].contains("<|call|>"))
+    },
+    then: Broken::DropLast,
+    why: "the last call has no <|call|>: gpt_oss_detector.py reads complete messages only",
 };
 const GPT_OSS_NO_START: Form = Form {
     matches: |t| has_all(t, &["<|channel|>commentary to="], &["<|start|>assistant<|channel|>commentary"]),
@@ -355,11 +367,13 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             parser: "apertus",
             tail: Tail::Join,
             cut: Broken::Half,
+            half_needs_args: true,
             ..BASE
         },
         S::Granite => Profile {
             parser: "granite",
             cut: Broken::HalfRaw,
+            half_needs_args: true,
             drift: Broken::Accept,
             drift_parameters: Broken::NoArgs,
             drift_input: Some(Broken::NoArgs),
@@ -388,6 +402,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::Hy3 => Profile {
             parser: "hy_v3",
+            half_needs_args: true,
             ..engine_based
         },
         // gpt-oss: served by HarmonyParser (`openai` names the tool parser); not run here
@@ -422,6 +437,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             parser: "qwen3_coder",
             unknown: Unknown::Keep,
             cut: Broken::Half,
+            half_needs_args: true,
             missing_end: Broken::DropLast,
             forms: &[QWEN3_NO_WRAPPER],
             ..s
@@ -491,7 +507,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             tail: Tail::Spaced,
             missing_end: Broken::DropLast,
             drops_analysis: true,
-            forms: &[GPT_OSS_NO_START],
+            forms: &[GPT_OSS_NO_START, GPT_OSS_UNTERMINATED],
             ..s
         },
         S::AnthropicXml => Profile {
