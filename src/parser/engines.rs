@@ -224,6 +224,16 @@ pub fn expected(
     (ours, out)
 }
 
+/// The whole text as content, without the marker the parser strips ([`Profile::unmarked`]).
+fn whole_unmarked(text: &str, p: &Profile) -> Outcome {
+    if p.unmarked.is_empty() {
+        return whole(text);
+    }
+    Outcome::Content {
+        content: text.replacen(p.unmarked, "", 1).trim().to_string(),
+    }
+}
+
 fn whole(text: &str) -> Outcome {
     Outcome::Content {
         content: text.trim().to_string(),
@@ -400,7 +410,7 @@ fn by_profile(
     let broken = |b: Broken, what: &str| -> (Outcome, String) {
         match b {
             Broken::Whole => (
-                whole(text),
+                whole_unmarked(text, p),
                 format!("{what}: the parser fails and the text is returned as content"),
             ),
             Broken::Empty => (
@@ -539,9 +549,11 @@ fn by_profile(
     if let Some(k) = &sit.drift {
         let b = match k.as_str() {
             "parameters_for_arguments" => p.drift_parameters,
-            "input_for_arguments" => p.drift_input.unwrap_or(p.drift),
-            "string_arguments" => p.drift_string.unwrap_or(p.drift),
-            _ => p.drift,
+            kind => p
+                .drift_kinds
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .map_or(p.drift, |(_, b)| *b),
         };
         if b != Broken::Accept {
             return broken(b, &format!("drift `{k}`"));
@@ -670,6 +682,9 @@ fn message(
             {
                 c.name = format!("{}{id}", c.name);
             }
+            if p.empty_args_text && c.arguments.as_object().is_some_and(|o| o.is_empty()) {
+                c.arguments = Value::String(String::new());
+            }
             if p.drops_unquoted
                 && let Value::Object(args) = &mut c.arguments
             {
@@ -762,7 +777,8 @@ fn half_read(
     }
     let arguments = match rest.find('{') {
         Some(j) => {
-            let args = rest[j..].trim_end();
+            let args = &rest[j..];
+            let args = args[..args.find("<|").unwrap_or(args.len())].trim_end();
             match serde_json::from_str::<Value>(args) {
                 Ok(v) => v,
                 Err(_) if raw => Value::String(args.to_string()),

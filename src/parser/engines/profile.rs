@@ -118,10 +118,9 @@ pub struct Profile {
     /// `parameters` written for `arguments` (SGLang's `parse_base_json` reads both,
     /// base_format_detector.py:97).
     pub drift_parameters: Broken,
-    /// `input` for `arguments`; `None`: as `drift`.
-    pub drift_input: Option<Broken>,
-    /// `arguments` written as a JSON string; `None`: as `drift`.
-    pub drift_string: Option<Broken>,
+    /// Other drifts by toolscope's repair kind (`input_for_arguments`, `string_arguments`,
+    /// `function_wrapper`, …) where the parser differs from `drift`.
+    pub drift_kinds: &'static [(&'static str, Broken)],
     /// A block with markup that does not parse, before the end of the text.
     pub malformed: Broken,
     pub typing: Typing,
@@ -139,6 +138,11 @@ pub struct Profile {
     /// Engine defect: values not written as `<escape>`-quoted strings are dropped (vLLM
     /// `functiongemma`).
     pub drops_unquoted: bool,
+    /// Text this parser removes from content it returns whole (vLLM `mistral` drops
+    /// `[TOOL_CALLS]` even when the call does not parse).
+    pub unmarked: &'static str,
+    /// `{}` arguments are returned as an empty string (vLLM `cohere_command4`).
+    pub empty_args_text: bool,
     /// A call cut right after its name (no argument text yet) is dropped rather than returned
     /// with `{}`.
     pub half_needs_args: bool,
@@ -170,12 +174,13 @@ const BASE: Profile = Profile {
     cut: Broken::Whole,
     drift: Broken::Whole,
     drift_parameters: Broken::Whole,
-    drift_input: None,
-    drift_string: None,
+    drift_kinds: &[],
     malformed: Broken::Whole,
     typing: Typing::AsWritten,
     finds_in_prose: false,
     plain_text_dropped: false,
+    unmarked: "",
+    empty_args_text: false,
     half_needs_args: false,
     drops_analysis: false,
     glues_call_id: false,
@@ -203,6 +208,11 @@ const MINIMAX_NO_CLOSER: Form = Form {
     matches: |t| has_all(t, &["<minimax:tool_call>"], &["</minimax:tool_call>"]),
     then: Broken::Whole,
     why: "no closing </minimax:tool_call>: minimax_m2.py reads complete blocks only",
+};
+const KIMI_NO_SECTION: Form = Form {
+    matches: |t| has_all(t, &["<|tool_call_begin|>"], &["<|tool_calls_section_begin|>"]),
+    then: Broken::Whole,
+    why: "no <|tool_calls_section_begin|>: the kimi_k2 parsers look for the section start",
 };
 const GPT_OSS_UNTERMINATED: Form = Form {
     matches: |t| {
@@ -258,7 +268,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
     Some(match family {
         S::Hermes => Profile {
             parser: "hermes",
-            drift_string: Some(Broken::ArgsAsString),
+            drift_kinds: &[("string_arguments", Broken::ArgsAsString)],
             ..BASE
         },
         S::Qwen3Coder => Profile {
@@ -293,7 +303,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             finds_in_prose: true,
             drift: Broken::Accept,
             drift_parameters: Broken::Accept,
-            drift_input: Some(Broken::Whole),
+            drift_kinds: &[("input_for_arguments", Broken::Whole)],
             ..BASE
         },
         S::Pythonic => Profile {
@@ -312,10 +322,11 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         },
         S::Mistral => Profile {
             parser: "mistral",
-            cut: Broken::Half,
+            cut: Broken::Whole,
+            unmarked: "[TOOL_CALLS]",
             drift: Broken::NoArgs,
             drift_parameters: Broken::NoArgs,
-            drift_string: Some(Broken::Accept),
+            drift_kinds: &[("string_arguments", Broken::Accept)],
             glues_call_id: true,
             defect: Some(
                 "a `[CALL_ID]` is glued into the call's name (`[TOOL_CALLS]f[CALL_ID]a1b2[ARGS]{…}` \
@@ -338,6 +349,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
         S::KimiK2 => Profile {
             parser: "kimi_k2",
             cut: Broken::HalfRaw,
+            forms: &[KIMI_NO_SECTION],
             ..engine_based
         },
         S::KimiK3 => Profile {
@@ -361,6 +373,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             lead: Lead::Drop,
             cut: Broken::HalfRaw,
             plain_text_dropped: true,
+            empty_args_text: true,
             ..BASE
         },
         S::Apertus => Profile {
@@ -376,7 +389,7 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             half_needs_args: true,
             drift: Broken::Accept,
             drift_parameters: Broken::NoArgs,
-            drift_input: Some(Broken::NoArgs),
+            drift_kinds: &[("input_for_arguments", Broken::NoArgs)],
             strips_think_tags: true,
             ..engine_based
         },
@@ -428,8 +441,11 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             parser: "hermes",
             drift: Broken::Whole,
             drift_parameters: Broken::Accept,
-            drift_input: Some(Broken::NoArgs),
-            drift_string: Some(Broken::ArgsAsString),
+            drift_kinds: &[
+                ("input_for_arguments", Broken::NoArgs),
+                ("string_arguments", Broken::ArgsAsString),
+                ("function_wrapper", Broken::Empty),
+            ],
             cut: Broken::Whole,
             ..s
         },
@@ -461,7 +477,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             cut: Broken::Whole,
             drift: Broken::Accept,
             drift_parameters: Broken::Accept,
-            drift_input: Some(Broken::NoArgs),
+            drift_kinds: &[("input_for_arguments", Broken::NoArgs)],
             ..s
         },
         S::Pythonic => Profile {
@@ -495,6 +511,7 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
         S::KimiK2 => Profile {
             parser: "kimi_k2",
             unknown: Unknown::Keep,
+            forms: &[KIMI_NO_SECTION],
             ..s
         },
         S::KimiK3 => Profile {
@@ -541,8 +558,8 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
             parser: "gigachat3",
             tail: Tail::Whole,
             cut: Broken::Whole,
-            drift: Broken::Empty,
             drift_parameters: Broken::Empty,
+            drift_kinds: &[("input_for_arguments", Broken::Empty)],
             ..s
         },
         S::MiniCpm5 => Profile {
