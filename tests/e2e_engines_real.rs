@@ -266,11 +266,24 @@ fn shipped_sessions_engine_views_agree_with_the_engines_own_parser_code() {
             if names[1].is_none() && names[2].is_none() {
                 continue;
             }
-            let tools = request
+            // the request's tools in the OpenAI shape the engines' chat endpoints take (an
+            // Anthropic `{name, input_schema}` tool is the same function)
+            let tools: Vec<Value> = request
                 .as_ref()
                 .and_then(|r| r.get("tools"))
-                .cloned()
-                .unwrap_or(Value::Array(Vec::new()));
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|t| match t.get("function") {
+                    Some(_) => t.clone(),
+                    None => serde_json::json!({"type": "function", "function": {
+                        "name": t["name"],
+                        "description": t.get("description"),
+                        "parameters": t.get("input_schema").or(t.get("parameters")),
+                    }}),
+                })
+                .collect();
+            let tools = Value::Array(tools);
             let name = path.file_name().unwrap().to_string_lossy();
             texts.push(serde_json::json!({
                 "id": format!("{name}#{}", ex.id),
