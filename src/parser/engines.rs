@@ -972,6 +972,96 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// The message fields as a client sees them: (calls, content, reasoning); an error has none.
+    fn fields(&self) -> Option<(&[ParsedCall], &str, &str)> {
+        match self {
+            Outcome::Calls {
+                content,
+                reasoning,
+                tool_calls,
+            } => Some((tool_calls, content.trim(), reasoning.trim())),
+            Outcome::Content { content } => Some((&[], content.trim(), "")),
+            Outcome::Error { .. } => None,
+        }
+    }
+
+    /// The outcome in lines, as `parse --engines` and the Replay pane's engines view print it
+    /// under the engine's name: one per call (`get_weather({"city":"Paris"})`, arguments after
+    /// the engine's typing, cut to `width` characters), then `content "…"` and `reasoning "…"`
+    /// when not empty (quoted with escapes, cut to `width`), or the error.
+    pub fn detail(&self, width: usize) -> Vec<String> {
+        let cut = |s: &str| crate::parser::trace::cut(s, width).to_string();
+        match self.fields() {
+            None => vec![self.summary()],
+            Some((calls, content, reasoning)) => {
+                let mut out: Vec<String> = calls
+                    .iter()
+                    .map(|c| format!("{}({})", c.name, cut(&c.arguments.to_string())))
+                    .collect();
+                if calls.is_empty() {
+                    out.push("no call".to_string());
+                }
+                if !content.is_empty() {
+                    out.push(format!("content {:?}", cut(content)));
+                }
+                if !reasoning.is_empty() {
+                    out.push(format!("reasoning {:?}", cut(reasoning)));
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Where two engines return different things for the text: one line per pair that differs
+/// (`vLLM and SGLang differ: calls get_weather vs none`), comparing calls (names and
+/// arguments), content (trimmed), reasoning and errors. Empty when all agree.
+pub fn disagreements(list: &[EngineOutcome]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, a) in list.iter().enumerate() {
+        for b in &list[i + 1..] {
+            let what = match (a.outcome.fields(), b.outcome.fields()) {
+                (None, None) => None,
+                (None, Some(_)) | (Some(_), None) => Some("one fails, the other answers".to_string()),
+                (Some((ca, ta, ra)), Some((cb, tb, rb))) => {
+                    let names = |c: &[ParsedCall]| {
+                        if c.is_empty() {
+                            "none".to_string()
+                        } else {
+                            c.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                        }
+                    };
+                    let same_calls = ca.len() == cb.len()
+                        && ca
+                            .iter()
+                            .zip(cb)
+                            .all(|(x, y)| x.name == y.name && x.arguments == y.arguments);
+                    if names(ca) != names(cb) {
+                        Some(format!("calls {} vs {}", names(ca), names(cb)))
+                    } else if !same_calls {
+                        Some("the same calls with different arguments".to_string())
+                    } else if ta != tb {
+                        Some("different content".to_string())
+                    } else if ra != rb {
+                        Some("different reasoning".to_string())
+                    } else {
+                        None
+                    }
+                }
+            };
+            if let Some(w) = what {
+                out.push(format!(
+                    "{} and {} differ: {w}",
+                    a.engine.name(),
+                    b.engine.name()
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// `2 call(s): get_weather, get_time`, or `no call`.
 pub fn calls_summary(calls: &[ParsedCall]) -> String {
     if calls.is_empty() {
