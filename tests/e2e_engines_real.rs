@@ -24,7 +24,11 @@ use toolscope::parser::engines::{Engine, Outcome, expected};
 fn engines_python() -> Option<PathBuf> {
     let cache = std::env::var_os("TOOLSCOPE_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| dirs::home_dir().unwrap_or_default().join(".cache/toolscope"));
+        .unwrap_or_else(|| {
+            dirs::home_dir()
+                .unwrap_or_default()
+                .join(".cache/toolscope")
+        });
     let p = std::env::var_os("TOOLSCOPE_ENGINES_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| cache.join("engines/venv/bin/python"));
@@ -185,7 +189,10 @@ fn engine_verdicts_agree_with_the_engines_own_parser_code() {
     }
     let mut report = String::new();
     for ((engine, fam), t) in &by {
-        report.push_str(&format!("{engine:6} {fam:16} {:3}/{:3}\n", t.agree, t.total));
+        report.push_str(&format!(
+            "{engine:6} {fam:16} {:3}/{:3}\n",
+            t.agree, t.total
+        ));
     }
     let (mut agree, mut total) = (0, 0);
     for (engine, t) in &engine_total {
@@ -294,7 +301,10 @@ fn shipped_sessions_engine_views_agree_with_the_engines_own_parser_code() {
             }));
         }
     }
-    assert!(!texts.is_empty(), "no shipped session has raw text with a call family");
+    assert!(
+        !texts.is_empty(),
+        "no shipped session has raw text with a call family"
+    );
     let dir = tempfile::tempdir().unwrap();
     let mini = dir.path().join("sessions.json");
     let mut doc = corpus.clone();

@@ -70,7 +70,10 @@ fn tools() -> serde_json::Value {
 fn outcome(family: Syntax, text: &str, engine: Engine) -> Outcome {
     let t = tools();
     let (_, list) = expected(family, text, Some(&t));
-    list.into_iter().find(|e| e.engine == engine).unwrap().outcome
+    list.into_iter()
+        .find(|e| e.engine == engine)
+        .unwrap()
+        .outcome
 }
 
 fn calls(o: &Outcome) -> Vec<(String, serde_json::Value)> {
@@ -97,7 +100,10 @@ fn engine_specific_behaviours_as_their_code_returns_them() {
             tool_calls: vec![]
         }
     );
-    assert_eq!(calls(&outcome(Syntax::Hermes, t, Engine::Vllm))[0].0, "launch_rocket");
+    assert_eq!(
+        calls(&outcome(Syntax::Hermes, t, Engine::Vllm))[0].0,
+        "launch_rocket"
+    );
     // kimi-k2/string_for_integer: vLLM retypes by the schema ("3" -> 3), SGLang keeps "3"
     let t = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\", \"days\": \"3\"}<|tool_call_end|><|tool_calls_section_end|>";
     assert_eq!(
@@ -168,7 +174,13 @@ fn the_table_names_only_parsers_the_releases_register() {
     // vLLM 0.33.0 registers none of these names (vllm/tool_parsers/__init__.py)
     for s in Syntax::ALL {
         let p = parsers(*s);
-        for gone in ["cohere_command", "minicpm5xml", "nemotron_json", "minimax", "solar_open2"] {
+        for gone in [
+            "cohere_command",
+            "minicpm5xml",
+            "nemotron_json",
+            "minimax",
+            "solar_open2",
+        ] {
             assert_ne!(p[1], Some(gone), "{s}");
         }
     }

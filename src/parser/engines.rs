@@ -360,10 +360,12 @@ fn llama(
         .as_ref()
         .map(|k| format!("drift `{k}`"))
         .or(sit.missing_end.then(|| "a missing end marker".to_string()))
-        .or(ours
-            .malformed
-            .first()
-            .map(|m| format!("malformed {} block at byte {}", m.syntax, m.offset)))
+        .or(ours.malformed.first().map(|m| {
+            format!(
+                "malformed {} block at byte {}: {}",
+                m.syntax, m.offset, m.message
+            )
+        }))
         .or(ours
             .repairs
             .first()
@@ -419,7 +421,14 @@ fn by_profile(
             ),
             Broken::Half | Broken::HalfRaw => {
                 let before = sit_cut_before(family, text, sit);
-                match half_read(family, text, sit, index, b == Broken::HalfRaw, p.half_needs_args) {
+                match half_read(
+                    family,
+                    text,
+                    sit,
+                    index,
+                    b == Broken::HalfRaw,
+                    p.half_needs_args,
+                ) {
                     Some(call) => (
                         message(p, family, text, &before, "", vec![call], &[], index).0,
                         format!("{what}: the open call is closed and returned half-read"),
@@ -440,9 +449,20 @@ fn by_profile(
                         c
                     })
                     .collect();
-                let (o, why) =
-                    message(p, family, text, &sit.before, &sit.after, calls, &sit.unknown, index);
-                (o, format!("{what}: the call is read without its arguments; {why}"))
+                let (o, why) = message(
+                    p,
+                    family,
+                    text,
+                    &sit.before,
+                    &sit.after,
+                    calls,
+                    &sit.unknown,
+                    index,
+                );
+                (
+                    o,
+                    format!("{what}: the call is read without its arguments; {why}"),
+                )
             }
             Broken::DropLast | Broken::DropLastOrWhole | Broken::DropLastToContent => {
                 let mut calls = ours.tool_calls.clone();
@@ -460,16 +480,31 @@ fn by_profile(
                     }
                     _ => String::new(),
                 };
-                let keep_unknown: Vec<usize> =
-                    sit.unknown.iter().copied().filter(|&i| i < calls.len()).collect();
-                let (mut o, why) =
-                    message(p, family, text, &sit.before, "", calls, &keep_unknown, index);
+                let keep_unknown: Vec<usize> = sit
+                    .unknown
+                    .iter()
+                    .copied()
+                    .filter(|&i| i < calls.len())
+                    .collect();
+                let (mut o, why) = message(
+                    p,
+                    family,
+                    text,
+                    &sit.before,
+                    "",
+                    calls,
+                    &keep_unknown,
+                    index,
+                );
                 if let Outcome::Calls { content, .. } = &mut o
                     && !markup.trim().is_empty()
                 {
                     content.push_str(markup.trim());
                 }
-                (o, format!("{what}: the unterminated last call is dropped; {why}"))
+                (
+                    o,
+                    format!("{what}: the unterminated last call is dropped; {why}"),
+                )
             }
             Broken::ArgsAsString => {
                 let calls = ours
@@ -485,9 +520,20 @@ fn by_profile(
                         c
                     })
                     .collect();
-                let (o, why) =
-                    message(p, family, text, &sit.before, &sit.after, calls, &sit.unknown, index);
-                (o, format!("{what}: the arguments string is returned undecoded; {why}"))
+                let (o, why) = message(
+                    p,
+                    family,
+                    text,
+                    &sit.before,
+                    &sit.after,
+                    calls,
+                    &sit.unknown,
+                    index,
+                );
+                (
+                    o,
+                    format!("{what}: the arguments string is returned undecoded; {why}"),
+                )
             }
             Broken::Accept => {
                 let (o, why) = message(
@@ -715,7 +761,9 @@ fn drop_analysis(s: &str) -> String {
         let start = out[..i]
             .strip_suffix("<|start|>assistant")
             .map_or(i, |x| x.len());
-        let end = out[i..].find("<|end|>").map_or(out.len(), |e| i + e + "<|end|>".len());
+        let end = out[i..]
+            .find("<|end|>")
+            .map_or(out.len(), |e| i + e + "<|end|>".len());
         out.replace_range(start..end, "");
     }
     out
@@ -737,7 +785,11 @@ fn prefix_read(
     for &end in ends.iter().rev().take(32) {
         let read = parse(&text[..end], Some(family), tools);
         if !read.tool_calls.is_empty() && read.malformed.is_empty() && read.repairs.is_empty() {
-            let first = read.tool_calls.first().and_then(|c| c.span).map_or(0, |s| s.0);
+            let first = read
+                .tool_calls
+                .first()
+                .and_then(|c| c.span)
+                .map_or(0, |s| s.0);
             let (before, _) = unwrap_block(family, &text[..first], "");
             return Some((before.to_string(), read.tool_calls, text[end..].to_string()));
         }
@@ -748,7 +800,9 @@ fn prefix_read(
 /// The text before a cut call block.
 fn sit_cut_before(family: Syntax, text: &str, sit: &Situation) -> String {
     match sit.cut.or(sit.malformed) {
-        Some(at) => unwrap_block(family, text.get(..at).unwrap_or(""), "").0.to_string(),
+        Some(at) => unwrap_block(family, text.get(..at).unwrap_or(""), "")
+            .0
+            .to_string(),
         None => sit.before.clone(),
     }
 }
@@ -1023,13 +1077,18 @@ pub fn disagreements(list: &[EngineOutcome]) -> Vec<String> {
         for b in &list[i + 1..] {
             let what = match (a.outcome.fields(), b.outcome.fields()) {
                 (None, None) => None,
-                (None, Some(_)) | (Some(_), None) => Some("one fails, the other answers".to_string()),
+                (None, Some(_)) | (Some(_), None) => {
+                    Some("one fails, the other answers".to_string())
+                }
                 (Some((ca, ta, ra)), Some((cb, tb, rb))) => {
                     let names = |c: &[ParsedCall]| {
                         if c.is_empty() {
                             "none".to_string()
                         } else {
-                            c.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                            c.iter()
+                                .map(|c| c.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         }
                     };
                     let same_calls = ca.len() == cb.len()

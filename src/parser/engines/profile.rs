@@ -210,7 +210,13 @@ const MINIMAX_NO_CLOSER: Form = Form {
     why: "no closing </minimax:tool_call>: minimax_m2.py reads complete blocks only",
 };
 const KIMI_NO_SECTION: Form = Form {
-    matches: |t| has_all(t, &["<|tool_call_begin|>"], &["<|tool_calls_section_begin|>"]),
+    matches: |t| {
+        has_all(
+            t,
+            &["<|tool_call_begin|>"],
+            &["<|tool_calls_section_begin|>"],
+        )
+    },
     then: Broken::Whole,
     why: "no <|tool_calls_section_begin|>: the kimi_k2 parsers look for the section start",
 };
@@ -223,7 +229,13 @@ const GPT_OSS_UNTERMINATED: Form = Form {
     why: "the last call has no <|call|>: gpt_oss_detector.py reads complete messages only",
 };
 const GPT_OSS_NO_START: Form = Form {
-    matches: |t| has_all(t, &["<|channel|>commentary to="], &["<|start|>assistant<|channel|>commentary"]),
+    matches: |t| {
+        has_all(
+            t,
+            &["<|channel|>commentary to="],
+            &["<|start|>assistant<|channel|>commentary"],
+        )
+    },
     then: Broken::Whole,
     why: "the call's channel is not opened by <|start|>assistant (gpt_oss_detector.py)",
 };
@@ -240,7 +252,8 @@ const MISTRAL_NO_SPACE: Form = Form {
 };
 const DEEPSEEK_V31_FORM: Form = Form {
     matches: |t| {
-        t.contains("<｜tool▁call▁begin｜>") && !t.contains("<｜tool▁call▁begin｜>function<｜tool▁sep｜>")
+        t.contains("<｜tool▁call▁begin｜>")
+            && !t.contains("<｜tool▁call▁begin｜>function<｜tool▁sep｜>")
     },
     then: Broken::Whole,
     why: "the V3.1 form `N<｜tool▁sep｜>{json}`: the deepseek_v3 parser reads `function<｜tool▁sep｜>N` + fenced JSON only",
