@@ -5,13 +5,13 @@
 use crate::support;
 
 use serde_json::{Value, json};
+use toolscope::diagnose::compare::{Discrepancy, compare_calls};
 use toolscope::diagnose::rules::server::comparison_findings;
 use toolscope::diagnose::{ExchangeContext, check_exchange, load};
 use toolscope::finding::{Pane, Rule};
 use toolscope::parser::{ParseOutput, ParsedCall};
 use toolscope::session::Api;
 use toolscope::session::{Body, Chunk, Exchange, Request, Response};
-use toolscope::diagnose::compare::{Discrepancy, compare_calls};
 use toolscope::stream::reassemble::{reassemble_anthropic, reassemble_openai};
 use toolscope::stream::sse::{SseDecoder, decode_bytes, decode_chunks};
 use toolscope::stream::{AssistantMessage, CallRecord, decode_exchange};

@@ -455,7 +455,9 @@ async fn live_proxy_events_grow_a_stream_in_place() {
         ..Default::default()
     };
     let fx = state.show_source(
-        std::sync::Arc::new(toolscope::session::index::SessionSource::from_session(session)),
+        std::sync::Arc::new(toolscope::session::index::SessionSource::from_session(
+            session,
+        )),
         true,
     );
     let mut tui = Tui::new(

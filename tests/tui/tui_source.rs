@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use toolscope::session::index::SessionSource;
 use toolscope::tui::analysis;
 use toolscope::tui::keymap::Keymap;
-use toolscope::session::index::SessionSource;
-use toolscope::tui::theme::Theme;
 use toolscope::tui::live::apply_record;
+use toolscope::tui::theme::Theme;
 use toolscope::tui::{State, Tui};
 
 fn fixture() -> PathBuf {
@@ -203,21 +203,27 @@ fn live_view_takes_the_engine_learnt_after_the_header() {
         header,
         ..Default::default()
     });
-    apply_record(&mut src, &RecordEvent::Ended(Box::new(Exchange {
-        id: 1,
-        ..Default::default()
-    })));
+    apply_record(
+        &mut src,
+        &RecordEvent::Ended(Box::new(Exchange {
+            id: 1,
+            ..Default::default()
+        })),
+    );
     assert_eq!(src.header.engine.as_ref().unwrap().kind, "unknown");
     let props = serde_json::json!({"chat_template": "{{ messages }}", "build_info": "b11434-x"});
-    apply_record(&mut src, &RecordEvent::Annotated(Annotation::Engine {
-        exchange: 1,
-        engine: Engine {
-            kind: "llama-server".into(),
-            version: Some("b11434-x".into()),
-            model: None,
-        },
-        props: Some(props.clone()),
-    }));
+    apply_record(
+        &mut src,
+        &RecordEvent::Annotated(Annotation::Engine {
+            exchange: 1,
+            engine: Engine {
+                kind: "llama-server".into(),
+                version: Some("b11434-x".into()),
+                model: None,
+            },
+            props: Some(props.clone()),
+        }),
+    );
     assert_eq!(src.header.engine.as_ref().unwrap().kind, "llama-server");
     assert_eq!(src.header.props.as_ref(), Some(&props));
 }
