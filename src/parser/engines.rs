@@ -15,7 +15,7 @@
 //!   (engine, family) has a [`profile::Profile`] saying what it does with text after a call, an
 //!   undeclared tool, a missing end marker, a call cut mid-value, a drift, and how it types
 //!   arguments. The profiles were read from the released wheels and are checked by running that
-//!   code over tests/data/engine_corpus.json (`tests/e2e_engines_real.rs`, `scripts/engines/`).
+//!   code over tests/data/engine_corpus.json (`tests/e2e/engines_real.rs`, `scripts/engines/`).
 //!   Both are modelled as configured with `--tool-call-parser NAME` only: reasoning markup is not
 //!   split off and stays in `content`.
 //!

@@ -36,7 +36,7 @@ fn a_drifted_call_is_a_500_in_llama_cpp_content_in_vllm_and_read_by_sglang() {
     // vLLM 0.33.0's hermes parser fails on the missing "arguments" key (hermes_tool_parser.py
     // KeyError) and returns the text, SGLang 0.5.23's parse_base_json reads `parameters`
     // (base_format_detector.py: `act.get("parameters") or act.get("arguments")`). Checked
-    // against both wheels by tests/e2e_engines_real.rs (corpus id hermes/drift_parameters_key).
+    // against both wheels by tests/e2e/engines_real.rs (corpus id hermes/drift_parameters_key).
     let text = "<tool_call>\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n</tool_call>";
     let (ours, list) = expected(Syntax::Hermes, text, None);
     assert_eq!(ours.tool_calls.len(), 1, "toolscope reads it");
@@ -86,7 +86,7 @@ fn calls(o: &Outcome) -> Vec<(String, serde_json::Value)> {
     }
 }
 
-/// Values recorded from the wheels' code (tests/e2e_engines_real.rs corpus ids in comments).
+/// Values recorded from the wheels' code (tests/e2e/engines_real.rs corpus ids in comments).
 #[test]
 fn engine_specific_behaviours_as_their_code_returns_them() {
     // hermes/undeclared_tool: SGLang drops calls to undeclared tools with their markup, vLLM keeps

@@ -5,7 +5,7 @@
 //! situation (vLLM: `ParserManager.get_parser(…).parse(text, request, enable_auto_tools=True)`,
 //! vllm/parser/abstract_parser.py; SGLang: `OpenAIServingChat._process_tool_calls` →
 //! `FunctionCallParser.parse_non_stream`, serving_chat.py:3150), read from the released wheels
-//! and checked by running that code over tests/data/engine_corpus.json (tests/e2e_engines_real.rs).
+//! and checked by running that code over tests/data/engine_corpus.json (tests/e2e/engines_real.rs).
 //! Both are configured with `--tool-call-parser NAME` only (no reasoning parser), so reasoning
 //! markup reaches the tool parser and stays in `content`.
 

@@ -10,7 +10,7 @@
 //! (trimmed) are the same, or both are the same error. Every text where they differ must be
 //! listed by id in docs/parser.md ("Differences from the engines' code") with its cause.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
