@@ -293,8 +293,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         e.release,
                         e.parser.unwrap_or("(no parser)"),
                     );
-                    for line in e.outcome.detail(100) {
-                        let _ = writeln!(s, "             {line}");
+                    if !matches!(e.outcome, crate::parser::engines::Outcome::Error { .. }) {
+                        for line in e.outcome.detail(100) {
+                            let _ = writeln!(s, "             {line}");
+                        }
                     }
                     if let Some(d) = e.defect {
                         let _ = writeln!(s, "             engine defect: {d}");
