@@ -681,4 +681,46 @@ mod tests {
             responses_to_chat(&json!({"input": "x", "tools": [{"type": "web_search"}]})).unwrap();
         assert!(c.body.get("tools").is_none());
     }
+
+    /// Every case of tests/data/responses/conversion.json, captured from llama-server b11434
+    /// itself (scripts/capture-responses-conversion.py: the `converted request:` line its `-v`
+    /// log prints for each POST /v1/responses, and its 400 message): the port gives the same
+    /// body, byte for byte (key order included), the same error message, and drops the tools
+    /// the server's log says it skipped.
+    #[test]
+    fn matches_llama_server_b11434() {
+        let cases: Vec<Value> = serde_json::from_str(include_str!(
+            "../../tests/data/responses/conversion.json"
+        ))
+        .unwrap();
+        assert!(cases.len() >= 20);
+        for c in &cases {
+            let name = c["name"].as_str().unwrap();
+            let got = responses_to_chat(&c["request"]);
+            match (&c["converted"], &c["error"], got) {
+                (Value::String(want), _, Ok(conv)) => {
+                    assert_eq!(&serde_json::to_string(&conv.body).unwrap(), want, "{name}");
+                    let skipped: Vec<&str> = c["skipped_tool_types"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|t| t.as_str().unwrap())
+                        .collect();
+                    let dropped: Vec<&str> = conv
+                        .dropped
+                        .iter()
+                        .filter_map(|d| match &d.what {
+                            DroppedKind::Tool { tool_type, .. } => Some(tool_type.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    assert_eq!(dropped, skipped, "{name}");
+                }
+                (Value::Null, Value::String(msg), Err(e)) => {
+                    assert_eq!(e.kind.server_message(), msg, "{name}")
+                }
+                (want, msg, got) => panic!("{name}: server {want} / {msg}, port {got:?}"),
+            }
+        }
+    }
 }
