@@ -812,4 +812,180 @@ mod tests {
         assert!(r.findings[1].message.contains("reordered"));
         assert_eq!(r.findings[2].evidence.event, Some(2));
     }
+
+    /// The shape llama-server b11434 writes (tools/server/server-task.cpp :1166-1300 and
+    /// :598-703): no output_index, no sequence_number, no arguments .done; items named by
+    /// item_id; the call's final arguments only in output_item.done.
+    #[test]
+    fn llama_server_shape_is_read_by_item_id() {
+        let r = reassemble_responses(&sse(&[
+            r#"{"type":"response.created","response":{"id":"resp_1","object":"response","status":"in_progress"}}"#,
+            r#"{"type":"response.in_progress","response":{"id":"resp_1","object":"response","status":"in_progress"}}"#,
+            r#"{"type":"response.output_item.added","item":{"content":[],"id":"msg_1","role":"assistant","status":"in_progress","type":"message"}}"#,
+            r#"{"type":"response.content_part.added","item_id":"msg_1","part":{"type":"output_text","text":""}}"#,
+            r#"{"type":"response.output_text.delta","item_id":"msg_1","delta":"Checking"}"#,
+            r#"{"type":"response.output_item.added","item":{"id":"fc_x","arguments":"","call_id":"call_x","name":"get_weather","type":"function_call","status":"in_progress"}}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":"{\"city\":","item_id":"fc_x"}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":" \"Lisbon\"}","item_id":"fc_x"}"#,
+            r#"{"type":"response.output_text.done","item_id":"msg_1","text":"Checking"}"#,
+            r#"{"type":"response.content_part.done","item_id":"msg_1","part":{"type":"output_text","annotations":[],"logprobs":[],"text":"Checking"}}"#,
+            r#"{"type":"response.output_item.done","item":{"type":"message","status":"completed","id":"msg_1","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Checking"}],"role":"assistant"}}"#,
+            r#"{"type":"response.output_item.done","item":{"id":"fc_x","type":"function_call","status":"completed","arguments":"{\"city\": \"Lisbon\"}","call_id":"call_x","name":"get_weather"}}"#,
+            r#"{"type":"response.completed","response":{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1"},{"id":"fc_x","type":"function_call"}],"usage":{"input_tokens":5,"output_tokens":9,"total_tokens":14}}}"#,
+        ]));
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.message.content, "Checking");
+        let c = &r.message.tool_calls[0];
+        assert_eq!(
+            (c.id.as_deref(), c.name.as_str(), c.arguments.as_str()),
+            (Some("call_x"), "get_weather", "{\"city\": \"Lisbon\"}")
+        );
+        assert_eq!(r.args_events, vec![Some(7)]);
+        assert_eq!(r.finish_event, Some(12));
+        assert_eq!(r.message.usage.as_ref().unwrap()["output_tokens"], 9);
+        let notes: Vec<&str> = r
+            .notes
+            .iter()
+            .filter(|(e, _)| *e == 11)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        assert_eq!(notes, ["item #1 function_call done (= deltas)"]);
+    }
+
+    #[test]
+    fn contract_faults_of_the_stream_itself() {
+        let body = concat!(
+            "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{}}\n\n",
+            "data: [1,2]\n\n",
+            "data: {\"sequence_number\":2}\n\n",
+            "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{\"status\":\"completed\",\"output\":[]}}\n\n",
+            "data: {\"type\":\"response.output_text.delta\",\"sequence_number\":4,\"item_id\":\"m\",\"delta\":\"late\"}\n\n",
+        );
+        let r = reassemble_responses(&decode_bytes(body.as_bytes()));
+        let got: Vec<(&str, Option<usize>)> = r
+            .findings
+            .iter()
+            .map(|f| (f.rule.id(), f.evidence.event))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("stream.malformed_event", Some(1)),
+                ("stream.malformed_event", Some(2)),
+                ("stream.sequence_gap", Some(3)),
+                ("stream.after_terminal", Some(4)),
+            ]
+        );
+        assert_eq!(r.message.content, "");
+        // cut inside an event, no terminal
+        let cut = "data: {\"type\":\"response.created\",\"response\":{}}\n\ndata: {\"type\":\"response.output_te";
+        let r = reassemble_responses(&decode_bytes(cut.as_bytes()));
+        let got: Vec<&str> = r.findings.iter().map(|f| f.rule.id()).collect();
+        assert_eq!(got, ["stream.cut_event", "stream.no_terminal"]);
+    }
+
+    /// llama-server's non-streamed Responses body (server-task.cpp:528-596): reasoning,
+    /// message and function_call items; and an OpenAI-style incomplete response.
+    #[test]
+    fn response_objects() {
+        let body: Value = serde_json::from_str(r#"{"completed_at":1,"created_at":1,"id":"resp_1","model":"m","object":"response","output":[
+            {"id":"rs_1","summary":[],"type":"reasoning","content":[{"text":"think","type":"reasoning_text"}],"encrypted_content":"","status":"completed"},
+            {"content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Hi"}],"id":"msg_1","role":"assistant","status":"completed","type":"message"},
+            {"id":"fc_2","type":"function_call","status":"completed","arguments":"{\"city\":\"Rome\"}","call_id":"call_2","name":"get_time"}],
+            "status":"completed","usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}"#).unwrap();
+        let m = from_responses_json(&body).unwrap();
+        assert_eq!((m.reasoning.as_str(), m.content.as_str()), ("think", "Hi"));
+        assert_eq!(m.tool_calls[0].index, Some(2));
+        assert_eq!(m.tool_calls[0].id.as_deref(), Some("call_2"));
+        assert_eq!(m.finish_reason.as_deref(), Some("completed"));
+        let inc = serde_json::json!({"object": "response", "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{"type": "custom_tool_call", "call_id": "c", "name": "apply_patch", "input": "*** Begin"}]});
+        let m = from_responses_json(&inc).unwrap();
+        assert_eq!(m.incomplete_reason.as_deref(), Some("max_output_tokens"));
+        assert_eq!(m.tool_calls[0].arguments, "*** Begin");
+        assert!(from_responses_json(&serde_json::json!({"choices": []})).is_none());
+    }
+
+    /// Real llama-server b11434 replies (SmolLM2, Qwen3-0.6B template, temperature 0), plain
+    /// and streamed, recorded as the official openai SDK (3.51.0) read them off the socket, with
+    /// what the SDK itself parsed (scripts/capture-responses-sdk.py, tests/data/responses/):
+    /// the message text, the function calls (call_id, name, arguments) and the status agree,
+    /// plain and streamed; the stream's events are the SDK's events, in order; the server's
+    /// streams break no stream-contract rule.
+    #[test]
+    fn agrees_with_the_openai_sdk_on_llama_server_replies() {
+        let cases = [
+            (
+                "hello",
+                include_str!("../../tests/data/responses/hello.json"),
+                include_str!("../../tests/data/responses/hello.sse"),
+                include_str!("../../tests/data/responses/hello.sdk.json"),
+            ),
+            (
+                "weather_call",
+                include_str!("../../tests/data/responses/weather_call.json"),
+                include_str!("../../tests/data/responses/weather_call.sse"),
+                include_str!("../../tests/data/responses/weather_call.sdk.json"),
+            ),
+            (
+                "weather_text",
+                include_str!("../../tests/data/responses/weather_text.json"),
+                include_str!("../../tests/data/responses/weather_text.sse"),
+                include_str!("../../tests/data/responses/weather_text.sdk.json"),
+            ),
+            (
+                "required_ignored",
+                include_str!("../../tests/data/responses/required_ignored.json"),
+                include_str!("../../tests/data/responses/required_ignored.sse"),
+                include_str!("../../tests/data/responses/required_ignored.sdk.json"),
+            ),
+        ];
+        let calls = |m: &AssistantMessage| -> Vec<Value> {
+            m.tool_calls
+                .iter()
+                .map(|c| serde_json::json!({"call_id": c.id, "name": c.name, "arguments": c.arguments}))
+                .collect()
+        };
+        let mut saw_call = false;
+        for (name, plain, stream, sdk) in cases {
+            let sdk: Value = serde_json::from_str(sdk).unwrap();
+            let m = from_responses_json(&serde_json::from_str(plain).unwrap()).unwrap();
+            let want = &sdk["plain"];
+            assert_eq!(m.content, want["output_text"], "{name}");
+            assert_eq!(Value::Array(calls(&m)), want["calls"], "{name}");
+            assert_eq!(
+                m.finish_reason.as_deref(),
+                want["status"].as_str(),
+                "{name}"
+            );
+            assert_eq!(
+                m.usage.as_ref().unwrap()["output_tokens"],
+                want["usage"]["output_tokens"],
+                "{name}"
+            );
+            saw_call |= !m.tool_calls.is_empty();
+            let events = decode_bytes(stream.as_bytes());
+            let r = reassemble_responses(&events);
+            let want = &sdk["stream"];
+            let types: Vec<Value> = events
+                .iter()
+                .map(|e| serde_json::from_str::<Value>(&e.data).unwrap()["type"].clone())
+                .collect();
+            assert_eq!(Value::Array(types), want["event_types"], "{name}");
+            assert_eq!(r.message.content, want["output_text"], "{name}");
+            assert_eq!(Value::Array(calls(&r.message)), want["calls"], "{name}");
+            assert_eq!(
+                r.message.finish_reason.as_deref(),
+                want["status"].as_str(),
+                "{name}"
+            );
+            assert_eq!(r.finish_event, Some(events.len() - 1), "{name}");
+            assert!(r.findings.is_empty(), "{name}: {:?}", r.findings);
+            assert!(r.problems.is_empty(), "{name}: {:?}", r.problems);
+            assert_eq!(r.marks.len(), events.len() + 1, "{name}");
+        }
+        assert!(saw_call, "one capture has a function call");
+    }
 }
