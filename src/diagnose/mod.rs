@@ -14,6 +14,7 @@ use crate::finding::{Evidence, Finding, Pane};
 use crate::session::{Api, TokenPiece};
 use crate::stream::AssistantMessage;
 
+pub mod fix;
 pub mod load;
 pub mod markup;
 pub mod probe;
@@ -403,7 +404,8 @@ impl ExchangeContext {
 /// schema loss in the server's render (`schema.*`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
 /// `server.parse_error`, passed-through `stream.*` (and `stream.error_event`),
 /// `parser.chunking_divergence`, `stop.*`, `tool_choice.*`, `tool_call.*`,
-/// `server.call_mismatch`, `finish.mismatch`.
+/// `server.call_mismatch`, `finish.mismatch`. Each finding whose rule has a fix for this
+/// exchange carries it ([`fix::attach`]).
 pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     check_exchange_with(cx, &rules::replay::real_parser)
 }
@@ -454,6 +456,7 @@ pub fn check_exchange_traced(
             f.exchange = cx.id;
         }
     }
+    fix::attach(cx, &mut out);
     (out, traces)
 }
 

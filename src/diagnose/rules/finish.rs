@@ -81,7 +81,7 @@ fn ollama_empty(
     .with_evidence(ev)]
 }
 
-fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
+pub(crate) fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
     let cut_args = m
         .tool_calls
         .iter()
