@@ -331,16 +331,19 @@ fn plan(
         .iter()
         .filter_map(|f| f.fix.as_ref())
         .collect();
-    let mut wanted: Vec<Fix> = Vec::new();
+    // (fix, asked for by name): a fix that `all` brought in and cannot be planned is skipped
+    let mut wanted: Vec<(Fix, bool)> = Vec::new();
     for id in &args.fixes {
         if id == "all" {
             for f in &attached {
-                if !wanted.iter().any(|w| w.id() == f.id()) {
-                    wanted.push((*f).clone());
+                if !wanted.iter().any(|(w, _)| w.id() == f.id()) {
+                    wanted.push(((*f).clone(), false));
                 }
             }
-            if args.template.is_some() && !wanted.iter().any(|w| w.id() == "template") {
-                wanted.extend(crate::diagnose::fix::by_id("template", api, request));
+            if args.template.is_some() && !wanted.iter().any(|(w, _)| w.id() == "template") {
+                wanted.extend(
+                    crate::diagnose::fix::by_id("template", api, request).map(|f| (f, false)),
+                );
             }
             continue;
         }
@@ -350,7 +353,8 @@ fn plan(
                 Edit::IDS.join(", ")
             );
         }
-        if wanted.iter().any(|w| w.id() == id) {
+        if let Some(w) = wanted.iter_mut().find(|(w, _)| w.id() == id) {
+            w.1 = true;
             continue;
         }
         let fix = attached
@@ -369,10 +373,39 @@ fn plan(
                     }
                 )
             })?;
-        wanted.push(fix);
+        wanted.push((fix, true));
     }
-    for fix in wanted {
-        let plan = match &fix.edit {
+    for (fix, named) in wanted {
+        let planned = plan_fix(args, header, original, request, analysed, &fix);
+        let plan = match planned {
+            Ok(p) => p,
+            Err(e) if !named => {
+                eprintln!("toolscope try: skipping fix {}: {e:#}", fix.id());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        variants.push(Variant {
+            name: fix.id().to_owned(),
+            fix: Some(fix),
+            plan,
+        });
+    }
+    Ok(variants)
+}
+
+/// How fix `fix` runs on this exchange.
+fn plan_fix(
+    args: &Args,
+    header: &crate::session::Header,
+    original: &Exchange,
+    request: &Value,
+    analysed: &crate::analysis::AnalysedExchange,
+    fix: &Fix,
+) -> anyhow::Result<Plan> {
+    let api = original.api();
+    Ok({
+        match &fix.edit {
             Edit::Template { drop_bos, .. } => {
                 regenerate_plan(args, header, original, request, *drop_bos)?
             }
@@ -402,14 +435,8 @@ fn plan(
                 whatif::fixed_request(edit, api, &original.request.path, request)
                     .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?,
             ),
-        };
-        variants.push(Variant {
-            name: fix.id().to_owned(),
-            fix: Some(fix),
-            plan,
-        });
-    }
-    Ok(variants)
+        }
+    })
 }
 
 /// The prompt of fix `template`: `--template SRC` (or, with `drop_bos`, the session's own
