@@ -135,8 +135,7 @@ pub fn reparse_calls(
     };
     let chosen = template.and_then(crate::parser::Syntax::detect_from_template);
     let read = crate::parser::parse(raw_text, chosen, tools);
-    let family =
-        family_for(chosen, &read, raw_text).ok_or("the raw text has no call syntax")?;
+    let family = family_for(chosen, &read, raw_text).ok_or("the raw text has no call syntax")?;
     let (ours, engines) = expected(family, raw_text, tools);
     let calls = if engine == "toolscope" {
         ours.tool_calls
@@ -169,7 +168,10 @@ pub fn template_without_bos(template: &str, bos: Option<&str>) -> String {
             return after.to_owned();
         }
     }
-    match bos.filter(|b| !b.is_empty()).and_then(|b| t.strip_prefix(b)) {
+    match bos
+        .filter(|b| !b.is_empty())
+        .and_then(|b| t.strip_prefix(b))
+    {
         Some(rest) => rest.to_owned(),
         None => template.to_owned(),
     }
@@ -511,7 +513,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v.body["tool_choice"], json!({"type": "any"}));
-        assert_eq!(v.body["tools"], json!([{"name": "get_time", "input_schema": {"type": "object"}}]));
+        assert_eq!(
+            v.body["tools"],
+            json!([{"name": "get_time", "input_schema": {"type": "object"}}])
+        );
         assert_eq!(v.path, "/v1/messages");
     }
 
@@ -572,23 +577,39 @@ mod tests {
         assert_eq!(v.body["options"]["num_predict"], 256);
         assert_eq!(with_seed(Api::Openai, &body, 7, true)["seed"], 7);
         assert_eq!(with_seed(Api::Ollama, &body, 7, true)["options"]["seed"], 7);
-        assert!(with_seed(Api::Openai, &body, 7, false).get("seed").is_none());
+        assert!(
+            with_seed(Api::Openai, &body, 7, false)
+                .get("seed")
+                .is_none()
+        );
     }
 
     #[test]
     fn bos_printed_first_is_dropped() {
-        assert_eq!(template_without_bos("{{- bos_token }}{% for m in messages %}", None), "{% for m in messages %}");
+        assert_eq!(
+            template_without_bos("{{- bos_token }}{% for m in messages %}", None),
+            "{% for m in messages %}"
+        );
         assert_eq!(template_without_bos("<s>[INST]", Some("<s>")), "[INST]");
-        assert_eq!(template_without_bos("{{ messages }}", Some("<s>")), "{{ messages }}");
+        assert_eq!(
+            template_without_bos("{{ messages }}", Some("<s>")),
+            "{{ messages }}"
+        );
     }
 
     #[test]
     fn reparse_reads_the_raw_text_with_the_named_parser() {
         let tools = two_tools();
         let text = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"city\": \"Vienna\"}}\n</tool_call>";
-        let edit = Edit::OtherParser { engine: "vLLM".into(), parser: "hermes".into() };
+        let edit = Edit::OtherParser {
+            engine: "vLLM".into(),
+            parser: "hermes".into(),
+        };
         let calls = reparse_calls(&edit, text, None, Some(&tools)).unwrap();
-        assert_eq!(calls, vec![("get_time".to_owned(), r#"{"city":"Vienna"}"#.to_owned())]);
+        assert_eq!(
+            calls,
+            vec![("get_time".to_owned(), r#"{"city":"Vienna"}"#.to_owned())]
+        );
         assert!(valid_calls(&json!({"tools": tools}), &calls));
     }
 

@@ -121,9 +121,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             original.request.path
         );
     }
-    let request = original
-        .request_json()
-        .with_context(|| format!("{name}: exchange #{}: request body is not JSON", original.id))?;
+    let request = original.request_json().with_context(|| {
+        format!(
+            "{name}: exchange #{}: request body is not JSON",
+            original.id
+        )
+    })?;
     let url = args
         .url
         .clone()
@@ -181,11 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     for v in &variants {
         if let Some(f) = &v.fix {
-            eprintln!(
-                "  {}: {}",
-                v.name,
-                crate::text::visible(&f.change)
-            );
+            eprintln!("  {}: {}", v.name, crate::text::visible(&f.change));
         }
     }
     let rt = super::runtime();
@@ -426,9 +425,8 @@ fn plan_fix(
                     .as_ref()
                     .and_then(|p| p.get("chat_template"))
                     .and_then(Value::as_str);
-                let calls =
-                    whatif::reparse_calls(&fix.edit, raw, template, request.get("tools"))
-                        .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?;
+                let calls = whatif::reparse_calls(&fix.edit, raw, template, request.get("tools"))
+                    .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?;
                 Plan::Reparse { calls }
             }
             edit => Plan::Resend(
@@ -462,7 +460,9 @@ fn regenerate_plan(
             s.origin = format!("{} without its leading BOS", s.origin);
             s
         }
-        _ => bail!("--fix template: name the other template with --template SRC (a .jinja, tokenizer_config.json, .gguf or corpus:NAME.jinja)"),
+        _ => bail!(
+            "--fix template: name the other template with --template SRC (a .jinja, tokenizer_config.json, .gguf or corpus:NAME.jinja)"
+        ),
     };
     // the engine's profile and tokens: the session's server, where the source does not say
     if let Some(s) = &session_source {

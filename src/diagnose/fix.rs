@@ -103,7 +103,9 @@ pub fn by_id(id: &str, api: Api, request: &Value) -> Option<Fix> {
                 Edit::OtherApi {
                     path: "/v1/chat/completions".into(),
                 },
-                format!("the same request through /v1/chat/completions (converted as the engine converts it), tool_choice {choice} in OpenAI form"),
+                format!(
+                    "the same request through /v1/chat/completions (converted as the engine converts it), tool_choice {choice} in OpenAI form"
+                ),
             ))
         }
         "drop_tools" if request.get("tools").is_some() => Some(Fix::new(
@@ -246,8 +248,12 @@ fn limit_fix(cx: &ExchangeContext) -> Option<Fix> {
             to,
         },
         match from {
-            Some(n) => format!("`{field}` raised from {n} to {to}: the reply was cut by the token limit"),
-            None => format!("`{field}` set to {to}: the reply was cut by the engine's own token limit"),
+            Some(n) => {
+                format!("`{field}` raised from {n} to {to}: the reply was cut by the token limit")
+            }
+            None => {
+                format!("`{field}` set to {to}: the reply was cut by the engine's own token limit")
+            }
         },
     ))
 }

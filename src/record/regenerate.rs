@@ -698,7 +698,17 @@ pub async fn regenerate_recorded(
         from: FROM.into(),
     };
     let target = (Endpoint::Completion, "llama-server");
-    match complete(client.base(), original, target, &body, &prompt, new_id, None).await {
+    match complete(
+        client.base(),
+        original,
+        target,
+        &body,
+        &prompt,
+        new_id,
+        None,
+    )
+    .await
+    {
         Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
             let ann =
                 regenerated_annotation(original, &generated, Some(ex.id), template, Some(FROM));
@@ -744,7 +754,17 @@ pub async fn regenerate_on_engine(
         };
     let endpoint = Endpoint::for_engine(engine);
     let target = (endpoint, engine);
-    match complete(client.base(), original, target, &body, &prompt, new_id, None).await {
+    match complete(
+        client.base(),
+        original,
+        target,
+        &body,
+        &prompt,
+        new_id,
+        None,
+    )
+    .await
+    {
         Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
             let ann = regenerated_annotation(
                 original,

@@ -144,7 +144,9 @@ pub async fn run_once(
             let mut ex = original.clone();
             if let Some(body) = original.request_json() {
                 ex.request.body = crate::session::Body::from_bytes(
-                    serde_json::to_vec(&seeded(&body)).unwrap_or_default().as_slice(),
+                    serde_json::to_vec(&seeded(&body))
+                        .unwrap_or_default()
+                        .as_slice(),
                 );
             }
             let ropts = RegenOptions {
@@ -165,7 +167,9 @@ pub async fn run_once(
             .await;
             match result {
                 Ok(r) => {
-                    let tools = original.request_json().and_then(|b| b.get("tools").cloned());
+                    let tools = original
+                        .request_json()
+                        .and_then(|b| b.get("tools").cloned());
                     let syntax = crate::parser::Syntax::detect_from_template(template)
                         .or_else(|| crate::parser::Syntax::detect_from_text(&r.raw_text));
                     let out = crate::parser::parse(&r.raw_text, syntax, tools.as_ref());

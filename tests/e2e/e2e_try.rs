@@ -16,7 +16,6 @@
 //! * a reply cut by `max_tokens` (the a-session request with `max_tokens: 12`): no fixed run
 //!   ends with `finish_reason: "length"`.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -90,7 +89,10 @@ fn text_of(r: &Value) -> String {
     let mut s = format!("try #{} of {}\n", r["exchange"], r["session"]);
     for v in r["variants"].as_array().unwrap() {
         let t = &v["tally"];
-        let (lo, hi) = (v["interval"][0].as_f64().unwrap(), v["interval"][1].as_f64().unwrap());
+        let (lo, hi) = (
+            v["interval"][0].as_f64().unwrap(),
+            v["interval"][1].as_f64().unwrap(),
+        );
         s += &format!(
             "  {:<18} valid calls {}/{} (95 % CI {:.0}–{:.0} %), finish {}, findings {}\n",
             v["name"].as_str().unwrap(),
@@ -124,7 +126,11 @@ fn runs(v: &Value) -> &Vec<Value> {
 fn server_prompts(session: &Path, label: &str) -> Vec<String> {
     let s = read_session(session).unwrap();
     let mut out = Vec::new();
-    for e in s.exchanges.iter().filter(|e| e.label.as_deref() == Some(label)) {
+    for e in s
+        .exchanges
+        .iter()
+        .filter(|e| e.label.as_deref() == Some(label))
+    {
         let anns = s.annotations.get(&e.id).map_or(&[][..], Vec::as_slice);
         let prompt = Annotation::latest_server_render(anns)
             .and_then(|(p, _)| p)
@@ -160,9 +166,14 @@ fn schema_fix_prints_the_type_the_template_lost() {
     }
     for p in &after {
         assert!(!p.contains("['STRING', 'NULL']"), "fixed render: {p}");
-        let until = p.find("until:{").unwrap_or_else(|| panic!("no `until` in {p}"));
+        let until = p
+            .find("until:{")
+            .unwrap_or_else(|| panic!("no `until` in {p}"));
         let decl = &p[until..p[until..].find('}').map_or(p.len(), |e| until + e)];
-        assert!(decl.contains("type:<|\"|>STRING<|\"|>"), "until in the fixed render: {decl}");
+        assert!(
+            decl.contains("type:<|\"|>STRING<|\"|>"),
+            "until in the fixed render: {decl}"
+        );
     }
 }
 
@@ -188,11 +199,17 @@ fn stop_fix_leaves_the_reasoning_whole() {
     let orig = runs(variant(&r, "original"));
     let fixed = runs(variant(&r, "stop_client_side"));
     for run in orig {
-        assert!(rules(run).contains(&"stop.in_reasoning".to_owned()), "{run:#}");
+        assert!(
+            rules(run).contains(&"stop.in_reasoning".to_owned()),
+            "{run:#}"
+        );
     }
     let cut_at = orig[0]["reasoning"].as_str().unwrap().len();
     for run in fixed {
-        assert!(!rules(run).contains(&"stop.in_reasoning".to_owned()), "{run:#}");
+        assert!(
+            !rules(run).contains(&"stop.in_reasoning".to_owned()),
+            "{run:#}"
+        );
         let whole = format!(
             "{}{}",
             run["reasoning"].as_str().unwrap(),
@@ -223,7 +240,11 @@ fn tool_choice_fix_calls_the_named_tool() {
     );
     for run in runs(variant(&r, "original")) {
         assert!(
-            run["rules"].as_array().unwrap().iter().any(|x| x == "tool_choice.named_ignored"),
+            run["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x == "tool_choice.named_ignored"),
             "{run:#}"
         );
     }
@@ -280,7 +301,9 @@ fn token_limit_fix_is_not_cut() {
         .filter_map(|f| f.get("fix"))
         .collect();
     assert!(
-        fixes.iter().any(|f| f["id"] == "max_tokens" && f["to"] == 256 && f["from"] == 12),
+        fixes
+            .iter()
+            .any(|f| f["id"] == "max_tokens" && f["to"] == 256 && f["from"] == 12),
         "the cut call's finding carries the max_tokens fix: {report:#}"
     );
     let (r, _) = try_fix(&session, 1, &["max_tokens"], &srv.base_url());
