@@ -383,7 +383,7 @@ impl Tally {
                 None => outcomes.push((sig, r.line(), 1)),
             }
         }
-        outcomes.sort_by(|a, b| b.2.cmp(&a.2));
+        outcomes.sort_by_key(|o| std::cmp::Reverse(o.2));
         t.outcomes = outcomes.into_iter().map(|(_, l, n)| (l, n)).collect();
         t
     }
