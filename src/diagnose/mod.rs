@@ -15,6 +15,7 @@ use crate::session::{Api, TokenPiece};
 use crate::stream::AssistantMessage;
 
 pub mod compare;
+pub mod fix;
 pub mod load;
 pub mod markup;
 pub mod probe;
@@ -29,6 +30,9 @@ pub struct ExchangeContext {
     pub id: Option<u64>,
     /// API the exchange speaks.
     pub api: Api,
+    /// The engine behind the exchange (the session header's `engine.kind`: `llama-server`,
+    /// `vllm`, `ollama`, `sglang`, `unknown`), `None` when not known (a bare pair).
+    pub engine: Option<String>,
     /// Request body (JSON).
     pub request: Option<Value>,
     /// HTTP status of the response, when there was one.
@@ -150,6 +154,7 @@ impl ExchangeContext {
         ExchangeContext {
             id: None,
             api,
+            engine: None,
             request: None,
             status: None,
             response_json: None,
@@ -218,6 +223,11 @@ impl ExchangeContext {
                 self.block_pointer("text")
                     .unwrap_or_else(|| "/content".into()),
             ),
+            (false, Api::Responses) => Some(
+                self.output_pointer("message")
+                    .map(|p| format!("{p}/content"))
+                    .unwrap_or_else(|| "/output".into()),
+            ),
             (false, _) => Some("/choices/0/message/content".into()),
         };
         Evidence {
@@ -237,6 +247,11 @@ impl ExchangeContext {
                 self.block_pointer("thinking")
                     .map(|p| format!("{p}/thinking"))
                     .unwrap_or_else(|| "/content".into()),
+            ),
+            (false, Api::Responses) => Some(
+                self.output_pointer("reasoning")
+                    .map(|p| format!("{p}/content"))
+                    .unwrap_or_else(|| "/output".into()),
             ),
             (false, _) => {
                 let has_rc = self
@@ -265,6 +280,7 @@ impl ExchangeContext {
         let pointer = match (self.streamed, self.api) {
             (true, _) => None,
             (false, Api::Anthropic) => Some("/stop_reason".into()),
+            (false, Api::Responses) => Some("/status".into()),
             (false, _) => Some("/choices/0/finish_reason".into()),
         };
         Evidence {
@@ -289,6 +305,21 @@ impl ExchangeContext {
                     format!("/content/{block}/name")
                 })
             }
+            (false, Api::Responses) => {
+                // the call's position in `output` (function_call: arguments, custom: input)
+                let item = call.and_then(|c| c.index).unwrap_or(i as u64);
+                let custom = self
+                    .response_json
+                    .as_ref()
+                    .and_then(|b| b.pointer(&format!("/output/{item}/type")))
+                    .and_then(Value::as_str)
+                    == Some("custom_tool_call");
+                Some(match (arguments, custom) {
+                    (true, false) => format!("/output/{item}/arguments"),
+                    (true, true) => format!("/output/{item}/input"),
+                    (false, _) => format!("/output/{item}/name"),
+                })
+            }
             (false, _) => Some(if arguments {
                 format!("/choices/0/message/tool_calls/{i}/function/arguments")
             } else {
@@ -309,6 +340,15 @@ impl ExchangeContext {
             tool: call.map(|c| c.name.clone()),
             ..Default::default()
         }
+    }
+
+    /// Pointer of the first Responses output item of type `ty` (`/output/2`).
+    fn output_pointer(&self, ty: &str) -> Option<String> {
+        let items = self.response_json.as_ref()?.get("output")?.as_array()?;
+        let i = items
+            .iter()
+            .position(|b| b.get("type").and_then(Value::as_str) == Some(ty))?;
+        Some(format!("/output/{i}"))
     }
 
     /// Pointer of the first Anthropic content block of type `ty`.
@@ -401,10 +441,12 @@ impl ExchangeContext {
 }
 
 /// Runs every rule on one exchange. Findings carry `exchange = cx.id`, in pipeline order:
-/// schema loss in the server's render (`schema.*`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
+/// schema loss in the server's render (`schema.*`), what the engine's Responses conversion drops
+/// (`input.tool_dropped`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
 /// `server.parse_error`, passed-through `stream.*` (and `stream.error_event`),
 /// `parser.chunking_divergence`, `stop.*`, `tool_choice.*`, `tool_call.*`,
-/// `server.call_mismatch`, `finish.mismatch`.
+/// `server.call_mismatch`, `finish.mismatch`. Each finding whose rule has a fix for this
+/// exchange carries it ([`fix::attach`]).
 pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     check_exchange_with(cx, &rules::replay::real_parser)
 }
@@ -425,6 +467,7 @@ pub fn check_exchange_traced(
     let traces = rules::replay::traces_with(cx, record);
     let mut out = Vec::new();
     out.extend(rules::schema::loss(cx));
+    out.extend(rules::responses::tool_dropped(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
     out.extend(rules::tokens::markers(cx));
     out.extend(rules::server::parse_error(cx));
@@ -455,6 +498,7 @@ pub fn check_exchange_traced(
             f.exchange = cx.id;
         }
     }
+    fix::attach(cx, &mut out);
     (out, traces)
 }
 
