@@ -66,6 +66,14 @@ pub enum Rule {
     StreamNameRepeated,
     #[serde(rename = "stream.error_event")]
     StreamErrorEvent,
+    #[serde(rename = "stream.malformed_event")]
+    StreamMalformedEvent,
+    #[serde(rename = "stream.no_terminal")]
+    StreamNoTerminal,
+    #[serde(rename = "stream.after_terminal")]
+    StreamAfterTerminal,
+    #[serde(rename = "stream.cut_event")]
+    StreamCutEvent,
     #[serde(rename = "finish.mismatch")]
     FinishMismatch,
     #[serde(rename = "parser.chunking_divergence")]
@@ -105,6 +113,10 @@ impl Rule {
         Rule::StreamMissingId,
         Rule::StreamNameRepeated,
         Rule::StreamErrorEvent,
+        Rule::StreamMalformedEvent,
+        Rule::StreamNoTerminal,
+        Rule::StreamAfterTerminal,
+        Rule::StreamCutEvent,
         Rule::FinishMismatch,
         Rule::ParserChunkingDivergence,
         Rule::ServerParseError,
@@ -139,6 +151,10 @@ impl Rule {
             Rule::StreamMissingId => "stream.missing_id",
             Rule::StreamNameRepeated => "stream.name_repeated",
             Rule::StreamErrorEvent => "stream.error_event",
+            Rule::StreamMalformedEvent => "stream.malformed_event",
+            Rule::StreamNoTerminal => "stream.no_terminal",
+            Rule::StreamAfterTerminal => "stream.after_terminal",
+            Rule::StreamCutEvent => "stream.cut_event",
             Rule::FinishMismatch => "finish.mismatch",
             Rule::ParserChunkingDivergence => "parser.chunking_divergence",
             Rule::ServerParseError => "server.parse_error",
@@ -159,7 +175,8 @@ impl Rule {
             | Rule::TokenPseudoSpecial
             | Rule::ParserChunkingDivergence
             | Rule::SchemaAlternativeDropped
-            | Rule::StreamNameRepeated => Severity::Warning,
+            | Rule::StreamNameRepeated
+            | Rule::StreamAfterTerminal => Severity::Warning,
             Rule::SessionDamaged => Severity::Warning,
             _ => Severity::Error,
         }

@@ -143,6 +143,10 @@ const STREAM_RULES: &[Rule] = &[
     Rule::StreamMissingIndex,
     Rule::StreamMissingId,
     Rule::StreamNameRepeated,
+    Rule::StreamMalformedEvent,
+    Rule::StreamNoTerminal,
+    Rule::StreamAfterTerminal,
+    Rule::StreamCutEvent,
     Rule::ServerParseError,
 ];
 
