@@ -26,7 +26,7 @@ fn out_of_range_numbers_exit_2_naming_the_flag() {
         (vec!["serve", "x.jsonl", "--timing", "x1e-12"], "--timing"),
         (vec!["serve", "x.jsonl", "--timing", "xinf"], "--timing"),
         (vec!["flatten", "t.json", "--recursion-depth", "99999999999"], "--recursion-depth"),
-        (vec!["probe", "--url", "http://127.0.0.1:9", "--timeout", "18446744073709551615"], "--timeout"),
+        (vec!["probe", "http://127.0.0.1:9", "--timeout", "18446744073709551615"], "--timeout"),
     ] {
         let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);

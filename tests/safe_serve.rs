@@ -164,13 +164,15 @@ async fn idle_and_trickling_connections_are_closed() {
     .unwrap();
     let addr = h.local_addr();
     let outcome = tokio::task::spawn_blocking(move || {
-        // more idle connections than the server serves at once
-        let idle: Vec<TcpStream> = (0..300)
-            .map(|_| TcpStream::connect(addr).unwrap())
-            .collect();
         // one connection trickling a header line every 0.5 s
         let mut slow = TcpStream::connect(addr).unwrap();
         slow.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        // more idle connections than the server serves at once (the last ones wait in the
+        // backlog until the first are closed)
+        let idle: Vec<TcpStream> = (0..300)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
         let t0 = Instant::now();
         let mut slow_open = true;
         while t0.elapsed() < HEADER_READ_TIMEOUT + Duration::from_secs(4) {
@@ -186,7 +188,8 @@ async fn idle_and_trickling_connections_are_closed() {
             .into_iter()
             .filter(|s| {
                 let mut s = s;
-                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                s.set_read_timeout(Some(HEADER_READ_TIMEOUT + Duration::from_secs(5)))
+                    .unwrap();
                 let mut b = [0u8; 1];
                 matches!(s.read(&mut b), Ok(0) | Err(_))
             })
