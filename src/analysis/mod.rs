@@ -13,6 +13,7 @@
 //!   the Replay pane, so a finding's step is the pane's step;
 //! * at [`Depth::Panes`] only: the tools and schema rows, the local render and its diff.
 
+pub mod index;
 pub mod replay;
 pub mod stream;
 pub mod template;
@@ -340,7 +341,7 @@ pub fn analyse_with<E>(
     // The session's own template over the render budget (issue #27): a finding, never an
     // abort and never silence
     if let Some((origin, Err(e))) = &ollama
-        && e.contains(crate::template::budget::MARK)
+        && e.contains(crate::budget::MARK)
     {
         findings.push(
             crate::finding::Finding::new(

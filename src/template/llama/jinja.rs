@@ -37,7 +37,7 @@ pub fn configure(env: &mut Environment<'static>, _rules: &BuildRules, now: time:
     env.set_formatter(|out, state, value| {
         if value.as_str().is_none() {
             // the render's memory budget (budget.rs, seam 3) before building the text
-            crate::template::budget::ensure_print(state, value, 0, 0, "printing a value")?;
+            crate::budget::ensure_print(state, value, 0, 0, "printing a value")?;
         }
         let mut s = String::new();
         print_value(&mut s, value, 0);
@@ -135,9 +135,9 @@ impl minijinja::value::Object for MutList {
             ("extend", [v]) => {
                 // one list slot per item, paid for as it is added (budget.rs)
                 for x in v.try_iter()? {
-                    crate::template::budget::charge_work(
+                    crate::budget::charge_work(
                         state,
-                        crate::template::budget::BYTES_PER_ITEM,
+                        crate::budget::BYTES_PER_ITEM,
                     )?;
                     items.push(x);
                 }
@@ -518,7 +518,7 @@ fn tojson(
     }
     kwargs.assert_all_used()?;
     let per_level = usize::try_from(indent.max(0)).unwrap_or(0);
-    crate::template::budget::ensure_print(state, value, per_level, 2, "tojson")?;
+    crate::budget::ensure_print(state, value, per_level, 2, "tojson")?;
     let item_sep = seps
         .first()
         .cloned()
@@ -535,7 +535,7 @@ fn tojson(
 /// `string`: numbers through `tojson`, booleans `True`/`False`, `none` → `None`, undefined → `""`,
 /// strings as they are, arrays and objects as their repr.
 fn string_filter(state: &minijinja::State, v: &JValue) -> Result<JValue, Error> {
-    crate::template::budget::ensure_print(state, v, 0, 0, "string")?;
+    crate::budget::ensure_print(state, v, 0, 0, "string")?;
     Ok(JValue::from(match v.kind() {
         ValueKind::Number => {
             let mut s = String::new();
@@ -604,7 +604,7 @@ fn join(
         };
         let n = item.as_str().map_or(32, |s| s.len() as u64);
         size = size.saturating_add(n).saturating_add(delim.len() as u64);
-        crate::template::budget::ensure_bytes(state, size.saturating_mul(2), "join")?;
+        crate::budget::ensure_bytes(state, size.saturating_mul(2), "join")?;
     }
     let mut parts = Vec::new();
     for item in value.try_iter()? {
