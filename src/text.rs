@@ -92,7 +92,11 @@ pub fn print_out_raw(s: &str) -> bool {
         return false;
     }
     let mut out = std::io::stdout().lock();
-    if out.write_all(s.as_bytes()).and_then(|()| out.flush()).is_err() {
+    if out
+        .write_all(s.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         return false;
     }

@@ -207,13 +207,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bad = true;
             crate::outln!(
                 "  malformed: at byte {} ({}): {} — {:?}",
-                m.offset, m.syntax, m.message, m.text
+                m.offset,
+                m.syntax,
+                m.message,
+                m.text
             );
         }
         for p in &out.repairs {
             crate::outln!(
                 "  repair:    at byte {} ({}): {}",
-                p.offset, p.kind, p.message
+                p.offset,
+                p.kind,
+                p.message
             );
         }
         if !out.content.is_empty() {

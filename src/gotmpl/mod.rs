@@ -392,9 +392,17 @@ mod tests {
         let big = ExecOptions::default();
         let out = render_go("", r#"{{printf "%.70000f" 1.5}}"#, &json!({}), &big).unwrap();
         assert_eq!(out.len(), 70_002);
-        assert!(out.starts_with("1.50000") && out.ends_with("000"), "{}", &out[..10]);
+        assert!(
+            out.starts_with("1.50000") && out.ends_with("000"),
+            "{}",
+            &out[..10]
+        );
         let out = render_go("", r#"{{printf "%.1200e" 1.5}}"#, &json!({}), &big).unwrap();
-        assert!(out.starts_with("1.5000") && out.ends_with("0e+00"), "{}", &out[out.len() - 10..]);
+        assert!(
+            out.starts_with("1.5000") && out.ends_with("0e+00"),
+            "{}",
+            &out[out.len() - 10..]
+        );
         assert_eq!(out.len(), 1 + 1 + 1200 + 4);
         // nesting cannot exhaust the stack: parse and execution are bounded
         let deep_if = "{{if 1}}".repeat(100_000);

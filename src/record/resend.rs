@@ -160,12 +160,18 @@ mod tests {
     fn a_recorded_path_never_names_another_host() {
         let base = "http://127.0.0.1:4000";
         for (path, want) in [
-            ("/v1/chat/completions", "http://127.0.0.1:4000/v1/chat/completions"),
+            (
+                "/v1/chat/completions",
+                "http://127.0.0.1:4000/v1/chat/completions",
+            ),
             (
                 "@127.0.0.1:9/v1/chat/completions",
                 "http://127.0.0.1:4000/@127.0.0.1:9/v1/chat/completions",
             ),
-            ("//evil.example/v1/x", "http://127.0.0.1:4000//evil.example/v1/x"),
+            (
+                "//evil.example/v1/x",
+                "http://127.0.0.1:4000//evil.example/v1/x",
+            ),
             (
                 "http://evil.example/v1/x",
                 "http://127.0.0.1:4000/http://evil.example/v1/x",

@@ -33,13 +33,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
+use futures::StreamExt as _;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Request as HRequest, Response as HResponse, StatusCode};
 use hyper_util::rt::TokioIo;
-use futures::StreamExt as _;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -653,14 +653,13 @@ async fn replay(ex: Exchange, timing: Timing, start: Instant) -> Out {
         None => {
             let bytes = resp.body.map(|b| b.to_bytes()).unwrap_or_default();
             if partial {
-                let frames = futures::stream::iter([Ok::<_, BoxError>(Frame::data(Bytes::from(
-                    bytes,
-                )))])
-                .chain(futures::stream::once(async move {
-                    // let hyper flush what was recorded before the cut
-                    tokio::time::sleep(FLUSH_BEFORE_CUT).await;
-                    Err::<Frame<Bytes>, BoxError>(why.into())
-                }));
+                let frames =
+                    futures::stream::iter([Ok::<_, BoxError>(Frame::data(Bytes::from(bytes)))])
+                        .chain(futures::stream::once(async move {
+                            // let hyper flush what was recorded before the cut
+                            tokio::time::sleep(FLUSH_BEFORE_CUT).await;
+                            Err::<Frame<Bytes>, BoxError>(why.into())
+                        }));
                 BodyExt::boxed(StreamBody::new(frames))
             } else {
                 Full::new(Bytes::from(bytes))

@@ -49,10 +49,7 @@ impl<'de, T: Tagged> Visitor<'de> for TaggedVisitor<T> {
             // own duplicate fields)
             return T::body(
                 &variant,
-                de::value::MapAccessDeserializer::new(NoSecondTag {
-                    map,
-                    tag: T::TAG,
-                }),
+                de::value::MapAccessDeserializer::new(NoSecondTag { map, tag: T::TAG }),
             );
         }
         // The tag is not first: buffer the object's entries in order, duplicates kept, and read
@@ -102,7 +99,10 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for NoSecondTag<A> {
             .map(Some)
     }
 
-    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
         self.map.next_value_seed(seed)
     }
 }
@@ -755,9 +755,7 @@ mod tests {
     #[test]
     fn a_duplicate_key_is_refused_whatever_the_key_order() {
         let ex = |pre: &str, post: &str| {
-            format!(
-                r#"{{{pre}"started":"","request":{{"method":"GET","path":"/"}}{post}}}"#
-            )
+            format!(r#"{{{pre}"started":"","request":{{"method":"GET","path":"/"}}{post}}}"#)
         };
         let cases = [
             (ex(r#""type":"exchange","id":1,"id":2,"#, ""), "duplicate field `id`"),
@@ -808,7 +806,10 @@ mod tests {
             assert!(err.to_string().contains(want), "{text}: {err}");
             // serde_json names the place: line 1, a column inside the line
             assert_eq!(err.line(), 1, "{text}: {err}");
-            assert!(err.column() > 1 && err.column() <= text.len(), "{text}: {err}");
+            assert!(
+                err.column() > 1 && err.column() <= text.len(),
+                "{text}: {err}"
+            );
         }
         // the same lines without the duplicate read
         let ok = ex(r#""id":1,"type":"exchange","#, "");

@@ -282,7 +282,9 @@ pub fn reassemble_ollama(events: &[SseEvent], ep: OllamaEndpoint) -> Reassembled
             continue;
         }
         if !v.is_object()
-            || (v.get("message").is_none() && v.get("response").is_none() && v.get("done").is_none())
+            || (v.get("message").is_none()
+                && v.get("response").is_none()
+                && v.get("done").is_none())
         {
             problem(
                 &mut r,

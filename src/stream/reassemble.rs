@@ -395,7 +395,10 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
             continue;
         }
         if !v.get("choices").is_some_and(Value::is_array) {
-            b.bad_shape(ev, "a chat.completion.chunk object with a \"choices\" array");
+            b.bad_shape(
+                ev,
+                "a chat.completion.chunk object with a \"choices\" array",
+            );
             continue;
         }
         if b.r.message.model.is_none() {
@@ -650,7 +653,10 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
             str_field(&v, "type").or(ev.event.as_deref()).unwrap_or("")
         };
         if ty.is_empty() || !v.is_object() {
-            b.bad_shape(ev, "an object with a \"type\" (message_start, content_block_delta, …)");
+            b.bad_shape(
+                ev,
+                "an object with a \"type\" (message_start, content_block_delta, …)",
+            );
             continue;
         }
         match ty {
@@ -958,11 +964,15 @@ pub fn contract_findings(
                 p.message.clone(),
                 "a client SDK raises on this event or skips it: whatever it carried is lost; the server (or a proxy in between) wrote something other than the API's event",
             ),
-            "truncated" if !cut_by_us && !out.iter().any(|f: &Finding| f.rule == Rule::StreamCutEvent) => Finding::new(
-                Rule::StreamCutEvent,
-                p.message.clone(),
-                "the stream stopped mid-event: the connection was closed while the server was still writing; what the event carried is lost",
-            ),
+            "truncated"
+                if !cut_by_us && !out.iter().any(|f: &Finding| f.rule == Rule::StreamCutEvent) =>
+            {
+                Finding::new(
+                    Rule::StreamCutEvent,
+                    p.message.clone(),
+                    "the stream stopped mid-event: the connection was closed while the server was still writing; what the event carried is lost",
+                )
+            }
             "no_end" if !cut_by_us => Finding::new(
                 Rule::StreamNoTerminal,
                 p.message.clone(),
@@ -1108,7 +1118,8 @@ mod contract_tests {
     const AN_END: &str = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     const CO: &str = "data: {\"content\":\"a\",\"stop\":false}\n\n";
     const CO_END: &str = "data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\"}\n\n";
-    const OL: &str = "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"done\":false}\n";
+    const OL: &str =
+        "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"done\":false}\n";
     const OL_END: &str = "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done_reason\":\"stop\",\"done\":true}\n";
 
     #[test]
@@ -1128,9 +1139,15 @@ mod contract_tests {
         let c = Outcome::Complete;
         for (api, body) in [
             ("openai", format!("{OA}data: {{not json}}\n\n{OA_END}")),
-            ("openai", format!("{OA}data: {{\"object\":\"x\"}}\n\n{OA_END}")),
+            (
+                "openai",
+                format!("{OA}data: {{\"object\":\"x\"}}\n\n{OA_END}"),
+            ),
             ("openai", format!("{OA}data: [1,2]\n\n{OA_END}")),
-            ("anthropic", format!("{AN}data: {{\"delta\":1}}\n\n{AN_END}")),
+            (
+                "anthropic",
+                format!("{AN}data: {{\"delta\":1}}\n\n{AN_END}"),
+            ),
             ("anthropic", format!("{AN}data: nope\n\n{AN_END}")),
             ("completion", format!("{CO}data: {{\"x\":1}}\n\n{CO_END}")),
         ] {
@@ -1153,7 +1170,9 @@ mod contract_tests {
     #[test]
     fn missing_terminal_event() {
         let c = Outcome::Complete;
-        let oa_no_done = format!("{OA}data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n");
+        let oa_no_done = format!(
+            "{OA}data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n"
+        );
         assert_eq!(ids(&sse("openai", &oa_no_done, c)), ["stream.no_terminal"]);
         assert_eq!(ids(&sse("anthropic", AN, c)), ["stream.no_terminal"]);
         assert_eq!(ids(&sse("completion", CO, c)), ["stream.no_terminal"]);
@@ -1200,6 +1219,13 @@ mod contract_tests {
         assert_eq!(ids(&f), ["stream.cut_event", "stream.no_terminal"], "{f:?}");
         let f = ndjson(&format!("{OL}{{\"model\":\"m\",\"mess"), c);
         assert_eq!(ids(&f), ["stream.cut_event", "stream.no_terminal"]);
-        assert!(sse("openai", &format!("{OA}data: {{\"cho"), Outcome::ClientDisconnected).is_empty());
+        assert!(
+            sse(
+                "openai",
+                &format!("{OA}data: {{\"cho"),
+                Outcome::ClientDisconnected
+            )
+            .is_empty()
+        );
     }
 }

@@ -19,14 +19,55 @@ fn run(args: &[&str]) -> std::process::Output {
 #[test]
 fn out_of_range_numbers_exit_2_naming_the_flag() {
     for (args, flag) in [
-        (vec!["proxy", "--upstream", "http://127.0.0.1:9", "--headless", "--grace", "inf"], "--grace"),
-        (vec!["proxy", "--upstream", "http://127.0.0.1:9", "--headless", "--grace", "1e300"], "--grace"),
-        (vec!["proxy", "--upstream", "http://127.0.0.1:9", "--headless", "--grace", "NaN"], "--grace"),
+        (
+            vec![
+                "proxy",
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--headless",
+                "--grace",
+                "inf",
+            ],
+            "--grace",
+        ),
+        (
+            vec![
+                "proxy",
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--headless",
+                "--grace",
+                "1e300",
+            ],
+            "--grace",
+        ),
+        (
+            vec![
+                "proxy",
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--headless",
+                "--grace",
+                "NaN",
+            ],
+            "--grace",
+        ),
         (vec!["serve", "x.jsonl", "--timing", "x1e-320"], "--timing"),
         (vec!["serve", "x.jsonl", "--timing", "x1e-12"], "--timing"),
         (vec!["serve", "x.jsonl", "--timing", "xinf"], "--timing"),
-        (vec!["flatten", "t.json", "--recursion-depth", "99999999999"], "--recursion-depth"),
-        (vec!["probe", "http://127.0.0.1:9", "--timeout", "18446744073709551615"], "--timeout"),
+        (
+            vec!["flatten", "t.json", "--recursion-depth", "99999999999"],
+            "--recursion-depth",
+        ),
+        (
+            vec![
+                "probe",
+                "http://127.0.0.1:9",
+                "--timeout",
+                "18446744073709551615",
+            ],
+            "--timeout",
+        ),
     ] {
         let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -36,7 +77,11 @@ fn out_of_range_numbers_exit_2_naming_the_flag() {
     }
 }
 
-fn har(entry_extra: serde_json::Value, header: serde_json::Value, status: u64) -> serde_json::Value {
+fn har(
+    entry_extra: serde_json::Value,
+    header: serde_json::Value,
+    status: u64,
+) -> serde_json::Value {
     let mut entry = json!({
         "startedDateTime": "2026-01-01T00:00:00.000Z", "time": 1,
         "request": {"method": "POST", "url": "http://127.0.0.1:8080/v1/chat/completions",
@@ -96,7 +141,10 @@ fn import_redacts_and_validates_its_own_har_fields() {
     assert!(text.is_empty());
     // statuses outside 100-599 are refused, not wrapped into range
     for status in [65736u64, 70000, 99, 600] {
-        let (out, _) = import(dir.path(), &har(serde_json::Value::Null, serde_json::Value::Null, status));
+        let (out, _) = import(
+            dir.path(),
+            &har(serde_json::Value::Null, serde_json::Value::Null, status),
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{status}: {err}");
         assert!(err.contains("response.status"), "{status}: {err}");
@@ -116,7 +164,11 @@ fn stream_session(dir: &Path, body: &str) -> String {
                "timings": {"ttfb_us": 1000, "total_us": 2000}, "outcome": "complete"}),
     ];
     let p = dir.join("s.jsonl");
-    std::fs::write(&p, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    std::fs::write(
+        &p,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
     p.to_string_lossy().into_owned()
 }
 
@@ -127,9 +179,18 @@ fn check_fails_a_broken_stream() {
     for (body, rule) in [
         (format!("{ok}data: [DONE]\n\n"), None),
         (ok.to_owned(), Some("stream.no_terminal")),
-        (format!("data: {{oops\n\n{ok}data: [DONE]\n\n"), Some("stream.malformed_event")),
-        (format!("{ok}data: [DONE]\n\n{ok}"), Some("stream.after_terminal")),
-        (format!("{ok}data: {{\"choices\":[{{\"ind"), Some("stream.cut_event")),
+        (
+            format!("data: {{oops\n\n{ok}data: [DONE]\n\n"),
+            Some("stream.malformed_event"),
+        ),
+        (
+            format!("{ok}data: [DONE]\n\n{ok}"),
+            Some("stream.after_terminal"),
+        ),
+        (
+            format!("{ok}data: {{\"choices\":[{{\"ind"),
+            Some("stream.cut_event"),
+        ),
     ] {
         let s = stream_session(dir.path(), &body);
         let out = run(&["check", &s, "--format", "json"]);
@@ -178,14 +239,27 @@ fn hostile_text_is_shown_never_obeyed() {
         vec!["export", s, "--format", "har"],
         vec!["export", s, "--format", "otel"],
         vec!["diff", s, "--against", s],
-        vec!["resend", s, "--url", "http://127.0.0.1:9", "--session", "/dev/null/x"],
+        vec![
+            "resend",
+            s,
+            "--url",
+            "http://127.0.0.1:9",
+            "--session",
+            "/dev/null/x",
+        ],
     ] {
         let out = run(&args);
         // stdout of export is JSON (escapes are JSON's); the text lines are checked
         if args[0] != "export" {
-            assert_shown(&format!("{args:?} stdout"), &String::from_utf8_lossy(&out.stdout));
+            assert_shown(
+                &format!("{args:?} stdout"),
+                &String::from_utf8_lossy(&out.stdout),
+            );
         }
-        assert_shown(&format!("{args:?} stderr"), &String::from_utf8_lossy(&out.stderr));
+        assert_shown(
+            &format!("{args:?} stderr"),
+            &String::from_utf8_lossy(&out.stderr),
+        );
     }
 }
 
@@ -239,7 +313,10 @@ fn serve_keeps_recording_after_its_stdout_closes_and_its_log_is_shown() {
     assert_shown("serve log", &l);
     drop(out); // stdout closed
     for i in 0..6 {
-        assert!(!send(&format!("/v1/after-close/{i}")).is_empty(), "request {i}");
+        assert!(
+            !send(&format!("/v1/after-close/{i}")).is_empty(),
+            "request {i}"
+        );
     }
     // SIGINT: serve writes its unmatched session and exits 0
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

@@ -36,7 +36,12 @@ fn limited(args: &[&str]) -> Output {
 /// Exit 2 with the budget named on stderr; stdout holds no partial prompt.
 fn assert_limit(out: &Output, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{what}: {:?}\n{err}", out.status);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{what}: {:?}\n{err}",
+        out.status
+    );
     assert!(err.contains("template budget"), "{what}: {err}");
 }
 

@@ -50,7 +50,10 @@ fn raw_request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (Vec<
 
 fn status_of(resp: &[u8]) -> u16 {
     let text = String::from_utf8_lossy(&resp[..resp.len().min(20)]);
-    text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    text.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The body of a chunked response, decoded as far as it goes.
@@ -94,7 +97,12 @@ async fn a_long_body_is_neither_parsed_nor_echoed_nor_written_twice() {
     })
     .await
     .unwrap();
-    assert_eq!(status_of(&resp), 404, "{}", String::from_utf8_lossy(&resp[..200.min(resp.len())]));
+    assert_eq!(
+        status_of(&resp),
+        404,
+        "{}",
+        String::from_utf8_lossy(&resp[..200.min(resp.len())])
+    );
     assert!(resp.len() < 8192, "the 404 echoes {} bytes", resp.len());
     // a shorter mismatching body: the differing values are echoed as excerpts
     let mid = format!(
@@ -199,7 +207,10 @@ async fn idle_and_trickling_connections_are_closed() {
     .await
     .unwrap();
     let (slow_open, status, closed) = outcome;
-    assert!(!slow_open, "a trickling header stayed open past the header timeout");
+    assert!(
+        !slow_open,
+        "a trickling header stayed open past the header timeout"
+    );
     assert_eq!(status, 404);
     assert_eq!(closed, 300);
     h.shutdown().await;
@@ -226,9 +237,7 @@ fn partial_session(dir: &Path) -> PathBuf {
         }
         v
     };
-    let stream = |chunks: Vec<Value>| {
-        json!({"status": 200, "headers": [["content-type", "text/event-stream"]], "chunks": chunks})
-    };
+    let stream = |chunks: Vec<Value>| json!({"status": 200, "headers": [["content-type", "text/event-stream"]], "chunks": chunks});
     let lines = [
         json!({"type": "header", "format": "toolscope-session/1", "created": "2026-01-01T00:00:00Z", "tool": "test"}),
         ex(
@@ -250,7 +259,12 @@ fn partial_session(dir: &Path) -> PathBuf {
             "upstream_error",
             Some("upstream reset"),
         ),
-        ex(3, Value::Null, "upstream_error", Some("connecting to 127.0.0.1:9: connection refused")),
+        ex(
+            3,
+            Value::Null,
+            "upstream_error",
+            Some("connecting to 127.0.0.1:9: connection refused"),
+        ),
     ];
     let p = dir.join("partial.jsonl");
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
@@ -270,7 +284,14 @@ async fn partial_recordings_replay_as_far_as_recorded_then_cut() {
         let addr = h.local_addr();
         let got = tokio::task::spawn_blocking(move || {
             (1..=3)
-                .map(|n| raw_request(addr, "POST", "/v1/chat/completions", format!("{{\"n\":{n}}}").as_bytes()))
+                .map(|n| {
+                    raw_request(
+                        addr,
+                        "POST",
+                        "/v1/chat/completions",
+                        format!("{{\"n\":{n}}}").as_bytes(),
+                    )
+                })
                 .collect::<Vec<_>>()
         })
         .await

@@ -135,10 +135,7 @@ impl minijinja::value::Object for MutList {
             ("extend", [v]) => {
                 // one list slot per item, paid for as it is added (budget.rs)
                 for x in v.try_iter()? {
-                    crate::budget::charge_work(
-                        state,
-                        crate::budget::BYTES_PER_ITEM,
-                    )?;
+                    crate::budget::charge_work(state, crate::budget::BYTES_PER_ITEM)?;
                     items.push(x);
                 }
                 Ok(JValue::from(()))

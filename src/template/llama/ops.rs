@@ -143,9 +143,9 @@ pub fn install(env: &mut Environment<'static>) {
                 // it, so a 20,000-term `~` chain costs what it copies (budget.rs)
                 let built = match acc.as_str() {
                     Some(s) => s.len() as u64,
-                    None => super::caps::untracked(|| {
-                        crate::budget::print_bound(&acc, 0, 0, u64::MAX)
-                    }),
+                    None => {
+                        super::caps::untracked(|| crate::budget::print_bound(&acc, 0, 0, u64::MAX))
+                    }
                 };
                 crate::budget::charge_work(state, built)?;
             }
