@@ -27,6 +27,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod conversation;
 pub mod diagnose;
 pub mod diff;
 pub mod finding;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// The pure modules, under `src/`.
 const PURE: &[&str] = &[
     "schema", "template", "tokens", "stream", "parser", "diagnose", "diff", "analysis",
+    "conversation",
 ];
 
 /// What a pure module may not name, with why.
