@@ -424,16 +424,68 @@ impl Loop {
     }
 }
 
-/// Folds exchanges (in exchange order) into a [`Loop`]. Keeps per turn the message keys and
-/// its prompt tokens; no bodies.
+/// Collects exchanges' facts (in any order: a session file holds exchanges in the order they
+/// ended) and folds them, in exchange id (request start) order, into a [`Loop`]. Keeps per
+/// turn the message keys and its prompt tokens; no bodies.
 #[derive(Debug, Default)]
 pub struct Builder {
+    inputs: Vec<TurnInput>,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Adds one exchange's facts.
+    pub fn push(&mut self, t: TurnInput) {
+        self.inputs.push(t);
+    }
+
+    /// The loop.
+    pub fn finish(mut self) -> Loop {
+        self.inputs.sort_by_key(|t| t.exchange);
+        let mut f = Fold::default();
+        for t in self.inputs {
+            f.push(t);
+        }
+        f.out
+    }
+}
+
+/// The loop of a whole session: every generation exchange analysed
+/// ([`crate::analysis::Depth::Findings`]) and folded. For tests and small sessions; `check`
+/// folds the facts of the analyses it runs anyway.
+pub fn of_session(s: &crate::session::read::Session) -> Loop {
+    let mut b = Builder::new();
+    for ex in &s.exchanges {
+        if !ex.api().is_generation() {
+            continue;
+        }
+        let anns = s.annotations.get(&ex.id).map(Vec::as_slice).unwrap_or(&[]);
+        let ctx = crate::analysis::Context {
+            header: &s.header,
+            annotations: anns,
+        };
+        let a = crate::analysis::analyse(ex.clone(), ctx, crate::analysis::Depth::Findings);
+        if let Some(t) = TurnInput::from_analysed(&a) {
+            b.push(t);
+        }
+    }
+    b.finish()
+}
+
+/// The fold behind [`Builder`]: exchanges in id order.
+#[derive(Debug, Default)]
+struct Fold {
     out: Loop,
     /// Per turn: (conversation, turn position, message count, reply, call link indices,
     /// end time, input).
     turns: Vec<Kept>,
     /// (message count, prefix hash) → index into `turns`.
     by_prefix: HashMap<(usize, u64), usize>,
+    /// The same, hashed without the leading system message (for turns that have one).
+    by_prefix_nosys: HashMap<(usize, u64), usize>,
     /// Turns whose reply's calls are not answered by a later turn yet.
     pending: Vec<usize>,
 }
@@ -446,13 +498,9 @@ struct Kept {
     continued: bool,
 }
 
-impl Builder {
-    pub fn new() -> Builder {
-        Builder::default()
-    }
-
-    /// Adds one exchange's facts (exchanges must come in id order).
-    pub fn push(&mut self, t: TurnInput) {
+impl Fold {
+    /// Adds one exchange's facts (exchanges come in id order).
+    fn push(&mut self, t: TurnInput) {
         let keys: Vec<u64> = t.messages.iter().map(Msg::key).collect();
         let mut prefix = Vec::with_capacity(keys.len() + 1);
         let mut h = Fnv::new();
@@ -461,10 +509,34 @@ impl Builder {
             h.u64(*k);
             prefix.push(h.finish());
         }
-        // Longest earlier request whose messages this one extends.
+        // The same history with the system prompt left out: an agent that writes the time (or
+        // another per-request field) into its system prompt still continues its conversation.
+        let sys = t
+            .messages
+            .first()
+            .is_some_and(|m| m.role == "system" || m.role == "developer");
+        let mut nosys = Vec::with_capacity(keys.len() + 1);
+        let mut h = Fnv::new();
+        nosys.push(h.finish());
+        for k in keys.iter().skip(usize::from(sys)) {
+            h.u64(*k);
+            nosys.push(h.finish());
+        }
+        // Longest earlier request whose messages this one extends; else, with the system
+        // prompt left out, one whose system prompt differs only in part (a timestamp).
         let parent = (1..keys.len())
             .rev()
-            .find_map(|n| self.by_prefix.get(&(n, prefix[n])).copied());
+            .find_map(|n| self.by_prefix.get(&(n, prefix[n])).copied())
+            .or_else(|| {
+                if !sys {
+                    return None;
+                }
+                (2..keys.len()).rev().find_map(|n| {
+                    let p = *self.by_prefix_nosys.get(&(n, nosys[n - 1]))?;
+                    let ps = &self.turns[p].input.messages[0].text;
+                    similar(ps, &t.messages[0].text).then_some(p)
+                })
+            });
         let me = self.turns.len();
         let (conv, reply_kept, new_from) = match parent {
             Some(p) => {
@@ -623,6 +695,10 @@ impl Builder {
             reuse,
         });
         self.by_prefix.insert((keys.len(), prefix[keys.len()]), me);
+        if sys {
+            self.by_prefix_nosys
+                .insert((keys.len(), nosys[keys.len() - 1]), me);
+        }
         // Keep the reply in the map too: a next request = messages + reply + results is found
         // through its own prefix of this length.
         self.turns.push(Kept {
@@ -670,11 +746,6 @@ impl Builder {
             .unwrap_or(0);
         Some((pk.input.exchange, idx))
     }
-
-    /// The loop.
-    pub fn finish(self) -> Loop {
-        self.out
-    }
 }
 
 /// Builds the loop of exchanges given in id order.
@@ -684,6 +755,20 @@ pub fn build(turns: impl IntoIterator<Item = TurnInput>) -> Loop {
         b.push(t);
     }
     b.finish()
+}
+
+/// True when two system prompts differ only in part: their common prefix and suffix cover at
+/// least half of the shorter one (a changed timestamp or request id, not another prompt).
+fn similar(a: &str, b: &str) -> bool {
+    let p = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let s = a
+        .bytes()
+        .rev()
+        .zip(b.bytes().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let short = a.len().min(b.len());
+    short > 0 && (p + s).min(short) * 2 >= short
 }
 
 /// `s` cut to at most `n` bytes at a character boundary, with `…` when cut.
@@ -857,6 +942,32 @@ mod tests {
             f[0].message
         );
         assert_eq!(f[2].evidence.pointer.as_deref(), Some("/messages/6"));
+    }
+
+    /// A system prompt that carries the time continues its conversation; the reuse names it.
+    #[test]
+    fn a_timestamped_system_prompt_still_continues() {
+        let sys =
+            |t: &str| json!({"role": "system", "content": format!("You are an agent. Time: {t}.")});
+        let u = json!({"role": "user", "content": "go"});
+        let a = json!({"role": "assistant", "content": "", "tool_calls": [call("c1", "f", "{}")]});
+        let r = json!({"role": "tool", "tool_call_id": "c1", "content": "ok"});
+        let l = build([
+            turn(1, json!([sys("10:00:01"), u]), a.clone()),
+            turn(
+                2,
+                json!([sys("10:00:05"), u, a, r]),
+                json!({"role": "assistant", "content": "done"}),
+            ),
+            turn(
+                3,
+                json!([{"role": "system", "content": "Another agent entirely, with other words."}, u]),
+                json!({"role": "assistant", "content": "x"}),
+            ),
+        ]);
+        assert_eq!(l.conversations.len(), 2, "{l:#?}");
+        assert_eq!(l.conversations[0].turns[1].parent, Some(1));
+        assert_eq!(l.calls[0].result, Some((2, 3)));
     }
 
     /// Ollama `/api/chat`: no call ids; results are linked by position and tool name.

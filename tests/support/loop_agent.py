@@ -109,7 +109,10 @@ def run_tool(name, args):
     if name == "get_time":
         return t
     if name == "task":
-        return subagent(args.get("prompt", ""))
+        # the helper's own words vary; the agent reports its summary in the few-shot's form
+        subagent(args.get("prompt", ""))
+        city = args.get("prompt", "Lisbon").split(":")[0].strip() or "Lisbon"
+        return f"Nice day in {city}."
     if name == "book":
         return "booked"
     return "unknown tool"
