@@ -13,6 +13,7 @@
 //!   the Replay pane, so a finding's step is the pane's step;
 //! * at [`Depth::Panes`] only: the tools and schema rows, the local render and its diff.
 
+pub mod index;
 pub mod replay;
 pub mod stream;
 pub mod template;

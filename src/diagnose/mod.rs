@@ -14,6 +14,7 @@ use crate::finding::{Evidence, Finding, Pane};
 use crate::session::{Api, TokenPiece};
 use crate::stream::AssistantMessage;
 
+pub mod compare;
 pub mod load;
 pub mod markup;
 pub mod probe;
