@@ -231,13 +231,23 @@ pub fn canonical_json(v: &Value) -> String {
 /// OpenAI chat and Ollama `/api/chat` bodies as they are; Anthropic bodies through
 /// llama-server's conversion ([`crate::template::input::anthropic_to_openai`]: `system` first,
 /// `tool_use` → `tool_calls`, `tool_result` → `role: "tool"` with `tool_call_id`); a Responses
-/// body (`input` items) through `responses_to_chat` when given. `None` when the body has no
-/// message list.
+/// body (`input` items) through llama-server's conversion
+/// ([`crate::template::responses::responses_to_chat`]: `function_call` → `tool_calls` with
+/// `id` = `call_id`, `function_call_output` → `role: "tool"` with `tool_call_id` = `call_id`,
+/// so a `function_call_output` whose `call_id` matches no earlier call is
+/// `loop.result_unknown_id` like any other result). `None` when the body has no message list
+/// (or the conversion refuses it).
 pub fn chat_messages(api: Api, body: &Value) -> Option<Vec<Value>> {
     let converted;
     let body = match api {
         Api::Anthropic => {
             converted = crate::template::input::anthropic_to_openai(body);
+            &converted
+        }
+        Api::Responses => {
+            converted = crate::template::responses::responses_to_chat(body)
+                .ok()?
+                .body;
             &converted
         }
         _ => body,
@@ -968,6 +978,39 @@ mod tests {
         assert_eq!(l.conversations.len(), 2, "{l:#?}");
         assert_eq!(l.conversations[0].turns[1].parent, Some(1));
         assert_eq!(l.calls[0].result, Some((2, 3)));
+    }
+
+    /// Responses `input` items: a `function_call_output` is linked by `call_id`, and one whose
+    /// `call_id` no earlier `function_call` had is `loop.result_unknown_id`.
+    #[test]
+    fn responses_items_link_by_call_id() {
+        let body = json!({"model": "m", "input": [
+            {"role": "user", "content": "weather?"},
+            {"type": "function_call", "call_id": "fc_1", "name": "w", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "fc_1", "output": "sunny"},
+            {"type": "function_call_output", "call_id": "fc_9", "output": "stray"}]});
+        let msgs = chat_messages(Api::Responses, &body).unwrap();
+        let first = json!({"model": "m", "input": [{"role": "user", "content": "weather?"}]});
+        let t1 = TurnInput {
+            exchange: 1,
+            messages: chat_messages(Api::Responses, &first)
+                .unwrap()
+                .iter()
+                .map(Msg::from_chat)
+                .collect(),
+            reply: Some(Msg::from_chat(
+                &json!({"role": "assistant", "content": "", "tool_calls": [call("fc_1", "w", "{}")]}),
+            )),
+            ..Default::default()
+        };
+        let t2 = TurnInput {
+            exchange: 2,
+            messages: msgs.iter().map(Msg::from_chat).collect(),
+            ..Default::default()
+        };
+        let l = build([t1, t2]);
+        assert_eq!(l.calls[0].result, Some((2, 2)), "{l:#?}");
+        assert_eq!(l.unknown_results, [(2, 3, "fc_9".to_owned())]);
     }
 
     /// Ollama `/api/chat`: no call ids; results are linked by position and tool name.
