@@ -898,7 +898,8 @@ mod tests {
             sub.turns.iter().map(|t| t.exchange).collect::<Vec<_>>(),
             [3, 4]
         );
-        let links: Vec<(u64, usize, Option<(u64, usize)>, Option<u64>)> = l
+        type Link = (u64, usize, Option<(u64, usize)>, Option<u64>);
+        let links: Vec<Link> = l
             .calls
             .iter()
             .map(|c| (c.exchange, c.index, c.result, c.next_turn))

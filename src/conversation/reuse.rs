@@ -387,12 +387,11 @@ fn changed(a: &str, b: &str) -> (String, String) {
 pub fn looks_like_time(s: &str) -> bool {
     let b = s.as_bytes();
     let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
-    for i in 0..b.len() {
-        if b[i] == b':' && i >= 1 && digit(i - 1) && digit(i + 1) && digit(i + 2) {
+    for (i, &c) in b.iter().enumerate() {
+        if c == b':' && i >= 1 && digit(i - 1) && digit(i + 1) && digit(i + 2) {
             return true;
         }
-        if (b[i] == b'-' || b[i] == b'/') && i >= 2 && digit(i - 1) && digit(i - 2) && digit(i + 1)
-        {
+        if (c == b'-' || c == b'/') && i >= 2 && digit(i - 1) && digit(i - 2) && digit(i + 1) {
             return true;
         }
     }

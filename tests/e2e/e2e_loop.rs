@@ -29,7 +29,11 @@ fn start_proxy(upstream: &str, session: &Path) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start toolscope proxy");
-    let stderr = child.stderr.take().expect("stderr pipe");
+    let Some(stderr) = child.stderr.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no stderr pipe");
+    };
     let mut err = BufReader::new(stderr);
     let mut line = String::new();
     loop {
