@@ -10,6 +10,7 @@ mod support;
 mod template_support;
 
 mod diff_e2e;
+mod e2e_loop;
 mod e2e_probe;
 mod e2e_raw;
 mod e2e_record_llama;
