@@ -262,7 +262,7 @@ pub fn exchange_span(
     let start = unix_nanos(&ex.started);
     let end = start + u128::from(ex.timings.total_us.unwrap_or(0)) * 1000;
     let op = match api {
-        Api::Openai | Api::Anthropic | Api::Ollama => Some("chat"),
+        Api::Openai | Api::Anthropic | Api::Ollama | Api::Responses => Some("chat"),
         Api::Completion => Some("text_completion"),
         Api::Other => None,
     };
