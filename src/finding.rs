@@ -76,6 +76,8 @@ pub enum Rule {
     ServerCallMismatch,
     #[serde(rename = "session.damaged")]
     SessionDamaged,
+    #[serde(rename = "request.body_undecodable")]
+    RequestBodyUndecodable,
 }
 
 impl Rule {
@@ -110,6 +112,7 @@ impl Rule {
         Rule::ServerParseError,
         Rule::ServerCallMismatch,
         Rule::SessionDamaged,
+        Rule::RequestBodyUndecodable,
     ];
 
     /// The stable id, e.g. `"schema.type_lost"`.
@@ -144,6 +147,7 @@ impl Rule {
             Rule::ServerParseError => "server.parse_error",
             Rule::ServerCallMismatch => "server.call_mismatch",
             Rule::SessionDamaged => "session.damaged",
+            Rule::RequestBodyUndecodable => "request.body_undecodable",
         }
     }
 
@@ -160,7 +164,7 @@ impl Rule {
             | Rule::ParserChunkingDivergence
             | Rule::SchemaAlternativeDropped
             | Rule::StreamNameRepeated => Severity::Warning,
-            Rule::SessionDamaged => Severity::Warning,
+            Rule::SessionDamaged | Rule::RequestBodyUndecodable => Severity::Warning,
             _ => Severity::Error,
         }
     }

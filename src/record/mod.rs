@@ -10,6 +10,7 @@
 //! * [`spill`] — bounded memory for recorded bodies (temporary file beyond 1 MiB).
 //! * [`summary`] — one-line exchange summaries (`--headless`).
 //! * [`serve`] — answers requests from a recorded session (`toolscope serve`).
+//! * [`websocket`] — WebSocket pass-through and recording (the Responses API's WebSocket mode).
 
 pub mod anthropic;
 pub mod client;
@@ -22,6 +23,7 @@ pub mod send;
 pub mod serve;
 pub mod spill;
 pub mod summary;
+pub mod websocket;
 
 pub use recorder::RecordEvent;
 pub mod regenerate;

@@ -520,6 +520,7 @@ impl Recorder {
             marks: Spill::new(&self.inner.spill_dir),
             last_chunk_us: None,
             tail: Vec::new(),
+            heads: Default::default(),
         }
     }
 
@@ -533,10 +534,13 @@ impl Recorder {
         // A request body too large to keep in memory is not rendered (the annotation would
         // hold it again), nor is an exchange cut by shutdown.
         let req_body = raw.req.body_in_memory();
+        // HTTP 415: the server refused the body's content-encoding (llama-server b11434 does
+        // for zstd) and rendered nothing.
         let chat = matches!(ex.api(), Api::Openai | Api::Anthropic)
             && ex.request.method == "POST"
             && req_body.is_some()
-            && ex.outcome != Outcome::Shutdown;
+            && ex.outcome != Outcome::Shutdown
+            && ex.response.as_ref().is_none_or(|r| r.status != 415);
         let llama = self.inner.llama.read().ok().and_then(|l| l.clone());
         let learn = match llama {
             Some(_) => None,
@@ -703,7 +707,7 @@ impl Recorder {
     /// text captured — a verified regeneration.
     async fn annotate(&self, l: &Llama, id: u64, request: Request, original: Option<Exchange>) {
         let api = Api::from_path(&request.path);
-        let body = request.body.json().ok();
+        let body = render_body(&request);
         let (anns, prompt) = exchange_annotations(&l.client, l.bos.as_deref(), id, api, body).await;
         let captured = anns
             .iter()
@@ -804,6 +808,20 @@ impl Recorder {
             let _ = t.join();
         }
     }
+}
+
+/// The request body as JSON for the server render: its `content-encoding` undone, at most
+/// [`crate::record::spill::SPILL_AT`] (1 MiB) decoded — the size of a plain body the recorder
+/// renders ([`crate::session::encoding`]); `None` when it is not JSON or cannot be decoded.
+fn render_body(request: &Request) -> Option<Value> {
+    let raw = request.body.to_bytes();
+    let body = crate::session::encoding::decode_request_body(
+        &request.headers,
+        &raw,
+        crate::record::spill::SPILL_AT,
+    )
+    .ok()?;
+    serde_json::from_slice(&body).ok()
 }
 
 /// The llama-server annotations of one ended chat exchange (`api`, request `body`), in the
@@ -920,6 +938,9 @@ pub struct ActiveExchange {
     /// The last [`TAIL`]–2×[`TAIL`] bytes of the response body (the body itself may be spilled
     /// to disk): enough to see whether it ends with its API's terminal event.
     tail: Vec<u8>,
+    /// The start of the stream's last event: names a Responses terminal event longer than
+    /// [`TAIL`] (`response.completed` repeats the whole output).
+    heads: crate::stream::sse::EventHeads,
 }
 
 /// How much of a response body's end [`ActiveExchange`] keeps in memory for the terminal-event
@@ -1051,6 +1072,20 @@ impl ActiveExchange {
         });
     }
 
+    /// [`ActiveExchange::head`] for a response recorded message by message whatever its
+    /// content type (a WebSocket's `101`: one chunk per server message).
+    pub fn head_stream(&mut self, status: u16, headers: Vec<(String, String)>) {
+        self.head(status, headers);
+        self.sse = true;
+    }
+
+    /// Attaches the WebSocket connection and frames the exchange travelled on.
+    pub fn set_websocket(&mut self, ws: crate::session::WebSocket) {
+        if let Some(ex) = self.ex.as_mut() {
+            ex.websocket = Some(ws);
+        }
+    }
+
     /// Records one body chunk exactly as forwarded to the client: appended to the body's
     /// [`Spill`] and, for streams, one (end offset, µs) mark — no per-chunk allocation or
     /// encoding here (that is the writer thread's job).
@@ -1064,6 +1099,7 @@ impl ActiveExchange {
         }
         if self.sse {
             self.marks.push(&mark_bytes(self.body.len(), t));
+            self.heads.feed(data);
         }
         if self.rec.inner.events.is_some() {
             let id = self.id();
@@ -1113,10 +1149,12 @@ impl Drop for ActiveExchange {
                     )),
                 );
             } else if self.ex.as_ref().is_some_and(|e| e.response.is_some())
-                && crate::stream::sse::ends_with_terminal_event(&self.tail)
+                && (crate::stream::sse::ends_with_terminal_event(&self.tail)
+                    || self.heads.ends_with_responses_terminal())
             {
                 // A client that closes once it has read the terminal event (`[DONE]`,
-                // `message_stop`; the official openai SDK does) got the whole response.
+                // `message_stop`, `response.completed`, an Ollama line with `"done": true`;
+                // the official openai SDK and Codex do) got the whole response.
                 self.end(Outcome::Complete, None);
             } else {
                 self.end(Outcome::ClientDisconnected, Some("the client closed the connection before the response ended; upstream request cancelled".into()));

@@ -605,6 +605,7 @@ impl LightExchange {
             timings: self.timings,
             outcome: self.outcome,
             error: self.error,
+            websocket: None,
         }
     }
 }
