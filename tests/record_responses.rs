@@ -300,15 +300,17 @@ async fn a_responses_websocket_is_passed_through_and_recorded_per_response() {
             "{:?}",
             ws.extensions
         );
-        let from = |who: &str| ws.frames.iter().filter(|f| f.from == who).count();
+        let texts: Vec<_> = ws.frames.iter().filter(|f| f.opcode == "text").collect();
+        let from = |who: &str| texts.iter().filter(|f| f.from == who).count();
         assert_eq!(from("server"), received.len(), "{:?}", ws.frames);
-        assert!(from("client") >= 1);
-        assert_eq!(ws.frames[0].from, "client");
-        assert_eq!(ws.frames[0].opcode, "text");
+        assert_eq!(from("client"), 1, "the response.create");
+        assert_eq!(texts[0].from, "client");
+        // compressed on the wire (permessage-deflate), recorded decompressed
+        assert!(texts.iter().all(|f| f.compressed && f.data.is_none()));
         assert!(ws.frames.windows(2).all(|w| w[0].t_us <= w[1].t_us));
     }
-    // The ping the client sent after the first turn is a frame of the second exchange (or the
-    // first's tail), with its payload.
+    // The ping the client sent after the first turn and the server's pong come before the
+    // second response.create: they open the second exchange's frames, with their payloads.
     let pings: Vec<_> = exs
         .iter()
         .flat_map(|e| e.websocket.as_ref().unwrap().frames.iter())
@@ -316,4 +318,109 @@ async fn a_responses_websocket_is_passed_through_and_recorded_per_response() {
         .collect();
     assert!(!pings.is_empty());
     assert_eq!(pings[0].data.as_ref().unwrap().to_text(), "between turns");
+}
+
+/// An upstream that keeps every request body it gets and answers `{}`.
+async fn capture_upstream() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let got: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Default::default();
+    let got2 = got.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let got = got2.clone();
+            tokio::spawn(async move {
+                while let Some((_, body)) = support::read_http_request(&mut s).await {
+                    got.lock().unwrap().push(body);
+                    let r = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                    if s.write_all(r.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, got)
+}
+
+/// A zstd request body (Python `zstandard`, the reference libzstd) through the proxy: the
+/// upstream gets the bytes the client sent, the session records them as sent, and the
+/// analysis reads the decoded JSON. A bomb (1 GiB of spaces, ~33 KB compressed) is forwarded
+/// the same and read as `request.body_undecodable`, stopped at the 32 MiB cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zstd_body_is_forwarded_as_sent_and_analysed_decoded() {
+    let Some(py) = support::sdk_python() else {
+        return;
+    };
+    let (upstream, got) = capture_upstream().await;
+    let (_dir, session, proxy) = proxy_to(&upstream).await;
+    let base = proxy.url();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&py)
+            .arg(support::root().join("tests/support/responses_sdk.py"))
+            .arg(&base)
+            .arg(support::root().join("scripts/record-requests/a-two-tools-stream.json"))
+            .args(["zstd", "bomb"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    use base64::Engine as _;
+    let sent: Vec<Vec<u8>> = lines
+        .iter()
+        .map(|l| {
+            base64::engine::general_purpose::STANDARD
+                .decode(l["sent_b64"].as_str().unwrap())
+                .unwrap()
+        })
+        .collect();
+    let exs = exchanges(proxy, &session).await;
+    assert_eq!(exs.len(), 2);
+    assert_eq!(
+        *got.lock().unwrap(),
+        sent,
+        "the upstream got the bytes sent"
+    );
+    for (ex, bytes) in exs.iter().zip(&sent) {
+        assert_eq!(&ex.request.body.to_bytes(), bytes, "recorded as sent");
+        assert!(
+            ex.request
+                .headers
+                .iter()
+                .any(|(k, v)| k == "content-encoding" && v == "zstd")
+        );
+    }
+    // The analysis reads the JSON the client compressed.
+    let json = exs[0].request_json().expect("decoded JSON");
+    assert_eq!(json["model"], "smollm2");
+    assert_eq!(json["tools"][0]["name"], "get_weather");
+    assert_eq!(
+        json["input"].as_array().unwrap().last().unwrap()["content"],
+        "What is the weather in Lisbon?"
+    );
+    assert!(toolscope::diagnose::load::unreadable_request(&exs[0]).is_none());
+    // The bomb: no JSON, one finding that says why.
+    assert!(sent[1].len() < 100_000, "{} bytes", sent[1].len());
+    assert!(exs[1].request_json().is_none());
+    let f = toolscope::diagnose::load::unreadable_request(&exs[1]).expect("a finding");
+    assert_eq!(f.rule, toolscope::finding::Rule::RequestBodyUndecodable);
+    assert!(
+        f.message
+            .contains("content-encoding zstd: the body decodes to more than 33554432 bytes"),
+        "{}",
+        f.message
+    );
 }

@@ -389,6 +389,7 @@ impl WsRecorder {
             Side::Client if op == 0x1 && is_create(&payload) => {
                 if let Some(prev) = st.open.take() {
                     self.end(
+                        st.connection,
                         prev,
                         Outcome::ClientDisconnected,
                         Some("the client sent another response.create before this response's terminal event".into()),
@@ -416,7 +417,7 @@ impl WsRecorder {
                     o.frames.push(meta);
                     if op == 0x1 && is_terminal(&payload) {
                         let o = st.open.take().expect("open");
-                        self.end(o, Outcome::Complete, None);
+                        self.end(st.connection, o, Outcome::Complete, None);
                     }
                 }
                 None => {
@@ -441,9 +442,8 @@ impl WsRecorder {
         }
     }
 
-    fn end(&self, o: Open, outcome: Outcome, error: Option<String>) {
+    fn end(&self, connection: u64, o: Open, outcome: Outcome, error: Option<String>) {
         let Open { mut active, frames } = o;
-        let connection = active.id();
         active.set_websocket(WebSocket {
             connection,
             extensions: self.extensions.clone(),
