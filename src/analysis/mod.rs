@@ -325,6 +325,7 @@ pub fn analyse_with<E>(
             .map(str::to_owned);
     }
     cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
+    cx.engine = ctx.header.engine.as_ref().map(|e| e.kind.clone());
     hook(&mut cx)?;
     let chat = api.is_generation();
     let (mut findings, traces) = if chat {
@@ -384,8 +385,19 @@ pub fn analyse_with<E>(
         ..Default::default()
     };
     if depth == Depth::Panes {
-        a.tools = tools::entries(request.as_ref());
-        a.schema = tools::schema_rows(request.as_ref(), &a.findings);
+        if api == Api::Responses {
+            // the Tools pane lists every tool sent (dropped ones marked); the Schema pane the
+            // function tools the model saw, from the chat request llama-server converts it to
+            a.tools = tools::responses_entries(request.as_ref());
+            let chat = request
+                .as_ref()
+                .and_then(|r| crate::template::responses::responses_to_chat(r).ok())
+                .map(|c| c.body);
+            a.schema = tools::schema_rows(chat.as_ref(), &a.findings);
+        } else {
+            a.tools = tools::entries(request.as_ref());
+            a.schema = tools::schema_rows(request.as_ref(), &a.findings);
+        }
         a.template =
             template::template_view(&ex, request.as_ref(), ctx.header, a.server_render.as_ref());
         if let Some((origin, out)) = ollama {

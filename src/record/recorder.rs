@@ -536,7 +536,7 @@ impl Recorder {
         let req_body = raw.req.body_in_memory();
         // HTTP 415: the server refused the body's content-encoding (llama-server b11434 does
         // for zstd) and rendered nothing.
-        let chat = matches!(ex.api(), Api::Openai | Api::Anthropic)
+        let chat = matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Responses)
             && ex.request.method == "POST"
             && req_body.is_some()
             && ex.outcome != Outcome::Shutdown
@@ -873,7 +873,9 @@ pub async fn exchange_annotations(
 
 /// Fetches llama-server's render of one exchange's request: `POST /apply-template` with the
 /// same body (Anthropic bodies converted as the server does, see
-/// [`crate::record::anthropic`]), then `POST /tokenize` of the prompt with pieces.
+/// [`crate::record::anthropic`]; Responses bodies as
+/// [`crate::template::responses::responses_to_chat`] converts them), then `POST /tokenize` of
+/// the prompt with pieces.
 pub async fn server_render(
     client: &ServerClient,
     exchange: u64,
@@ -891,6 +893,17 @@ pub async fn server_render(
                 crate::record::anthropic::anthropic_to_openai(&body).map_err(|e| {
                     anyhow::anyhow!("converting the /v1/messages body as llama-server does: {e}")
                 })?
+            }
+            // llama-server converts a Responses request to a chat request itself
+            // (server_chat_convert_responses_to_chatcmpl); the render is of that conversion.
+            Api::Responses => {
+                crate::template::responses::responses_to_chat(&body)
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "converting the /v1/responses body as llama-server does: {e}"
+                        )
+                    })?
+                    .body
             }
             _ => body,
         };

@@ -258,7 +258,15 @@ pub fn exchange_span(
     findings: &[Finding],
 ) -> Value {
     let api = ex.api();
-    let request = ex.request_json().unwrap_or(Value::Null);
+    let mut request = ex.request_json().unwrap_or(Value::Null);
+    // a Responses request is described as the chat request llama-server converts it to
+    // (instructions and input items as messages, the function tools the model saw,
+    // max_output_tokens as max_tokens); one the conversion refuses is described as sent
+    if api == Api::Responses
+        && let Ok(c) = crate::template::responses::responses_to_chat(&request)
+    {
+        request = c.body;
+    }
     let start = unix_nanos(&ex.started);
     let end = start + u128::from(ex.timings.total_us.unwrap_or(0)) * 1000;
     let op = match api {
