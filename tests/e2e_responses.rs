@@ -21,8 +21,42 @@ use std::process::{Child, Command, Stdio};
 
 use base64::Engine as _;
 use serde_json::Value;
+use toolscope::analysis::{AnalysedExchange, Context, Depth, analyse};
+use toolscope::finding::Rule;
 use toolscope::record::llama::{LlamaOptions, LlamaServer, free_port};
+use toolscope::session::read::Session;
 use toolscope::session::{Annotation, Exchange, Outcome, RawTextSource, read_session};
+
+/// The one analysed exchange, as the inspector's panes see it.
+fn analysed(s: &Session, ex: &Exchange) -> AnalysedExchange {
+    let none = Vec::new();
+    let anns = s.annotations.get(&ex.id).unwrap_or(&none);
+    analyse(
+        ex.clone(),
+        Context {
+            header: &s.header,
+            annotations: anns,
+        },
+        Depth::Panes,
+    )
+}
+
+/// The analysis's calls as `(name, arguments JSON)`.
+fn analysed_calls(a: &AnalysedExchange) -> Vec<(String, Value)> {
+    a.message
+        .as_ref()
+        .map(|m| {
+            m.tool_calls
+                .iter()
+                .map(|c| (c.name.clone(), c.arguments_json().unwrap()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn rules(a: &AnalysedExchange) -> Vec<Rule> {
+    a.findings.iter().map(|f| f.rule).collect()
+}
 
 /// `toolscope proxy --headless` on a free loopback port; returns the child and its URL (read
 /// from its start line on stderr; the rest of stderr is drained to ours).
@@ -173,6 +207,36 @@ fn openai_sdk_responses_through_the_proxy_to_llama_server() {
     assert_eq!(sdk_calls(&lines[0]), lisbon, "{}", lines[0]);
     assert_eq!(sdk_calls(&lines[1]), lisbon, "{}", lines[1]);
     assert!(stream.is_stream() && !plain.is_stream());
+    // Every exchange is analysed; its calls are the SDK's.
+    for (ex, line) in exs.iter().zip(&lines) {
+        let a = analysed(&s, ex);
+        if line["status"] == 200 {
+            assert!(a.message.is_some(), "#{} analysed", ex.id);
+            assert_eq!(analysed_calls(&a), sdk_calls(line), "{}", line["case"]);
+        }
+    }
+    let a_stream = analysed(&s, stream);
+    assert!(
+        !a_stream.events.is_empty(),
+        "the Stream pane has the events"
+    );
+    assert!(
+        a_stream
+            .raw
+            .as_ref()
+            .and_then(|r| r.text())
+            .is_some_and(|t| t.contains("<tool_call>")),
+        "the Replay pane has the slot's raw text: {:?}",
+        a_stream.raw
+    );
+    assert!(
+        a_stream
+            .server_render
+            .as_ref()
+            .and_then(|r| r.prompt.as_ref())
+            .is_some(),
+        "the Template pane has the server render"
+    );
 
     // The server render of the converted request and the slot's raw text are attached.
     for ex in [plain, stream] {
@@ -185,9 +249,11 @@ fn openai_sdk_responses_through_the_proxy_to_llama_server() {
             prompt.contains("What is the weather in Lisbon?"),
             "{prompt}"
         );
+        // the converted tools, as the server's chat path re-serialises them (name,
+        // description, parameters: `strict` does not reach the template)
         assert!(
-            prompt.contains("\"strict\": true"),
-            "the server adds strict: {prompt}"
+            prompt.contains("{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""),
+            "{prompt}"
         );
         assert!(tokens.is_some_and(|t| !t.is_empty()));
         let raw = s.annotations[&ex.id].iter().find_map(|a| match a {
@@ -214,14 +280,38 @@ fn openai_sdk_responses_through_the_proxy_to_llama_server() {
         "{log}"
     );
     assert_eq!(dropped.outcome, Outcome::Complete);
-    // A call cut by max_output_tokens is reported `completed` by the SDK.
+    let a = analysed(&s, dropped);
+    let dropped_tools: Vec<&str> = a
+        .findings
+        .iter()
+        .filter(|f| f.rule == Rule::InputToolDropped)
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(dropped_tools.len(), 2, "{dropped_tools:?}");
+    assert!(
+        dropped_tools.iter().any(|m| m.contains("apply_patch")),
+        "{dropped_tools:?}"
+    );
+    assert!(
+        dropped_tools.iter().any(|m| m.contains("multi_agent_v1")),
+        "{dropped_tools:?}"
+    );
+    assert!(!rules(&analysed(&s, plain)).contains(&Rule::InputToolDropped));
+    // A call cut by max_output_tokens is reported `completed` by the SDK ...
     assert_eq!(lines[3]["response_status"], "completed", "{}", lines[3]);
     assert!(
         lines[3]["calls"].as_array().unwrap().is_empty(),
         "{}",
         lines[3]
     );
-    let _ = cut;
+    // ... and toolscope says it was cut.
+    let a = analysed(&s, cut);
+    assert!(
+        rules(&a).contains(&Rule::FinishMismatch),
+        "{:?}",
+        a.findings
+    );
+    assert!(!rules(&analysed(&s, plain)).contains(&Rule::FinishMismatch));
 
     // zstd: refused by llama-server b11434 (HTTP 415), recorded as sent, read decoded.
     assert_eq!(lines[4]["status"], 415, "{}", lines[4]);
