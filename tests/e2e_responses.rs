@@ -501,6 +501,8 @@ fn codex_exec_through_the_proxy_to_llama_server() {
         .args(["-c", "model_providers.local.wire_api=\"responses\""])
         .args(["-c", "model_providers.local.stream_max_retries=0"])
         .args(["-c", "model_providers.local.request_max_retries=0"])
+        // a 135M model on 2 shared cores takes minutes over Codex's 6,500-token prompt
+        .args(["-c", "model_providers.local.stream_idle_timeout_ms=1800000"])
         .args(["-m", "smollm2", "List the files in this directory."])
         .stdin(Stdio::null())
         .output()

@@ -583,12 +583,22 @@ impl Exchange {
         .map(std::borrow::Cow::into_owned)
     }
 
-    /// Model named in the request body, else in the response body.
+    /// Model named in the request body, else in the response body. A compressed request
+    /// body is read up to 1 MiB decoded here (the proxy's one-line summaries call this for
+    /// every exchange: a decompression bomb must not cost them the analysis's 32 MiB).
     pub fn model(&self) -> Option<String> {
         let from = |v: Option<Value>| {
             v.and_then(|v| v.get("model").and_then(|m| m.as_str()).map(str::to_owned))
         };
-        from(self.request_json()).or_else(|| {
+        let request = if self.request_is_encoded() {
+            let raw = self.request.body.to_bytes();
+            crate::session::encoding::decode_request_body(&self.request.headers, &raw, 1 << 20)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+        } else {
+            self.request_json()
+        };
+        from(request).or_else(|| {
             from(
                 self.response
                     .as_ref()
