@@ -69,7 +69,11 @@ fn start_proxy(upstream: &str, session: &Path) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start toolscope proxy");
-    let stderr = child.stderr.take().expect("stderr pipe");
+    let Some(stderr) = child.stderr.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no stderr pipe");
+    };
     let mut err = BufReader::new(stderr);
     let mut line = String::new();
     loop {
@@ -350,7 +354,7 @@ fn openai_sdk_responses_through_the_proxy_to_llama_server() {
 /// `toolscope serve SESSION --listen 127.0.0.1:PORT --timing fast`, ready.
 fn start_serve(session: &Path) -> (Child, String) {
     let port = free_port().unwrap();
-    let child = Command::new(support::bin())
+    let mut child = Command::new(support::bin())
         .arg("serve")
         .arg(session)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--timing", "fast"])
@@ -364,6 +368,8 @@ fn start_serve(session: &Path) -> (Child, String) {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("toolscope serve did not listen");
 }
 

@@ -106,10 +106,9 @@ pub async fn resend(
         let ws = ex.websocket.is_some();
         let mut req = http.request(method, format!("{}{}", proxy.url(), ex.request.path));
         for (k, v) in &ex.request.headers {
-            if !dropped(k, v)
-                && !(ws && k.starts_with("sec-websocket-"))
-                && !opts.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k))
-            {
+            let websocket_only = ws && k.starts_with("sec-websocket-");
+            let replaced = opts.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k));
+            if !(dropped(k, v) || websocket_only || replaced) {
                 req = req.header(k, v);
             }
         }

@@ -374,12 +374,10 @@ pub fn decode_bytes(body: &[u8]) -> Vec<SseEvent> {
 /// events a streamed POST would have carried: `event` is the message's `type`, `data` the
 /// message, one event per chunk with its offsets and receive time. Empty for other exchanges.
 pub fn websocket_events(ex: &crate::session::Exchange) -> Vec<SseEvent> {
-    let Some(chunks) = ex
-        .websocket
-        .as_ref()
-        .and_then(|_| ex.response.as_ref())
-        .and_then(|r| r.chunks.as_ref())
-    else {
+    if ex.websocket.is_none() {
+        return Vec::new();
+    }
+    let Some(chunks) = ex.response.as_ref().and_then(|r| r.chunks.as_ref()) else {
         return Vec::new();
     };
     #[derive(serde::Deserialize)]
