@@ -102,6 +102,8 @@ pub enum Rule {
     CachePrefixChanged,
     #[serde(rename = "session.damaged")]
     SessionDamaged,
+    #[serde(rename = "request.body_undecodable")]
+    RequestBodyUndecodable,
 }
 
 impl Rule {
@@ -149,6 +151,7 @@ impl Rule {
         Rule::InputMessageDropped,
         Rule::CachePrefixChanged,
         Rule::SessionDamaged,
+        Rule::RequestBodyUndecodable,
     ];
 
     /// The stable id, e.g. `"schema.type_lost"`.
@@ -196,6 +199,7 @@ impl Rule {
             Rule::InputMessageDropped => "input.message_dropped",
             Rule::CachePrefixChanged => "cache.prefix_changed",
             Rule::SessionDamaged => "session.damaged",
+            Rule::RequestBodyUndecodable => "request.body_undecodable",
         }
     }
 
@@ -216,7 +220,7 @@ impl Rule {
             | Rule::InputToolDropped
             | Rule::CachePrefixChanged
             | Rule::LoopRepeatedCall => Severity::Warning,
-            Rule::SessionDamaged => Severity::Warning,
+            Rule::SessionDamaged | Rule::RequestBodyUndecodable => Severity::Warning,
             _ => Severity::Error,
         }
     }

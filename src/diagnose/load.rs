@@ -30,17 +30,51 @@ pub fn damaged_line(file: &str, w: &ReadWarning) -> Finding {
 /// A `session.damaged` finding when the exchange's POST body is not empty but no JSON reader
 /// takes it (not JSON, or nested past serde_json's 128 levels): every request rule is then
 /// without input, which must not read as "ok". The message names the body's line and column.
+///
+/// A body sent with a `content-encoding` is read decoded
+/// ([`crate::session::Exchange::request_body_decoded`]); one that cannot be decoded (unknown
+/// coding, corrupt, or past [`crate::session::encoding::DECODED_CAP`] — a decompression bomb)
+/// is a `request.body_undecodable` finding naming the coding, the size and why.
 pub fn unreadable_request(e: &Exchange) -> Option<Finding> {
-    let body = e.request.body.to_bytes();
-    if e.request.method != "POST" || body.iter().all(u8::is_ascii_whitespace) {
+    if e.request.method != "POST" || e.request.body.is_empty() {
+        return None;
+    }
+    let body = match e.request_body_decoded() {
+        Ok(b) => b,
+        Err(err) => {
+            return Some(
+                Finding::new(
+                    Rule::RequestBodyUndecodable,
+                    format!(
+                        "exchange {}: request body ({} bytes as sent): {err}; its request checks were skipped",
+                        e.id,
+                        e.request.body.len()
+                    ),
+                    "the bytes are recorded and were forwarded as sent; toolscope reads gzip, deflate, zstd and br up to 32 MiB decoded (docs/record.md, compressed bodies)",
+                )
+                .in_exchange(Some(e.id))
+                .with_evidence(Evidence {
+                    pane: Some(Pane::Findings),
+                    excerpt: Some(format!("exchange {}", e.id)),
+                    ..Default::default()
+                }),
+            );
+        }
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
     let err = serde_json::from_slice::<Value>(&body).err()?;
+    let decoded = if e.request_is_encoded() {
+        " (decoded from its content-encoding)"
+    } else {
+        ""
+    };
     Some(
         Finding::new(
             Rule::SessionDamaged,
             format!(
-                "exchange {}: request body {}:{}: not readable as JSON: {}; its request checks were skipped",
+                "exchange {}: request body{decoded} {}:{}: not readable as JSON: {}; its request checks were skipped",
                 e.id,
                 err.line(),
                 err.column(),

@@ -12,6 +12,7 @@
 //! * [`spill`] — bounded memory for recorded bodies (temporary file beyond 1 MiB).
 //! * [`summary`] — one-line exchange summaries (`--headless`).
 //! * [`serve`] — answers requests from a recorded session (`toolscope serve`).
+//! * [`websocket`] — WebSocket pass-through and recording (the Responses API's WebSocket mode).
 
 pub mod annotate;
 pub mod anthropic;
@@ -26,6 +27,7 @@ pub mod serve;
 pub mod spill;
 pub mod summary;
 pub mod whatif;
+pub mod websocket;
 
 pub use recorder::RecordEvent;
 pub mod regenerate;

@@ -1059,8 +1059,10 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
         }
         return Some(r);
     }
-    let mut r = if is_sse(ex) {
+    let mut r = if is_sse(ex) || ex.websocket.is_some() {
         let events = match &resp.chunks {
+            // Responses over a WebSocket: one JSON event per server message.
+            Some(_) if ex.websocket.is_some() => super::sse::websocket_events(ex),
             Some(chunks) => {
                 let bytes: Vec<(Vec<u8>, u64)> =
                     chunks.iter().map(|c| (c.data.to_bytes(), c.t_us)).collect();

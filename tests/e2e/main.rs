@@ -23,3 +23,4 @@ mod engines_real;
 mod stream_regenerate;
 mod template_e2e;
 mod template_engine_e2e;
+mod e2e_responses;

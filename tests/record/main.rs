@@ -15,3 +15,4 @@ mod replay_ollama_show_record;
 mod replay_serve;
 mod safe_serve;
 mod session_format;
+mod record_responses;
