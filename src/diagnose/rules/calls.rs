@@ -326,7 +326,7 @@ mod args_not_string_tests {
         // object twice (reported once, at its first event), call 1's a number in a delta
         // without `index` (counted by its position), call 2's a string (the contract).
         let mut cx = openai(json!({}), json!({}));
-        crate::diagnose::load::set_stream(
+        crate::analysis::facts::set_stream(
             &mut cx,
             concat!(
                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":{\"city\":\"Paris\"}}}]}}]}\n\n",
@@ -360,7 +360,7 @@ mod args_not_string_tests {
         );
         // the name came in an earlier delta than the object: the call is still named
         let mut cx = openai(json!({}), json!({}));
-        crate::diagnose::load::set_stream(
+        crate::analysis::facts::set_stream(
             &mut cx,
             concat!(
                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":\"\"}}]}}]}\n\n",

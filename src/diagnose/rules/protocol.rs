@@ -201,7 +201,10 @@ mod tests {
                 "stop",
             ),
         );
-        cx.template = Some(QWEN3ISH.into());
+        let cx = ExchangeContext {
+            template: Some(QWEN3ISH.into()),
+            ..cx
+        };
         let f = protocol_marker(&cx);
         assert_eq!(ids(&f), ["content.protocol_marker"; 3]);
         let offs: Vec<Option<usize>> = f.iter().map(|f| f.evidence.offset).collect();
