@@ -1,4 +1,4 @@
-//! Ollama Go-template rendering speed (`template::gotmpl::render_ollama_with`: the template
+//! Ollama Go-template rendering speed (`template::ollama::render_ollama_with`: the template
 //! parsed once per thread, `OllamaTemplate::parse_memo`, then Ollama's Execute; before the memo
 //! a render took 49–79 µs, two thirds of it parsing): per template of
 //! tests/data/ollama_template_vectors.json (Ollama's nine library tool templates on
@@ -11,7 +11,8 @@
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use toolscope::template::gotmpl::{ExecOptions, OllamaModel, render_ollama_with};
+use toolscope::gotmpl::ExecOptions;
+use toolscope::template::ollama::{OllamaModel, render_ollama_with};
 
 fn main() {
     let text = std::fs::read_to_string(concat!(

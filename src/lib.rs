@@ -10,27 +10,36 @@
 //!
 //! * [`record`] — the recording reverse proxy, direct sends, probes and the llama-server API
 //!   client. The only module (with [`tui`] and [`cli`]) that touches the network or the clock.
-//! * [`session`] — the session file format (JSON Lines), reading and writing; HAR import.
+//! * [`session`] — the session file format (JSON Lines), reading and writing, the session
+//!   index ([`session::index`]); HAR import.
 //! * [`schema`] — JSON Schema flattening and schema-loss detection against a render.
-//! * [`template`] — chat template sources and rendering as transformers' `apply_chat_template`.
+//! * [`budget`] — the template memory/fuel budget, shared by both renderers.
+//! * [`gotmpl`] — a Go `text/template` interpreter (Ollama's chat templates).
+//! * [`template`] — chat template sources and rendering as transformers' `apply_chat_template`,
+//!   llama.cpp and Ollama.
 //! * [`gguf`] — GGUF metadata reader (model files: chat template, vocabulary), shared by
 //!   [`template`] and [`tokens`].
-//! * [`tokens`] — vocabularies, tokenization of a rendered prompt, special-token checks.
+//! * [`tokens`] — vocabularies, tokenization of a rendered prompt, special-token checks, the
+//!   marker inventory ([`tokens::markers`]).
 //! * [`stream`] — SSE decoding and reassembly of OpenAI / Anthropic streams.
 //! * [`parser`] — tolerant incremental tool-call parsing with a replayable trace.
 //! * [`diagnose`] — findings over an exchange: every rule in [`finding::Rule`].
 //! * [`diff`] — template and engine comparison.
 //! * [`analysis`] — one analysed exchange, built once from all of the above; the inspector's
 //!   panes and `check` read it. Pure.
+//! * [`export`] — sessions as HAR 1.2 and OpenTelemetry traces.
 //! * [`tui`] — the inspector.
 //! * [`cli`] — the `toolscope` subcommands (thin glue).
 
 pub mod analysis;
+pub mod budget;
 pub mod cli;
 pub mod diagnose;
 pub mod diff;
+pub mod export;
 pub mod finding;
 pub mod gguf;
+pub mod gotmpl;
 pub mod input;
 pub mod parser;
 pub mod record;

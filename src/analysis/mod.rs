@@ -31,6 +31,7 @@
 //! step. At [`Depth::Panes`] only: the tools and schema rows, the local render and its diff.
 
 pub mod facts;
+pub mod index;
 pub mod replay;
 pub mod stream;
 pub mod template;

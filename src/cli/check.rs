@@ -23,9 +23,9 @@ use super::render::{VocabSource, load_template, load_vocab, tokenize_with};
 use crate::diagnose::report::{ExchangeSummary, Tally};
 use crate::diagnose::{ExchangeContext, VocabRender, input, request};
 use crate::finding::Finding;
+use crate::session::index::SessionSource;
 use crate::session::{Api, Piece, TokenPiece};
 use crate::template::TemplateSource;
-use crate::tui::source::SessionSource;
 
 /// API of a bare request/response pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -142,7 +142,7 @@ pub fn parse_tokens(
 fn is_har(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("har"))
-        || crate::tui::source::first_line(path, 64 * 1024)
+        || crate::session::index::first_line(path, 64 * 1024)
             .and_then(|l| serde_json::from_str::<Value>(&l).ok())
             .is_some_and(|v| v.get("log").is_some())
 }
@@ -386,7 +386,7 @@ fn check_input<W: std::io::Write>(
                     .iter()
                     .map(|w| in_file(input::damaged_line(file, w), file))
                     .collect();
-                (damaged, analyse_row(ex, src.context(&anns), how, input))
+                (damaged, analyse_row(ex, crate::analysis::index::context(src, &anns), how, input))
             }
             Err(e) => {
                 let w = crate::analysis::load_error_warning(src.rows[row].line, &e);

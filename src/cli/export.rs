@@ -1,9 +1,9 @@
 //! `toolscope export`: a session as HAR 1.2 or OpenTelemetry OTLP/JSON traces
-//! ([`crate::session::har`], [`crate::session::otel`]; docs/replay.md).
+//! ([`crate::export::har`], [`crate::export::otel`]; docs/replay.md).
 //!
 //! The session is read as the inspector and `check` read it
-//! ([`crate::tui::source::SessionSource`]): one pass indexes the exchange and annotation lines'
-//! byte ranges, then each exchange (in file order) is read, converted, written and dropped with
+//! ([`crate::session::index::SessionSource`]): one pass indexes the exchange and annotation
+//! lines' byte ranges, then each exchange (in file order) is read, converted, written and dropped with
 //! its annotations read back by offset, so exporting a huge session needs memory for one
 //! exchange, not the file. Damaged lines are reported on stderr (`FILE:LINE:COLUMN: …; line
 //! skipped`) and skipped.
@@ -39,7 +39,7 @@ pub struct Args {
     pub output: Option<PathBuf>,
 }
 
-/// One exchange's OTLP span (GenAI conventions, [`crate::session::otel::exchange_span`]):
+/// One exchange's OTLP span (GenAI conventions, [`crate::export::otel::exchange_span`]):
 /// the provider from the header as written, the findings as `check` computes them (`analysed`
 /// header, `annotations` of the exchange).
 fn otel_span(
@@ -71,7 +71,7 @@ fn otel_span(
             let body = ex.response.as_ref()?.body.as_ref()?.json().ok()?;
             body.get("timings").cloned()
         });
-    crate::session::otel::exchange_span(
+    crate::export::otel::exchange_span(
         trace,
         provider.as_deref(),
         ex,
@@ -98,7 +98,7 @@ fn findings_of(header: &Header, annotations: &[Annotation], ex: &Exchange) -> Ve
 
 /// Writes the export. Exit 0; 2 for an unreadable session or output.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let src = crate::tui::source::SessionSource::index_file(&args.session, &mut |_, _| {})?;
+    let src = crate::session::index::SessionSource::index_file(&args.session, &mut |_, _| {})?;
     let name = args.session.display().to_string();
     let skipped = |w: &crate::session::ReadWarning| {
         // the message says the line was skipped
@@ -133,13 +133,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             });
     match args.format {
         ExportFormat::Har => {
-            let head = crate::session::har::har_log_head(header);
+            let head = crate::export::har::har_log_head(header);
             let head = serde_json::to_string(&Value::Object(head))?;
             // `{"log":{…head…,"entries":[` — the head object without its closing brace
             write!(out, "{{\"log\":{},\"entries\":[", &head[..head.len() - 1])?;
             for ex in exchanges.by_ref() {
                 let marks = crate::stream::ollama::event_marks(&ex);
-                let entry = crate::session::har::exchange_to_entry(
+                let entry = crate::export::har::exchange_to_entry(
                     header.upstream.as_deref(),
                     &ex,
                     marks.as_deref(),
@@ -154,7 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // `har_log_tail`'s one member, `"…annotations":[…]`, its array written one
             // annotation at a time (read back from the file in file order)
             let tail =
-                serde_json::to_string(&Value::Object(crate::session::har::har_log_tail(&[])))?;
+                serde_json::to_string(&Value::Object(crate::export::har::har_log_tail(&[])))?;
             let open = tail
                 .strip_suffix("[]}")
                 .context("har_log_tail: expected one array member")?;
@@ -177,11 +177,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out.write_all(b"]}}\n")?;
         }
         ExportFormat::Otel => {
-            let trace = crate::session::otel::trace_id(header);
+            let trace = crate::export::otel::trace_id(header);
             // the request around the spans, with the spans written one at a time where
             // `export_request` puts them (`"spans":[]`, a key: unique in the JSON text)
             let around =
-                serde_json::to_string(&crate::session::otel::export_request(header, Vec::new()))?;
+                serde_json::to_string(&crate::export::otel::export_request(header, Vec::new()))?;
             let (before, after) = around
                 .split_once("\"spans\":[]")
                 .context("export_request: expected one spans array")?;

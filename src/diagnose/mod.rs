@@ -16,6 +16,7 @@ use crate::finding::{Evidence, Finding, Pane};
 use crate::session::{Api, TokenPiece};
 use crate::stream::AssistantMessage;
 
+pub mod compare;
 pub mod input;
 pub mod markup;
 pub mod probe;

@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ExchangeContext;
-use super::rules::calls::arguments_value;
 use crate::finding::{Finding, Severity};
+use crate::stream::message::arguments_value;
 
 /// One exchange as `check` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -16,7 +16,6 @@
 //! * [`side_by_side`] — a row view model for the TUI's side-by-side diff.
 
 pub mod adapt;
-pub mod markers;
 pub mod sessions;
 pub mod split;
 pub mod tokdiff;
@@ -28,7 +27,8 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use markers::{BosEos, MarkerInventory, Role};
+use crate::tokens::markers::{self, BosEos, MarkerInventory, Role};
+
 pub use split::{DiffToken, split_markers};
 pub use tokdiff::{OpTag, TokenDiff, TokenOp, token_diff};
 pub use view::{Row, RowKind, Segment, SideLine, ViewOptions, side_by_side};

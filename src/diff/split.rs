@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::markers;
+use crate::tokens::markers;
 
 /// One unit of a token-level diff.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,6 +4,8 @@
 //! * [`proxy`] — the recording reverse proxy (`toolscope proxy`).
 //! * [`send`] — one direct request, recorded the same way (`toolscope send`).
 //! * [`recorder`] — exchange bookkeeping, the session writer thread, live [`RecordEvent`]s.
+//! * [`annotate`] — what is fetched after an exchange ends: server render, slots, Ollama
+//!   `/api/show`, engine learning, regenerations.
 //! * [`llama`] — start/stop a real llama-server (end-to-end tests, recordings).
 //! * [`client`] — llama-server's inspection endpoints (`/props`, `/apply-template`, `/tokenize`).
 //! * [`anthropic`] — llama-server's Anthropic → OpenAI body conversion, for `/apply-template`.
@@ -11,6 +13,7 @@
 //! * [`summary`] — one-line exchange summaries (`--headless`).
 //! * [`serve`] — answers requests from a recorded session (`toolscope serve`).
 
+pub mod annotate;
 pub mod anthropic;
 pub mod client;
 pub mod llama;
@@ -25,3 +28,13 @@ pub mod summary;
 
 pub use recorder::RecordEvent;
 pub mod regenerate;
+
+/// The current UTC time as RFC 3339 with microseconds (`2026-11-29T18:32:18.123456Z`).
+pub fn now_rfc3339() -> String {
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+    );
+    time::OffsetDateTime::now_utc()
+        .format(&fmt)
+        .unwrap_or_default()
+}

@@ -107,7 +107,7 @@ pub async fn run_probe(opts: &ProbeOptions) -> anyhow::Result<ProbeRun> {
             // LLAMA_SERVER_SLOTS_DEBUG=1), or why not.
             if let Some(p) = &props {
                 let bos = p.get("bos_token").and_then(Value::as_str);
-                let (anns, _) = super::recorder::exchange_annotations(
+                let (anns, _) = super::annotate::exchange_annotations(
                     &client,
                     bos,
                     id,

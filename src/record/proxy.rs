@@ -55,9 +55,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::record::recorder::{
-    ActiveExchange, RecordEvent, Recorder, RecorderConfig, RequestSink, detect_engine, now_rfc3339,
-};
+use crate::record::annotate::detect_engine;
+use crate::record::now_rfc3339;
+use crate::record::recorder::{ActiveExchange, RecordEvent, Recorder, RecorderConfig, RequestSink};
 use crate::record::spill::SPILL_AT;
 use crate::session::{Header, Outcome, write::new_header};
 

@@ -28,12 +28,13 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
+use super::annotate::{Enrichment, Llama, ollama_model};
+use super::now_rfc3339;
 use crate::record::client::ServerClient;
 use crate::record::spill::{Spill, mark_bytes, write_body_json, write_chunks_json};
 use crate::session::redact::{redact_query, redact_value};
 use crate::session::{
-    Annotation, Api, Body, Chunk, Engine, Exchange, Header, Line, Outcome, RawTextSource, Request,
-    Response, SessionWriter,
+    Annotation, Api, Body, Chunk, Exchange, Header, Line, Outcome, Request, Response, SessionWriter,
 };
 
 /// What the recorder reports live (for the TUI's live view and `--headless` printing).
@@ -95,15 +96,6 @@ pub struct RecorderConfig {
     /// for `vllm` or `ollama` (engines that render a chat request themselves;
     /// [`crate::record::regenerate::regenerate_on_engine`]).
     pub regenerate_on: Option<(String, String)>,
-}
-
-/// A llama-server upstream, known when the recorder opened or learnt later.
-#[derive(Debug, Clone)]
-struct Llama {
-    client: ServerClient,
-    bos: Option<String>,
-    /// `/props` `chat_template` (the server's call format, for verifying regenerations).
-    template: Option<String>,
 }
 
 enum WriterMsg {
@@ -231,27 +223,27 @@ impl RawExchange {
     }
 }
 
-struct Inner {
-    cfg: RecorderConfig,
-    next_id: AtomicU64,
+pub(super) struct Inner {
+    pub(super) cfg: RecorderConfig,
+    pub(super) next_id: AtomicU64,
     writer: Mutex<Option<std::sync::mpsc::Sender<WriterMsg>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    events: Option<mpsc::Sender<RecordEvent>>,
+    pub(super) events: Option<mpsc::Sender<RecordEvent>>,
     /// Exchanges started and not yet queued, plus annotation fetches pending.
     busy: AtomicUsize,
     idle: Notify,
     /// The llama-server upstream for annotations (render, slots, regeneration), once known.
-    llama: std::sync::RwLock<Option<Llama>>,
+    pub(super) llama: std::sync::RwLock<Option<Llama>>,
     /// Where to retry engine detection while it is unknown; `None` once learnt.
-    learn_from: Mutex<Option<String>>,
+    pub(super) learn_from: Mutex<Option<String>>,
     /// `(base, engine kind)` of a vLLM or Ollama upstream to regenerate on (`--regenerate`).
-    regen_on: std::sync::RwLock<Option<(String, String)>>,
+    pub(super) regen_on: std::sync::RwLock<Option<(String, String)>>,
     /// A detection is running (at most one at a time).
-    learning: std::sync::atomic::AtomicBool,
+    pub(super) learning: std::sync::atomic::AtomicBool,
     /// Lines written (exchanges + annotations), for tests and benches.
     written: Arc<AtomicU64>,
     /// The runtime the recorder was opened on (late events from the writer thread).
-    rt: Option<tokio::runtime::Handle>,
+    pub(super) rt: Option<tokio::runtime::Handle>,
     /// Set by [`Recorder::cut_in_flight`]: exchanges dropped from now on were cut by shutdown.
     cut: std::sync::atomic::AtomicBool,
     /// Exchanges recorded as [`Outcome::Shutdown`].
@@ -259,18 +251,23 @@ struct Inner {
     /// Folder for spilled bodies (the session's).
     spill_dir: PathBuf,
     /// Ollama `/api/show` answers by model (trimmed) or why they failed: fetched once each.
-    ollama_shows: tokio::sync::Mutex<std::collections::HashMap<String, Result<Value, String>>>,
+    pub(super) ollama_shows:
+        tokio::sync::Mutex<std::collections::HashMap<String, Result<Value, String>>>,
 }
 
 /// A cheap-to-clone handle on one session being recorded.
 #[derive(Clone)]
 pub struct Recorder {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 /// Sends `ev` without blocking: chunks are best-effort (dropped when the channel is full);
 /// start/head/end/annotations must arrive, so a full channel hands them to a task on `rt`.
-fn emit_to(tx: &mpsc::Sender<RecordEvent>, rt: Option<&tokio::runtime::Handle>, ev: RecordEvent) {
+pub(super) fn emit_to(
+    tx: &mpsc::Sender<RecordEvent>,
+    rt: Option<&tokio::runtime::Handle>,
+    ev: RecordEvent,
+) {
     match tx.try_send(ev) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(ev)) if !matches!(ev, RecordEvent::Chunk { .. }) => {
@@ -286,16 +283,6 @@ fn emit_to(tx: &mpsc::Sender<RecordEvent>, rt: Option<&tokio::runtime::Handle>, 
         }
         Err(_) => {}
     }
-}
-
-/// The current UTC time as RFC 3339 with microseconds (`2026-11-29T18:32:18.123456Z`).
-pub fn now_rfc3339() -> String {
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
-    );
-    time::OffsetDateTime::now_utc()
-        .format(&fmt)
-        .unwrap_or_default()
 }
 
 impl Recorder {
@@ -426,7 +413,7 @@ impl Recorder {
         self.inner.written.load(Ordering::SeqCst)
     }
 
-    fn queue(&self, line: Line) {
+    pub(super) fn queue(&self, line: Line) {
         if let Ok(guard) = self.inner.writer.lock()
             && let Some(tx) = guard.as_ref()
         {
@@ -434,17 +421,17 @@ impl Recorder {
         }
     }
 
-    fn emit(&self, ev: RecordEvent) {
+    pub(super) fn emit(&self, ev: RecordEvent) {
         if let Some(tx) = &self.inner.events {
             emit_to(tx, self.inner.rt.as_ref(), ev);
         }
     }
 
-    fn busy_inc(&self) {
+    pub(super) fn busy_inc(&self) {
         self.inner.busy.fetch_add(1, Ordering::SeqCst);
     }
 
-    fn busy_dec(&self) {
+    pub(super) fn busy_dec(&self) {
         if self.inner.busy.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.inner.idle.notify_waiters();
         }
@@ -577,188 +564,22 @@ impl Recorder {
         {
             let _ = tx.send(WriterMsg::Ended(Box::new(raw)));
         }
-        // Ollama: the model's /api/show (template source), once per model
-        if let Some((base, model)) = ollama
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
-        {
-            self.busy_inc();
-            let rec = self.clone();
-            rt.spawn(async move {
-                let show = rec.ollama_show(&base, &model).await;
-                let (show, error) = match show {
-                    Ok(v) => (Some(v), None),
-                    Err(e) => (None, Some(e)),
-                };
-                rec.write_annotation(Annotation::OllamaShow {
-                    exchange: id,
-                    model,
-                    show,
-                    error,
-                });
-                rec.busy_dec();
-            });
-        }
-        // --regenerate on a vLLM / Ollama upstream
-        if let Some(((base, engine), original)) = other
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
-        {
-            self.busy_inc();
-            let rec = self.clone();
-            rt.spawn(async move {
-                rec.regenerate_elsewhere(&base, &engine, original).await;
-                rec.busy_dec();
-            });
-        }
-        if (learn.is_some() || (llama.is_some() && chat))
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
-        {
-            self.busy_inc();
-            let rec = self.clone();
-            rt.spawn(async move {
-                let llama = match (llama, learn) {
-                    (Some(l), _) => Some(l),
-                    (None, Some(base)) => rec.learn_engine(&base, id).await,
-                    (None, None) => None,
-                };
-                if let (Some(l), Some(request)) = (llama, request) {
-                    rec.annotate(&l, id, request, original).await;
-                }
-                rec.busy_dec();
-            });
-        }
+        self.enrich(Enrichment {
+            id,
+            ollama,
+            other,
+            llama,
+            learn,
+            chat,
+            request,
+            original,
+        });
         self.busy_dec();
     }
 
-    /// `/api/show` for `model`, trimmed ([`trim_ollama_show`]); fetched on first use, then
-    /// cached (failures too: one error per model, not one per exchange).
-    async fn ollama_show(&self, base: &str, model: &str) -> Result<Value, String> {
-        let mut cache = self.inner.ollama_shows.lock().await;
-        if let Some(r) = cache.get(model) {
-            return r.clone();
-        }
-        let r = ServerClient::new(base)
-            .ollama_show(model)
-            .await
-            .map(|v| trim_ollama_show(&v))
-            .map_err(|e| format!("{e:#}"));
-        cache.insert(model.to_owned(), r.clone());
-        r
-    }
-
-    fn write_annotation(&self, ann: Annotation) {
+    pub(super) fn write_annotation(&self, ann: Annotation) {
         self.emit(RecordEvent::Annotated(ann.clone()));
         self.queue(Line::Annotation(ann));
-    }
-
-    /// Retries engine detection (at most one at a time). When the engine answers it is written
-    /// as an [`Annotation::Engine`] after exchange `id` and detection stops; a llama-server
-    /// becomes the upstream of the annotations from now on (and is returned).
-    async fn learn_engine(&self, base: &str, id: u64) -> Option<Llama> {
-        if self.inner.learning.swap(true, Ordering::SeqCst) {
-            return None;
-        }
-        let (engine, props) = detect_engine(base).await;
-        self.inner.learning.store(false, Ordering::SeqCst);
-        if engine.kind == "unknown" {
-            return None;
-        }
-        if let Ok(mut l) = self.inner.learn_from.lock() {
-            if l.is_none() {
-                return None; // learnt meanwhile
-            }
-            *l = None;
-        }
-        let s = |k: &str| {
-            props
-                .as_ref()
-                .and_then(|p| p.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let llama = (engine.kind == "llama-server").then(|| Llama {
-            client: ServerClient::new(base),
-            bos: s("bos_token"),
-            template: s("chat_template"),
-        });
-        if let (Some(l), Ok(mut slot)) = (&llama, self.inner.llama.write()) {
-            *slot = Some(l.clone());
-        }
-        if self.inner.cfg.regenerate
-            && matches!(engine.kind.as_str(), "vllm" | "ollama")
-            && let Ok(mut r) = self.inner.regen_on.write()
-        {
-            *r = Some((base.to_owned(), engine.kind.clone()));
-        }
-        self.write_annotation(Annotation::Engine {
-            exchange: id,
-            engine,
-            props,
-        });
-        llama
-    }
-
-    /// The annotations of one ended chat exchange against llama-server: `GET /slots` first (a
-    /// later request may reuse the slot), then the server render, then the slot whose prompt
-    /// is that render ([`crate::stream::raw::pick_slot`]), then — with `regenerate` and no raw
-    /// text captured — a verified regeneration.
-    async fn annotate(&self, l: &Llama, id: u64, request: Request, original: Option<Exchange>) {
-        let api = Api::from_path(&request.path);
-        let body = request.body.json().ok();
-        let (anns, prompt) = exchange_annotations(&l.client, l.bos.as_deref(), id, api, body).await;
-        let captured = anns
-            .iter()
-            .any(|a| matches!(a, Annotation::RawText { text: Some(_), .. }));
-        for a in anns {
-            self.write_annotation(a);
-        }
-        if let (Some(original), Some(prompt)) = (original, prompt)
-            && !captured
-            && crate::stream::raw::raw_output(&original, &[])
-                .text()
-                .is_none()
-        {
-            let new_id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
-            let (ex, ann) = crate::record::regenerate::regenerate_recorded(
-                &l.client,
-                &original,
-                &prompt,
-                new_id,
-                l.template.as_deref(),
-            )
-            .await;
-            self.record_regeneration(ex, ann);
-        }
-    }
-
-    /// `--regenerate` on a vLLM or Ollama upstream: unless the exchange carries its raw text
-    /// itself (token pieces), regenerate it there and record the exchange and its annotation.
-    async fn regenerate_elsewhere(&self, base: &str, engine: &str, original: Exchange) {
-        if crate::stream::raw::raw_output(&original, &[])
-            .text()
-            .is_some()
-        {
-            return;
-        }
-        let new_id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
-        let (ex, ann) =
-            crate::record::regenerate::regenerate_on_engine(base, engine, &original, new_id).await;
-        self.record_regeneration(ex, ann);
-    }
-
-    /// Records a regeneration: its exchange (when there is one) as an ended exchange, then the
-    /// original's `raw_text` annotation.
-    fn record_regeneration(&self, ex: Option<Exchange>, ann: Annotation) {
-        if let Some(ex) = ex {
-            if let Some(ev) = &self.inner.events {
-                emit_to(
-                    ev,
-                    self.inner.rt.as_ref(),
-                    RecordEvent::Ended(Box::new(ex.clone())),
-                );
-            }
-            self.queue(Line::Exchange(Box::new(ex)));
-        }
-        self.write_annotation(ann);
     }
 
     /// Waits until no exchange is in flight and no annotation is pending (at most `timeout`),
@@ -803,99 +624,6 @@ impl Recorder {
         {
             let _ = t.join();
         }
-    }
-}
-
-/// The llama-server annotations of one ended chat exchange (`api`, request `body`), in the
-/// order they are fetched: `GET /slots` first (a later request may reuse the slot), then
-/// [`server_render`] (`/apply-template` + `/tokenize`), then the [`Annotation::RawText`] of
-/// the slot whose prompt is that render ([`crate::stream::raw::pick_slot`]; `bos`: the
-/// server's `bos_token`), or why there is none. Returns `[server_render, raw_text]` and the
-/// rendered prompt. The proxy, `send` and `probe` all record these.
-pub async fn exchange_annotations(
-    client: &ServerClient,
-    bos: Option<&str>,
-    exchange: u64,
-    api: Api,
-    body: Option<Value>,
-) -> (Vec<Annotation>, Option<String>) {
-    let slots = client.slots().await;
-    let render = server_render(client, exchange, api, body).await;
-    let prompt = match &render {
-        Annotation::ServerRender {
-            prompt: Some(p), ..
-        } => Ok(p.clone()),
-        Annotation::ServerRender { error, .. } => Err(error.clone().unwrap_or_default()),
-        _ => Err(String::new()),
-    };
-    let picked = match (&prompt, slots) {
-        (Ok(p), Ok(s)) => crate::stream::raw::pick_slot(&s, p, bos),
-        (Err(e), _) => Err(format!(
-            "no rendered prompt to find the exchange's slot by: {e}"
-        )),
-        (_, Err(e)) => Err(format!("GET /slots failed: {e:#}")),
-    };
-    let raw = match picked {
-        Ok(t) => Annotation::RawText {
-            exchange,
-            source: RawTextSource::SlotsDebug,
-            text: Some(t.generated),
-            slot: Some(t.slot),
-            generation_prompt: t.generation_prompt,
-            by: None,
-            verified: None,
-            diverged_at: None,
-            prompt_from: None,
-            error: None,
-        },
-        Err(why) => Annotation::raw_text_missing(exchange, RawTextSource::SlotsDebug, None, why),
-    };
-    (vec![render, raw], prompt.ok())
-}
-
-/// Fetches llama-server's render of one exchange's request: `POST /apply-template` with the
-/// same body (Anthropic bodies converted as the server does, see
-/// [`crate::record::anthropic`]), then `POST /tokenize` of the prompt with pieces.
-pub async fn server_render(
-    client: &ServerClient,
-    exchange: u64,
-    api: Api,
-    body: Option<Value>,
-) -> Annotation {
-    let result: anyhow::Result<(
-        String,
-        Option<Vec<crate::session::TokenPiece>>,
-        Option<String>,
-    )> = async {
-        let body = body.ok_or_else(|| anyhow::anyhow!("request body is not JSON"))?;
-        let chat = match api {
-            Api::Anthropic => {
-                crate::record::anthropic::anthropic_to_openai(&body).map_err(|e| {
-                    anyhow::anyhow!("converting the /v1/messages body as llama-server does: {e}")
-                })?
-            }
-            _ => body,
-        };
-        let prompt = client.apply_template(&chat).await?;
-        match client.tokenize(&prompt).await {
-            Ok(t) => Ok((prompt, Some(t), None)),
-            Err(e) => Ok((prompt, None, Some(format!("{e:#}")))),
-        }
-    }
-    .await;
-    match result {
-        Ok((prompt, tokens, error)) => Annotation::ServerRender {
-            exchange,
-            prompt: Some(prompt),
-            tokens,
-            error,
-        },
-        Err(e) => Annotation::ServerRender {
-            exchange,
-            prompt: None,
-            tokens: None,
-            error: Some(format!("{e:#}")),
-        },
     }
 }
 
@@ -1123,134 +851,4 @@ impl Drop for ActiveExchange {
             }
         }
     }
-}
-
-/// The model of an Ollama `/api/chat` or non-raw `/api/generate` POST (from its body), when
-/// the exchange is one.
-fn ollama_model(ex: &Exchange, body: Option<&crate::session::Body>) -> Option<String> {
-    let path = ex.request.path.split('?').next().unwrap_or_default();
-    if ex.request.method != "POST"
-        || !(path.ends_with("/api/chat") || path.ends_with("/api/generate"))
-        || ex.outcome == Outcome::Shutdown
-    {
-        return None;
-    }
-    let v: Value = body?.json().ok()?;
-    if v.get("raw").and_then(Value::as_bool) == Some(true) {
-        return None;
-    }
-    v.get("model").and_then(Value::as_str).map(str::to_owned)
-}
-
-/// The parts of an Ollama `/api/show` answer a render needs: `template`, `system`,
-/// `messages`, `capabilities`, `details`, `parameters`, `modified_at`.
-pub fn trim_ollama_show(v: &Value) -> Value {
-    let mut out = serde_json::Map::new();
-    for k in [
-        "template",
-        "system",
-        "messages",
-        "capabilities",
-        "details",
-        "parameters",
-        "modified_at",
-    ] {
-        if let Some(x) = v.get(k) {
-            out.insert(k.to_owned(), x.clone());
-        }
-    }
-    Value::Object(out)
-}
-
-/// Detects the engine behind `base` (`http://host:port`): `GET /props` (llama-server: the
-/// props snapshot, `build_info`, `model_path`), else `GET /v1/models` (`owned_by` `vllm` or
-/// `sglang`), else `GET /api/version` (Ollama). Returns the engine (kind `unknown` when none
-/// answered) and the llama-server props.
-pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
-    let http = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-    {
-        Ok(c) => c,
-        Err(_) => {
-            return (
-                Engine {
-                    kind: "unknown".into(),
-                    ..Default::default()
-                },
-                None,
-            );
-        }
-    };
-    let base = base.trim_end_matches('/');
-    let get = |path: &str| {
-        let http = http.clone();
-        let url = format!("{base}{path}");
-        async move {
-            let r = http.get(&url).send().await.ok()?;
-            if !r.status().is_success() {
-                return None;
-            }
-            r.json::<Value>().await.ok()
-        }
-    };
-    if let Some(props) = get("/props").await
-        && (props.get("build_info").is_some() || props.get("chat_template").is_some())
-    {
-        let s = |k: &str| props.get(k).and_then(Value::as_str).map(str::to_owned);
-        return (
-            Engine {
-                kind: "llama-server".into(),
-                version: s("build_info"),
-                model: s("model_path"),
-            },
-            Some(props),
-        );
-    }
-    if let Some(models) = get("/v1/models").await {
-        let first = models.get("data").and_then(|d| d.get(0));
-        let owned = first
-            .and_then(|m| m.get("owned_by"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let id = first
-            .and_then(|m| m.get("id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let kind = match owned {
-            "vllm" => "vllm",
-            "sglang" => "sglang",
-            "llamacpp" => "llama-server",
-            _ => "unknown",
-        };
-        if kind != "unknown" {
-            return (
-                Engine {
-                    kind: kind.into(),
-                    version: None,
-                    model: id,
-                },
-                None,
-            );
-        }
-    }
-    if let Some(v) = get("/api/version").await
-        && let Some(version) = v.get("version").and_then(Value::as_str)
-    {
-        return (
-            Engine {
-                kind: "ollama".into(),
-                version: Some(version.to_owned()),
-                model: None,
-            },
-            None,
-        );
-    }
-    (
-        Engine {
-            kind: "unknown".into(),
-            ..Default::default()
-        },
-        None,
-    )
 }

@@ -306,7 +306,7 @@ pub fn vllm_tokenize_body(chat: &Value) -> Value {
 /// Renders Ollama chat body `chat` as Ollama's `/api/chat` builds its prompt, from the model's
 /// `POST /api/show` answer `show` (its `template`, `system`, `messages`, thinking capability)
 /// with `today` as the template's `currentDate` (the exchange's date). The one place the Ollama
-/// renderer is called: [`crate::template::gotmpl::render_ollama_with`] (seam 1).
+/// renderer is called: [`crate::template::ollama::render_ollama_with`] (seam 1).
 ///
 /// Errors: `show` has no `template`; the template fails (Go's message, with line and column).
 pub fn ollama_prompt(
@@ -314,7 +314,8 @@ pub fn ollama_prompt(
     chat: &Value,
     today: Option<(i32, u32, u32)>,
 ) -> anyhow::Result<String> {
-    use crate::template::gotmpl::{ExecOptions, OllamaModel, render_ollama_with};
+    use crate::gotmpl::ExecOptions;
+    use crate::template::ollama::{OllamaModel, render_ollama_with};
     let template = show
         .get("template")
         .and_then(Value::as_str)
@@ -467,7 +468,7 @@ async fn complete(
     let (endpoint, engine) = target;
     let id = original.id;
     let req_bytes = serde_json::to_vec(&request_body(endpoint, engine, body, prompt))?;
-    let started = crate::record::recorder::now_rfc3339();
+    let started = crate::record::now_rfc3339();
     let t0 = Instant::now();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))

@@ -33,8 +33,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::record::now_rfc3339;
 use crate::record::proxy::BoxError;
-use crate::record::recorder::{Recorder, RecorderConfig, now_rfc3339};
+use crate::record::recorder::{Recorder, RecorderConfig};
 use crate::session::read::Session;
 use crate::session::replay::{MatchMode, Mismatch, ReplayIndex};
 use crate::session::{Exchange, Outcome, write::new_header};

@@ -18,8 +18,8 @@
 
 mod de;
 pub mod har;
+pub mod index;
 pub mod model;
-pub mod otel;
 pub mod read;
 pub mod redact;
 pub mod replay;

@@ -130,7 +130,7 @@ pub fn read_session_bytes(path: &str, bytes: &[u8]) -> Result<Session, ReadError
 }
 
 /// What one line of a session file is, as every session reader judges it
-/// ([`read_session_bytes`], the inspector's indexed `tui::source::SessionSource`).
+/// ([`read_session_bytes`], the session index `session::index::SessionSource`).
 #[derive(Debug)]
 pub enum Judged {
     /// A blank line.

@@ -165,3 +165,11 @@ pub fn from_response_json(api: &str, body: &Value) -> Option<AssistantMessage> {
     }
     Some(m)
 }
+
+/// The parsed value of call arguments, or the raw string when they are not JSON (for reports).
+pub fn arguments_value(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}

@@ -3,10 +3,9 @@
 //!
 //! Pipeline: recorded chunks → [`sse::SseDecoder`] (events with byte offsets, chunk index and
 //! receive time) → [`reassemble`] (the final [`AssistantMessage`] plus stream-contract
-//! findings) → [`compare`] (the server's tool calls against toolscope's own parse of the raw
-//! text).
+//! findings). The server's tool calls are compared with toolscope's own parse of the raw text
+//! in [`crate::diagnose::compare`].
 
-pub mod compare;
 pub mod message;
 pub mod ollama;
 pub mod raw;

@@ -9,16 +9,15 @@
 //! * [`pyfmt`] — Python `str`/`repr`/`json.dumps`/`strftime` for template values.
 //! * [`engine`] — [`Engine`]: the render profile (transformers, or llama.cpp at a build).
 //! * [`llama`] — the llama.cpp profile: llama-server's request handling and Jinja engine.
-//! * [`gotmpl`] — Go `text/template` as Ollama executes its chat templates
-//!   ([`gotmpl::render_ollama`]).
+//! * [`ollama`] — Ollama's template handling over the Go `text/template` interpreter
+//!   ([`crate::gotmpl`]): [`ollama::render_ollama`].
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
 
-pub mod budget;
 pub mod divergence;
 pub mod engine;
-pub mod gotmpl;
 pub mod input;
 pub mod llama;
+pub mod ollama;
 pub mod pyfmt;
 pub mod render;
 pub mod source;

@@ -27,7 +27,7 @@ use super::pyfmt::{self, JsonOptions};
 pub const DEFAULT_NAME: &str = "chat_template";
 
 /// Rendering knobs. `Default` gives: no clock (`strftime_now` renders the Unix epoch), lenient
-/// undefined (as Jinja2's default `Undefined`), the default [`super::budget::Budget`] (4 000 000
+/// undefined (as Jinja2's default `Undefined`), the default [`crate::budget::Budget`] (4 000 000
 /// fuel, recursion limit 250), output cap 8 MiB.
 #[derive(Debug, Clone)]
 pub struct RenderOptions {
@@ -41,7 +41,7 @@ pub struct RenderOptions {
     /// Name used in error messages (a file name or URL).
     pub name: Option<String>,
     /// Fuel: VM instructions plus created bytes / 64 a render may spend (`minijinja` fuel; the
-    /// memory budget, see [`super::budget`]).
+    /// memory budget, see [`crate::budget`]).
     pub fuel: u64,
     /// Maximum nesting of macro calls / includes / recursive loops.
     pub recursion_limit: usize,
@@ -61,8 +61,8 @@ impl Default for RenderOptions {
             now: None,
             strict: false,
             name: None,
-            fuel: super::budget::Budget::default().fuel,
-            recursion_limit: super::budget::Budget::default().recursion_limit,
+            fuel: crate::budget::Budget::default().fuel,
+            recursion_limit: crate::budget::Budget::default().recursion_limit,
             max_output: 8 << 20,
             engine: None,
             vocab: VocabFlags::default(),
@@ -391,7 +391,7 @@ fn convert_error(
         }
         ErrorKind::InvalidOperation
             if e.detail().is_some_and(|d| {
-                d.starts_with(super::budget::MARK) || super::budget::engine_cap_message(d).is_some()
+                d.starts_with(crate::budget::MARK) || crate::budget::engine_cap_message(d).is_some()
             }) =>
         {
             RenderErrorKind::Limit
@@ -401,11 +401,11 @@ fn convert_error(
     let mut message = match (kind, e.detail()) {
         (RenderErrorKind::Raised, Some(d)) => d.trim_start_matches("raise_exception: ").to_owned(),
         (RenderErrorKind::Limit, _) if e.kind() == ErrorKind::OutOfFuel => {
-            super::budget::exhausted_message(fuel)
+            crate::budget::exhausted_message(fuel)
         }
-        (RenderErrorKind::Limit, Some(d)) if d.starts_with(super::budget::MARK) => d.to_owned(),
-        (RenderErrorKind::Limit, Some(d)) if super::budget::engine_cap_message(d).is_some() => {
-            super::budget::engine_cap_message(d).unwrap_or_default()
+        (RenderErrorKind::Limit, Some(d)) if d.starts_with(crate::budget::MARK) => d.to_owned(),
+        (RenderErrorKind::Limit, Some(d)) if crate::budget::engine_cap_message(d).is_some() => {
+            crate::budget::engine_cap_message(d).unwrap_or_default()
         }
         (_, Some(d)) => format!("{}: {d}", e.kind()),
         (_, None) => e.kind().to_string(),
@@ -448,9 +448,9 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
     });
     // the one budget every environment is built with (budget.rs, seam 3); filters below
     // that build more than they are given check it before allocating
-    super::budget::install(
+    crate::budget::install(
         &mut env,
-        &super::budget::Budget {
+        &crate::budget::Budget {
             fuel: opts.fuel,
             recursion_limit: opts.recursion_limit,
         },
@@ -468,7 +468,7 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
                     .map_err(|_| Error::from(ErrorKind::WriteFailure));
             }
             None => {
-                super::budget::ensure_print(state, value, 0, 0, "printing a value")?;
+                crate::budget::ensure_print(state, value, 0, 0, "printing a value")?;
                 pyfmt::py_str(value)
             }
         };
@@ -478,15 +478,15 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
     env.add_filter("tojson", tojson);
     env.add_filter("indent", indent);
     env.add_filter("upper", |state: &State, v: &JValue| {
-        super::budget::ensure_print(state, v, 0, 0, "upper")?;
+        crate::budget::ensure_print(state, v, 0, 0, "upper")?;
         Ok::<_, Error>(pyfmt::py_str(v).to_uppercase())
     });
     env.add_filter("lower", |state: &State, v: &JValue| {
-        super::budget::ensure_print(state, v, 0, 0, "lower")?;
+        crate::budget::ensure_print(state, v, 0, 0, "lower")?;
         Ok::<_, Error>(pyfmt::py_str(v).to_lowercase())
     });
     env.add_filter("string", |state: &State, v: &JValue| {
-        super::budget::ensure_print(state, v, 0, 0, "string")?;
+        crate::budget::ensure_print(state, v, 0, 0, "string")?;
         Ok::<_, Error>(JValue::from(pyfmt::py_str(v)))
     });
     env.add_filter("join", join);
@@ -564,7 +564,7 @@ fn tojson(
                     )
                 })?;
                 let n = n.max(0) as u64;
-                super::budget::ensure_bytes(state, n, "tojson indent")?;
+                crate::budget::ensure_bytes(state, n, "tojson indent")?;
                 Some(" ".repeat(n as usize))
             }
         };
@@ -591,7 +591,7 @@ fn tojson(
         .as_ref()
         .map_or(4, |(a, b)| a.len() + b.len());
     let per_level = opts.indent.as_ref().map_or(0, String::len);
-    super::budget::ensure_print(state, value, per_level, per_item, "tojson")?;
+    crate::budget::ensure_print(state, value, per_level, per_item, "tojson")?;
     pyfmt::py_json_dumps(value, &opts)
         .map(JValue::from)
         .map_err(|m| Error::new(ErrorKind::InvalidOperation, format!("tojson: {m}")))
@@ -621,7 +621,7 @@ fn indent(
         None => kwargs.get::<Option<bool>>("blank")?.unwrap_or(false),
     };
     kwargs.assert_all_used()?;
-    super::budget::ensure_print(state, value, 0, 0, "indent")?;
+    crate::budget::ensure_print(state, value, 0, 0, "indent")?;
     let text = pyfmt::py_str(value);
     let lines = text.bytes().filter(|&b| b == b'\n').count() as u64 + 1;
     let width_bytes = match &width {
@@ -629,7 +629,7 @@ fn indent(
         Some(w) if w.kind() == ValueKind::String => w.as_str().map_or(0, str::len) as u64,
         Some(w) => w.as_i64().unwrap_or(4).max(0) as u64,
     };
-    super::budget::ensure_bytes(
+    crate::budget::ensure_bytes(
         state,
         width_bytes
             .saturating_mul(lines)
@@ -659,7 +659,7 @@ fn join(state: &State, value: &JValue, d: Option<String>, kwargs: Kwargs) -> Res
     }
     if let Some(s) = value.as_str() {
         let n = s.chars().count() as u64;
-        super::budget::ensure_bytes(
+        crate::budget::ensure_bytes(
             state,
             n.saturating_mul(d.len() as u64)
                 .saturating_add(s.len() as u64),
@@ -683,13 +683,13 @@ fn join(state: &State, value: &JValue, d: Option<String>, kwargs: Kwargs) -> Res
             }
             None => item,
         };
-        super::budget::ensure_print(state, &item, 0, 0, "join")?;
+        crate::budget::ensure_print(state, &item, 0, 0, "join")?;
         let part = pyfmt::py_str(&item);
         // the result so far, this item and one more separator must fit the budget
         size = size
             .saturating_add(part.len() as u64)
             .saturating_add(d.len() as u64);
-        super::budget::ensure_bytes(state, size, "join")?;
+        crate::budget::ensure_bytes(state, size, "join")?;
         parts.push(part);
     }
     Ok(parts.join(&d))

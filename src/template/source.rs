@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::engine::Engine;
-use super::gotmpl::{Date, ExecOptions, GoTemplateError, OllamaModel};
 use super::input::RenderInput;
 use super::llama::VocabFlags;
+use super::ollama::OllamaModel;
 use crate::gguf::{self, GgufMetadata};
+use crate::gotmpl::{Date, ExecOptions, GoTemplateError};
 use crate::tokens::Vocab;
 
 /// The template language of a source.
@@ -22,7 +23,7 @@ pub enum TemplateFormat {
     #[default]
     Jinja,
     /// An Ollama Go `text/template` (`/api/show` `template`): rendered for Ollama request
-    /// bodies by [`super::gotmpl::render_ollama_with`] ([`TemplateSource::render_ollama`]).
+    /// bodies by [`super::ollama::render_ollama_with`] ([`TemplateSource::render_ollama`]).
     Go,
 }
 
@@ -273,7 +274,7 @@ impl TemplateSource {
 
     /// Renders an Ollama request body (`/api/chat`, or a non-raw `/api/generate`) through this
     /// Go template as Ollama's server builds its prompt (ollama/ollama template/template.go
-    /// `Execute`, server/prompt.go `chatPrompt`; see [`super::gotmpl::ollama`]). `today` is the
+    /// `Execute`, server/prompt.go `chatPrompt`; see [`super::ollama`]). `today` is the
     /// date `currentDate` returns (the exchange's date; `None`: calling it is an error).
     /// Errors: a Jinja source (`Parse`, naming the origin), or the Go template's own error
     /// (`template: :LINE:COL: …`).
@@ -284,7 +285,7 @@ impl TemplateSource {
     ) -> Result<String, GoTemplateError> {
         if self.format != TemplateFormat::Go {
             return Err(GoTemplateError {
-                kind: super::gotmpl::ErrorKind::Parse,
+                kind: crate::gotmpl::ErrorKind::Parse,
                 name: self.origin.clone(),
                 line: 0,
                 col: None,
@@ -297,7 +298,7 @@ impl TemplateSource {
             ..Default::default()
         };
         let model = self.ollama.clone().unwrap_or_default();
-        super::gotmpl::render_ollama_with(&self.template, request, &model, &opts)
+        super::ollama::render_ollama_with(&self.template, request, &model, &opts)
     }
 }
 

@@ -21,6 +21,7 @@ use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::gguf::{GgufMetadata, GgufValue};
 use crate::session::TokenPiece;
 
+pub mod markers;
 mod spm;
 
 /// GGUF token types (llama.cpp `llama_token_type`, include/llama.h).

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 
 use super::analysis;
 use super::message::{Effect, Message};
-use super::source::SessionSource;
 use super::state::State;
+use crate::session::index::SessionSource;
 
 /// How urgent a background job is: lower runs first. Jobs of one class take turns, one slice
 /// each, so a long job (listing 2,000 rows) does not hold back a short one (the selected
@@ -212,9 +212,13 @@ pub fn survey(path: &std::path::Path) -> super::state::Survey {
                 if deep {
                     let anns = src.annotations_of(ex.id);
                     rules.extend(
-                        analyse(ex, src.context(&anns), Depth::Findings)
-                            .summary
-                            .rules,
+                        analyse(
+                            ex,
+                            crate::analysis::index::context(&src, &anns),
+                            Depth::Findings,
+                        )
+                        .summary
+                        .rules,
                     );
                 }
             }
@@ -330,7 +334,13 @@ impl<B: Backend> Tui<B> {
                     let items: Vec<_> = rows
                         .by_ref()
                         .take(64)
-                        .map(|row| (row, src.quick_summary(row)))
+                        .map(|row| {
+                            let id = src.rows.get(row).and_then(|r| r.id);
+                            (
+                                row,
+                                crate::analysis::index::row_summary(id, src.light_load(row)),
+                            )
+                        })
                         .collect();
                     !items.is_empty()
                         && tx.send(Message::Summaries { epoch, items }).is_ok()
@@ -356,7 +366,10 @@ impl<B: Backend> Tui<B> {
                         let sum = match src.load(row) {
                             Ok(ex) => {
                                 let anns = src.annotations_of(ex.id);
-                                analysis::summarize(ex, src.context(&anns))
+                                analysis::summarize(
+                                    ex,
+                                    crate::analysis::index::context(&src, &anns),
+                                )
                             }
                             Err(e) => analysis::damaged_summary(src.rows[row].id, e),
                         };
@@ -386,7 +399,7 @@ impl<B: Backend> Tui<B> {
                     let a = match src.load(row) {
                         Ok(ex) => {
                             let anns = src.annotations_of(ex.id);
-                            analysis::analyze(row, ex, src.context(&anns))
+                            analysis::analyze(row, ex, crate::analysis::index::context(&src, &anns))
                         }
                         Err(e) => {
                             let r = src.rows[row];

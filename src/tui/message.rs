@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::analysis::{ExchangeAnalysis, Summary};
-use super::source::SessionSource;
+use crate::session::index::SessionSource;
 
 /// What background tasks (indexing, summaries, analysis, the live proxy) report.
 #[derive(Debug)]
@@ -46,7 +46,7 @@ pub enum Message {
 pub enum Effect {
     /// Index a session file.
     Open { epoch: u64, path: PathBuf },
-    /// Read the list rows of the current session ([`SessionSource::quick_summary`]: heads
+    /// Read the list rows of the current session ([`crate::analysis::index::row_summary`]: heads
     /// only, no stream decode).
     Summarize { epoch: u64, rows: Range<usize> },
     /// Analyse rows of the current session in the background (stream decode, parser,

@@ -10,7 +10,7 @@
 //!   other).
 //! * [`analysis`] — the view-model computed off the UI task from the session and the analysis
 //!   modules.
-//! * [`source`] — lazily indexed session files (exchanges decoded on demand).
+//! * [`live`] — the live proxy view: recorder events applied to the session index.
 //! * [`keymap`], [`theme`], [`highlight`] — keys (footer and help generated from them),
 //!   TOML themes, syntect JSON highlighting.
 
@@ -21,8 +21,8 @@ pub mod engines;
 pub mod highlight;
 pub mod keymap;
 pub mod layout;
+pub mod live;
 pub mod message;
-pub mod source;
 pub mod state;
 pub mod theme;
 pub mod view;
@@ -130,7 +130,7 @@ pub fn run(files: Vec<PathBuf>, opts: &Options) -> anyhow::Result<()> {
     let mut state = initial_state(opts, crossterm::terminal::size().unwrap_or((80, 24)))?;
     let fx = if files.is_empty() {
         let dir = PathBuf::from("sessions");
-        state.open_files(source::list_sessions(&dir), Some(dir))
+        state.open_files(crate::session::index::list_sessions(&dir), Some(dir))
     } else {
         state.open_files(files, None)
     };
@@ -179,7 +179,10 @@ fn live_state(
         header,
         ..Default::default()
     };
-    let fx = state.show_source(Arc::new(source::SessionSource::from_session(session)), true);
+    let fx = state.show_source(
+        Arc::new(crate::session::index::SessionSource::from_session(session)),
+        true,
+    );
     Ok((state, fx))
 }
 

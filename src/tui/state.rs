@@ -15,8 +15,8 @@ use super::doc::{self, Anchor, Doc, Modes};
 use super::keymap::{Action, Ctx, Key, Keymap};
 use super::layout;
 use super::message::{Effect, Message};
-use super::source::SessionSource;
 use super::theme::Theme;
+use crate::session::index::SessionSource;
 
 pub use super::layout::{ListLayout, PANES};
 
@@ -268,7 +268,7 @@ impl State {
             .into_iter()
             .map(|path| {
                 let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                let info = super::source::first_line(&path, 64 * 1024)
+                let info = crate::session::index::first_line(&path, 64 * 1024)
                     .and_then(|l| serde_json::from_str::<crate::session::Line>(&l).ok())
                     .map(|l| match l {
                         crate::session::Line::Header(h) => {
@@ -554,7 +554,7 @@ impl State {
         let Some(s) = &mut self.session else {
             return Vec::new();
         };
-        let Some(row) = Arc::make_mut(&mut s.source).apply_record(&ev) else {
+        let Some(row) = super::live::apply_record(Arc::make_mut(&mut s.source), &ev) else {
             return Vec::new();
         };
         let engine_learnt = matches!(

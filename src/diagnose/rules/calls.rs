@@ -289,14 +289,6 @@ pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
     Vec::new()
 }
 
-/// The parsed value of call arguments, or the raw string when they are not JSON (for reports).
-pub fn arguments_value(arguments: &str) -> Value {
-    if arguments.trim().is_empty() {
-        return Value::Object(Default::default());
-    }
-    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
-}
-
 #[cfg(test)]
 mod args_not_string_tests {
     use super::*;

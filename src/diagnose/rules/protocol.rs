@@ -2,15 +2,15 @@
 //! the structure the template writes (a tool result's end, a new turn, a stray call closer) as
 //! ordinary text, so the server passed it through as content.
 //!
-//! The markers are the template's own ([`crate::diff::markers::MarkerInventory`] of the chat
+//! The markers are the template's own ([`crate::tokens::markers::MarkerInventory`] of the chat
 //! template source, classified by role); without a template, every marker-shaped text that
-//! [`crate::diff::markers::classify`] gives a protocol role (turn, end of sequence, tool
+//! [`crate::tokens::markers::classify`] gives a protocol role (turn, end of sequence, tool
 //! declaration, tool call, tool result — not reasoning, not BOS: `<think>` in content is a
 //! server that does not split reasoning, and `<s>` is also HTML).
 
 use crate::diagnose::{ExchangeContext, markup};
-use crate::diff::markers::{MarkerHit, MarkerInventory, Role, classify, is_closing, scan};
 use crate::finding::{Finding, Rule};
+use crate::tokens::markers::{MarkerHit, MarkerInventory, Role, classify, is_closing, scan};
 
 /// One protocol marker found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]

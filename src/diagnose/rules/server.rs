@@ -90,7 +90,7 @@ pub fn parse_error_event(event: Option<usize>, msg: &str) -> Finding {
 /// `server.call_mismatch`: the server's `tool_calls` differ from toolscope's parse of the raw
 /// generated text (`cx.raw_text`, llama-server `-v` `__verbose.content`): calls merged into
 /// one, mangled (other name or arguments), or dropped altogether
-/// ([`crate::stream::compare::compare_calls`]). A call left in the text is
+/// ([`crate::diagnose::compare::compare_calls`]). A call left in the text is
 /// `tool_call.leaked_as_text`, not this. Syntax: the template's markers, else the raw text's;
 /// tools: the request's. Evidence: pane replay, byte offset of the call in the raw text, tool.
 pub fn call_mismatch(cx: &ExchangeContext) -> Vec<Finding> {
@@ -104,12 +104,12 @@ pub fn call_mismatch(cx: &ExchangeContext) -> Vec<Finding> {
         .or_else(|| crate::parser::Syntax::detect_from_text(raw));
     let tools = cx.request.as_ref().and_then(|r| r.get("tools"));
     let parsed = crate::parser::parse(raw, syntax, tools);
-    let cmp = crate::stream::compare::compare_calls(m, raw, &parsed);
+    let cmp = crate::diagnose::compare::compare_calls(m, raw, &parsed);
     comparison_findings(m, raw, &parsed, &cmp)
 }
 
 /// The `server.call_mismatch` findings of a server-vs-toolscope call comparison
-/// ([`crate::stream::compare`]), one per discrepancy in its order: a merged or mangled call
+/// ([`crate::diagnose::compare`]), one per discrepancy in its order: a merged or mangled call
 /// (the server's parser produced a wrong call), a missed call the server dropped altogether. A
 /// missed call whose text stayed in content or reasoning is `tool_call.leaked_as_text`, found
 /// by the leaked-markup rule on that text; an extra server call gets none. `server` is the server's answer, `raw` the text `parsed` was parsed
@@ -119,9 +119,9 @@ pub fn comparison_findings(
     server: &crate::stream::AssistantMessage,
     raw: &str,
     parsed: &crate::parser::ParseOutput,
-    cmp: &crate::stream::compare::CallComparison,
+    cmp: &crate::diagnose::compare::CallComparison,
 ) -> Vec<Finding> {
-    use crate::stream::compare::Discrepancy;
+    use crate::diagnose::compare::Discrepancy;
     let (sc, pc) = (&server.tool_calls, &parsed.tool_calls);
     cmp.discrepancies
         .iter()

@@ -37,7 +37,7 @@ pub fn configure(env: &mut Environment<'static>, _rules: &BuildRules, now: time:
     env.set_formatter(|out, state, value| {
         if value.as_str().is_none() {
             // the render's memory budget (budget.rs, seam 3) before building the text
-            crate::template::budget::ensure_print(state, value, 0, 0, "printing a value")?;
+            crate::budget::ensure_print(state, value, 0, 0, "printing a value")?;
         }
         let mut s = String::new();
         print_value(&mut s, value, 0);
@@ -511,7 +511,7 @@ fn tojson(
     }
     kwargs.assert_all_used()?;
     let per_level = usize::try_from(indent.max(0)).unwrap_or(0);
-    crate::template::budget::ensure_print(state, value, per_level, 2, "tojson")?;
+    crate::budget::ensure_print(state, value, per_level, 2, "tojson")?;
     let item_sep = seps
         .first()
         .cloned()
@@ -528,7 +528,7 @@ fn tojson(
 /// `string`: numbers through `tojson`, booleans `True`/`False`, `none` → `None`, undefined → `""`,
 /// strings as they are, arrays and objects as their repr.
 fn string_filter(state: &minijinja::State, v: &JValue) -> Result<JValue, Error> {
-    crate::template::budget::ensure_print(state, v, 0, 0, "string")?;
+    crate::budget::ensure_print(state, v, 0, 0, "string")?;
     Ok(JValue::from(match v.kind() {
         ValueKind::Number => {
             let mut s = String::new();

@@ -831,7 +831,7 @@ pub fn render(
         // toolscope's own budget stop (budget.rs: fuel, bytes, output) is not a llama-server
         // refusal; a template that recurses without end is refused by llama-server too
         // ("Unable to generate parser …", seen on the Hermes / Command R+ tool_use templates,
-        // tests/template_engine_e2e.rs), so that one is wrapped like any other render error.
+        // tests/e2e/template_engine_e2e.rs), so that one is wrapped like any other render error.
         let own_budget =
             e.kind == RenderErrorKind::Limit && !e.message.contains("recursion limit exceeded");
         if specialized(src) || own_budget {

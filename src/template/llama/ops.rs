@@ -154,9 +154,8 @@ pub fn install(env: &mut Environment<'static>) {
 /// [`binary`] within the render's memory budget (budget.rs), its operands read as llama.cpp
 /// reads them: not marked "used" (caps.rs).
 fn apply(state: &State, op: Op, l: &JValue, r: &JValue) -> Result<JValue, Error> {
-    let size = |v: &JValue| {
-        super::caps::untracked(|| crate::template::budget::print_bound(v, 0, 0, u64::MAX))
-    };
+    let size =
+        |v: &JValue| super::caps::untracked(|| crate::budget::print_bound(v, 0, 0, u64::MAX));
     let bound = match op {
         Op::Add | Op::Concat => size(l).saturating_add(size(r)),
         Op::Mul if is_str(l) || is_str(r) => {
@@ -165,7 +164,7 @@ fn apply(state: &State, op: Op, l: &JValue, r: &JValue) -> Result<JValue, Error>
         }
         _ => 0,
     };
-    super::caps::untracked(|| crate::template::budget::ensure_bytes(state, bound, op.symbol()))?;
+    super::caps::untracked(|| crate::budget::ensure_bytes(state, bound, op.symbol()))?;
     super::caps::untracked(|| binary(op, l, r))
         .map_err(|m| Error::new(ErrorKind::InvalidOperation, m))
 }

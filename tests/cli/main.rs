@@ -1,0 +1,20 @@
+//! Integration tests: the `toolscope` subcommands run as a user runs them (check, diff, parse,
+//! render, regenerate, export), and hostile inputs under memory and time guards.
+//!
+//! One module per former test file; shared helpers in `tests/support`. Run one module with
+//! `cargo test --test cli MODULE::`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod check_cases;
+mod check_inputs;
+mod check_sessions;
+mod check_vocab;
+mod diagnose_probe_offline;
+mod diff_cli;
+mod parser_cli;
+mod regenerate_engines;
+mod replay_export;
+mod safe_inputs;
+mod template_cli;
