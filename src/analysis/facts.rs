@@ -15,13 +15,14 @@
 //! | `raw_text`, `raw`, `stream_pieces` | the one raw-output lookup, [`crate::stream::raw::raw_output_of`] (`__verbose.content`, slots debug, token pieces, raw completion, regeneration) |
 //! | `server_prompt`, `server_tokens` | the one server-render lookup, [`super::server_render`] (`/apply-template` + `/tokenize` annotation, `__verbose.prompt`, a `--tokens` list), else Ollama's render from the `/api/show` annotation |
 //! | `template`, `bos_token`, `bos_id` | [`Overrides`] (`check --template`, a local vocabulary), else the session's `/props`, else the `/api/show` template |
+//! | `template_markers` | the template's marker inventory ([`crate::tokens::markers`]), kept in the caller's [`Caches`] |
 //! | `vocab_render` | the caller's hook (`check --vocab`: its render and tokenization, IO kept in the CLI) |
 //!
 //! Pure: data in, data out.
 
 use serde_json::Value;
 
-use super::{Context, Overrides, RawOutput, ServerRender};
+use super::{Caches, Context, Overrides, RawOutput, ServerRender};
 use crate::diagnose::{ExchangeContext, StreamChunk, VocabRender};
 use crate::finding::{Finding, Rule};
 use crate::session::{Annotation, Api, Body, Exchange, Request, Response, TokenPiece};
@@ -52,6 +53,7 @@ pub fn assemble<E>(
     ex: &Exchange,
     ctx: Context<'_>,
     overrides: &Overrides,
+    caches: &Caches,
     hook: impl FnOnce(&ExchangeContext) -> Result<Option<VocabRender>, E>,
 ) -> Result<Assembled, E> {
     let decoded = crate::stream::decode_exchange(ex);
@@ -92,8 +94,13 @@ pub fn assemble<E>(
     cx.template = overrides.template.clone().or_else(|| prop("chat_template"));
     // Ollama: the prompt as Ollama renders it from the /api/show annotation (issue #14) —
     // what the prompt rules read when there is no server render
-    let ollama =
-        super::template::ollama_render(ex, cx.request.as_ref(), ctx.header, ctx.annotations);
+    let ollama = super::template::ollama_render(
+        ex,
+        cx.request.as_ref(),
+        ctx.header,
+        ctx.annotations,
+        &caches.ollama,
+    );
     if let Some((_, Ok(prompt))) = &ollama
         && cx.server_prompt.is_none()
     {
@@ -106,6 +113,10 @@ pub fn assemble<E>(
             .map(str::to_owned);
     }
     cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
+    cx.template_markers = cx
+        .template
+        .as_deref()
+        .map(|t| caches.markers.of_template(t, cx.bos_token.as_deref(), None));
     cx.bos_id = overrides.bos_id;
     cx.vocab_render = hook(&cx)?;
     Ok(Assembled {
@@ -244,6 +255,21 @@ pub fn from_pair(api: Api, request: Option<Value>, response: Option<Value>) -> E
         set_response_json(&mut cx, r);
     }
     cx
+}
+
+/// `cx` with `template` as its chat template and that template's marker inventory (BOS
+/// `cx.bos_token`), as [`assemble`] sets them. For unit tests of single rules.
+pub fn with_template(cx: ExchangeContext, template: &str) -> ExchangeContext {
+    let markers = crate::tokens::markers::Inventories::default().of_template(
+        template,
+        cx.bos_token.as_deref(),
+        None,
+    );
+    ExchangeContext {
+        template: Some(template.to_owned()),
+        template_markers: Some(markers),
+        ..cx
+    }
 }
 
 /// Sets a streamed response (the whole `text/event-stream` body) on `cx`, decoded and

@@ -84,6 +84,18 @@ pub struct Overrides {
     pub bos_id: Option<u32>,
 }
 
+/// The memo caches a caller keeps across the exchanges it analyses on one thread (every exchange
+/// of a session reads the same few templates): Ollama templates parsed and chat templates'
+/// marker inventories. Not `Sync`: hold one per worker (`check` keeps one per thread).
+#[derive(Debug, Default)]
+pub struct Caches {
+    /// Ollama Go templates, parsed.
+    pub ollama: crate::template::ollama::ParsedTemplates,
+    /// Chat templates' marker inventories (`content.protocol_marker`,
+    /// `tool_call.hallucinated_result`).
+    pub markers: crate::tokens::markers::Inventories,
+}
+
 /// llama-server's own render of an exchange's request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerRender {
@@ -280,10 +292,19 @@ pub struct AnalysedExchange {
     pub template: TemplateView,
 }
 
-/// Analyses one exchange ([`analyse_with`] without overrides or context hook).
+/// Analyses one exchange ([`analyse_with`] without overrides or context hook, with caches of
+/// its own: a caller that analyses many exchanges on one thread passes one [`Caches`] to
+/// [`analyse_with`] instead).
 pub fn analyse(ex: Exchange, ctx: Context<'_>, depth: Depth) -> AnalysedExchange {
-    analyse_with(ex, ctx, depth, &Overrides::default(), |_| Ok(None))
-        .unwrap_or_else(|_: std::convert::Infallible| unreachable!())
+    analyse_with(
+        ex,
+        ctx,
+        depth,
+        &Overrides::default(),
+        &Caches::default(),
+        |_| Ok(None),
+    )
+    .unwrap_or_else(|_: std::convert::Infallible| unreachable!())
 }
 
 /// Analyses one exchange. `hook` sees the rules' context once the session facts are set and
@@ -294,6 +315,7 @@ pub fn analyse_with<E>(
     ctx: Context<'_>,
     depth: Depth,
     overrides: &Overrides,
+    caches: &Caches,
     hook: impl FnOnce(&ExchangeContext) -> Result<Option<crate::diagnose::VocabRender>, E>,
 ) -> Result<AnalysedExchange, E> {
     let api = ex.api();
@@ -303,7 +325,7 @@ pub fn analyse_with<E>(
         raw,
         server_render: render,
         ollama,
-    } = facts::assemble(&ex, ctx, overrides, hook)?;
+    } = facts::assemble(&ex, ctx, overrides, caches, hook)?;
     let chat = api.is_generation();
     let (mut findings, traces) = if chat {
         // Findings only: the traces are judged, then dropped, so none keeps its events.

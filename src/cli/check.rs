@@ -378,7 +378,7 @@ fn check_input<W: std::io::Write>(
     }
     // One row: its damaged-line findings, then its listing (or the error that stops the
     // report, after what comes before it is written).
-    let one = |row: usize| -> RowOut {
+    let one = |row: usize, caches: &crate::analysis::Caches| -> RowOut {
         match src.load(row) {
             Ok(ex) => {
                 let (anns, damaged) = src.read_annotations(ex.id);
@@ -386,7 +386,8 @@ fn check_input<W: std::io::Write>(
                     .iter()
                     .map(|w| in_file(input::damaged_line(file, w), file))
                     .collect();
-                (damaged, analyse_row(ex, crate::analysis::index::context(src, &anns), how, input))
+                let ctx = crate::analysis::index::context(src, &anns);
+                (damaged, analyse_row(ex, ctx, how, caches, input))
             }
             Err(e) => {
                 let w = crate::analysis::load_error_warning(src.rows[row].line, &e);
@@ -394,10 +395,12 @@ fn check_input<W: std::io::Write>(
             }
         }
     };
+    // the caller's thread keeps its caches for the whole input; each batch's threads their own
+    let caches = crate::analysis::Caches::default();
     let mut start = 0;
     while start < src.len() {
         let end = (start + CHECK_BATCH).min(src.len());
-        for (damaged, row) in rows_in_order(start..end, workers, &one) {
+        for (damaged, row) in rows_in_order(start..end, workers, &one, &caches) {
             for f in damaged {
                 report.finding(f)?;
             }
@@ -422,24 +425,27 @@ fn check_input<W: std::io::Write>(
     Ok(())
 }
 
-/// `one(row)` for every row of `rows`, on `workers` threads (rows dealt round-robin), in row
-/// order. A worker's panic is resumed on the caller.
+/// `one(row, caches)` for every row of `rows`, on `workers` threads (rows dealt round-robin;
+/// each thread with caches of its own, one thread with `caches`), in row order. A worker's
+/// panic is resumed on the caller.
 fn rows_in_order<T: Send>(
     rows: std::ops::Range<usize>,
     workers: usize,
-    one: &(impl Fn(usize) -> T + Sync),
+    one: &(impl Fn(usize, &crate::analysis::Caches) -> T + Sync),
+    caches: &crate::analysis::Caches,
 ) -> Vec<T> {
     if workers <= 1 {
-        return rows.map(one).collect();
+        return rows.map(|row| one(row, caches)).collect();
     }
     let mut out: Vec<(usize, T)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|k| {
                 let rows = rows.clone();
                 s.spawn(move || {
+                    let caches = crate::analysis::Caches::default();
                     (rows.start + k..rows.end)
                         .step_by(workers)
-                        .map(|row| (row, one(row)))
+                        .map(|row| (row, one(row, &caches)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -462,6 +468,7 @@ fn analyse_row(
     ex: crate::session::Exchange,
     ctx: crate::analysis::Context<'_>,
     how: &Route<'_>,
+    caches: &crate::analysis::Caches,
     input: &Input,
 ) -> anyhow::Result<Option<Row>> {
     if !ex.api().is_generation() {
@@ -473,6 +480,7 @@ fn analyse_row(
         ctx,
         crate::analysis::Depth::Findings,
         how.overrides,
+        caches,
         |cx| match how.renderer {
             Some(r) => r.render(cx, how.session_template.as_ref(), file),
             None => Ok(None),

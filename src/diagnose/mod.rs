@@ -24,7 +24,9 @@ pub mod report;
 pub mod request;
 pub mod rules;
 
-/// Everything known about one exchange. Only `api` is required; each rule uses what is set.
+/// Everything known about one exchange: the rules' only input. Assembled by
+/// [`crate::analysis::facts`], its only writer (which table says where each field comes from);
+/// the rules read it. Only `api` is required; each rule uses what is set.
 #[derive(Debug, Clone)]
 pub struct ExchangeContext {
     /// Exchange id within its session (1-based; 1 for `check`'s bare input).
@@ -77,6 +79,8 @@ pub struct ExchangeContext {
     pub server_tokens: Option<Vec<TokenPiece>>,
     /// Chat template source text, when given (`--template`, `/props`).
     pub template: Option<String>,
+    /// The marker inventory of `template` (BOS `bos_token`), classified by role.
+    pub template_markers: Option<std::sync::Arc<crate::tokens::markers::MarkerInventory>>,
     /// BOS token text (`/props` `bos_token`, tokenizer_config.json), when known.
     pub bos_token: Option<String>,
     /// BOS token id, when known (GGUF `tokenizer.ggml.bos_token_id`).
@@ -177,6 +181,7 @@ impl ExchangeContext {
             server_prompt: None,
             server_tokens: None,
             template: None,
+            template_markers: None,
             bos_token: None,
             bos_id: None,
             vocab_render: None,

@@ -5,9 +5,9 @@
 use crate::support;
 
 use serde_json::{Value, json};
+use toolscope::analysis::facts;
 use toolscope::diagnose::compare::{Discrepancy, compare_calls};
 use toolscope::diagnose::rules::server::comparison_findings;
-use toolscope::analysis::facts;
 use toolscope::diagnose::{ExchangeContext, check_exchange};
 use toolscope::finding::{Pane, Rule};
 use toolscope::parser::{ParseOutput, ParsedCall};

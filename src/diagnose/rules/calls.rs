@@ -265,7 +265,7 @@ pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
     for (place, text) in places {
         let Some(text) = text else { continue };
         if let Some((at, marker)) =
-            super::protocol::first_result_marker(text, cx.template.as_deref())
+            super::protocol::first_result_marker(text, cx.template_markers.as_deref())
         {
             let ex = Some(markup::excerpt(text, at, 80));
             let ev = match place {

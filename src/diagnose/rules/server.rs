@@ -14,12 +14,14 @@ pub fn parse_error(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(text) = cx.response_text.as_deref() else {
         return Vec::new();
     };
-    if cx
-        .stream_findings
-        .iter()
-        .any(|f| f.rule == Rule::ServerParseError)
+    // reported with its event number: by stream reassembly, or as the stream's error event
+    let in_stream = |f: &Finding| f.rule == Rule::ServerParseError;
+    if cx.stream_findings.iter().any(in_stream)
+        || crate::diagnose::input::error_events(&cx.stream_errors, &cx.stream_findings)
+            .iter()
+            .any(in_stream)
     {
-        return Vec::new(); // reported by stream reassembly with its event number
+        return Vec::new();
     }
     let errorish = cx.failed() || text.contains("\"error\"");
     if !errorish {
