@@ -7,9 +7,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=${1:-10}
 limit=${2:-150}
-# file:function pairs allowed over the limit, each with why
+# file:function pairs allowed over the limit, each with why. Only a table may stay; the rest
+# are debts with an owner (issue #26): remove a line when its function is cut.
 ALLOW=(
-  "src/tui/keymap.rs:default"   # a table: one line per default key binding
+  "src/tui/keymap.rs:default"          # a table: one line per default key binding
+  "src/tui/doc.rs:template"            # TUI: split per area by arch-moves (arch-tui)
+  "src/tui/state.rs:session_action"    # TUI: split per area by arch-moves (arch-tui)
+  "src/parser/engine.rs:step"          # parser: one method per mode by arch-moves (arch-parser)
+  "src/gotmpl/exec.rs:eval_function"   # being edited on branch sec (hostile-template limits)
+  "src/gotmpl/exec.rs:sprintf"         # being edited on branch sec
+  "src/stream/reassemble.rs:reassemble_anthropic"  # being edited on sec, resp-a, resp-b
+  "src/stream/reassemble.rs:reassemble_openai"     # being edited on sec, resp-a, resp-b
+  "src/session/har.rs:har_to_session_with"         # being edited on sec, resp-b
+  "src/record/proxy.rs:handle"         # being edited on resp-b (Responses API, WebSocket)
+  "src/cli/parse.rs:run"               # being edited on engines, sec
+  "src/cli/regenerate.rs:run"          # being edited on sec, try
+  "src/export/otel.rs:exchange_span"   # being edited on resp-a, resp-b
 )
 report=$(find src -name '*.rs' -print0 | sort -z | xargs -0 awk '
   FNR == 1 { depth = 0 }
@@ -28,7 +41,7 @@ report=$(find src -name '*.rs' -print0 | sort -z | xargs -0 awk '
     }
   }' | sort -rn)
 echo "longest functions (lines, file:line, name):"
-echo "$report" | head -n "$top"
+sed -n "1,${top}p" <<< "$report"
 over=0
 while read -r n loc fn; do
   [ "$n" -gt "$limit" ] || break
