@@ -14,6 +14,9 @@ ALLOW=(
   "src/tui/doc.rs:template"            # TUI: split per area by arch-moves (arch-tui)
   "src/tui/state.rs:session_action"    # TUI: split per area by arch-moves (arch-tui)
   "src/parser/engine.rs:step"          # parser: one method per mode by arch-moves (arch-parser)
+  "src/parser/engines/profile.rs:vllm"    # a table: one profile per family (vLLM 0.33.0)
+  "src/parser/engines/profile.rs:sglang"  # a table: one profile per family (SGLang 0.5.23)
+  "src/parser/engines.rs:by_profile"   # parser/ (arch-parser's area), new on branch engines
   "src/gotmpl/exec.rs:eval_function"   # being edited on branch sec (hostile-template limits)
   "src/gotmpl/exec.rs:sprintf"         # being edited on branch sec
   "src/stream/reassemble.rs:reassemble_anthropic"  # being edited on sec, resp-a, resp-b
