@@ -10,6 +10,7 @@
 //! | fact | source |
 //! |---|---|
 //! | `id`, `api`, `request`, `status`, `preflight` | the exchange ([`exchange_context_from`]) |
+//! | `engine` | the session header's `engine.kind` |
 //! | `response_json`, `response_text`, `message`, `stopping_word` | a JSON body ([`set_response_json`]) |
 //! | `streamed`, `finish_event`, `call_events`, `args_events`, `args_not_string`, `stream_chunks`, `stream_findings`, `stream_errors`, `message` | the one decoder, [`crate::stream::decode_exchange`] (SSE, Ollama NDJSON) |
 //! | `raw_text`, `raw`, `stream_pieces` | the one raw-output lookup, [`crate::stream::raw::raw_output_of`] (`__verbose.content`, slots debug, token pieces, raw completion, regeneration) |
@@ -118,6 +119,7 @@ pub fn assemble<E>(
         .as_deref()
         .map(|t| caches.markers.of_template(t, cx.bos_token.as_deref(), None));
     cx.bos_id = overrides.bos_id;
+    cx.engine = ctx.header.engine.as_ref().map(|e| e.kind.clone());
     cx.vocab_render = hook(&cx)?;
     Ok(Assembled {
         cx,
@@ -178,7 +180,7 @@ pub fn exchange_context_from(
 /// A bare input as an exchange (id 1, `POST` to `api`'s endpoint), so it takes the route
 /// every recorded exchange takes: `request` as the body (compact JSON; empty when absent) and
 /// the response, when given, with status `status` and a `content-type` of
-/// `text/event-stream` (`sse`) or `application/json`. `check` makes its `--request`,
+/// `text/event-stream` (a stream; `application/x-ndjson` for Ollama's) or `application/json`. `check` makes its `--request`,
 /// `--response`, `--response-sse` inputs one with this.
 pub fn bare_exchange(
     api: Api,
@@ -188,11 +190,14 @@ pub fn bare_exchange(
     let path = match api {
         Api::Anthropic => "/v1/messages",
         Api::Completion => "/completion",
+        Api::Responses => "/v1/responses",
         Api::Ollama => "/api/chat",
         Api::Openai | Api::Other => "/v1/chat/completions",
     };
     let response = response.map(|r| {
         let (ty, body) = match r.body {
+            // Ollama's native stream is NDJSON (crate::stream::ollama)
+            BareBody::Sse(text) if api == Api::Ollama => ("application/x-ndjson", text.to_owned()),
             BareBody::Sse(text) => ("text/event-stream", text.to_owned()),
             BareBody::Json(v) => ("application/json", v.to_string()),
         };
@@ -228,7 +233,7 @@ pub struct BareResponse<'a> {
 /// A bare response body.
 #[derive(Debug, Clone, Copy)]
 pub enum BareBody<'a> {
-    /// A whole `text/event-stream` body.
+    /// A whole stream body: `text/event-stream`, or Ollama's NDJSON.
     Sse(&'a str),
     /// A JSON body (stored compact).
     Json(&'a Value),
@@ -274,8 +279,8 @@ pub fn with_template(cx: ExchangeContext, template: &str) -> ExchangeContext {
 
 /// Sets a streamed response (the whole `text/event-stream` body) on `cx`, decoded and
 /// reassembled by [`crate::stream::decode_exchange`] exactly as a recorded exchange of
-/// `cx.api` would be (OpenAI chat, Anthropic messages, or `/completion` / `/v1/completions`).
-/// For unit tests of single rules; every other caller takes [`assemble`].
+/// `cx.api` would be (OpenAI chat, Anthropic messages, `/completion` / `/v1/completions`,
+/// Responses, or an Ollama `/api/chat` NDJSON stream). For unit tests of single rules; every other caller takes [`assemble`].
 pub fn set_stream(cx: &mut ExchangeContext, body: &str) {
     let mut ex = bare_exchange(
         cx.api,
@@ -318,6 +323,13 @@ const STREAM_RULES: &[Rule] = &[
     Rule::StreamMissingId,
     Rule::StreamNameRepeated,
     Rule::ServerParseError,
+    // Responses streams (crate::stream::responses)
+    Rule::StreamSequenceGap,
+    Rule::StreamNoTerminal,
+    Rule::StreamAfterTerminal,
+    Rule::StreamMalformedEvent,
+    Rule::StreamCutEvent,
+    Rule::ToolCallArgsDoneMismatch,
 ];
 
 fn set_reassembled(cx: &mut ExchangeContext, r: &crate::stream::Reassembled) {
