@@ -36,6 +36,7 @@ pub mod replay;
 pub mod stream;
 pub mod template;
 pub mod tools;
+pub mod whatif;
 
 use serde_json::Value;
 

@@ -21,6 +21,8 @@ pub mod send;
 pub mod export;
 pub mod resend;
 pub mod serve;
+// `toolscope try` (a keyword in Rust, hence the module's name)
+pub mod whatif;
 
 /// Exit code for unusable input (message names file and position).
 pub const EXIT_UNUSABLE: u8 = 2;

@@ -164,6 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             endpoint: args.endpoint,
             prompt,
             template: template.clone(),
+            label: None,
         };
         let r = match rt.block_on(regenerate_with(&args.url, ex, &mut writer, &opts)) {
             Ok(r) => r,

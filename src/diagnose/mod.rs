@@ -17,6 +17,7 @@ use crate::session::{Api, TokenPiece};
 use crate::stream::AssistantMessage;
 
 pub mod compare;
+pub mod fix;
 pub mod input;
 pub mod markup;
 pub mod probe;
@@ -430,7 +431,8 @@ impl ExchangeContext {
 /// (`input.tool_dropped`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
 /// `server.parse_error`, passed-through `stream.*` (and `stream.error_event`),
 /// `parser.chunking_divergence`, `stop.*`, `tool_choice.*`, `tool_call.*`,
-/// `server.call_mismatch`, `finish.mismatch`.
+/// `server.call_mismatch`, `finish.mismatch`. Each finding whose rule has a fix for this
+/// exchange carries it ([`fix::attach`]).
 pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     check_exchange_with(cx, &rules::replay::real_parser)
 }
@@ -478,16 +480,22 @@ pub fn check_exchange_traced(
         out.extend(rules::server::call_mismatch(cx));
         out.extend(rules::finish::mismatch(cx));
     }
-    // A request never sent, judged against the template it will be rendered with.
-    if cx.preflight
-        && let (Some(request), Some(template)) = (&cx.request, &cx.template)
-    {
-        out.extend(crate::schema::preflight(request, template));
-    }
     for f in &mut out {
         if f.exchange.is_none() {
             f.exchange = cx.id;
         }
+    }
+    fix::attach(cx, &mut out);
+    // A request never sent, judged against the template it will be rendered with (the
+    // schema pre-flight lint; its findings carry no fix, as when `check` ran it on its own).
+    if cx.preflight
+        && let (Some(request), Some(template)) = (&cx.request, &cx.template)
+    {
+        out.extend(
+            crate::schema::preflight(request, template)
+                .into_iter()
+                .map(|f| f.in_exchange(f.exchange.or(cx.id))),
+        );
     }
     (out, traces)
 }
