@@ -494,7 +494,10 @@ pub fn check_exchange_traced(
         out.extend(
             crate::schema::preflight(request, template)
                 .into_iter()
-                .map(|f| f.in_exchange(f.exchange.or(cx.id))),
+                .map(|f| {
+                    let id = f.exchange.or(cx.id);
+                    f.in_exchange(id)
+                }),
         );
     }
     (out, traces)
