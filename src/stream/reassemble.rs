@@ -336,7 +336,7 @@ impl Builder {
             .map(str::to_owned)
             .unwrap_or_else(|| err.to_string());
         // a parse failure is `server.parse_error`, any other `stream.error_event`: both
-        // judged from this problem by diagnose (load::error_events)
+        // judged from this problem by diagnose (input::error_events)
         self.problem(Some(event), "error_event", format!("error event: {msg}"));
     }
 

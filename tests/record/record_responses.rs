@@ -411,11 +411,11 @@ async fn a_zstd_body_is_forwarded_as_sent_and_analysed_decoded() {
         json["input"].as_array().unwrap().last().unwrap()["content"],
         "What is the weather in Lisbon?"
     );
-    assert!(toolscope::diagnose::load::unreadable_request(&exs[0]).is_none());
+    assert!(toolscope::diagnose::input::unreadable_request(&exs[0]).is_none());
     // The bomb: no JSON, one finding that says why.
     assert!(sent[1].len() < 100_000, "{} bytes", sent[1].len());
     assert!(exs[1].request_json().is_none());
-    let f = toolscope::diagnose::load::unreadable_request(&exs[1]).expect("a finding");
+    let f = toolscope::diagnose::input::unreadable_request(&exs[1]).expect("a finding");
     assert_eq!(f.rule, toolscope::finding::Rule::RequestBodyUndecodable);
     assert!(
         f.message

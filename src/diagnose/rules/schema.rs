@@ -43,11 +43,14 @@ mod tests {
         // `type:<|"|><|"|>`), hand-reduced.
         let req = json!({"messages": [], "tools": [{"type": "function", "function": {"name": "set", "parameters": {
             "type": "object", "properties": {"target": {"anyOf": [{"type": "number"}, {"type": "string"}], "description": "Degrees"}}}}}]});
-        let mut cx = ExchangeContext::from_pair(crate::session::Api::Openai, Some(req), None);
+        let cx = crate::analysis::facts::from_pair(crate::session::Api::Openai, Some(req), None);
         assert!(loss(&cx).is_empty(), "no server prompt: nothing to judge");
-        cx.server_prompt = Some(
-            r#"<|tool>declaration:set{description:<|"|><|"|>,parameters:{properties:{target:{description:<|"|>Degrees<|"|>,type:<|"|><|"|>}},type:<|"|>OBJECT<|"|>}}<tool|>"#.into(),
-        );
+        let cx = ExchangeContext {
+            server_prompt: Some(
+                r#"<|tool>declaration:set{description:<|"|><|"|>,parameters:{properties:{target:{description:<|"|>Degrees<|"|>,type:<|"|><|"|>}},type:<|"|>OBJECT<|"|>}}<tool|>"#.into(),
+            ),
+            ..cx
+        };
         let f = loss(&cx);
         assert!(
             f.iter().any(|f| f.rule == Rule::SchemaTypeLost

@@ -305,21 +305,29 @@ mod tests {
     #[test]
     fn pseudo_special_from_server_render() {
         // SmolLM2 splits the Qwen3 template's <tool_call> into 5 pieces (real-server.md)
-        let mut cx = ExchangeContext::new(crate::session::Api::Openai);
-        cx.server_prompt = Some("<|im_start|>x<tool_call>".into());
-        cx.server_tokens = Some(vec![
-            t(1, "<|im_start|>"),
-            t(87, "x"),
-            t(28, "<"),
-            t(2598, "tool"),
-            t(79, "_"),
-            t(6462, "call"),
-            t(30, ">"),
-        ]);
+        let cx = ExchangeContext {
+            server_prompt: Some("<|im_start|>x<tool_call>".into()),
+            ..ExchangeContext::new(crate::session::Api::Openai)
+        };
+        let cx = ExchangeContext {
+            server_tokens: Some(vec![
+                t(1, "<|im_start|>"),
+                t(87, "x"),
+                t(28, "<"),
+                t(2598, "tool"),
+                t(79, "_"),
+                t(6462, "call"),
+                t(30, ">"),
+            ]),
+            ..cx
+        };
         let f = pseudo_special(&cx);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].rule, crate::finding::Rule::TokenPseudoSpecial);
-        cx.server_tokens = Some(vec![t(1, "<|im_start|>"), t(87, "x"), t(5, "<tool_call>")]);
+        let cx = ExchangeContext {
+            server_tokens: Some(vec![t(1, "<|im_start|>"), t(87, "x"), t(5, "<tool_call>")]),
+            ..cx
+        };
         assert!(pseudo_special(&cx).is_empty());
     }
 
@@ -347,12 +355,17 @@ mod tests {
             t(28489, "think"),
             t(30, ">"),
         ];
-        let mut cx = ExchangeContext::new(crate::session::Api::Openai);
-        cx.server_prompt = Some(prompt.into());
-        cx.server_tokens = Some(toks);
+        let cx = ExchangeContext {
+            server_prompt: Some(prompt.into()),
+            server_tokens: Some(toks),
+            ..ExchangeContext::new(crate::session::Api::Openai)
+        };
         // No syntax known (no template, no generated text): nothing to say.
         assert!(special_split(&cx).is_empty());
-        cx.template = Some("{{ '<tool_call>' }}".into());
+        let cx = ExchangeContext {
+            template: Some("{{ '<tool_call>' }}".into()),
+            ..cx
+        };
         let f = special_split(&cx);
         let got: Vec<(&str, Option<usize>)> = f
             .iter()
@@ -389,8 +402,11 @@ mod tests {
             "{all:?}"
         );
         // With the markers as single special tokens there is nothing to report.
-        cx.server_prompt = Some("<tool_call></tool_call>".into());
-        cx.server_tokens = Some(vec![t(5, "<tool_call>"), t(6, "</tool_call>")]);
+        let cx = ExchangeContext {
+            server_prompt: Some("<tool_call></tool_call>".into()),
+            server_tokens: Some(vec![t(5, "<tool_call>"), t(6, "</tool_call>")]),
+            ..cx
+        };
         assert!(special_split(&cx).is_empty());
     }
 }
