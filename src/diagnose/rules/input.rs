@@ -301,11 +301,13 @@ mod tests {
             "messages": [{"role": "user", "content": "List the files."},
                          {"role": "system", "content": "hook output: 3 files changed"}],
             "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]});
-        let mut cx = crate::analysis::facts::from_pair(Api::Anthropic, Some(req), None);
-        cx.server_prompt = Some(
+        let cx = ExchangeContext {
+            server_prompt: Some(
             "<start_of_turn>user\nYou are a CLI.\n\nList the files.<end_of_turn>\n<start_of_turn>model\n"
                 .into(),
-        );
+        ),
+            ..crate::analysis::facts::from_pair(Api::Anthropic, Some(req), None)
+        };
         let f = dropped_messages(&cx);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].rule, Rule::InputMessageDropped);
@@ -321,8 +323,10 @@ mod tests {
             {"role": "user", "content": "weather?"},
             {"role": "assistant", "content": "", "reasoning_content": "I should call the tool now.", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "sunny, 21 C"}]});
-        let mut cx = crate::analysis::facts::from_pair(Api::Openai, Some(req), None);
-        cx.server_prompt = Some("<|user|>weather?<|assistant|><tool_call>w</tool_call>".into());
+        let cx = ExchangeContext {
+            server_prompt: Some("<|user|>weather?<|assistant|><tool_call>w</tool_call>".into()),
+            ..crate::analysis::facts::from_pair(Api::Openai, Some(req), None)
+        };
         let f = dropped_messages(&cx);
         let ids: Vec<(&str, Severity)> = f.iter().map(|f| (f.rule.id(), f.severity)).collect();
         assert_eq!(
