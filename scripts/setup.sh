@@ -14,6 +14,8 @@
 #                                        ollama), opentelemetry-proto and jinja2, pinned below
 #   src/llama.cpp-11312/, bin-0.3.36/    llama.cpp b11312 as vendored by llama-cpp-python 0.3.36
 #                                        (PyPI sdist) and its llama-server (second real build)
+#   engines/                             vLLM 0.33.0 / SGLang 0.5.23 wheels, their parser folders and a
+#                                        small venv to run them (scripts/engines/setup.sh)
 #   env                                  shell file exporting the paths below
 # Python deps for the reference renderer: jinja2 (PyPI).
 set -euo pipefail
@@ -168,6 +170,9 @@ fi
 "$CACHE/venv/bin/python" -c 'import openai, anthropic, ollama, jinja2; from opentelemetry.proto.collector.trace.v1 import trace_service_pb2' \
   || { log "the client venv does not import"; exit 1; }
 
+# --- the engines' own parser code (vLLM 0.33.0, SGLang 0.5.23 wheels; issue 23) -------------
+"$(dirname "${BASH_SOURCE[0]}")/engines/setup.sh"
+
 cat >"$CACHE/env" <<ENV
 export TOOLSCOPE_CACHE="$CACHE"
 export TOOLSCOPE_LLAMA_SERVER="$CACHE/bin/llama-server"
@@ -179,5 +184,6 @@ export TOOLSCOPE_PYTHON="$CACHE/venv/bin/python"
 export TOOLSCOPE_LLAMA_SERVER_OLD="$OLD_BIN/llama-server"
 export TOOLSCOPE_LLAMA_SRC_OLD="$OLD_SRC"
 export TOOLSCOPE_LLAMA_OLD_BUILD=$OLD_BUILD
+export TOOLSCOPE_ENGINES_PYTHON="$CACHE/engines/venv/bin/python"
 ENV
 log "ready: source $CACHE/env"

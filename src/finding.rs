@@ -66,6 +66,20 @@ pub enum Rule {
     StreamNameRepeated,
     #[serde(rename = "stream.error_event")]
     StreamErrorEvent,
+    #[serde(rename = "stream.sequence_gap")]
+    StreamSequenceGap,
+    #[serde(rename = "stream.no_terminal")]
+    StreamNoTerminal,
+    #[serde(rename = "stream.after_terminal")]
+    StreamAfterTerminal,
+    #[serde(rename = "stream.malformed_event")]
+    StreamMalformedEvent,
+    #[serde(rename = "stream.cut_event")]
+    StreamCutEvent,
+    #[serde(rename = "tool_call.args_done_mismatch")]
+    ToolCallArgsDoneMismatch,
+    #[serde(rename = "input.tool_dropped")]
+    InputToolDropped,
     #[serde(rename = "finish.mismatch")]
     FinishMismatch,
     #[serde(rename = "parser.chunking_divergence")]
@@ -105,6 +119,13 @@ impl Rule {
         Rule::StreamMissingId,
         Rule::StreamNameRepeated,
         Rule::StreamErrorEvent,
+        Rule::StreamSequenceGap,
+        Rule::StreamNoTerminal,
+        Rule::StreamAfterTerminal,
+        Rule::StreamMalformedEvent,
+        Rule::StreamCutEvent,
+        Rule::ToolCallArgsDoneMismatch,
+        Rule::InputToolDropped,
         Rule::FinishMismatch,
         Rule::ParserChunkingDivergence,
         Rule::ServerParseError,
@@ -139,6 +160,13 @@ impl Rule {
             Rule::StreamMissingId => "stream.missing_id",
             Rule::StreamNameRepeated => "stream.name_repeated",
             Rule::StreamErrorEvent => "stream.error_event",
+            Rule::StreamSequenceGap => "stream.sequence_gap",
+            Rule::StreamNoTerminal => "stream.no_terminal",
+            Rule::StreamAfterTerminal => "stream.after_terminal",
+            Rule::StreamMalformedEvent => "stream.malformed_event",
+            Rule::StreamCutEvent => "stream.cut_event",
+            Rule::ToolCallArgsDoneMismatch => "tool_call.args_done_mismatch",
+            Rule::InputToolDropped => "input.tool_dropped",
             Rule::FinishMismatch => "finish.mismatch",
             Rule::ParserChunkingDivergence => "parser.chunking_divergence",
             Rule::ServerParseError => "server.parse_error",
@@ -159,7 +187,9 @@ impl Rule {
             | Rule::TokenPseudoSpecial
             | Rule::ParserChunkingDivergence
             | Rule::SchemaAlternativeDropped
-            | Rule::StreamNameRepeated => Severity::Warning,
+            | Rule::StreamNameRepeated
+            | Rule::StreamAfterTerminal
+            | Rule::InputToolDropped => Severity::Warning,
             Rule::SessionDamaged => Severity::Warning,
             _ => Severity::Error,
         }

@@ -326,6 +326,7 @@ pub fn analyse_with<E>(
             .map(str::to_owned);
     }
     cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
+    cx.engine = ctx.header.engine.as_ref().map(|e| e.kind.clone());
     hook(&mut cx)?;
     let chat = api.is_generation();
     let (mut findings, traces) = if chat {
@@ -385,8 +386,19 @@ pub fn analyse_with<E>(
         ..Default::default()
     };
     if depth == Depth::Panes {
-        a.tools = tools::entries(request.as_ref());
-        a.schema = tools::schema_rows(request.as_ref(), &a.findings);
+        if api == Api::Responses {
+            // the Tools pane lists every tool sent (dropped ones marked); the Schema pane the
+            // function tools the model saw, from the chat request llama-server converts it to
+            a.tools = tools::responses_entries(request.as_ref());
+            let chat = request
+                .as_ref()
+                .and_then(|r| crate::template::responses::responses_to_chat(r).ok())
+                .map(|c| c.body);
+            a.schema = tools::schema_rows(chat.as_ref(), &a.findings);
+        } else {
+            a.tools = tools::entries(request.as_ref());
+            a.schema = tools::schema_rows(request.as_ref(), &a.findings);
+        }
         a.template =
             template::template_view(&ex, request.as_ref(), ctx.header, a.server_render.as_ref());
         if let Some((origin, out)) = ollama {
@@ -397,4 +409,102 @@ pub fn analyse_with<E>(
     a.request = request;
     a.exchange = ex;
     Ok(a)
+}
+
+#[cfg(test)]
+mod responses_tests {
+    use super::*;
+    use crate::session::{Body, Chunk, Request, Response};
+
+    /// One recorded `/v1/responses` exchange (the streamed weather call llama-server b11434
+    /// answered through the openai SDK, tests/data/responses/weather_call.sse), with Codex-like
+    /// `custom` and `web_search` tools added to the request: every pane reads it.
+    #[test]
+    fn a_responses_exchange_in_every_pane() {
+        let mut req: Value = serde_json::from_str(include_str!(
+            "../../tests/data/responses/weather_call.request.json"
+        ))
+        .unwrap();
+        req["tools"]
+            .as_array_mut()
+            .unwrap()
+            .extend([
+                serde_json::json!({"type": "custom", "name": "apply_patch", "description": "Apply a patch"}),
+                serde_json::json!({"type": "web_search"}),
+            ]);
+        let sse = include_str!("../../tests/data/responses/weather_call.sse");
+        let ex = Exchange {
+            id: 1,
+            started: "2026-12-02T01:44:00.000000Z".into(),
+            request: Request {
+                method: "POST".into(),
+                path: "/v1/responses".into(),
+                body: Body::from_bytes(req.to_string().as_bytes()),
+                ..Default::default()
+            },
+            response: Some(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "text/event-stream".into())],
+                body: None,
+                chunks: Some(vec![Chunk {
+                    t_us: 10,
+                    data: Body::from_bytes(sse.as_bytes()),
+                }]),
+            }),
+            ..Default::default()
+        };
+        let header = Header::default();
+        let a = analyse(
+            ex,
+            Context {
+                header: &header,
+                annotations: &[],
+            },
+            Depth::Panes,
+        );
+        assert_eq!(a.api, Some(Api::Responses));
+        // Tools: all four, the two the server drops marked
+        let names: Vec<&str> = a.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["get_weather", "get_time", "apply_patch", "(web_search)"]
+        );
+        assert!(a.tools[0].dropped.is_none());
+        assert!(
+            a.tools[2]
+                .dropped
+                .as_deref()
+                .is_some_and(|d| d.contains("'custom' skipped"))
+        );
+        // Schema: the converted request's function tools only
+        let schema_tools: std::collections::BTreeSet<&str> =
+            a.schema.iter().map(|r| r.tool.as_str()).collect();
+        assert_eq!(
+            schema_tools.into_iter().collect::<Vec<_>>(),
+            ["get_time", "get_weather"]
+        );
+        // Findings: the two dropped tools, nothing else
+        let rules: Vec<&str> = a.findings.iter().map(|f| f.rule.id()).collect();
+        assert_eq!(rules, ["input.tool_dropped", "input.tool_dropped"]);
+        assert_eq!(a.summary.tool_calls, 1);
+        // Stream: what each event adds
+        let m: Vec<&str> = a.events.iter().map(|e| e.meaning.as_str()).collect();
+        assert_eq!(m[0], "created");
+        assert_eq!(
+            m[2],
+            "call[0] start get_weather · item #0 function_call added"
+        );
+        assert!(
+            m.iter().any(|x| x.starts_with("call[0] arguments += ")),
+            "{m:?}"
+        );
+        assert!(
+            m.contains(&"item #0 function_call done (= deltas)"),
+            "{m:?}"
+        );
+        assert_eq!(
+            *m.last().unwrap(),
+            "usage · response.completed · finish completed"
+        );
+    }
 }

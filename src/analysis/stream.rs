@@ -101,6 +101,12 @@ pub fn meaning(i: usize, data: &str, event: Option<&str>, d: &Reassembled) -> St
             parts.push("usage".into());
         }
     }
+    parts.extend(
+        d.notes
+            .iter()
+            .filter(|(e, _)| *e == i)
+            .map(|(_, n)| n.clone()),
+    );
     if d.finish_event == Some(i) {
         parts.push(format!(
             "finish {}",

@@ -36,8 +36,8 @@ pub struct TemplateView {
 }
 
 /// toolscope's render of `request` with the session's `/props` template, as
-/// `toolscope render --template /props` does (OpenAI body, or Anthropic converted as
-/// llama-server build 11434 converts it, tools/server/server-chat.cpp). `strftime_now` reads
+/// `toolscope render --template /props` does (OpenAI body, or Anthropic / Responses converted as
+/// llama-server build 11434 converts them, tools/server/server-chat.cpp). `strftime_now` reads
 /// the exchange's recorded start time, so a render is reproducible and matches the server's
 /// date. Returns (origin, render or error); `None` without a `/props` `chat_template`.
 fn local_render(
@@ -52,6 +52,20 @@ fn local_render(
     };
     let input = match ex.api() {
         Api::Anthropic => RenderInput::from_anthropic_request(body),
+        // llama-server converts a Responses body to a chat body first; a body it refuses
+        // (HTTP 400) has no render
+        Api::Responses => match crate::template::responses::responses_to_chat(body) {
+            Ok(c) => RenderInput::from_openai_request(&c.body),
+            Err(e) => {
+                return Some((
+                    source.origin,
+                    Err(format!(
+                        "llama-server refuses this Responses request (HTTP 400, tools/server/server-chat.cpp:{}, b11434): {e}",
+                        e.kind.source_line()
+                    )),
+                ));
+            }
+        },
         _ => RenderInput::from_openai_request(body),
     };
     let now =
@@ -159,7 +173,7 @@ pub fn template_view(
         }
         v.bos_count = Some(n);
     }
-    if matches!(ex.api(), Api::Openai | Api::Anthropic)
+    if matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Responses)
         && let Some((origin, out)) = local_render(ex, request, header)
     {
         v.local_source = Some(origin);

@@ -18,6 +18,9 @@ pub struct ToolEntry {
     pub json: String,
     /// JSON Pointer of the tool in the request body (`/tools/0`).
     pub pointer: String,
+    /// Why the engine never showed this tool to the model, when it dropped it (a Responses
+    /// tool that is not a `function`: [`crate::template::responses::Dropped::describe`]).
+    pub dropped: Option<String>,
 }
 
 /// One parameter row of the Schema pane.
@@ -64,6 +67,51 @@ pub fn entries(request: Option<&Value>) -> Vec<ToolEntry> {
                     .pointer(&pointer)
                     .and_then(|v| serde_json::to_string_pretty(v).ok())
                     .unwrap_or_default(),
+                pointer,
+                dropped: None,
+            }
+        })
+        .collect()
+}
+
+/// The tools of a Responses request (`tools[]`, every type: `function`, `custom`,
+/// `namespace`, `web_search`, …), each marked when llama-server's conversion drops it
+/// ([`crate::template::responses::responses_to_chat`]). A tool without a `name` is shown by its
+/// type (`(web_search)`). Empty without tools.
+pub fn responses_entries(request: Option<&Value>) -> Vec<ToolEntry> {
+    let Some(req) = request else {
+        return Vec::new();
+    };
+    let Some(list) = req.get("tools").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let dropped = crate::template::responses::responses_to_chat(req)
+        .map(|c| c.dropped)
+        .unwrap_or_default();
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let pointer = format!("/tools/{i}");
+            let str_of = |k: &str| t.get(k).and_then(Value::as_str);
+            let ty = str_of("type").unwrap_or("");
+            ToolEntry {
+                name: str_of("name")
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("({})", if ty.is_empty() { "unnamed" } else { ty })),
+                description: match (ty, str_of("description")) {
+                    ("function", d) => d.unwrap_or("").to_owned(),
+                    (ty, Some(d)) => format!("[{ty}] {d}"),
+                    (ty, None) => format!("[{ty}]"),
+                },
+                params: t
+                    .pointer("/parameters/properties")
+                    .and_then(Value::as_object)
+                    .map_or(0, |o| o.len()),
+                json: serde_json::to_string_pretty(t).unwrap_or_default(),
+                dropped: dropped
+                    .iter()
+                    .find(|d| d.pointer == pointer)
+                    .map(crate::template::responses::Dropped::describe),
                 pointer,
             }
         })

@@ -36,6 +36,12 @@ pub enum ApiArg {
     Anthropic,
     /// Raw completion (llama-server `/completion`, OpenAI `/v1/completions`).
     Completion,
+    /// OpenAI Responses (`/v1/responses`): `input` items in, `output` items or typed
+    /// `response.*` SSE events out.
+    Responses,
+    /// Ollama's native chat (`/api/chat`): one JSON object, or an NDJSON stream given with
+    /// `--response-sse`.
+    Ollama,
 }
 
 /// Arguments of `toolscope check`.
@@ -355,9 +361,14 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
         // A body with no decodable event is unusable input, not a reply that ignored the
         // request: judging tool_choice or finish_reason on it would blame the server.
         let events = crate::stream::sse::decode_bytes(body.as_bytes());
+        // an Ollama stream is NDJSON: one JSON object per line
+        let ndjson = body
+            .lines()
+            .any(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v.is_object()));
         if !events
             .iter()
             .any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok())
+            && !ndjson
         {
             anyhow::bail!(
                 "{}: no SSE event with a JSON `data:` field ({} bytes, {} events): not a chat completion or message stream",
@@ -387,6 +398,8 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
         Some(ApiArg::Openai) => Api::Openai,
         Some(ApiArg::Anthropic) => Api::Anthropic,
         Some(ApiArg::Completion) => Api::Completion,
+        Some(ApiArg::Responses) => Api::Responses,
+        Some(ApiArg::Ollama) => Api::Ollama,
         None => request::guess_api(request.as_ref(), response.as_ref(), sse.as_deref()),
     };
     // a chat request without `messages` is unusable input (exit 2), as in `render`
@@ -412,12 +425,15 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
                     match api {
                         Api::Anthropic => "an Anthropic Messages",
                         Api::Completion => "a completion",
+                        Api::Responses => "an OpenAI Responses",
+                        Api::Ollama => "an Ollama /api/chat",
                         _ => "an OpenAI chat completions",
                     },
-                    if api == Api::Anthropic {
-                        "a message object with \"content\""
-                    } else {
-                        "a chat completion with \"choices\""
+                    match api {
+                        Api::Anthropic => "a message object with \"content\"",
+                        Api::Responses => "a response object with \"output\"",
+                        Api::Ollama => "an object with \"message\"",
+                        _ => "a chat completion with \"choices\"",
                     }
                 );
             }

@@ -61,7 +61,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "session")]
     pub request: Option<PathBuf>,
     /// API of `--request` (default: detected from the body).
-    #[arg(long, value_parser = ["openai", "anthropic"])]
+    #[arg(long, value_parser = ["openai", "anthropic", "responses"])]
     pub api: Option<String>,
     /// Only this exchange id of the session.
     #[arg(long, value_name = "ID")]
@@ -105,6 +105,7 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
             serde_json::from_str(&text).map_err(|e| super::json_error(path.display(), &e))?;
         let api = match args.api.as_deref() {
             Some("anthropic") => Api::Anthropic,
+            Some("responses") => Api::Responses,
             Some(_) => Api::Openai,
             None => detect_api(&body),
         };
@@ -135,7 +136,7 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
             continue;
         }
         let api = e.api();
-        if !matches!(api, Api::Openai | Api::Anthropic) {
+        if !matches!(api, Api::Openai | Api::Anthropic | Api::Responses) {
             skipped += 1;
             notes.push(format!(
                 "exchange {}: {} {} is not a chat request; skipped",
@@ -167,14 +168,14 @@ fn load_items(args: &Args, notes: &mut Vec<String>) -> anyhow::Result<(Vec<Item>
     }
     if items.is_empty() {
         notes.push(format!(
-            "{}: no OpenAI or Anthropic chat exchange to diff",
+            "{}: no OpenAI, Anthropic or Responses chat exchange to diff",
             path.display()
         ));
     }
     Ok((items, skipped))
 }
 
-/// Anthropic when the body has a top-level `system`, or content blocks of Anthropic types, or
+/// Responses when the body has `input` and no `messages`; Anthropic when it has a top-level `system`, or content blocks of Anthropic types, or
 /// tools with `input_schema`; else OpenAI.
 fn detect_api(body: &Value) -> Api {
     let blocks = body
@@ -194,7 +195,9 @@ fn detect_api(body: &Value) -> Api {
         .get("tools")
         .and_then(Value::as_array)
         .is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some()));
-    if body.get("system").is_some() || anthropic_block || anthropic_tools {
+    if body.get("messages").is_none() && body.get("input").is_some() {
+        Api::Responses
+    } else if body.get("system").is_some() || anthropic_block || anthropic_tools {
         Api::Anthropic
     } else {
         Api::Openai
@@ -206,8 +209,19 @@ fn detect_api(body: &Value) -> Api {
 fn template_input(item: &Item) -> RenderInput {
     match item.api {
         Api::Anthropic => RenderInput::from_anthropic_request(&item.body),
+        // converted as llama-server converts it; a body the server refuses renders as sent
+        Api::Responses => RenderInput::from_openai_request(&responses_chat(&item.body)),
         _ => RenderInput::from_openai_request(&item.body),
     }
+}
+
+/// A Responses body as the chat body llama-server b11434 converts it to
+/// ([`crate::template::responses::responses_to_chat`]); the body itself when the server would
+/// refuse it.
+fn responses_chat(body: &Value) -> Value {
+    crate::template::responses::responses_to_chat(body)
+        .map(|c| c.body)
+        .unwrap_or_else(|_| body.clone())
 }
 
 fn token_str(v: Option<&Value>) -> Option<String> {
@@ -432,7 +446,11 @@ fn apply_body(item: &Item) -> Value {
     match item.api {
         Api::Anthropic => crate::template::input::anthropic_to_openai(&item.body),
         _ => {
-            let mut b = item.body.clone();
+            let mut b = if item.api == Api::Responses {
+                responses_chat(&item.body)
+            } else {
+                item.body.clone()
+            };
             if let Some(o) = b.as_object_mut() {
                 o.remove("stream");
                 o.remove("stream_options");
@@ -452,6 +470,7 @@ async fn generate(
     let path = item.path.clone().unwrap_or_else(|| {
         match item.api {
             Api::Anthropic => "/v1/messages",
+            Api::Responses => "/v1/responses",
             _ => "/v1/chat/completions",
         }
         .to_owned()

@@ -288,11 +288,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     let what = e.outcome.summary();
                     let _ = writeln!(
                         s,
-                        "  {:<10} {:<26} {what}\n             {}",
+                        "  {:<10} {:<18} {:<26} {what}",
                         e.engine.name(),
+                        e.release,
                         e.parser.unwrap_or("(no parser)"),
-                        e.why
                     );
+                    if !matches!(e.outcome, crate::parser::engines::Outcome::Error { .. }) {
+                        for line in e.outcome.detail(100) {
+                            let _ = writeln!(s, "             {line}");
+                        }
+                    }
+                    if let Some(d) = e.defect {
+                        let _ = writeln!(s, "             engine defect: {d}");
+                    }
+                    let _ = writeln!(s, "             {}", e.why);
+                }
+                let differ = crate::parser::engines::disagreements(list);
+                if differ.is_empty() {
+                    let _ = writeln!(s, "  the engines agree");
+                }
+                for d in differ {
+                    let _ = writeln!(s, "  {d}");
                 }
             }
             _ => {

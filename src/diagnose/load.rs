@@ -101,12 +101,16 @@ pub fn exchange_context_from(
 
 /// Sets a streamed response (the whole `text/event-stream` body) on `cx`, decoded and
 /// reassembled by [`crate::stream::decode_exchange`] exactly as a recorded exchange of
-/// `cx.api` would be (OpenAI chat, Anthropic messages, or `/completion` / `/v1/completions`).
+/// `cx.api` would be (OpenAI chat, Anthropic messages, `/completion` / `/v1/completions`,
+/// Responses, or an Ollama `/api/chat` NDJSON stream).
 pub fn set_stream(cx: &mut ExchangeContext, body: &str) {
-    let path = match cx.api {
-        Api::Anthropic => "/v1/messages",
-        Api::Completion => "/completion",
-        _ => "/v1/chat/completions",
+    let (path, content_type) = match cx.api {
+        Api::Anthropic => ("/v1/messages", "text/event-stream"),
+        Api::Completion => ("/completion", "text/event-stream"),
+        Api::Responses => ("/v1/responses", "text/event-stream"),
+        // Ollama's native stream is NDJSON (crate::stream::ollama)
+        Api::Ollama => ("/api/chat", "application/x-ndjson"),
+        _ => ("/v1/chat/completions", "text/event-stream"),
     };
     let ex = Exchange {
         id: cx.id.unwrap_or(1),
@@ -124,7 +128,7 @@ pub fn set_stream(cx: &mut ExchangeContext, body: &str) {
         },
         response: Some(Response {
             status: 200,
-            headers: vec![("content-type".into(), "text/event-stream".into())],
+            headers: vec![("content-type".into(), content_type.into())],
             body: Some(Body::from_bytes(body.as_bytes())),
             chunks: None,
         }),
@@ -144,6 +148,13 @@ const STREAM_RULES: &[Rule] = &[
     Rule::StreamMissingId,
     Rule::StreamNameRepeated,
     Rule::ServerParseError,
+    // Responses streams (crate::stream::responses)
+    Rule::StreamSequenceGap,
+    Rule::StreamNoTerminal,
+    Rule::StreamAfterTerminal,
+    Rule::StreamMalformedEvent,
+    Rule::StreamCutEvent,
+    Rule::ToolCallArgsDoneMismatch,
 ];
 
 fn set_reassembled(cx: &mut ExchangeContext, r: &crate::stream::Reassembled) {

@@ -29,6 +29,9 @@ pub struct ExchangeContext {
     pub id: Option<u64>,
     /// API the exchange speaks.
     pub api: Api,
+    /// The engine behind the exchange (the session header's `engine.kind`: `llama-server`,
+    /// `vllm`, `ollama`, `sglang`, `unknown`), `None` when not known (a bare pair).
+    pub engine: Option<String>,
     /// Request body (JSON).
     pub request: Option<Value>,
     /// HTTP status of the response, when there was one.
@@ -150,6 +153,7 @@ impl ExchangeContext {
         ExchangeContext {
             id: None,
             api,
+            engine: None,
             request: None,
             status: None,
             response_json: None,
@@ -218,6 +222,11 @@ impl ExchangeContext {
                 self.block_pointer("text")
                     .unwrap_or_else(|| "/content".into()),
             ),
+            (false, Api::Responses) => Some(
+                self.output_pointer("message")
+                    .map(|p| format!("{p}/content"))
+                    .unwrap_or_else(|| "/output".into()),
+            ),
             (false, _) => Some("/choices/0/message/content".into()),
         };
         Evidence {
@@ -237,6 +246,11 @@ impl ExchangeContext {
                 self.block_pointer("thinking")
                     .map(|p| format!("{p}/thinking"))
                     .unwrap_or_else(|| "/content".into()),
+            ),
+            (false, Api::Responses) => Some(
+                self.output_pointer("reasoning")
+                    .map(|p| format!("{p}/content"))
+                    .unwrap_or_else(|| "/output".into()),
             ),
             (false, _) => {
                 let has_rc = self
@@ -265,6 +279,7 @@ impl ExchangeContext {
         let pointer = match (self.streamed, self.api) {
             (true, _) => None,
             (false, Api::Anthropic) => Some("/stop_reason".into()),
+            (false, Api::Responses) => Some("/status".into()),
             (false, _) => Some("/choices/0/finish_reason".into()),
         };
         Evidence {
@@ -289,6 +304,21 @@ impl ExchangeContext {
                     format!("/content/{block}/name")
                 })
             }
+            (false, Api::Responses) => {
+                // the call's position in `output` (function_call: arguments, custom: input)
+                let item = call.and_then(|c| c.index).unwrap_or(i as u64);
+                let custom = self
+                    .response_json
+                    .as_ref()
+                    .and_then(|b| b.pointer(&format!("/output/{item}/type")))
+                    .and_then(Value::as_str)
+                    == Some("custom_tool_call");
+                Some(match (arguments, custom) {
+                    (true, false) => format!("/output/{item}/arguments"),
+                    (true, true) => format!("/output/{item}/input"),
+                    (false, _) => format!("/output/{item}/name"),
+                })
+            }
             (false, _) => Some(if arguments {
                 format!("/choices/0/message/tool_calls/{i}/function/arguments")
             } else {
@@ -309,6 +339,15 @@ impl ExchangeContext {
             tool: call.map(|c| c.name.clone()),
             ..Default::default()
         }
+    }
+
+    /// Pointer of the first Responses output item of type `ty` (`/output/2`).
+    fn output_pointer(&self, ty: &str) -> Option<String> {
+        let items = self.response_json.as_ref()?.get("output")?.as_array()?;
+        let i = items
+            .iter()
+            .position(|b| b.get("type").and_then(Value::as_str) == Some(ty))?;
+        Some(format!("/output/{i}"))
     }
 
     /// Pointer of the first Anthropic content block of type `ty`.
@@ -401,7 +440,8 @@ impl ExchangeContext {
 }
 
 /// Runs every rule on one exchange. Findings carry `exchange = cx.id`, in pipeline order:
-/// schema loss in the server's render (`schema.*`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
+/// schema loss in the server's render (`schema.*`), what the engine's Responses conversion drops
+/// (`input.tool_dropped`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
 /// `server.parse_error`, passed-through `stream.*` (and `stream.error_event`),
 /// `parser.chunking_divergence`, `stop.*`, `tool_choice.*`, `tool_call.*`,
 /// `server.call_mismatch`, `finish.mismatch`.
@@ -425,6 +465,7 @@ pub fn check_exchange_traced(
     let traces = rules::replay::traces_with(cx, record);
     let mut out = Vec::new();
     out.extend(rules::schema::loss(cx));
+    out.extend(rules::responses::tool_dropped(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
     out.extend(rules::tokens::markers(cx));
     out.extend(rules::server::parse_error(cx));

@@ -122,17 +122,28 @@ pub fn stop_strings(request: &Value) -> Vec<(String, String)> {
     out
 }
 
-/// The request's output token limit (`max_completion_tokens`, `max_tokens`, `n_predict`).
+/// The request's output token limit (`max_completion_tokens`, `max_tokens`, `n_predict`, the
+/// Responses API's `max_output_tokens`).
 pub fn max_tokens(request: &Value) -> Option<u64> {
-    ["max_completion_tokens", "max_tokens", "n_predict"]
-        .iter()
-        .find_map(|k| request.get(*k).and_then(Value::as_u64))
+    [
+        "max_completion_tokens",
+        "max_tokens",
+        "n_predict",
+        "max_output_tokens",
+    ]
+    .iter()
+    .find_map(|k| request.get(*k).and_then(Value::as_u64))
 }
 
-/// Guesses the API of a bare request/response pair: Anthropic when the request has
-/// `stop_sequences`, a top-level `system`, `thinking`, or the response is `"type":"message"` or
-/// an Anthropic event stream; a raw completion (`/completion`) for a `prompt` request or a
-/// completion stream; OpenAI otherwise.
+/// Guesses the API of a bare request/response pair: the OpenAI Responses API when the request
+/// has `input` or `instructions` and no `messages`, or `max_output_tokens`, or the response is
+/// `"object":"response"` (or has `output` and `status`), or the stream's events are
+/// `response.*`; Ollama's `/api/chat` when the response is an object with `message` and a
+/// boolean `done` (or the stream is NDJSON lines of them), or the request has Ollama's
+/// `options` / `keep_alive`; Anthropic when the request has `stop_sequences`, a top-level
+/// `system`, `thinking`, or the response is `"type":"message"` or an Anthropic event stream;
+/// a raw completion (`/completion`) for a `prompt` request or a completion stream; OpenAI
+/// otherwise.
 pub fn guess_api(request: Option<&Value>, response: Option<&Value>, sse: Option<&str>) -> Api {
     let anthropic_req = request.is_some_and(|r| {
         r.get("stop_sequences").is_some()
@@ -159,6 +170,43 @@ pub fn guess_api(request: Option<&Value>, response: Option<&Value>, sse: Option<
                     || v.pointer("/choices/0/text").is_some()
             })
     });
+    let responses_req = request.is_some_and(|r| {
+        (r.get("messages").is_none()
+            && (r.get("input").is_some() || r.get("instructions").is_some()))
+            || r.get("max_output_tokens").is_some()
+    });
+    let responses_resp = response.is_some_and(|r| {
+        r.get("object").and_then(Value::as_str) == Some("response")
+            || (r.get("output").is_some_and(Value::is_array) && r.get("status").is_some())
+    });
+    let responses_sse = sse.is_some_and(|s| {
+        crate::stream::sse::decode_bytes(s.as_bytes())
+            .iter()
+            .find_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+            .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
+            .is_some_and(|t| t.starts_with("response.") || t == "error")
+    });
+    let ollama_obj = |v: &Value| {
+        v.get("message").is_some_and(Value::is_object)
+            && v.get("done").is_some_and(Value::is_boolean)
+    };
+    let ollama_req = request.is_some_and(|r| {
+        r.get("messages").is_some()
+            && (r.get("options").is_some_and(Value::is_object) || r.get("keep_alive").is_some())
+    });
+    let ollama_resp = response.is_some_and(ollama_obj);
+    let ollama_ndjson = sse.is_some_and(|s| {
+        s.lines()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| serde_json::from_str::<Value>(l).ok())
+            .is_some_and(|v| ollama_obj(&v))
+    });
+    if responses_req || responses_resp || responses_sse {
+        return Api::Responses;
+    }
+    if ollama_resp || ollama_ndjson || (ollama_req && response.is_none() && sse.is_none()) {
+        return Api::Ollama;
+    }
     if anthropic_req || anthropic_resp || anthropic_sse {
         Api::Anthropic
     } else if completion_req || completion_sse {

@@ -258,11 +258,19 @@ pub fn exchange_span(
     findings: &[Finding],
 ) -> Value {
     let api = ex.api();
-    let request = ex.request_json().unwrap_or(Value::Null);
+    let mut request = ex.request_json().unwrap_or(Value::Null);
+    // a Responses request is described as the chat request llama-server converts it to
+    // (instructions and input items as messages, the function tools the model saw,
+    // max_output_tokens as max_tokens); one the conversion refuses is described as sent
+    if api == Api::Responses
+        && let Ok(c) = crate::template::responses::responses_to_chat(&request)
+    {
+        request = c.body;
+    }
     let start = unix_nanos(&ex.started);
     let end = start + u128::from(ex.timings.total_us.unwrap_or(0)) * 1000;
     let op = match api {
-        Api::Openai | Api::Anthropic | Api::Ollama => Some("chat"),
+        Api::Openai | Api::Anthropic | Api::Ollama | Api::Responses => Some("chat"),
         Api::Completion => Some("text_completion"),
         Api::Other => None,
     };
@@ -511,5 +519,87 @@ mod tests {
         // 2026-11-29T19:02:12Z = 1795978932 s after the epoch (date -d, checked by hand)
         assert_eq!(span["startTimeUnixNano"], "1795978932000000000");
         assert_eq!(span["endTimeUnixNano"], "1795978933500000000");
+    }
+
+    /// A Responses exchange is described as the chat request llama-server converts it to:
+    /// `instructions` and input items as messages, only the function tools in the definitions,
+    /// `max_output_tokens` as the max tokens, the `status` as the finish reason.
+    #[test]
+    fn responses_span_from_the_converted_request() {
+        let req = json!({"model": "smollm2", "instructions": "Be brief.", "max_output_tokens": 64,
+            "input": [{"role": "user", "content": "Weather in Paris?"}],
+            "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}},
+                      {"type": "custom", "name": "apply_patch"}]});
+        let ex = Exchange {
+            id: 1,
+            started: "2026-12-02T01:44:00.000000Z".into(),
+            request: Request {
+                method: "POST".into(),
+                path: "/v1/responses".into(),
+                headers: vec![],
+                body: Body::Text {
+                    text: req.to_string(),
+                },
+            },
+            response: Some(Response {
+                status: 200,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let reply = AssistantMessage {
+            finish_reason: Some("completed".into()),
+            usage: Some(json!({"input_tokens": 40, "output_tokens": 5})),
+            ..Default::default()
+        };
+        let span = exchange_span(
+            &"0".repeat(32),
+            Some("llama-server"),
+            &ex,
+            Some(&reply),
+            None,
+            &[],
+            &[],
+        );
+        let get = |k: &str| {
+            span["attributes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["key"] == k)
+                .map(|a| a["value"].clone())
+        };
+        assert_eq!(
+            get("gen_ai.operation.name"),
+            Some(json!({"stringValue": "chat"}))
+        );
+        assert_eq!(
+            get("gen_ai.request.max_tokens"),
+            Some(json!({"intValue": "64"}))
+        );
+        let msgs: Value = serde_json::from_str(
+            get("gen_ai.input.messages").unwrap()["stringValue"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(msgs[0]["role"], "system");
+        assert_eq!(msgs[1]["role"], "user");
+        let tools: Value = serde_json::from_str(
+            get("gen_ai.tool.definitions").unwrap()["stringValue"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(tools.as_array().unwrap().len(), 1);
+        assert_eq!(tools[0]["name"], "get_weather");
+        assert_eq!(
+            get("gen_ai.response.finish_reasons"),
+            Some(json!({"arrayValue": {"values": [{"stringValue": "completed"}]}}))
+        );
+        assert_eq!(
+            get("gen_ai.usage.output_tokens"),
+            Some(json!({"intValue": "5"}))
+        );
     }
 }

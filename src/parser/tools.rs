@@ -58,6 +58,11 @@ impl ToolIndex {
         self.params.contains_key(name)
     }
 
+    /// The declared tool names (in no particular order).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.params.keys().map(String::as_str)
+    }
+
     /// True when no tool was declared.
     pub fn is_empty(&self) -> bool {
         self.params.is_empty()

@@ -439,6 +439,13 @@ pub enum Api {
     /// JSON object; `message.tool_calls[].function.arguments` is a JSON object and `done_reason`
     /// is `stop` even when the reply is tool calls (ollama docs/api.md, api/types.go).
     Ollama,
+    /// The OpenAI Responses API, `POST /v1/responses` (also `/responses`): `input` items and
+    /// `instructions` in, `output` items out; streamed as typed SSE events
+    /// (`response.output_text.delta`, `response.completed`, …). llama-server serves it on both
+    /// paths (tools/server/server.cpp:276–277, build 11434) by converting the body to a chat
+    /// request (`server_chat_convert_responses_to_chatcmpl`, tools/server/server-chat.cpp).
+    /// `/v1/responses/input_tokens` (server.cpp:296–297) counts tokens and is [`Api::Other`].
+    Responses,
     /// Anything else (`/v1/models`, `/props`, …).
     Other,
 }
@@ -453,6 +460,8 @@ impl Api {
             Api::Openai
         } else if p.ends_with("/messages") {
             Api::Anthropic
+        } else if p.ends_with("/responses") {
+            Api::Responses
         } else if p.ends_with("/completion")
             || p.ends_with("/completions")
             || p.ends_with("/api/generate")
@@ -463,8 +472,8 @@ impl Api {
         }
     }
 
-    /// True for the APIs whose exchanges ask a model to generate (chat, messages, completion,
-    /// Ollama native): the ones decoded, analysed and checked. `Other` (`/v1/models`,
+    /// True for the APIs whose exchanges ask a model to generate (chat, messages, responses,
+    /// completion, Ollama native): the ones decoded, analysed and checked. `Other` (`/v1/models`,
     /// `/props`, …) is not.
     pub fn is_generation(self) -> bool {
         !matches!(self, Api::Other)
@@ -476,6 +485,7 @@ impl Api {
             Api::Anthropic => "anthropic",
             Api::Completion => "completion",
             Api::Ollama => "ollama",
+            Api::Responses => "responses",
             Api::Other => "other",
         }
     }

@@ -54,13 +54,26 @@ pub struct AssistantMessage {
     /// llama-server `-v` extra: `__verbose.content`, the raw generated text before parsing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_text: Option<String>,
+    /// Responses API: `incomplete_details.reason` of a response whose `status` (in
+    /// `finish_reason`) is `incomplete` (`max_output_tokens`, `content_filter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
 }
 
 /// Reads a non-streamed response body. `api` is `"openai"` (chat completion object, first
-/// choice), `"anthropic"` (message object) or `"completion"` (`/completion` `content` or
-/// `/v1/completions` `choices[0].text`). llama-server's `__verbose.content` (raw text) is kept.
-/// Returns `None` when the body has neither shape.
+/// choice), `"anthropic"` (message object), `"completion"` (`/completion` `content` or
+/// `/v1/completions` `choices[0].text`), `"responses"` (a Responses `response` object,
+/// [`super::responses::from_responses_json`]) or `"ollama"` (an `/api/chat` object,
+/// [`super::ollama::from_ollama_json`]). llama-server's `__verbose.content` (raw text) is
+/// kept. Returns `None` when the body has neither shape.
 pub fn from_response_json(api: &str, body: &Value) -> Option<AssistantMessage> {
+    match api {
+        "responses" => return super::responses::from_responses_json(body),
+        "ollama" => {
+            return super::ollama::from_ollama_json(body, super::ollama::OllamaEndpoint::Chat);
+        }
+        _ => {}
+    }
     let mut m = AssistantMessage {
         model: body.get("model").and_then(Value::as_str).map(str::to_owned),
         usage: body.get("usage").cloned(),

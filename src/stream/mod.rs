@@ -10,6 +10,7 @@ pub mod message;
 pub mod ollama;
 pub mod raw;
 pub mod reassemble;
+pub mod responses;
 pub mod sse;
 
 pub use message::{AssistantMessage, CallRecord};

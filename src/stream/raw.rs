@@ -320,10 +320,16 @@ pub fn raw_output(ex: &Exchange, annotations: &[Annotation]) -> RawOutput {
 /// [`raw_output`] with the request body already parsed (`chat`: `ex`'s request as JSON, or
 /// `None` when it is not JSON), so a caller that holds it does not parse it again.
 pub fn raw_output_of(ex: &Exchange, chat: Option<&Value>, annotations: &[Annotation]) -> RawOutput {
-    let prefill = chat
-        .filter(|_| matches!(ex.api(), Api::Openai | Api::Anthropic))
-        .and_then(assistant_prefill)
-        .unwrap_or_default();
+    let prefill = match ex.api() {
+        Api::Openai | Api::Anthropic => chat.and_then(assistant_prefill),
+        // a Responses request ending with an assistant message item prefills as the chat
+        // request llama-server converts it to does
+        Api::Responses => chat
+            .and_then(|c| crate::template::responses::responses_to_chat(c).ok())
+            .and_then(|c| assistant_prefill(&c.body)),
+        _ => None,
+    }
+    .unwrap_or_default();
     let body = read_body(ex);
     let text_of = |generated: &str| format!("{prefill}{generated}");
     let pieces_for = |generated: &str| {

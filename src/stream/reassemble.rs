@@ -72,6 +72,11 @@ pub struct Reassembled {
     /// `tool_call.args_not_string` reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args_not_string: Vec<ArgsNotString>,
+    /// What an event meant beyond the text it added, in words, for the Stream pane: `(event,
+    /// note)`, e.g. Responses `item 1 function_call added`, `arguments done (= deltas)`,
+    /// `status completed`. Empty for the APIs whose marks say it all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<(usize, String)>,
 }
 
 /// One OpenAI tool-call delta whose `function.arguments` is not a string
@@ -203,19 +208,20 @@ pub fn is_parse_error_message(msg: &str) -> bool {
     parse_error_at(msg).is_some()
 }
 
+/// The state every reassembler shares (this module's and [`super::responses`]).
 #[derive(Default)]
-struct Builder {
-    r: Reassembled,
+pub(super) struct Builder {
+    pub(super) r: Reassembled,
     /// last event that appended arguments, per call
-    last_args_event: Vec<Option<usize>>,
+    pub(super) last_args_event: Vec<Option<usize>>,
     /// The event being read carried `usage` (goes into the next mark).
-    usage: bool,
+    pub(super) usage: bool,
 }
 
 impl Builder {
     /// Records what the client has assembled so far (called before each event and once at the
     /// end: see [`Reassembled::marks`]).
-    fn mark(&mut self) {
+    pub(super) fn mark(&mut self) {
         let m = &self.r.message;
         self.r.marks.push(EventMark {
             content: m.content.len(),
@@ -243,7 +249,7 @@ impl Builder {
         }
     }
 
-    fn finding(
+    pub(super) fn finding(
         &mut self,
         rule: Rule,
         event: usize,
@@ -272,7 +278,7 @@ impl Builder {
         true
     }
 
-    fn problem(&mut self, event: Option<usize>, kind: &str, message: String) {
+    pub(super) fn problem(&mut self, event: Option<usize>, kind: &str, message: String) {
         self.r.problems.push(StreamProblem {
             event,
             kind: kind.to_owned(),
@@ -298,21 +304,21 @@ impl Builder {
         }
     }
 
-    fn new_call(&mut self, rec: CallRecord, event: usize) -> usize {
+    pub(super) fn new_call(&mut self, rec: CallRecord, event: usize) -> usize {
         self.r.message.tool_calls.push(rec);
         self.r.call_events.push(vec![event]);
         self.last_args_event.push(None);
         self.r.message.tool_calls.len() - 1
     }
 
-    fn touch(&mut self, call: usize, event: usize) {
+    pub(super) fn touch(&mut self, call: usize, event: usize) {
         let evs = &mut self.r.call_events[call];
         if evs.last() != Some(&event) {
             evs.push(event);
         }
     }
 
-    fn error_event(&mut self, event: usize, err: &Value) {
+    pub(super) fn error_event(&mut self, event: usize, err: &Value) {
         let msg = err
             .get("message")
             .and_then(Value::as_str)
@@ -324,7 +330,7 @@ impl Builder {
     }
 
     /// Ends the reassembly: records each call's last arguments event.
-    fn finish(mut self, _api: Api) -> Reassembled {
+    pub(super) fn finish(mut self, _api: Api) -> Reassembled {
         self.r.args_events = std::mem::take(&mut self.last_args_event);
         // a delta that named no tool continues a call that was named earlier
         let calls = &self.r.message.tool_calls;
@@ -944,6 +950,7 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
         match api {
             Api::Openai => reassemble_openai(&events),
             Api::Anthropic => reassemble_anthropic(&events),
+            Api::Responses => super::responses::reassemble_responses(&events),
             _ => reassemble_completion(&events),
         }
     } else {

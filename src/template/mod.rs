@@ -5,6 +5,8 @@
 //! * [`source`] — [`source::TemplateSource`]: where a template comes from.
 //! * [`input`] — [`input::RenderInput`]: messages, tools and flags from an OpenAI or Anthropic
 //!   body, normalised as llama.cpp does.
+//! * [`responses`] — llama-server's conversion of a Responses request to a chat body
+//!   ([`responses::responses_to_chat`]).
 //! * [`mod@render`] — [`render::render`]: minijinja configured as transformers' Jinja2.
 //! * [`pyfmt`] — Python `str`/`repr`/`json.dumps`/`strftime` for template values.
 //! * [`engine`] — [`Engine`]: the render profile (transformers, or llama.cpp at a build).
@@ -20,6 +22,7 @@ pub mod llama;
 pub mod ollama;
 pub mod pyfmt;
 pub mod render;
+pub mod responses;
 pub mod source;
 
 pub use engine::Engine;

@@ -124,6 +124,15 @@ pub fn tools(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             ]),
             Some(i),
         );
+        if let Some(why) = &t.dropped {
+            d.push(
+                Line::from(vec![
+                    Span::raw("  "),
+                    Span::styled(format!("DROPPED: {why}"), st.severity_warning),
+                ]),
+                Some(i),
+            );
+        }
         if open {
             // Anchor parameter lines by key for evidence jumps.
             for line in highlight::json_lines(&t.json, theme.syntect.as_deref(), st.base) {

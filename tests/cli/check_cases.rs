@@ -413,3 +413,44 @@ fn empty_or_undecodable_stream_is_unusable_input() {
         );
     }
 }
+
+/// Case 12, a real recording of llama-server b11434 (SmolLM2, Qwen3 template, temperature 0):
+/// `max_output_tokens` 12 cut the model's `<tool_call>`, and the Responses stream still ends
+/// `response.completed` with `status: "completed"` and an empty `output`. The API is guessed
+/// from the `response.*` events; `finish.mismatch` names the terminal event (event 2) and the
+/// 12 tokens that reached the client nowhere. Nothing else is reported: llama-server sends no
+/// `sequence_number`, so the stream is not judged on it.
+#[test]
+fn case12_responses_cut_reported_complete() {
+    let case = "12-responses-cut-reported-complete";
+    let (code, v) = pair(case, "--response-sse", "response.sse");
+    assert_expectations(case, &v);
+    assert_eq!(code, 1);
+    assert_eq!(rules(&v), ["finish.mismatch"]);
+    let ex = &v["exchanges"][0];
+    assert_eq!(ex["api"], "responses");
+    assert_eq!(ex["model"], "smollm2");
+    assert_eq!(ex["finish_reason"], "completed");
+    assert_eq!(ex["tool_calls"], serde_json::json!([]));
+    let f = &v["findings"][0];
+    assert_eq!(f["evidence"]["event"], 2);
+    assert_eq!(f["evidence"]["excerpt"], "completed");
+    let msg = f["message"].as_str().unwrap();
+    assert!(
+        msg.contains("usage.output_tokens 12 reached max_output_tokens 12")
+            && msg.contains("the 12 generated token(s) reached the client nowhere"),
+        "{msg}"
+    );
+    // the same pair with the API named
+    let req = case_path(case, "request.json");
+    let sse = case_path(case, "response.sse");
+    let (code2, v2) = check(&[
+        "--api",
+        "responses",
+        "--request",
+        req.to_str().unwrap(),
+        "--response-sse",
+        sse.to_str().unwrap(),
+    ]);
+    assert_eq!((code2, rules(&v2)), (1, vec!["finish.mismatch".to_owned()]));
+}

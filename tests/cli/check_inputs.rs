@@ -300,3 +300,114 @@ fn a_closed_stdout_ends_check_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(!out.status.success(), "{:?}", out.status);
 }
+
+/// Bare Responses pairs recorded from llama-server b11434 through the official openai SDK
+/// (tests/data/responses/, scripts/capture-responses-sdk.py), checked with the API guessed and
+/// named: a clean function call reports nothing; a reply that ignored `tool_choice: "required"`,
+/// wrote a `<tool_response>` block with the call inside as text and was cut at
+/// `max_output_tokens` 64 while reporting `completed` reports exactly that, plain (pointers
+/// into `output`) and streamed (the terminal event, 68).
+#[test]
+fn responses_pairs_from_llama_server() {
+    let d = support::root().join("tests/data/responses");
+    let f = |n: &str| d.join(n).to_str().unwrap().to_owned();
+    let rules = |v: &Value| -> Vec<String> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for resp in ["--response-sse", "--response"] {
+        let file = if resp == "--response" {
+            f("weather_call.json")
+        } else {
+            f("weather_call.sse")
+        };
+        let (code, v) = json(&["--request", &f("weather_call.request.json"), resp, &file]);
+        assert_eq!((code, rules(&v)), (0, vec![]), "{v}");
+        let ex = &v["exchanges"][0];
+        assert_eq!(ex["api"], "responses");
+        assert_eq!(ex["finish_reason"], "completed");
+        assert_eq!(ex["tool_calls"][0]["name"], "get_weather");
+        assert_eq!(
+            ex["tool_calls"][0]["arguments"],
+            serde_json::json!({"city": "Lisbon"})
+        );
+    }
+    let want = [
+        "tool_choice.required_ignored",
+        "tool_call.leaked_as_text",
+        "tool_call.hallucinated_result",
+        "finish.mismatch",
+    ];
+    let (code, v) = json(&[
+        "--api",
+        "responses",
+        "--request",
+        &f("required_ignored.request.json"),
+        "--response-sse",
+        &f("required_ignored.sse"),
+    ]);
+    assert_eq!((code, rules(&v)), (1, want.map(str::to_owned).to_vec()));
+    assert_eq!(v["findings"][3]["evidence"]["event"], 68);
+    let (code, v) = json(&[
+        "--request",
+        &f("required_ignored.request.json"),
+        "--response",
+        &f("required_ignored.json"),
+    ]);
+    assert_eq!((code, rules(&v)), (1, want.map(str::to_owned).to_vec()));
+    assert_eq!(v["findings"][3]["evidence"]["pointer"], "/status");
+    assert_eq!(v["findings"][1]["evidence"]["pointer"], "/output/0/content");
+}
+
+/// `--api ollama` on a bare `/api/chat` pair: one JSON object, or the NDJSON stream given with
+/// `--response-sse` (Ollama docs/api.md "Chat request (Streaming with tools)" shape), and the
+/// API guessed from either.
+#[test]
+fn ollama_bare_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let req = dir.path().join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"model":"qwen3","messages":[{"role":"user","content":"Weather in Paris?"}],
+            "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]}"#,
+    )
+    .unwrap();
+    let one = dir.path().join("resp.json");
+    std::fs::write(
+        &one,
+        r#"{"model":"qwen3","created_at":"2026-12-02T00:00:00Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris"}}}]},"done":true,"done_reason":"stop"}"#,
+    )
+    .unwrap();
+    let nd = dir.path().join("resp.ndjson");
+    std::fs::write(
+        &nd,
+        concat!(
+            r#"{"model":"qwen3","created_at":"2026-12-02T00:00:00Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris"}}}]},"done":false}"#,
+            "\n",
+            r#"{"model":"qwen3","created_at":"2026-12-02T00:00:01Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    for (flag, file) in [("--response", &one), ("--response-sse", &nd)] {
+        for named in [true, false] {
+            let mut args = vec!["--request", s(&req), flag, s(file)];
+            if named {
+                args.splice(0..0, ["--api", "ollama"]);
+            }
+            let (code, v) = json(&args);
+            assert_eq!(code, 0, "{flag} {named}: {v}");
+            let ex = &v["exchanges"][0];
+            assert_eq!(ex["api"], "ollama", "{flag} {named}");
+            assert_eq!(ex["tool_calls"][0]["name"], "get_weather");
+            assert_eq!(
+                ex["tool_calls"][0]["arguments"],
+                serde_json::json!({"city": "Paris"})
+            );
+        }
+    }
+}

@@ -16,6 +16,7 @@ mod e2e_record_llama;
 mod e2e_record_proxy;
 mod e2e_replay;
 mod engine_builds_e2e;
+mod engines_real;
 mod stream_regenerate;
 mod template_e2e;
 mod template_engine_e2e;

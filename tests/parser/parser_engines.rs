@@ -31,8 +31,12 @@ fn a_clean_call_reads_the_same_everywhere() {
 }
 
 #[test]
-fn a_drifted_call_is_a_500_in_llama_cpp_and_content_elsewhere() {
-    // `parameters` for `arguments`: toolscope repairs it; the engines' parsers do not
+fn a_drifted_call_is_a_500_in_llama_cpp_content_in_vllm_and_read_by_sglang() {
+    // `parameters` for `arguments`: toolscope repairs it; llama.cpp's PEG parser rejects it,
+    // vLLM 0.33.0's hermes parser fails on the missing "arguments" key (hermes_tool_parser.py
+    // KeyError) and returns the text, SGLang 0.5.23's parse_base_json reads `parameters`
+    // (base_format_detector.py: `act.get("parameters") or act.get("arguments")`). Checked
+    // against both wheels by tests/e2e/engines_real.rs (corpus id hermes/drift_parameters_key).
     let text = "<tool_call>\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n</tool_call>";
     let (ours, list) = expected(Syntax::Hermes, text, None);
     assert_eq!(ours.tool_calls.len(), 1, "toolscope reads it");
@@ -42,15 +46,149 @@ fn a_drifted_call_is_a_500_in_llama_cpp_and_content_elsewhere() {
         by(Engine::LlamaCpp).outcome,
         Outcome::Error { status: 500, .. }
     ));
+    assert_eq!(
+        by(Engine::Vllm).outcome,
+        Outcome::Content {
+            content: text.to_string()
+        }
+    );
+    match &by(Engine::Sglang).outcome {
+        Outcome::Calls { tool_calls, .. } => {
+            assert_eq!(tool_calls[0].arguments, json!({"city": "Paris"}))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(by(Engine::Vllm).release, "0.33.0");
+    assert_eq!(by(Engine::Sglang).release, "0.5.23");
+}
+
+fn tools() -> serde_json::Value {
+    json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}])
+}
+
+fn outcome(family: Syntax, text: &str, engine: Engine) -> Outcome {
+    let t = tools();
+    let (_, list) = expected(family, text, Some(&t));
+    list.into_iter()
+        .find(|e| e.engine == engine)
+        .unwrap()
+        .outcome
+}
+
+fn calls(o: &Outcome) -> Vec<(String, serde_json::Value)> {
+    match o {
+        Outcome::Calls { tool_calls, .. } => tool_calls
+            .iter()
+            .map(|c| (c.name.clone(), c.arguments.clone()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Values recorded from the wheels' code (tests/e2e/engines_real.rs corpus ids in comments).
+#[test]
+fn engine_specific_behaviours_as_their_code_returns_them() {
+    // hermes/undeclared_tool: SGLang drops calls to undeclared tools with their markup, vLLM keeps
+    let t = "<tool_call>\n{\"name\": \"launch_rocket\", \"arguments\": {\"target\": \"moon\"}}\n</tool_call>";
+    assert_eq!(calls(&outcome(Syntax::Hermes, t, Engine::Sglang)), vec![]);
+    assert_eq!(
+        outcome(Syntax::Hermes, t, Engine::Sglang),
+        Outcome::Calls {
+            content: String::new(),
+            reasoning: String::new(),
+            tool_calls: vec![]
+        }
+    );
+    assert_eq!(
+        calls(&outcome(Syntax::Hermes, t, Engine::Vllm))[0].0,
+        "launch_rocket"
+    );
+    // kimi-k2/string_for_integer: vLLM retypes by the schema ("3" -> 3), SGLang keeps "3"
+    let t = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\", \"days\": \"3\"}<|tool_call_end|><|tool_calls_section_end|>";
+    assert_eq!(
+        calls(&outcome(Syntax::KimiK2, t, Engine::Vllm))[0].1,
+        json!({"city": "Paris", "days": 3})
+    );
+    assert_eq!(
+        calls(&outcome(Syntax::KimiK2, t, Engine::Sglang))[0].1,
+        json!({"city": "Paris", "days": "3"})
+    );
+    // qwen3-coder/wrong_type_value: every engine returns the call with the string
+    let t = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\nfive\n</parameter>\n</function>\n</tool_call>";
     for e in [Engine::Vllm, Engine::Sglang] {
         assert_eq!(
-            by(e).outcome,
-            Outcome::Content {
-                content: text.to_string()
-            },
+            calls(&outcome(Syntax::Qwen3Coder, t, e))[0].1,
+            json!({"city": "Paris", "days": "five"}),
             "{e:?}"
         );
     }
+    // hermes/content_after: both drop the text after the call
+    let t = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\nI will report back.";
+    for e in [Engine::Vllm, Engine::Sglang] {
+        match outcome(Syntax::Hermes, t, e) {
+            Outcome::Calls { content, .. } => assert_eq!(content, "", "{e:?}"),
+            o => panic!("{e:?}: {o:?}"),
+        }
+    }
+    // glm4.5/truncated_mid_value: vLLM closes the cut call, SGLang drops it
+    let t = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par";
+    assert_eq!(
+        calls(&outcome(Syntax::Glm45, t, Engine::Vllm)),
+        vec![("get_weather".to_string(), json!({}))]
+    );
+    assert_eq!(calls(&outcome(Syntax::Glm45, t, Engine::Sglang)), vec![]);
+    // llama3/call_in_prose (vLLM test_llama3_json_tool_parser.py:26): vLLM finds the JSON in
+    // prose; SGLang needs the reply to start with `{`
+    let t = "Here is the result: {\"name\": \"get_weather\", \"parameters\": {}} Would you like to know more?";
+    assert_eq!(calls(&outcome(Syntax::Llama3, t, Engine::Vllm)).len(), 1);
+    assert_eq!(
+        outcome(Syntax::Llama3, t, Engine::Sglang),
+        Outcome::Content {
+            content: t.to_string()
+        }
+    );
+}
+
+#[test]
+fn engine_defects_are_predicted_and_labelled() {
+    let t = tools();
+    // mistral/v11_call_id: vLLM glues the [CALL_ID] into the name
+    let text = "[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{\"city\": \"Paris\"}";
+    let (_, list) = expected(Syntax::Mistral, text, Some(&t));
+    let v = list.iter().find(|e| e.engine == Engine::Vllm).unwrap();
+    assert_eq!(calls(&v.outcome)[0].0, "get_weathera1b2c3d4e");
+    assert!(v.defect.is_some_and(|d| d.contains("CALL_ID")), "{v:?}");
+    // functiongemma/bare_value: vLLM drops the unquoted value
+    let text = "<start_function_call>call:get_weather{city:Paris}<end_function_call>";
+    let (ours, list) = expected(Syntax::FunctionGemma, text, Some(&t));
+    assert_eq!(ours.tool_calls[0].arguments, json!({"city": "Paris"}));
+    let v = list.iter().find(|e| e.engine == Engine::Vllm).unwrap();
+    assert_eq!(calls(&v.outcome)[0].1, json!({}));
+    assert!(v.defect.is_some(), "{v:?}");
+}
+
+#[test]
+fn the_table_names_only_parsers_the_releases_register() {
+    use toolscope::parser::engines::parsers;
+    // vLLM 0.33.0 registers none of these names (vllm/tool_parsers/__init__.py)
+    for s in Syntax::ALL {
+        let p = parsers(*s);
+        for gone in [
+            "cohere_command",
+            "minicpm5xml",
+            "nemotron_json",
+            "minimax",
+            "solar_open2",
+        ] {
+            assert_ne!(p[1], Some(gone), "{s}");
+        }
+    }
+    for s in [Syntax::NemotronV2, Syntax::MiniMaxM1, Syntax::SolarOpen] {
+        assert_eq!(parsers(s)[1], None, "{s}");
+    }
+    assert_eq!(parsers(Syntax::CommandR7b)[1], Some("cohere_command4"));
+    assert_eq!(parsers(Syntax::MiniCpm5)[1], Some("minicpm5"));
 }
 
 #[test]

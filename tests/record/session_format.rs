@@ -146,6 +146,15 @@ fn api_from_path() {
     assert_eq!(Api::from_path("/completion"), Api::Completion);
     assert_eq!(Api::from_path("/v1/completions"), Api::Completion);
     assert_eq!(Api::from_path("/v1/models"), Api::Other);
+    // llama-server b11434 tools/server/server.cpp:276-277 and 296-297
+    assert_eq!(Api::from_path("/v1/responses"), Api::Responses);
+    assert_eq!(Api::from_path("/responses"), Api::Responses);
+    assert_eq!(Api::from_path("/v1/responses/"), Api::Responses);
+    assert_eq!(Api::from_path("/v1/responses/input_tokens"), Api::Other);
+    assert_eq!(Api::from_path("/responses/input_tokens"), Api::Other);
+    assert!(Api::Responses.is_generation());
+    assert!(!Api::from_path("/v1/responses/input_tokens").is_generation());
+    assert_eq!(Api::Responses.as_str(), "responses");
 }
 
 #[test]

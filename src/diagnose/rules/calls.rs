@@ -110,17 +110,39 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
     text.len()
 }
 
+/// Names of the Responses API `custom` tools the request offers (`{"type":"custom","name":…}`):
+/// their calls carry free text, not JSON arguments.
+fn custom_tools(cx: &ExchangeContext) -> Vec<&str> {
+    if cx.api != crate::session::Api::Responses {
+        return Vec::new();
+    }
+    cx.request_or_null()
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| t.get("type").and_then(Value::as_str) == Some("custom"))
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect()
+}
+
 /// `tool_call.args_invalid_json` (arguments that do not parse as JSON, e.g. a truncated or
 /// mis-concatenated stream) and `tool_call.args_schema_mismatch` (parsed arguments that fail the
 /// tool's JSON Schema, validated with the `jsonschema` crate). Evidence: the call's arguments
 /// pointer; the byte offset of the JSON error, or the failing instance path.
+/// Calls to a Responses `custom` tool (free-text input) are not judged.
 pub fn args(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(m) = &cx.message else {
         return Vec::new();
     };
     let defs = tools(cx.request_or_null());
+    let custom = custom_tools(cx);
     let mut out = Vec::new();
     for (i, c) in m.tool_calls.iter().enumerate() {
+        // a Responses `custom` tool takes free text (its `input`), not JSON
+        if custom.contains(&c.name.as_str()) {
+            continue;
+        }
         match c.arguments_json() {
             Err(e) => {
                 let off = byte_offset(&c.arguments, e.line(), e.column());

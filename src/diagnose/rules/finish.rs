@@ -31,6 +31,10 @@ pub fn mismatch(cx: &ExchangeContext) -> Vec<Finding> {
     if cx.api == Api::Ollama {
         return ollama_empty(cx, m, finish);
     }
+    // The Responses API has no finish reason: `status` says whether the response is whole.
+    if cx.api == Api::Responses {
+        return responses_cut(cx, m, finish);
+    }
     let msg = if says_calls && n == 0 {
         format!("finish reason is {finish:?} but the reply has no tool calls")
     } else if says_stop && n > 0 && !(cx.api == Api::Openai && named && finish == "stop") {
@@ -81,19 +85,71 @@ fn ollama_empty(
     .with_evidence(ev)]
 }
 
-fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
-    let cut_args = m
+/// Responses API: `status: "completed"` on a response the output token limit cut — usage
+/// reached `max_output_tokens`, or a call's arguments end mid-JSON. The API's contract is
+/// `status: "incomplete"` with `incomplete_details.reason: "max_output_tokens"` (openai SDK
+/// `types/responses/response.py`); llama-server b11434 writes `"completed"` on every response
+/// (tools/server/server-task.cpp:581-588 non-streamed, :689-696 the `response.completed`
+/// event). Evidence: `/status` or the terminal event.
+fn responses_cut(
+    cx: &ExchangeContext,
+    m: &crate::stream::AssistantMessage,
+    status: &str,
+) -> Vec<Finding> {
+    if status != "completed" || !truncated(cx, m) {
+        return Vec::new();
+    }
+    let used = output_tokens(m);
+    let limit = request::max_tokens(cx.request_or_null());
+    let mut why = match (used, limit) {
+        (Some(u), Some(l)) if u >= l => {
+            format!("usage.output_tokens {u} reached max_output_tokens {l}")
+        }
+        _ => "a call's arguments end mid-JSON".to_owned(),
+    };
+    if let Some(c) = m
         .tool_calls
         .iter()
-        .any(|c| matches!(c.arguments_json(), Err(e) if e.is_eof()));
-    let used = m
-        .usage
+        .find(|c| matches!(c.arguments_json(), Err(e) if e.is_eof()))
+    {
+        why.push_str(&format!("; the arguments of {} end mid-JSON", c.name));
+    }
+    let empty = m.content.is_empty() && m.reasoning.is_empty() && m.tool_calls.is_empty();
+    let lost = match (empty, used) {
+        (true, Some(u)) => {
+            format!("; its output is empty: the {u} generated token(s) reached the client nowhere")
+        }
+        (true, None) => "; its output is empty".to_owned(),
+        _ => String::new(),
+    };
+    let mut ev = cx.finish_evidence();
+    ev.excerpt = Some(status.to_owned());
+    vec![Finding::new(
+        Rule::FinishMismatch,
+        format!(
+            "the response was cut by the output token limit ({why}) but reports status \"completed\" (expected \"incomplete\" with incomplete_details.reason \"max_output_tokens\"){lost}"
+        ),
+        "llama-server (b11434, tools/server/server-task.cpp:689-696) reports every Responses reply as completed: compare usage.output_tokens with max_output_tokens in the client, and raise max_output_tokens so the call fits",
+    )
+    .with_evidence(ev)]
+}
+
+fn output_tokens(m: &crate::stream::AssistantMessage) -> Option<u64> {
+    m.usage
         .as_ref()
         .and_then(|u| {
             u.get("completion_tokens")
                 .or_else(|| u.get("output_tokens"))
         })
-        .and_then(Value::as_u64);
+        .and_then(Value::as_u64)
+}
+
+fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
+    let cut_args = m
+        .tool_calls
+        .iter()
+        .any(|c| matches!(c.arguments_json(), Err(e) if e.is_eof()));
+    let used = output_tokens(m);
     let limit = request::max_tokens(cx.request_or_null());
     cut_args || matches!((used, limit), (Some(u), Some(l)) if u >= l)
 }

@@ -7,6 +7,7 @@ pub mod choice;
 pub mod finish;
 pub mod protocol;
 pub mod replay;
+pub mod responses;
 pub mod schema;
 pub mod server;
 pub mod stop;

@@ -1,7 +1,8 @@
 //! The Replay pane's engines view (`e`, issue #13 item 3): for the exchange's raw text, what
 //! toolscope reads and what each engine's own tool-call parser for the exchange's family is
-//! documented to return ([`crate::parser::engines::expected`]: llama.cpp build 11434, vLLM,
-//! SGLang), beside what the recorded server answered, so the user sees whether switching
+//! returns ([`crate::parser::engines::expected`]: llama.cpp build 11434, vLLM 0.33.0, SGLang
+//! 0.5.23; calls, arguments after each engine's typing, content, reasoning, and where two
+//! engines disagree), beside what the recorded server answered, so the user sees whether switching
 //! engines would fix the call. It takes the Replay pane's right half (the server stream) while
 //! open.
 //!
@@ -193,13 +194,30 @@ pub fn lines(a: &ExchangeAnalysis, theme: &Theme) -> Vec<Line<'static>> {
         out.push(Line::from(vec![
             Span::styled(format!("{:<10} ", e.engine.name()), st.header),
             Span::styled(
-                e.parser
-                    .map_or("(no parser)".to_owned(), |p| format!("parser {p}")),
+                e.parser.map_or(format!("{} (no parser)", e.release), |p| {
+                    format!("{} parser {p}", e.release)
+                }),
                 st.muted,
             ),
         ]));
         out.push(kv("", e.outcome.summary(), style));
+        if !matches!(e.outcome, Outcome::Error { .. }) {
+            for line in e.outcome.detail(80) {
+                out.push(kv("", line, st.base));
+            }
+        }
+        if let Some(d) = e.defect {
+            out.push(kv("", format!("engine defect: {d}"), st.severity_warning));
+        }
         out.push(kv("", e.why.clone(), st.muted));
+    }
+    let differ = engines::disagreements(&list);
+    out.push(Line::default());
+    if differ.is_empty() {
+        out.push(kv("engines", "agree".to_owned(), st.status_ok));
+    }
+    for d in differ {
+        out.push(kv("engines", d, st.severity_warning));
     }
     out.push(Line::default());
     out.push(Line::from(vec![

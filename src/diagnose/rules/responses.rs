@@ -1,0 +1,97 @@
+//! Rules of the OpenAI Responses API's request side: what llama-server's conversion of the
+//! request to a chat request ([`crate::template::responses::responses_to_chat`], a port of
+//! tools/server/server-chat.cpp `server_chat_convert_responses_to_chatcmpl`, build 11434)
+//! leaves out, so the model never sees it.
+
+use crate::diagnose::ExchangeContext;
+use crate::finding::{Evidence, Finding, Pane, Rule};
+use crate::session::Api;
+use crate::template::responses::{DroppedKind, responses_to_chat};
+
+/// `input.tool_dropped`: one finding per tool (or request part) of a Responses request that
+/// llama-server's conversion drops without an error — a tool whose `type` is not `function`
+/// (`custom` such as Codex's `apply_patch`, `namespace` for MCP, `web_search`, …), reasoning
+/// text past `content[0]` or overwritten by a later reasoning item, and `text.format`.
+/// Evidence: pane Tools (for a tool, with its name) or Findings, the JSON Pointer into the
+/// request. Applies when the engine is llama-server or unknown (a bare pair); not when the
+/// request is one the server refuses (the conversion's error is the answer then).
+pub fn tool_dropped(cx: &ExchangeContext) -> Vec<Finding> {
+    if cx.api != Api::Responses
+        || cx
+            .engine
+            .as_deref()
+            .is_some_and(|e| e != "llama-server" && e != "unknown")
+    {
+        return Vec::new();
+    }
+    let Some(req) = cx.request.as_ref() else {
+        return Vec::new();
+    };
+    let Ok(conv) = responses_to_chat(req) else {
+        return Vec::new();
+    };
+    conv.dropped
+        .iter()
+        .map(|d| {
+            let (pane, tool, hint) = match &d.what {
+                DroppedKind::Tool { tool_type, name } => (
+                    Pane::Tools,
+                    name.clone(),
+                    match tool_type.as_str() {
+                        "custom" => "llama-server converts only function tools: declare the tool as {\"type\":\"function\"} with a JSON Schema (for Codex's apply_patch, a function tool taking the patch text as a string), or serve the agent from an engine that supports custom tools",
+                        "namespace" | "mcp" => "llama-server converts only function tools: flatten the namespace's or MCP server's tools into top-level function tools",
+                        _ => "llama-server converts only function tools: remove the built-in tool from the request (its calls can never come), or implement it as a function tool",
+                    },
+                ),
+                DroppedKind::ReasoningParts { .. } | DroppedKind::ReasoningOverwritten { .. } => (
+                    Pane::Findings,
+                    None,
+                    "send one reasoning item per assistant turn with its whole text in content[0]",
+                ),
+                DroppedKind::TextFormat { .. } => (
+                    Pane::Findings,
+                    None,
+                    "llama-server reads structured output only from the chat API's response_format: send the request to /v1/chat/completions with response_format, or validate the output in the client",
+                ),
+            };
+            Finding::new(Rule::InputToolDropped, d.describe(), hint).with_evidence(Evidence {
+                pane: Some(pane),
+                tool,
+                pointer: Some(d.pointer.clone()),
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The nine tools Codex CLI 0.169.0 sent (issue 22): seven function tools, the `namespace`
+    /// `multi_agent_v1` and `web_search`; llama-server's log named the last two as skipped.
+    #[test]
+    fn codex_tools_two_dropped() {
+        let mut tools: Vec<_> = (0..7)
+            .map(|i| json!({"type": "function", "name": format!("f{i}"), "parameters": {"type": "object"}}))
+            .collect();
+        tools.push(json!({"type": "namespace", "name": "multi_agent_v1", "tools": []}));
+        tools.push(json!({"type": "web_search"}));
+        let mut cx = ExchangeContext::new(Api::Responses);
+        cx.request = Some(json!({"input": "List the files", "tools": tools}));
+        let f = tool_dropped(&cx);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].evidence.pointer.as_deref(), Some("/tools/7"));
+        assert_eq!(f[0].evidence.tool.as_deref(), Some("multi_agent_v1"));
+        assert!(
+            f[0].message.contains("'namespace' skipped"),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(f[1].evidence.pointer.as_deref(), Some("/tools/8"));
+        // another engine converts differently: not judged by llama-server's code
+        cx.engine = Some("vllm".into());
+        assert!(tool_dropped(&cx).is_empty());
+    }
+}

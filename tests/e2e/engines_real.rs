@@ -1,0 +1,339 @@
+//! toolscope's engine verdicts (`parser::engines::expected`) checked against the engines' own
+//! parser code: the released vLLM 0.33.0 and SGLang 0.5.23 wheels' parser folders, run by
+//! scripts/engines/run.py through each server's non-streaming path (vLLM
+//! `ParserManager.get_parser(…).parse(…)`, SGLang `_process_tool_calls` →
+//! `FunctionCallParser.parse_non_stream`) over tests/data/engine_corpus.json. Needs
+//! scripts/engines/setup.sh (run by scripts/setup.sh); skipped with a message when the engines'
+//! venv is missing and TOOLSCOPE_REQUIRE_SETUP is unset.
+//!
+//! A verdict agrees when the calls (names, arguments after the engine's typing) and the content
+//! (trimmed) are the same, or both are the same error. Every text where they differ must be
+//! listed by id in docs/parser.md ("Differences from the engines' code") with its cause.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use toolscope::parser::Syntax;
+use toolscope::parser::engines::{Engine, Outcome, expected};
+
+/// The engines' venv python, or a skip (a failure under TOOLSCOPE_REQUIRE_SETUP).
+fn engines_python() -> Option<PathBuf> {
+    let cache = std::env::var_os("TOOLSCOPE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            dirs::home_dir()
+                .unwrap_or_default()
+                .join(".cache/toolscope")
+        });
+    let p = std::env::var_os("TOOLSCOPE_ENGINES_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache.join("engines/venv/bin/python"));
+    if p.exists() {
+        Some(p)
+    } else if support::setup_required() {
+        panic!(
+            "the engines' venv is missing at {} ($TOOLSCOPE_ENGINES_PYTHON); run scripts/setup.sh",
+            p.display()
+        )
+    } else {
+        eprintln!(
+            "SKIP: the engines' venv is missing at {}; run scripts/engines/setup.sh",
+            p.display()
+        );
+        None
+    }
+}
+
+/// Runs scripts/engines/run.py on `corpus`; returns its `results`.
+fn run_engines(py: &Path, corpus: &Path) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results.json");
+    let o = Command::new(py)
+        .arg(support::root().join("scripts/engines/run.py"))
+        .arg(corpus)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "scripts/engines/run.py failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    v["results"].clone()
+}
+
+/// (calls as (name, arguments), content trimmed) or an error.
+#[derive(Debug, Clone, PartialEq)]
+enum Verdict {
+    Message {
+        calls: Vec<(String, Value)>,
+        content: String,
+    },
+    Error,
+}
+
+fn predicted(o: &Outcome) -> Verdict {
+    match o {
+        Outcome::Calls {
+            content,
+            tool_calls,
+            ..
+        } => Verdict::Message {
+            calls: tool_calls
+                .iter()
+                .map(|c| (c.name.clone(), c.arguments.clone()))
+                .collect(),
+            content: content.trim().to_string(),
+        },
+        Outcome::Content { content } => Verdict::Message {
+            calls: Vec::new(),
+            content: content.trim().to_string(),
+        },
+        Outcome::Error { .. } => Verdict::Error,
+    }
+}
+
+fn real(r: &Value) -> Option<Verdict> {
+    if r.is_null() || r.get("skipped").is_some() {
+        return None;
+    }
+    if r.get("error").is_some() {
+        return Some(Verdict::Error);
+    }
+    Some(Verdict::Message {
+        calls: r["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                // argument text that is not JSON (run.py: {"$unparsed": text}) is predicted as
+                // that text
+                let args = match c["arguments"].get("$unparsed") {
+                    Some(t) => t.clone(),
+                    None => c["arguments"].clone(),
+                };
+                (c["name"].as_str().unwrap_or("").to_string(), args)
+            })
+            .collect(),
+        content: r["content"].as_str().unwrap_or("").trim().to_string(),
+    })
+}
+
+#[derive(Default)]
+struct Tally {
+    agree: usize,
+    total: usize,
+}
+
+#[test]
+#[ignore = "e2e: needs the engines' parser code (scripts/engines/setup.sh)"]
+fn engine_verdicts_agree_with_the_engines_own_parser_code() {
+    let Some(py) = engines_python() else { return };
+    let corpus_path = support::root().join("tests/data/engine_corpus.json");
+    let corpus: Value =
+        serde_json::from_str(&std::fs::read_to_string(&corpus_path).unwrap()).unwrap();
+    let results = run_engines(&py, &corpus_path);
+    let docs = std::fs::read_to_string(support::root().join("docs/parser.md")).unwrap();
+
+    // the parser names toolscope states are the ones the corpus uses, which run.py found
+    // registered in the wheels (it fails on a name the release does not register)
+    let mut wrong_names = Vec::new();
+    for (fam, f) in corpus["families"].as_object().unwrap() {
+        let sx = Syntax::from_name(fam).unwrap_or_else(|| panic!("family {fam}"));
+        let names = toolscope::parser::engines::parsers(sx);
+        for (i, key) in [(1, "vllm"), (2, "sglang")] {
+            if names[i] != f[key].as_str() {
+                wrong_names.push(format!(
+                    "{fam}: toolscope names {key} parser {:?}, the release registers {:?}",
+                    names[i], f[key]
+                ));
+            }
+        }
+    }
+
+    let mut by: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    let mut engine_total: BTreeMap<&str, Tally> = BTreeMap::new();
+    let mut differences = Vec::new();
+    for t in corpus["texts"].as_array().unwrap() {
+        let id = t["id"].as_str().unwrap();
+        let fam = t["family"].as_str().unwrap();
+        let sx = Syntax::from_name(fam).unwrap();
+        let tools = t.get("tools").unwrap_or(&corpus["tools"]);
+        let text = t["text"].as_str().unwrap();
+        let (_, list) = expected(sx, text, Some(tools));
+        for (engine, key) in [(Engine::Vllm, "vllm"), (Engine::Sglang, "sglang")] {
+            let Some(r) = real(&results[id][key]) else {
+                continue;
+            };
+            let e = list.iter().find(|o| o.engine == engine).unwrap();
+            let p = predicted(&e.outcome);
+            let ok = p == r;
+            let tally = by.entry((key.to_string(), fam.to_string())).or_default();
+            tally.total += 1;
+            let et = engine_total.entry(key).or_default();
+            et.total += 1;
+            if ok {
+                tally.agree += 1;
+                et.agree += 1;
+            } else {
+                differences.push(format!(
+                    "{key} {id}\n  predicted {p:?}\n  engine    {r:?}\n  text {text:?}"
+                ));
+            }
+        }
+    }
+    let mut report = String::new();
+    for ((engine, fam), t) in &by {
+        report.push_str(&format!(
+            "{engine:6} {fam:16} {:3}/{:3}\n",
+            t.agree, t.total
+        ));
+    }
+    let (mut agree, mut total) = (0, 0);
+    for (engine, t) in &engine_total {
+        report.push_str(&format!(
+            "{engine}: {}/{} ({:.1}%)\n",
+            t.agree,
+            t.total,
+            100.0 * t.agree as f64 / t.total as f64
+        ));
+        agree += t.agree;
+        total += t.total;
+    }
+    let share = agree as f64 / total as f64;
+    eprintln!("{}", wrong_names.join("\n"));
+    eprintln!(
+        "{report}all: {agree}/{total} ({:.1}%)\n{} differences:\n{}",
+        100.0 * share,
+        differences.len(),
+        differences.join("\n")
+    );
+    assert!(wrong_names.is_empty(), "{}", wrong_names.join("\n"));
+    let unlisted: Vec<&String> = differences
+        .iter()
+        .filter(|d| {
+            let mut w = d.split_whitespace();
+            let (engine, id) = (w.next().unwrap(), w.next().unwrap());
+            !docs.contains(&format!("`{engine} {id}`"))
+        })
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "{} differences not listed in docs/parser.md (`ENGINE ID` with the cause):\n{}",
+        unlisted.len(),
+        unlisted
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        share >= 0.98,
+        "{agree}/{total} verdicts agree ({:.1}%), below 98%",
+        100.0 * share
+    );
+}
+
+/// The shipped sessions' Replay `e` views: for every exchange with raw model text, the family
+/// `parse --engines` and the view pick ([`toolscope::parser::engines::family_for`]) and what
+/// `expected` says vLLM and SGLang return, checked against their real code on that text.
+#[test]
+#[ignore = "e2e: needs the engines' parser code (scripts/engines/setup.sh)"]
+fn shipped_sessions_engine_views_agree_with_the_engines_own_parser_code() {
+    let Some(py) = engines_python() else { return };
+    let corpus_path = support::root().join("tests/data/engine_corpus.json");
+    let corpus: Value =
+        serde_json::from_str(&std::fs::read_to_string(&corpus_path).unwrap()).unwrap();
+    let mut texts = Vec::new();
+    let mut sessions: Vec<PathBuf> = std::fs::read_dir(support::root().join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    sessions.sort();
+    for path in &sessions {
+        let s = toolscope::session::read_session(path).unwrap();
+        for ex in &s.exchanges {
+            let anns = s.annotations.get(&ex.id).cloned().unwrap_or_default();
+            let raw = toolscope::stream::raw::raw_output(ex, &anns);
+            let Some(text) = raw.models_text() else {
+                continue;
+            };
+            let request = ex.request_json();
+            let read = toolscope::parser::parse(text, None, request.as_ref());
+            let Some(family) = toolscope::parser::engines::family_for(None, &read, text) else {
+                continue;
+            };
+            let names = toolscope::parser::engines::parsers(family);
+            if names[1].is_none() && names[2].is_none() {
+                continue;
+            }
+            // the request's tools in the OpenAI shape the engines' chat endpoints take (an
+            // Anthropic `{name, input_schema}` tool is the same function)
+            let tools: Vec<Value> = request
+                .as_ref()
+                .and_then(|r| r.get("tools"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|t| match t.get("function") {
+                    Some(_) => t.clone(),
+                    None => serde_json::json!({"type": "function", "function": {
+                        "name": t["name"],
+                        "description": t.get("description"),
+                        "parameters": t.get("input_schema").or(t.get("parameters")),
+                    }}),
+                })
+                .collect();
+            let tools = Value::Array(tools);
+            let name = path.file_name().unwrap().to_string_lossy();
+            texts.push(serde_json::json!({
+                "id": format!("{name}#{}", ex.id),
+                "family": family.name(),
+                "kind": "shipped_session",
+                "text": text,
+                "tools": tools,
+            }));
+        }
+    }
+    assert!(
+        !texts.is_empty(),
+        "no shipped session has raw text with a call family"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mini = dir.path().join("sessions.json");
+    let mut doc = corpus.clone();
+    doc["texts"] = Value::Array(texts.clone());
+    std::fs::write(&mini, serde_json::to_string(&doc).unwrap()).unwrap();
+    let results = run_engines(&py, &mini);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for t in &texts {
+        let id = t["id"].as_str().unwrap();
+        let family = Syntax::from_name(t["family"].as_str().unwrap()).unwrap();
+        let text = t["text"].as_str().unwrap();
+        let tools = &t["tools"];
+        let (_, list) = expected(family, text, Some(tools));
+        for (engine, key) in [(Engine::Vllm, "vllm"), (Engine::Sglang, "sglang")] {
+            let Some(r) = real(&results[id][key]) else {
+                continue;
+            };
+            checked += 1;
+            let e = list.iter().find(|o| o.engine == engine).unwrap();
+            let p = predicted(&e.outcome);
+            if p != r {
+                failures.push(format!("{key} {id}: predicted {p:?}, engine {r:?}"));
+            }
+        }
+    }
+    eprintln!(
+        "shipped sessions: {checked} engine views checked on {} raw texts",
+        texts.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
