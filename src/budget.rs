@@ -176,6 +176,128 @@ pub fn print_bound(value: &minijinja::Value, per_level: usize, per_item: usize, 
     if acc > limit { u64::MAX } else { acc }
 }
 
+/// Bytes one list item costs in the budget: a `Value` slot and its allocation (a piece of
+/// `str.split()` is a 24-byte `Value` plus an `Arc<str>` of at least 32 bytes).
+pub const BYTES_PER_ITEM: u64 = 64;
+
+/// Charges `bytes` of work already done or about to be done (scanning, copying) at one fuel
+/// per [`BYTES_PER_FUEL`] bytes: what keeps a render's *time* within the budget when a call
+/// reads far more than it returns (`s.find(x)` over 100 MB in a loop).
+///
+/// Errors: `ErrorKind::OutOfFuel` when the fuel runs out.
+pub fn charge_work(state: &State, bytes: u64) -> Result<(), Error> {
+    state.consume_fuel(bytes / BYTES_PER_FUEL)
+}
+
+/// The bytes `str.join(items)` builds: the printed items plus the separator between them.
+fn join_bound(sep: usize, items: &minijinja::Value, limit: u64) -> u64 {
+    let Ok(it) = items.try_iter() else {
+        return 0;
+    };
+    let mut acc = 0u64;
+    for item in it {
+        let n = match item.as_str() {
+            Some(s) => s.len() as u64,
+            None => print_bound(&item, 0, 0, limit),
+        };
+        acc = acc.saturating_add(n).saturating_add(sep as u64);
+        if acc > limit {
+            return u64::MAX;
+        }
+    }
+    acc
+}
+
+/// minijinja-contrib's Python string methods (`pycompat::unknown_method_callback`, crate
+/// `minijinja-contrib` 3.1) within the render's budget: every call pays for reading its
+/// string ([`charge_work`]), and the methods that can build more than they are given —
+/// `format` (widths), `split`/`splitlines` (one list item per piece), `replace`, `join`,
+/// case changes — check the size they would build ([`ensure_bytes`]) before building it.
+/// Install with `Environment::set_unknown_method_callback`.
+///
+/// Errors: a `template budget` error ([`ensure_bytes`]) or `OutOfFuel`; otherwise what
+/// pycompat returns.
+pub fn bounded_method(
+    state: &mut State,
+    value: &minijinja::Value,
+    method: &str,
+    args: &[minijinja::Value],
+) -> Result<minijinja::Value, Error> {
+    if let Some(s) = value.as_str() {
+        charge_work(state, s.len() as u64)?;
+        let left = bytes_left(state);
+        let len = s.len() as u64;
+        let arg_str = |i: usize| args.get(i).and_then(|a| a.as_str());
+        let bound = match method {
+            "format" => {
+                // every number in the format string may be a width or precision, every
+                // field may print any argument
+                let mut numbers = 0u64;
+                let mut cur = 0u64;
+                for b in s.bytes() {
+                    if b.is_ascii_digit() {
+                        cur = cur.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+                    } else {
+                        numbers = numbers.saturating_add(cur);
+                        cur = 0;
+                    }
+                }
+                numbers = numbers.saturating_add(cur);
+                let fields = s.bytes().filter(|&b| b == b'{').count() as u64;
+                let printed = args.iter().fold(0u64, |a, v| {
+                    a.saturating_add(match v.as_str() {
+                        Some(t) => t.len() as u64,
+                        None => print_bound(v, 0, 0, left),
+                    })
+                });
+                len.saturating_add(numbers)
+                    .saturating_add(fields.saturating_mul(printed))
+            }
+            "split" => {
+                let max = args
+                    .get(1)
+                    .and_then(|a| a.as_i64())
+                    .filter(|&m| m >= 0)
+                    .map_or(u64::MAX, |m| m as u64 + 1);
+                let pieces = match arg_str(0) {
+                    Some(sep) if !sep.is_empty() => s.matches(sep).count() as u64 + 1,
+                    _ => s.split_whitespace().count() as u64,
+                };
+                len.saturating_add(pieces.min(max).saturating_mul(BYTES_PER_ITEM))
+            }
+            "splitlines" => {
+                let pieces = s.bytes().filter(|&b| b == b'\n').count() as u64 + 1;
+                len.saturating_add(pieces.saturating_mul(BYTES_PER_ITEM))
+            }
+            "replace" => match (arg_str(0), arg_str(1)) {
+                (Some(old), Some(new)) => {
+                    let mut hits = if old.is_empty() {
+                        s.chars().count() as u64 + 1
+                    } else {
+                        s.matches(old).count() as u64
+                    };
+                    if let Some(c) = args.get(2).and_then(|a| a.as_i64())
+                        && c >= 0
+                    {
+                        hits = hits.min(c as u64);
+                    }
+                    len.saturating_add(hits.saturating_mul(new.len() as u64))
+                }
+                _ => 0,
+            },
+            "join" => match args.first() {
+                Some(items) => join_bound(s.len(), items, left),
+                None => 0,
+            },
+            // a case change can make a character longer (ß → SS; at most 3× in UTF-8)
+            "upper" | "lower" | "title" | "capitalize" => len.saturating_mul(3),
+            _ => 0,
+        };
+        ensure_bytes(state, bound, &format!("str.{method}"))?;
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
 /// What is left of the render's budget in bytes (`u64::MAX` without fuel tracking).
 pub fn bytes_left(state: &State) -> u64 {
     state.fuel_levels().map_or(u64::MAX, |(_, remaining)| {

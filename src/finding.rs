@@ -341,6 +341,154 @@ pub struct Finding {
     pub evidence: Evidence,
     /// One line on how to fix or work around it.
     pub hint: String,
+    /// The change that should make the call work, as data (`toolscope try --fix ID` applies it
+    /// against the engine); absent when the rule has none (docs/check.md says per rule). Set by
+    /// [`crate::diagnose::fix::attach`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Fix>,
+}
+
+/// How a [`Fix`] is applied against the engine (`toolscope try`, the inspector's `x`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Apply {
+    /// The request is changed ([`crate::analysis::whatif::fixed_request`]) and sent again to the
+    /// engine's chat endpoint (through the recording proxy, as `resend` does).
+    Resend,
+    /// The prompt is rendered locally from another template under the engine's render profile
+    /// and generated through the engine's raw completion endpoint with the recorded sampling
+    /// (the `regenerate` path), then parsed under the server's call format.
+    Regenerate,
+    /// Nothing is sent: the recorded raw text is read by another engine's tool-call parser
+    /// ([`crate::parser::engines`]).
+    Reparse,
+}
+
+impl Apply {
+    /// `resend`, `regenerate`, `reparse` (the JSON name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Apply::Resend => "resend",
+            Apply::Regenerate => "regenerate",
+            Apply::Reparse => "reparse",
+        }
+    }
+}
+
+/// What a fix changes, as data. The `id` is the name `toolscope try --fix ID` takes.
+///
+/// JSON: `{"id": "flatten_schemas", "strategy": "first-type-with-note", …}` (the fields of the
+/// variant beside `id`), inside [`Fix`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "id", rename_all = "snake_case")]
+pub enum Edit {
+    /// The request's tool schemas flattened with `strategy` (the flattener's ranked rewrite for
+    /// this template: [`crate::schema::rank::rank_strategies`]); `loss_as_sent` /
+    /// `loss_flattened` are the weighted losses of the schema facts in the template's render.
+    FlattenSchemas {
+        strategy: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        loss_as_sent: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        loss_flattened: Option<u32>,
+    },
+    /// Another chat template: `template` names one (a corpus file) when toolscope knows one,
+    /// else the user names it (`try --template SRC`); `drop_bos`: the session's template with
+    /// the BOS text it prints at its start removed (the engine adds BOS itself).
+    Template {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        template: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        drop_bos: bool,
+    },
+    /// The stop strings removed from the request (the engine searches them in the reasoning
+    /// too); the client cuts the answer at them, after the reasoning.
+    StopClientSide { stop: Vec<String> },
+    /// Only the named tool offered, and a call forced (`tool_choice: "required"`, Anthropic
+    /// `{"type": "any"}`): the form of a named tool_choice the engine honours.
+    ForceNamedTool { tool: String },
+    /// The same request through another API of the engine (`path`), converted as the engine
+    /// converts it.
+    OtherApi { path: String },
+    /// The request's `tools` removed (for `tool_choice: "none"`: no tool in the prompt).
+    DropTools,
+    /// A larger token limit: `field` (`max_tokens`, `max_completion_tokens`,
+    /// `max_output_tokens`, Ollama `options.num_predict`) from `from` to `to`.
+    MaxTokens {
+        field: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<u64>,
+        to: u64,
+    },
+    /// The raw text read by another engine's tool-call parser (`engine`: `vLLM`, `SGLang`,
+    /// `toolscope`; `parser`: its `--tool-call-parser` name or toolscope's syntax).
+    OtherParser { engine: String, parser: String },
+}
+
+impl Edit {
+    /// The fix id (`flatten_schemas`, `template`, `stop_client_side`, `force_named_tool`,
+    /// `other_api`, `drop_tools`, `max_tokens`, `other_parser`).
+    pub fn id(&self) -> &'static str {
+        match self {
+            Edit::FlattenSchemas { .. } => "flatten_schemas",
+            Edit::Template { .. } => "template",
+            Edit::StopClientSide { .. } => "stop_client_side",
+            Edit::ForceNamedTool { .. } => "force_named_tool",
+            Edit::OtherApi { .. } => "other_api",
+            Edit::DropTools => "drop_tools",
+            Edit::MaxTokens { .. } => "max_tokens",
+            Edit::OtherParser { .. } => "other_parser",
+        }
+    }
+
+    /// Every fix id, in documentation order.
+    pub const IDS: &'static [&'static str] = &[
+        "flatten_schemas",
+        "template",
+        "stop_client_side",
+        "force_named_tool",
+        "other_api",
+        "drop_tools",
+        "max_tokens",
+        "other_parser",
+    ];
+
+    /// How this edit is applied.
+    pub fn apply(&self) -> Apply {
+        match self {
+            Edit::Template { .. } => Apply::Regenerate,
+            Edit::OtherParser { .. } => Apply::Reparse,
+            _ => Apply::Resend,
+        }
+    }
+}
+
+/// A fix attached to a finding: what it changes (`change`, one line), how it is applied, and
+/// the change as data. JSON (`check --format json`):
+/// `"fix": {"id": "stop_client_side", "stop": ["The"], "apply": "resend", "change": "…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fix {
+    #[serde(flatten)]
+    pub edit: Edit,
+    pub apply: Apply,
+    /// What it changes, in words.
+    pub change: String,
+}
+
+impl Fix {
+    /// A fix for `edit` described by `change`.
+    pub fn new(edit: Edit, change: impl Into<String>) -> Fix {
+        Fix {
+            apply: edit.apply(),
+            edit,
+            change: change.into(),
+        }
+    }
+
+    /// The fix id ([`Edit::id`]).
+    pub fn id(&self) -> &'static str {
+        self.edit.id()
+    }
 }
 
 impl Finding {
@@ -353,6 +501,7 @@ impl Finding {
             message: message.into(),
             evidence: Evidence::default(),
             hint: hint.into(),
+            fix: None,
         }
     }
 

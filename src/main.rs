@@ -55,6 +55,9 @@ enum Command {
     Export(cli::export::Args),
     /// Re-send recorded requests to another server and record the answers.
     Resend(cli::resend::Args),
+    /// Run an exchange's request K times against the engine, as recorded and with each fix of
+    /// its findings applied; print the valid-call rate per variant (what-if runs).
+    Try(cli::whatif::Args),
 }
 
 /// Report-writing subcommands end like any Unix filter when their reader goes away
@@ -103,6 +106,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(a)) => cli::serve::run(a),
         Some(Command::Export(a)) => cli::export::run(a),
         Some(Command::Resend(a)) => cli::resend::run(a),
+        Some(Command::Try(a)) => cli::whatif::run(a),
     };
     match result {
         Ok(code) => code,

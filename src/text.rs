@@ -78,6 +78,63 @@ pub fn visible_line(s: &str) -> Cow<'_, str> {
     escape(s, false)
 }
 
+/// Set once stdout is found closed ([`print_out`]).
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes `s` to stdout unchanged (JSON, a rendered prompt): the raw form of [`print_out`].
+/// Once stdout is closed (its reader went away: `toolscope proxy --headless | head -n 1`)
+/// nothing more is written and `false` is returned; printing never panics and never ends the
+/// command, so a recorder keeps recording.
+pub fn print_out_raw(s: &str) -> bool {
+    use std::io::Write as _;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return false;
+    }
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(s.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Writes `s` to stdout through [`visible`] (the one sanitiser); see [`print_out_raw`] for a
+/// closed stdout.
+pub fn print_out(s: &str) -> bool {
+    print_out_raw(&visible(s))
+}
+
+/// Writes `s` to stderr through [`visible`]; a closed stderr is ignored.
+pub fn print_err(s: &str) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(visible(s).as_bytes());
+}
+
+/// `println!` through the one sanitiser ([`print_out`]): never panics on a closed stdout.
+#[macro_export]
+macro_rules! outln {
+    () => {{
+        let _ = $crate::text::print_out("\n");
+    }};
+    ($($t:tt)*) => {{
+        let _ = $crate::text::print_out(&format!("{}\n", format_args!($($t)*)));
+    }};
+}
+
+/// `eprintln!` through the one sanitiser ([`print_err`]).
+#[macro_export]
+macro_rules! errln {
+    ($($t:tt)*) => {
+        $crate::text::print_err(&format!("{}\n", format_args!($($t)*)))
+    };
+}
+
 /// The one shape of an invalid-UTF-8 error: `FILE:LINE:COLUMN: invalid UTF-8 (byte N)`, the
 /// position of the first byte that is not UTF-8 (1-based line and column, the column counted in
 /// characters of the valid text before it; `N` is the 0-based byte offset).

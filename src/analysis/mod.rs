@@ -18,6 +18,7 @@ pub mod replay;
 pub mod stream;
 pub mod template;
 pub mod tools;
+pub mod whatif;
 
 use serde_json::Value;
 
@@ -339,6 +340,24 @@ pub fn analyse_with<E>(
     } else {
         (Vec::new(), None)
     };
+    // The session's own template over the render budget (issue #27): a finding, never an
+    // abort and never silence
+    if let Some((origin, Err(e))) = &ollama
+        && e.contains(crate::budget::MARK)
+    {
+        findings.push(
+            crate::finding::Finding::new(
+                crate::finding::Rule::TemplateRenderError,
+                format!("the Ollama template ({origin}) stopped rendering this request: {e}"),
+                "the template in the session's /api/show annotation needs more than the render budget (4,000,000 fuel, 256 MB): it cannot be what the server rendered; check where the session came from",
+            )
+            .in_exchange(Some(ex.id))
+            .with_evidence(crate::finding::Evidence {
+                pane: Some(crate::finding::Pane::Template),
+                ..Default::default()
+            }),
+        );
+    }
     // A body read as JSON above is readable, unless it is not UTF-8 (read lossily there).
     if chat && (cx.request.is_none() || matches!(ex.request.body, Body::Base64 { .. })) {
         findings.extend(crate::diagnose::load::unreadable_request(&ex));

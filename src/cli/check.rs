@@ -188,7 +188,7 @@ impl VocabRenderer<'_> {
         let source = match (self.source, session) {
             (Some(s), _) | (None, Some(s)) => s,
             (None, None) => {
-                eprintln!(
+                crate::errln!(
                     "toolscope: note: {file}: --vocab needs a template (--template, or a session with /props): token rules skipped"
                 );
                 return Ok(None);
@@ -218,7 +218,7 @@ impl VocabRenderer<'_> {
                     return Err(e.context(format!("{file}: exchange {}", cx.id.unwrap_or(0))));
                 }
                 Err(e) => {
-                    eprintln!(
+                    crate::errln!(
                         "toolscope: note: {file}: cannot render the request for --vocab: {e:#}"
                     );
                     return Ok(None);

@@ -300,8 +300,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         run_templates(&args, "templates", sides, &rt, &mut notes)?
     };
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", crate::text::visible(&diff::render_text(&report))),
+        Format::Json => {
+            crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        }
+        Format::Text => {
+            crate::text::print_out(&diff::render_text(&report));
+        }
     }
     Ok(if report.has_differences() {
         ExitCode::from(1)

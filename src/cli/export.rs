@@ -102,7 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let name = args.session.display().to_string();
     let skipped = |w: &crate::session::ReadWarning| {
         // the message says the line was skipped
-        eprintln!(
+        crate::errln!(
             "toolscope export: {name}:{}:{}: {}",
             w.line,
             w.column.unwrap_or(1),
@@ -201,7 +201,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
-    eprintln!(
+    crate::errln!(
         "toolscope export: {count} exchange(s) from {} as {}{}",
         args.session.display(),
         match args.format {

@@ -34,9 +34,9 @@ pub struct Args {
     /// transformers).
     #[arg(long, value_name = "ENGINE", requires = "template")]
     pub engine: Option<Engine>,
-    /// How often a recursive `$ref` is expanded along one path before it is cut.
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub recursion_depth: usize,
+    /// How often a recursive `$ref` is expanded along one path before it is cut (0 to 64).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=64))]
+    pub recursion_depth: u64,
     /// Output format: text (a report, then the flattened tools) or json
     /// (`{"tools":…,"changes":[{"path","change","lost"}],"ranking":…}`).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -70,14 +70,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let doc = read_json(&args.tools)?;
     if let Ok(list) = crate::schema::tools::locate_tools(&doc) {
         for (at, what) in &list.skipped {
-            eprintln!(
+            crate::errln!(
                 "{}: {at}: not a tool ({what}); skipped",
                 args.tools.display()
             );
         }
     }
     let base = FlattenOptions {
-        recursion_depth: args.recursion_depth,
+        recursion_depth: args.recursion_depth as usize,
         ..FlattenOptions::default()
     };
     let (flat, ranking, template_name): (Flattened, Option<Ranking>, Option<String>) =
@@ -164,18 +164,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(r) = &ranking {
                 v["ranking"] = serde_json::to_value(r)?;
             }
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&v)?));
         }
-        Format::Text => print!(
-            "{}",
-            crate::text::visible(&text_report(
+        Format::Text => {
+            crate::text::print_out(&text_report(
                 &args.tools.display().to_string(),
                 &flat,
                 chosen,
                 ranking.as_ref(),
-                template_name.as_deref()
-            ))
-        ),
+                template_name.as_deref(),
+            ));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

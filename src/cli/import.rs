@@ -48,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::write(&args.output, out)
         .with_context(|| format!("{}: cannot write", args.output.display()))?;
     let partial = session.exchanges.iter().filter(|e| e.is_partial()).count();
-    eprintln!(
+    crate::errln!(
         "toolscope import: {} exchange(s) ({} partial) from {name} → {}",
         session.exchanges.len(),
         partial,

@@ -18,6 +18,8 @@ pub mod send;
 pub mod export;
 pub mod resend;
 pub mod serve;
+// `toolscope try` (a keyword in Rust, hence the module's name)
+pub mod whatif;
 
 /// Exit code for unusable input (message names file and position).
 pub const EXIT_UNUSABLE: u8 = 2;
@@ -25,7 +27,7 @@ pub const EXIT_UNUSABLE: u8 = 2;
 /// Prints `error: …` (with its causes) to stderr and returns exit code 2.
 pub fn fail(err: &anyhow::Error) -> ExitCode {
     // messages quote file names, template text and recorded content: shown, never obeyed
-    eprintln!(
+    crate::errln!(
         "toolscope: error: {}",
         crate::text::visible(&format!("{err:#}"))
     );

@@ -90,7 +90,7 @@ fn template_text(p: &Path) -> anyhow::Result<String> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.syntax.eq_ignore_ascii_case("list") {
         for s in Syntax::ALL {
-            println!("{}", s.name());
+            crate::outln!("{}", s.name());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -200,7 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "outcomes": engines,
             });
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&v)?));
         return Ok(ExitCode::SUCCESS);
     }
     // text
@@ -319,6 +319,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    print!("{}", crate::text::visible(&s));
+    crate::text::print_out(&s);
     Ok(ExitCode::SUCCESS)
 }

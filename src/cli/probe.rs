@@ -37,8 +37,8 @@ pub struct Args {
     /// Session file to record the probe's exchanges into (default: sessions/probe-<time>.jsonl).
     #[arg(long, value_name = "PATH")]
     pub session: Option<PathBuf>,
-    /// Per-request timeout in seconds.
-    #[arg(long, default_value_t = 120)]
+    /// Per-request timeout in seconds (1 to 86400).
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -104,8 +104,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let run = super::runtime().block_on(run_probe(&opts))?;
     match args.format {
-        Format::Text => print!("{}", crate::text::visible(&format_report(&run, &args.url))),
-        Format::Json => println!(
+        Format::Text => {
+            crate::text::print_out(&format_report(&run, &args.url));
+        }
+        Format::Json => crate::outln!(
             "{}",
             serde_json::to_string_pretty(
                 &serde_json::json!({"url": args.url, "build_info": run.build_info, "session": run.session, "results": run.results})

@@ -45,8 +45,18 @@ pub struct Args {
     pub regenerate: bool,
     /// On Ctrl-C or SIGTERM, seconds to let running exchanges finish before they are cut and
     /// recorded as partial (outcome `shutdown`). A second signal cuts at once.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    /// From 0 to 86400 (one day).
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS", value_parser = parse_grace)]
     pub grace: f64,
+}
+
+/// `--grace`: a number of seconds from 0 to 86,400 (`inf`, `1e300`, `NaN`, negative refused:
+/// clap exits 2 naming the flag).
+fn parse_grace(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|f| (0.0..=86_400.0).contains(f))
+        .ok_or_else(|| "expected seconds from 0 to 86400".to_owned())
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM (`kill`, systemd, docker, `timeout`), as one stream.
@@ -101,12 +111,12 @@ pub fn default_session_path() -> PathBuf {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let session = args.session.clone().unwrap_or_else(default_session_path);
     if !args.listen.ip().is_loopback() {
-        eprintln!(
+        crate::errln!(
             "toolscope proxy: warning: listening on non-loopback {} — anyone on the network can use the upstream through it",
             args.listen
         );
     }
-    let grace = Duration::from_secs_f64(args.grace.max(0.0));
+    let grace = Duration::from_secs_f64(args.grace);
     // Regenerations run after their exchange and take as long as a generation: with
     // --regenerate, stopping waits for them too (up to 10 min; a second signal cuts at once).
     let grace = if args.regenerate {
@@ -128,7 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await
             .context("starting the proxy")?;
         let engine = proxy.header().engine.clone().unwrap_or_default();
-        eprintln!(
+        crate::errln!(
             "{}",
             crate::text::visible(&format!(
                 "toolscope proxy: http://{} → {} (engine: {}{}), recording to {}",
@@ -142,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let tty = std::io::IsTerminal::is_terminal(&std::io::stdout())
             && std::io::IsTerminal::is_terminal(&std::io::stdin());
         if !args.headless && !tty {
-            eprintln!(
+            crate::errln!(
                 "toolscope proxy: not a terminal; printing one line per exchange (as --headless)"
             );
         }
@@ -172,10 +182,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ev = rx.recv() => match ev {
                     // the client's model field and path are shown, never obeyed by the terminal
                     Some(RecordEvent::Ended(ex)) => {
-                        println!("{}", crate::text::visible_line(&one_line(&ex)))
+                        crate::outln!("{}", crate::text::visible_line(&one_line(&ex)))
                     }
                     Some(RecordEvent::Warning(w)) => {
-                        eprintln!("toolscope proxy: {}", crate::text::visible(&w))
+                        crate::errln!("toolscope proxy: {}", crate::text::visible(&w))
                     }
                     Some(_) => {}
                     None => break,
@@ -199,20 +209,20 @@ async fn stop(
     rx: Option<&mut tokio::sync::mpsc::Receiver<RecordEvent>>,
 ) {
     let running = proxy.recorder().in_flight();
-    eprintln!(
+    crate::errln!(
         "toolscope proxy: stopping: no new connections; waiting up to {:.1} s for {running} exchange(s) in flight (a second Ctrl-C/SIGTERM cuts them now)",
         grace.as_secs_f64()
     );
     let report = proxy
         .shutdown_with(grace, async {
             let sig = signals.next().await;
-            eprintln!("toolscope proxy: {sig} again: cutting the exchanges in flight now");
+            crate::errln!("toolscope proxy: {sig} again: cutting the exchanges in flight now");
         })
         .await;
     if let Some(rx) = rx {
         while let Ok(ev) = rx.try_recv() {
             if let RecordEvent::Ended(ex) = ev {
-                println!("{}", crate::text::visible_line(&one_line(&ex)));
+                crate::outln!("{}", crate::text::visible_line(&one_line(&ex)));
             }
         }
     }
@@ -222,7 +232,7 @@ async fn stop(
             "; {n} exchange(s) still running were cut and recorded as partial (outcome shutdown)"
         ),
     };
-    eprintln!(
+    crate::errln!(
         "{}",
         crate::text::visible(&format!(
             "toolscope proxy: stopped{cut}; session written to {}",

@@ -151,7 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (Some(src), _) => match local_prompt(src, ex) {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    eprintln!("toolscope: {name}: #{}: {e:#}", ex.id);
+                    crate::errln!("toolscope: {name}: #{}: {e:#}", ex.id);
                     bad = true;
                     continue;
                 }
@@ -163,11 +163,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             endpoint: args.endpoint,
             prompt,
             template: template.clone(),
+            label: None,
         };
         let r = match rt.block_on(regenerate_with(&args.url, ex, &mut writer, &opts)) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("toolscope: {name}: #{}: {e:#}", ex.id);
+                crate::errln!("toolscope: {name}: #{}: {e:#}", ex.id);
                 bad = true;
                 continue;
             }
@@ -179,7 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .and_then(Syntax::detect_from_template)
             .or_else(|| Syntax::detect_from_text(&r.raw_text));
         let out = parse(&r.raw_text, syntax, tools.as_ref());
-        println!(
+        crate::outln!(
             "#{} → #{} ({}): {} bytes of raw text, syntax {}",
             ex.id,
             r.exchange.id,
@@ -192,39 +193,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ..
         } = &r.annotation
         {
-            println!("  prompt from: {f}");
+            crate::outln!("  prompt from: {f}");
         }
-        println!("  raw: {:?}", r.raw_text);
+        crate::outln!("  raw: {:?}", r.raw_text);
         if let toolscope_raw::RawOutput::Text { source, .. } =
             toolscope_raw::raw_output(ex, std::slice::from_ref(&r.annotation))
         {
-            println!("  as the model's output: {}", source.label());
+            crate::outln!("  as the model's output: {}", source.label());
         }
         for c in &out.tool_calls {
-            println!("  call:      {}({})", c.name, c.arguments);
+            crate::outln!("  call:      {}({})", c.name, c.arguments);
         }
         for m in &out.malformed {
             bad = true;
-            println!(
+            crate::outln!(
                 "  malformed: at byte {} ({}): {} — {:?}",
-                m.offset, m.syntax, m.message, m.text
+                m.offset,
+                m.syntax,
+                m.message,
+                m.text
             );
         }
         for p in &out.repairs {
-            println!(
+            crate::outln!(
                 "  repair:    at byte {} ({}): {}",
-                p.offset, p.kind, p.message
+                p.offset,
+                p.kind,
+                p.message
             );
         }
         if !out.content.is_empty() {
-            println!("  content:   {:?}", out.content);
+            crate::outln!("  content:   {:?}", out.content);
         }
     }
     if recorded == 0 {
         // every regeneration failed before its exchange was appended
-        println!("nothing recorded in {name} (every regeneration failed: see above)");
+        crate::outln!("nothing recorded in {name} (every regeneration failed: see above)");
     } else {
-        println!(
+        crate::outln!(
             "recorded in {name}; `toolscope open {name}` replays it step by step (Replay pane)"
         );
     }

@@ -359,7 +359,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Format::Json => {
                 let v = serde_json::json!({"prompt": prompt, "template_format": "go", "origin": source.origin});
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&v)?));
             }
         }
         return Ok(std::process::ExitCode::SUCCESS);
@@ -374,7 +374,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     )?;
     for n in &input.notes {
         let note = format!("toolscope: note: {req_name}: {n}");
-        eprintln!("{}", crate::text::visible(&note));
+        crate::errln!("{}", crate::text::visible(&note));
     }
     match args.format {
         Format::Text => {
@@ -407,7 +407,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|t| json!({"id": t.id, "piece": t.piece, "special": t.special}))
                 .collect();
             let out = json!({"prompt": prompt, "tokens": tokens_json, "findings": findings});
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&out)?));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -43,7 +43,7 @@ pub fn default_out(session: &Path) -> PathBuf {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let session = read_session(&args.session)?;
     for w in &session.warnings {
-        eprintln!("toolscope resend: {}: {w}", args.session.display());
+        crate::errln!("toolscope resend: {}: {w}", args.session.display());
     }
     let mut headers = Vec::new();
     for h in &args.headers {
@@ -71,15 +71,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let rt = super::runtime();
     let results = rt.block_on(resend(&chosen, &opts, |r| match &r.exchange {
-        Some(e) => println!(
+        Some(e) => crate::outln!(
             "#{} → #{} {}",
             r.original,
             e.id,
             crate::record::summary::one_line(e)
         ),
-        None => println!("#{} → not recorded", r.original),
+        None => crate::outln!("#{} → not recorded", r.original),
     }))?;
-    eprintln!(
+    crate::errln!(
         "toolscope resend: {} exchange(s) re-sent to {} → {} (compare: toolscope diff {} --against {})",
         results.len(),
         args.url,
@@ -106,7 +106,7 @@ pub fn run_session_diff(a: &Path, b: &Path, json: bool) -> anyhow::Result<ExitCo
     let sb = read_session(b)?;
     for (p, s) in [(a, &sa), (b, &sb)] {
         for w in &s.warnings {
-            eprintln!("toolscope diff: {}: {w}", p.display());
+            crate::errln!("toolscope diff: {}: {w}", p.display());
         }
     }
     // Each side through the one analysed exchange (issue #17), then the pure diff.
@@ -127,9 +127,9 @@ pub fn run_session_diff(a: &Path, b: &Path, json: bool) -> anyhow::Result<ExitCo
         })
         .collect();
     if json {
-        println!("{}", serde_json::to_string_pretty(&diffs)?);
+        crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&diffs)?));
     } else {
-        print!("{}", crate::diff::sessions::render_text(&diffs));
+        crate::text::print_out(&crate::diff::sessions::render_text(&diffs));
     }
     Ok(if diffs.iter().all(|d| d.is_same()) {
         ExitCode::SUCCESS

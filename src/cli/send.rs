@@ -78,14 +78,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .await
     })?;
-    println!();
+    crate::outln!();
     match &result.exchange {
-        Some(ex) => eprintln!(
+        Some(ex) => crate::errln!(
             "toolscope send: {} → {}",
             crate::text::visible_line(&one_line(ex)),
             crate::text::visible_line(&session.display().to_string())
         ),
-        None => eprintln!("toolscope send: HTTP {} (not recorded)", result.status),
+        None => crate::errln!("toolscope send: HTTP {} (not recorded)", result.status),
     }
     let ok = (200..300).contains(&result.status)
         && result

@@ -47,10 +47,10 @@ pub fn default_unmatched_path(session: &Path) -> PathBuf {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let session = read_session(&args.session)?;
     for w in &session.warnings {
-        eprintln!("toolscope serve: {}: {w}", args.session.display());
+        crate::errln!("toolscope serve: {}: {w}", args.session.display());
     }
     if !args.listen.ip().is_loopback() {
-        eprintln!(
+        crate::errln!(
             "toolscope serve: warning: listening on non-loopback {} — anyone on the network can read the recorded session through it",
             args.listen
         );
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let server = ServeHandle::spawn(session, cfg, Some(tx))
             .await
             .context("starting the replay server")?;
-        eprintln!(
+        crate::errln!(
             "toolscope serve: {} recorded response(s) from {} on {} (timing {}, match {}); unmatched requests → {}",
             server.servable(),
             args.session.display(),
@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         loop {
             tokio::select! {
                 ev = rx.recv() => match ev {
-                    Some(s) => println!("{s}"),
+                    Some(s) => crate::outln!("{s}"),
                     None => break,
                 },
                 _ = tokio::signal::ctrl_c() => break,

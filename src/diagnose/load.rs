@@ -148,7 +148,8 @@ const STREAM_RULES: &[Rule] = &[
     Rule::StreamMissingId,
     Rule::StreamNameRepeated,
     Rule::ServerParseError,
-    // Responses streams (crate::stream::responses)
+    // the stream contract (SSE and NDJSON: stream::reassemble::contract_findings; Responses
+    // streams: crate::stream::responses)
     Rule::StreamSequenceGap,
     Rule::StreamNoTerminal,
     Rule::StreamAfterTerminal,

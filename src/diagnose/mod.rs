@@ -15,6 +15,7 @@ use crate::session::{Api, TokenPiece};
 use crate::stream::AssistantMessage;
 
 pub mod compare;
+pub mod fix;
 pub mod load;
 pub mod markup;
 pub mod probe;
@@ -444,7 +445,8 @@ impl ExchangeContext {
 /// (`input.tool_dropped`), tokens (`bos.duplicate`, `token.special_split`, `token.pseudo_special`),
 /// `server.parse_error`, passed-through `stream.*` (and `stream.error_event`),
 /// `parser.chunking_divergence`, `stop.*`, `tool_choice.*`, `tool_call.*`,
-/// `server.call_mismatch`, `finish.mismatch`.
+/// `server.call_mismatch`, `finish.mismatch`. Each finding whose rule has a fix for this
+/// exchange carries it ([`fix::attach`]).
 pub fn check_exchange(cx: &ExchangeContext) -> Vec<Finding> {
     check_exchange_with(cx, &rules::replay::real_parser)
 }
@@ -496,6 +498,7 @@ pub fn check_exchange_traced(
             f.exchange = cx.id;
         }
     }
+    fix::attach(cx, &mut out);
     (out, traces)
 }
 

@@ -234,7 +234,7 @@ pub(crate) fn raw_text_line(r: &crate::stream::raw::RawOutput) -> String {
 }
 
 /// One finding as the text report shows it: severity, rule and message, then its evidence
-/// (`at pointer …, event …, offset …, token …, tool …`), excerpt and hint, indented.
+/// (`at pointer …, event …, offset …, token …, tool …`), excerpt, hint and fix, indented.
 pub fn text_finding(f: &Finding) -> String {
     let mut s = String::new();
     write_finding(&mut s, f);
@@ -272,6 +272,15 @@ fn write_finding(s: &mut String, f: &Finding) {
         let _ = writeln!(s, "          | {}", one_line(x, 100));
     }
     let _ = writeln!(s, "          hint: {}", f.hint);
+    if let Some(fix) = &f.fix {
+        let _ = writeln!(
+            s,
+            "          fix ({}, toolscope try --fix {}): {}",
+            fix.apply.as_str(),
+            fix.id(),
+            fix.change
+        );
+    }
 }
 
 /// `text` on one line (newlines shown as `⏎`), cut to `n` characters with `…`.

@@ -238,18 +238,26 @@ impl<'t> Exec<'t> {
     fn walk_range_inner(&mut self, dot: &Value, b: &Branch) -> R<Flow> {
         let mark = self.vars.len();
         let v = self.eval_pipeline(dot, &b.pipe)?;
-        let items: Vec<(Value, Value)> = match &v {
-            Value::List(l) => l
-                .items
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (Value::Int(i as i64), x.clone()))
-                .collect(),
-            Value::Map(m) if !m.ordered => m
-                .entries
-                .iter()
-                .map(|(k, x)| (Value::str(k.as_str()), x.clone()))
-                .collect(),
+        // the items are visited one at a time: `range N` over an int counts lazily (Go 1.22
+        // `range` over an int), so `{{range 1000000000000}}` costs steps, not memory
+        let mut flow = Flow::Normal;
+        let empty = match &v {
+            Value::List(l) => {
+                for (i, x) in l.items.iter().enumerate() {
+                    if self.range_item(b, Value::Int(i as i64), x)? {
+                        break;
+                    }
+                }
+                l.items.is_empty()
+            }
+            Value::Map(m) if !m.ordered => {
+                for (k, x) in m.entries.iter() {
+                    if self.range_item(b, Value::str(k.as_str()), x)? {
+                        break;
+                    }
+                }
+                m.entries.is_empty()
+            }
             Value::Int(n) => {
                 if b.pipe.decl.len() > 1 {
                     return Err(self.err(
@@ -258,51 +266,22 @@ impl<'t> Exec<'t> {
                         "can't use two iteration variables over int",
                     ));
                 }
-                (0..(*n).max(0))
-                    .map(|i| (Value::Int(i), Value::Int(i)))
-                    .collect()
+                for i in 0..(*n).max(0) {
+                    if self.range_item(b, Value::Int(i), &Value::Int(i))? {
+                        break;
+                    }
+                }
+                *n <= 0
             }
-            Value::Invalid | Value::Nil => Vec::new(),
+            Value::Invalid | Value::Nil => true,
             other => {
                 let mut s = String::new();
                 fmt_v(other, &mut s);
                 return Err(self.err(b.pos, "range", format!("range can't iterate over {s}")));
             }
         };
-        let mut flow = Flow::Normal;
-        if items.is_empty() {
-            if let Some(e) = &b.else_list {
-                flow = self.walk(dot, e)?;
-            }
-        } else {
-            for (k, elem) in items {
-                self.step(b.pos)?;
-                let n = b.pipe.decl.len();
-                if n > 0 {
-                    if b.pipe.is_assign {
-                        if n > 1 {
-                            self.set_var(&b.pipe.decl[0], k.clone());
-                            self.set_var(&b.pipe.decl[1], elem.clone());
-                        } else {
-                            self.set_var(&b.pipe.decl[0], elem.clone());
-                        }
-                    } else {
-                        // evalPipeline pushed the declared variables; setTopVar
-                        let len = self.vars.len();
-                        if n > 1 {
-                            self.vars[len - 2].1 = k.clone();
-                        }
-                        self.vars[len - 1].1 = elem.clone();
-                    }
-                }
-                let inner = self.vars.len();
-                let f = self.walk(&elem, &b.list)?;
-                self.vars.truncate(inner);
-                match f {
-                    Flow::Break => break,
-                    Flow::Continue | Flow::Normal => {}
-                }
-            }
+        if empty && let Some(e) = &b.else_list {
+            flow = self.walk(dot, e)?;
         }
         if matches!(flow, Flow::Break | Flow::Continue) {
             // break/continue in a range's else list belong to an outer range
@@ -311,6 +290,34 @@ impl<'t> Exec<'t> {
         }
         self.vars.truncate(mark);
         Ok(flow)
+    }
+
+    /// One iteration of a `range`: one step of the budget, the declared variables set to
+    /// `k`/`elem`, the body walked with `elem` as dot. Returns true on `{{break}}`.
+    fn range_item(&mut self, b: &Branch, k: Value, elem: &Value) -> R<bool> {
+        self.step(b.pos)?;
+        let n = b.pipe.decl.len();
+        if n > 0 {
+            if b.pipe.is_assign {
+                if n > 1 {
+                    self.set_var(&b.pipe.decl[0], k);
+                    self.set_var(&b.pipe.decl[1], elem.clone());
+                } else {
+                    self.set_var(&b.pipe.decl[0], elem.clone());
+                }
+            } else {
+                // evalPipeline pushed the declared variables; setTopVar
+                let len = self.vars.len();
+                if n > 1 {
+                    self.vars[len - 2].1 = k;
+                }
+                self.vars[len - 1].1 = elem.clone();
+            }
+        }
+        let inner = self.vars.len();
+        let f = self.walk(elem, &b.list)?;
+        self.vars.truncate(inner);
+        Ok(matches!(f, Flow::Break))
     }
 
     fn walk_template(&mut self, dot: &Value, pos: Pos, name: &str, pipe: Option<&Pipe>) -> R<()> {
@@ -1054,32 +1061,42 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
             }
             i += 1;
         }
-        let mut width: Option<usize> = None;
-        while i < b.len() && b[i].is_ascii_digit() {
-            width = Some(
-                width
-                    .unwrap_or(0)
-                    .saturating_mul(10)
-                    .saturating_add((b[i] - b'0') as usize),
-            );
-            i += 1;
-        }
+        // fmt's parsenum: a number past 10^6 is "crazy long" — Go stops parsing the verb
+        // there (the rest of the format is consumed: `%!(NOVERB)`), so no width or precision
+        // exceeds 10,000,009 (Go 1.24 `fmt/print.go`: `tooLarge`, `parsenum`)
+        let parsenum = |i: &mut usize| -> Option<Option<usize>> {
+            let mut num: Option<usize> = None;
+            while *i < b.len() && b[*i].is_ascii_digit() {
+                if num.is_some_and(|n| n > 1_000_000) {
+                    *i = b.len();
+                    return None;
+                }
+                num = Some(num.unwrap_or(0) * 10 + (b[*i] - b'0') as usize);
+                *i += 1;
+            }
+            Some(num)
+        };
+        let Some(width) = parsenum(&mut i) else {
+            out.push_str("%!(NOVERB)");
+            break;
+        };
         let mut prec: Option<usize> = None;
         if i < b.len() && b[i] == b'.' {
             i += 1;
-            prec = Some(0);
-            while i < b.len() && b[i].is_ascii_digit() {
-                prec = Some(
-                    prec.unwrap_or(0)
-                        .saturating_mul(10)
-                        .saturating_add((b[i] - b'0') as usize),
-                );
-                i += 1;
-            }
+            let Some(p) = parsenum(&mut i) else {
+                out.push_str("%!(NOVERB)");
+                break;
+            };
+            prec = Some(p.unwrap_or(0));
         }
-        if width.unwrap_or(0) as u64 > budget || prec.unwrap_or(0) as u64 > budget {
+        // the widths and precisions of all verbs together draw on the one budget: what this
+        // verb may build (padding plus precision digits) is checked before it is built
+        let asked = (out.len() as u64)
+            .saturating_add(width.unwrap_or(0) as u64)
+            .saturating_add(prec.unwrap_or(0) as u64);
+        if asked > budget {
             return Err(format!(
-                "{MARK}: printf width/precision larger than the bytes left"
+                "{MARK}: printf widths and precisions ask for {asked} bytes, more than the {budget} bytes left"
             ));
         }
         let Some(verb) = f[i..].chars().next() else {
@@ -1177,7 +1194,7 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
             }
             ('f' | 'F', Value::Float(x)) => {
                 numeric = true;
-                sign(format!("{:.*}", prec.unwrap_or(6), x), plus, space)
+                sign(fixed(*x, prec.unwrap_or(6)), plus, space)
             }
             ('e', Value::Float(x)) => {
                 numeric = true;
@@ -1243,8 +1260,28 @@ fn sign(s: String, plus: bool, space: bool) -> String {
     }
 }
 
+/// `%.Nf` of `x` for any N (Rust's formatter takes at most 65,535): an f64's exact decimal
+/// expansion ends within 1,074 fractional digits, the rest are zeros.
+fn fixed(x: f64, prec: usize) -> String {
+    const EXACT: usize = 1100;
+    let mut s = format!("{:.*}", prec.min(EXACT), x);
+    if prec > EXACT && x.is_finite() {
+        s.extend(std::iter::repeat_n('0', prec - EXACT));
+    }
+    s
+}
+
 fn go_exp(x: f64, prec: usize) -> String {
-    let s = format!("{x:.prec$e}");
+    // an f64 has at most 767 significant decimal digits; past them the mantissa is zeros
+    const EXACT: usize = 800;
+    let p = prec.min(EXACT);
+    let s = format!("{x:.p$e}");
+    let s = if prec > EXACT && x.is_finite() {
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        format!("{m}{}e{e}", "0".repeat(prec - EXACT))
+    } else {
+        s
+    };
     let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
     let e: i32 = e.parse().unwrap_or(0);
     format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())

@@ -368,8 +368,42 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Limit, "{e}");
-        let e = render_go("", r#"{{printf "%999999999999d" 1}}"#, &json!({}), &opts).unwrap_err();
+        // Go 1.24 fmt `parsenum`: a width past 10^6 is "crazy long" and ends the verb; the
+        // operand is then extra (go1.24: fmt.Sprintf("%999999999999d", 1))
+        assert_eq!(
+            render_go("", r#"{{printf "%999999999999d" 1}}"#, &json!({}), &opts).unwrap(),
+            "%!(NOVERB)%!(EXTRA int=1)"
+        );
+        // widths are summed over the verbs: each fits, together they do not (10,000 fuel =
+        // 640,000 bytes)
+        let e = render_go(
+            "",
+            r#"{{printf "%400000d%400000d" 1 2}}"#,
+            &json!({}),
+            &opts,
+        )
+        .unwrap_err();
         assert!(e.message.contains("template budget"), "{e}");
+        // `range` over an int steps lazily: 10^12 costs steps, not a 10^12-item list
+        let e = render_go("", "{{range 1000000000000}}{{end}}", &json!({}), &opts).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+        assert!(e.message.contains("more than 10000 steps"), "{e}");
+        // a precision past Rust's formatter limit (65,535) is Go's: zeros after the exact digits
+        let big = ExecOptions::default();
+        let out = render_go("", r#"{{printf "%.70000f" 1.5}}"#, &json!({}), &big).unwrap();
+        assert_eq!(out.len(), 70_002);
+        assert!(
+            out.starts_with("1.50000") && out.ends_with("000"),
+            "{}",
+            &out[..10]
+        );
+        let out = render_go("", r#"{{printf "%.1200e" 1.5}}"#, &json!({}), &big).unwrap();
+        assert!(
+            out.starts_with("1.5000") && out.ends_with("0e+00"),
+            "{}",
+            &out[out.len() - 10..]
+        );
+        assert_eq!(out.len(), 1 + 1 + 1200 + 4);
         // nesting cannot exhaust the stack: parse and execution are bounded
         let deep_if = "{{if 1}}".repeat(100_000);
         let e = go(&deep_if, json!({})).unwrap_err();

@@ -25,6 +25,7 @@ pub mod send;
 pub mod serve;
 pub mod spill;
 pub mod summary;
+pub mod whatif;
 
 pub use recorder::RecordEvent;
 pub mod regenerate;

@@ -336,7 +336,7 @@ impl Recorder {
                                 failed = true;
                                 let msg =
                                     format!("{}: writing the session failed: {e}", path.display());
-                                eprintln!("toolscope: {msg}");
+                                crate::errln!("toolscope: {msg}");
                                 if let Some(ev) = &events2 {
                                     let _ = ev.try_send(RecordEvent::Warning(msg));
                                 }

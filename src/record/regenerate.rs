@@ -464,6 +464,7 @@ async fn complete(
     body: &Value,
     prompt: &Prompt,
     new_id: u64,
+    label: Option<&str>,
 ) -> anyhow::Result<(Exchange, String)> {
     let (endpoint, engine) = target;
     let id = original.id;
@@ -497,7 +498,7 @@ async fn complete(
     let exchange = Exchange {
         id: new_id,
         started,
-        label: Some(format!("regenerate:{id}")),
+        label: Some(label.map_or_else(|| format!("regenerate:{id}"), str::to_owned)),
         request: Request {
             method: "POST".into(),
             path: endpoint.path().into(),
@@ -584,6 +585,10 @@ pub struct RegenOptions {
     /// engine reports (llama-server `/props`, Ollama `/api/show`), else the syntax the text
     /// shows.
     pub template: Option<String>,
+    /// The new exchange's label in place of `regenerate:<id>` (a what-if run of `toolscope
+    /// try`: `try:<id>:template`). With a label the regeneration is a run of its own, not the
+    /// original's raw text: no `raw_text` annotation is written for the original.
+    pub label: Option<String>,
 }
 
 /// [`regenerate_with`] on a llama-server: `/apply-template` → `/completion`.
@@ -639,6 +644,7 @@ pub async fn regenerate_with(
         &body,
         &prompt,
         writer.next_id(),
+        opts.label.as_deref(),
     )
     .await?;
     let annotation = regenerated_annotation(
@@ -651,7 +657,10 @@ pub async fn regenerate_with(
     let path = writer.path().display().to_string();
     writer
         .append(&Line::Exchange(Box::new(exchange.clone())))
-        .and_then(|()| writer.append(&Line::Annotation(annotation.clone())))
+        .and_then(|()| match opts.label {
+            Some(_) => Ok(()),
+            None => writer.append(&Line::Annotation(annotation.clone())),
+        })
         .with_context(|| format!("exchange {id}: writing the regenerated exchange to {path}"))?;
     let raw_text = format!(
         "{}{generated}",
@@ -689,7 +698,17 @@ pub async fn regenerate_recorded(
         from: FROM.into(),
     };
     let target = (Endpoint::Completion, "llama-server");
-    match complete(client.base(), original, target, &body, &prompt, new_id).await {
+    match complete(
+        client.base(),
+        original,
+        target,
+        &body,
+        &prompt,
+        new_id,
+        None,
+    )
+    .await
+    {
         Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
             let ann =
                 regenerated_annotation(original, &generated, Some(ex.id), template, Some(FROM));
@@ -735,7 +754,17 @@ pub async fn regenerate_on_engine(
         };
     let endpoint = Endpoint::for_engine(engine);
     let target = (endpoint, engine);
-    match complete(client.base(), original, target, &body, &prompt, new_id).await {
+    match complete(
+        client.base(),
+        original,
+        target,
+        &body,
+        &prompt,
+        new_id,
+        None,
+    )
+    .await
+    {
         Ok((ex, generated)) if ex.response.as_ref().is_some_and(|r| r.status < 400) => {
             let ann = regenerated_annotation(
                 original,

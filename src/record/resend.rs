@@ -74,6 +74,26 @@ pub fn select<'a>(exchanges: &'a [Exchange], ids: &[u64]) -> anyhow::Result<Vec<
     Ok(out)
 }
 
+/// The URL a recorded request target is sent to: `base` (scheme, host, port) with the
+/// recorded target as its path and query — only ever a path. A target that does not start
+/// with `/` gets one (`@127.0.0.1:9/v1/x` → `/@127.0.0.1:9/v1/x`, a path on `base`'s host,
+/// not an authority); a fragment is dropped (never sent on the wire).
+///
+/// Errors: `base` is not an absolute URL.
+pub fn target_url(base: &str, recorded: &str) -> anyhow::Result<reqwest::Url> {
+    let mut url = reqwest::Url::parse(base).with_context(|| format!("bad base URL {base:?}"))?;
+    let target = recorded.split('#').next().unwrap_or("");
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (target, None),
+    };
+    let prefix = url.path().trim_end_matches('/').to_owned();
+    let sep = if path.starts_with('/') { "" } else { "/" };
+    url.set_path(&format!("{prefix}{sep}{path}"));
+    url.set_query(query);
+    Ok(url)
+}
+
 /// Re-sends `chosen` to `opts.url`, recording each answer. `on_done` is called after each.
 ///
 /// Errors: a bad URL, or a session that cannot be opened. An unreachable server is not an error
@@ -94,7 +114,7 @@ pub async fn resend(
         let proxy = Proxy::spawn(cfg, Some(tx)).await?;
         let method = reqwest::Method::from_bytes(ex.request.method.as_bytes())
             .with_context(|| format!("exchange {}: bad method {:?}", ex.id, ex.request.method))?;
-        let mut req = http.request(method, format!("{}{}", proxy.url(), ex.request.path));
+        let mut req = http.request(method, target_url(&proxy.url(), &ex.request.path)?);
         for (k, v) in &ex.request.headers {
             if !dropped(k, v) && !opts.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k)) {
                 req = req.header(k, v);
@@ -112,7 +132,7 @@ pub async fn resend(
                     }
                 }
             }
-            Err(e) => eprintln!("toolscope resend: exchange {}: {e}", ex.id),
+            Err(e) => crate::errln!("toolscope resend: exchange {}: {e}", ex.id),
         }
         proxy.shutdown(Duration::from_secs(60)).await;
         let mut exchange = None;
@@ -134,6 +154,42 @@ pub async fn resend(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #27 item 5: a recorded path is a path on the target, never an authority.
+    #[test]
+    fn a_recorded_path_never_names_another_host() {
+        let base = "http://127.0.0.1:4000";
+        for (path, want) in [
+            (
+                "/v1/chat/completions",
+                "http://127.0.0.1:4000/v1/chat/completions",
+            ),
+            (
+                "@127.0.0.1:9/v1/chat/completions",
+                "http://127.0.0.1:4000/@127.0.0.1:9/v1/chat/completions",
+            ),
+            (
+                "//evil.example/v1/x",
+                "http://127.0.0.1:4000//evil.example/v1/x",
+            ),
+            (
+                "http://evil.example/v1/x",
+                "http://127.0.0.1:4000/http://evil.example/v1/x",
+            ),
+            (":9/x?key=1#frag", "http://127.0.0.1:4000/:9/x?key=1"),
+            ("/a?b=c", "http://127.0.0.1:4000/a?b=c"),
+        ] {
+            let u = target_url(base, path).unwrap();
+            assert_eq!(u.as_str(), want, "{path}");
+            assert_eq!(
+                (u.host_str(), u.port(), u.username(), u.password()),
+                (Some("127.0.0.1"), Some(4000), "", None),
+                "{path}"
+            );
+        }
+        let u = target_url("http://h:1/prefix/", "/v1/x").unwrap();
+        assert_eq!(u.as_str(), "http://h:1/prefix/v1/x");
+    }
 
     #[test]
     fn secrets_and_hop_headers_are_not_resent() {

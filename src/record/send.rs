@@ -132,7 +132,7 @@ pub async fn send(
             }
         }
         // without its URL: the query may hold a key (the recorded path is redacted)
-        Err(e) => eprintln!("toolscope send: {}", e.without_url()),
+        Err(e) => crate::errln!("toolscope send: {}", e.without_url()),
     }
     proxy.shutdown(Duration::from_secs(60)).await;
     let mut exchange = None;

@@ -45,23 +45,136 @@ impl<'de, T: Tagged> Visitor<'de> for TaggedVisitor<T> {
         };
         if first == T::TAG {
             let variant = map.next_value::<String>()?;
-            return T::body(&variant, de::value::MapAccessDeserializer::new(map));
+            // a second tag is a duplicate key like any other (the derived bodies refuse their
+            // own duplicate fields)
+            return T::body(
+                &variant,
+                de::value::MapAccessDeserializer::new(NoSecondTag { map, tag: T::TAG }),
+            );
         }
-        // The tag is not first: buffer the object and read it from there.
-        let mut object = serde_json::Map::new();
-        object.insert(first, map.next_value::<Value>()?);
-        while let Some((k, v)) = map.next_entry::<String, Value>()? {
-            object.insert(k, v);
+        // The tag is not first: buffer the object's entries in order, duplicates kept, and read
+        // the body from them, so a duplicate key meets the same refusal as above.
+        let mut entries: Vec<(String, Value)> = vec![(first, map.next_value::<StrictValue>()?.0)];
+        while let Some((k, v)) = map.next_entry::<String, StrictValue>()? {
+            entries.push((k, v.0));
         }
-        let variant = match object.shift_remove(T::TAG) {
-            Some(Value::String(s)) => s,
-            Some(other) => {
-                return Err(de::Error::invalid_type(unexpected(&other), &"a string"));
+        let mut tags = entries.iter().filter(|(k, _)| k == T::TAG);
+        let variant = match (tags.next(), tags.next()) {
+            (_, Some(_)) => return Err(de::Error::duplicate_field(T::TAG)),
+            (Some((_, Value::String(s))), None) => s.clone(),
+            (Some((_, other)), None) => {
+                return Err(de::Error::invalid_type(unexpected(other), &"a string"));
             }
-            None => return Err(de::Error::missing_field(T::TAG)),
+            (None, _) => return Err(de::Error::missing_field(T::TAG)),
         };
-        T::body(&variant, Value::Object(object)).map_err(de::Error::custom)
+        entries.retain(|(k, _)| k != T::TAG);
+        T::body(
+            &variant,
+            de::value::MapDeserializer::<_, serde_json::Error>::new(entries.into_iter()),
+        )
+        .map_err(de::Error::custom)
     }
+}
+
+/// A tagged object's body after its tag: refuses the tag key given again.
+struct NoSecondTag<A> {
+    map: A,
+    tag: &'static str,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for NoSecondTag<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        let Some(key) = self.map.next_key::<String>()? else {
+            return Ok(None);
+        };
+        if key == self.tag {
+            return Err(de::Error::duplicate_field(self.tag));
+        }
+        seed.deserialize(de::value::StringDeserializer::<A::Error>::new(key))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// JSON read into a [`Value`], refusing an object that gives one key twice (serde_json's
+/// `Value` keeps the last): the session reader's one rule for duplicate keys, whatever their
+/// order (`duplicate field `id``, with serde_json's line and column).
+pub(crate) struct StrictValue(pub Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StrictValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<StrictValue, E> {
+                Ok(StrictValue(Value::Bool(b)))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<StrictValue, E> {
+                Ok(StrictValue(Value::from(n)))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<StrictValue, E> {
+                Ok(StrictValue(Value::from(n)))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<StrictValue, E> {
+                Ok(StrictValue(
+                    serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number),
+                ))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<StrictValue, E> {
+                Ok(StrictValue(Value::String(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<StrictValue, E> {
+                Ok(StrictValue(Value::String(s)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<StrictValue, E> {
+                Ok(StrictValue(Value::Null))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<StrictValue, E> {
+                Ok(StrictValue(Value::Null))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<StrictValue, D::Error> {
+                StrictValue::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StrictValue, A::Error> {
+                let mut v = Vec::new();
+                while let Some(StrictValue(x)) = seq.next_element()? {
+                    v.push(x);
+                }
+                Ok(StrictValue(Value::Array(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrictValue, A::Error> {
+                let mut m = serde_json::Map::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    if m.contains_key(&k) {
+                        return Err(de::Error::custom(format_args!("duplicate field `{k}`")));
+                    }
+                    let StrictValue(v) = map.next_value()?;
+                    m.insert(k, v);
+                }
+                Ok(StrictValue(Value::Object(m)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `deserialize_with` for a verbatim JSON field (`props`, `show`): [`StrictValue`].
+pub(crate) fn strict_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Option::<StrictValue>::deserialize(d).map(|v| v.map(|v| v.0))
 }
 
 fn unexpected(v: &Value) -> de::Unexpected<'_> {
@@ -144,7 +257,7 @@ mod body {
     pub(super) struct Engine_ {
         pub exchange: u64,
         pub engine: Engine,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "super::strict_value")]
         pub props: Option<Value>,
     }
 
@@ -152,7 +265,7 @@ mod body {
     pub(super) struct OllamaShow {
         pub exchange: u64,
         pub model: String,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "super::strict_value")]
         pub show: Option<Value>,
         #[serde(default)]
         pub error: Option<String>,
@@ -280,6 +393,13 @@ impl BodyFields {
         };
         while let Some(key) = map.next_key::<Key>()? {
             match key {
+                Key::TUs if chunk && out.t_us.is_some() => {
+                    return Err(de::Error::duplicate_field("t_us"));
+                }
+                Key::Text if out.text.is_some() => return Err(de::Error::duplicate_field("text")),
+                Key::Base64 if out.base64.is_some() => {
+                    return Err(de::Error::duplicate_field("base64"));
+                }
                 Key::TUs if chunk => out.t_us = Some(map.next_value()?),
                 Key::Text => out.text = Some(map.next_value()?),
                 Key::Base64 => out.base64 = Some(map.next_value()?),
@@ -627,5 +747,72 @@ mod tests {
             (err.line(), err.column()),
             (1, text.find("7}").unwrap() + 1)
         );
+    }
+
+    /// Issue #27 item 12: a key given twice is refused whatever the key order — the tag first
+    /// (read in one pass) or not (buffered), the duplicate the tag itself, a body field, a
+    /// chunk field, or a key inside a verbatim `props`/`show` object — naming line and column.
+    #[test]
+    fn a_duplicate_key_is_refused_whatever_the_key_order() {
+        let ex = |pre: &str, post: &str| {
+            format!(r#"{{{pre}"started":"","request":{{"method":"GET","path":"/"}}{post}}}"#)
+        };
+        let cases = [
+            (ex(r#""type":"exchange","id":1,"id":2,"#, ""), "duplicate field `id`"),
+            (ex(r#""id":1,"type":"exchange","id":2,"#, ""), "duplicate field `id`"),
+            (ex(r#""id":1,"id":2,"type":"exchange","#, ""), "duplicate field `id`"),
+            (ex(r#""type":"exchange","type":"header","id":1,"#, ""), "duplicate field `type`"),
+            (ex(r#""id":1,"type":"exchange","type":"header","#, ""), "duplicate field `type`"),
+            (ex(r#""type":"exchange","id":1,"#, r#","started":"x""#), "duplicate field `started`"),
+            (
+                ex(r#""type":"exchange","id":1,"#, r#","response":{"status":200,"chunks":[{"t_us":1,"text":"a","text":"b"}]}"#),
+                "duplicate field `text`",
+            ),
+            (
+                ex(r#""id":1,"type":"exchange","#, r#","response":{"status":200,"chunks":[{"t_us":1,"text":"a","text":"b"}]}"#),
+                "duplicate field `text`",
+            ),
+            (
+                ex(r#""type":"exchange","id":1,"#, r#","response":{"status":200,"status":500}"#),
+                "duplicate field `status`",
+            ),
+            (
+                ex(r#""id":1,"type":"exchange","#, r#","response":{"status":200,"status":500}"#),
+                "duplicate field `status`",
+            ),
+            (
+                r#"{"type":"annotation","kind":"ollama_show","kind":"raw_text","exchange":1,"model":"m"}"#.to_owned(),
+                "duplicate field `kind`",
+            ),
+            (
+                r#"{"exchange":1,"kind":"ollama_show","model":"m","kind":"raw_text","type":"annotation"}"#.to_owned(),
+                "duplicate field `kind`",
+            ),
+            (
+                r#"{"type":"annotation","kind":"ollama_show","exchange":1,"model":"m","show":{"template":"a","template":"b"}}"#.to_owned(),
+                "duplicate field `template`",
+            ),
+            (
+                r#"{"kind":"ollama_show","type":"annotation","exchange":1,"model":"m","show":{"template":"a","template":"b"}}"#.to_owned(),
+                "duplicate field `template`",
+            ),
+            (
+                r#"{"type":"header","format":"toolscope-session/1","created":"","tool":"t","props":{"a":1,"a":2}}"#.to_owned(),
+                "duplicate field `a`",
+            ),
+        ];
+        for (text, want) in &cases {
+            let err = serde_json::from_str::<Line>(text).unwrap_err();
+            assert!(err.to_string().contains(want), "{text}: {err}");
+            // serde_json names the place: line 1, a column inside the line
+            assert_eq!(err.line(), 1, "{text}: {err}");
+            assert!(
+                err.column() > 1 && err.column() <= text.len(),
+                "{text}: {err}"
+            );
+        }
+        // the same lines without the duplicate read
+        let ok = ex(r#""id":1,"type":"exchange","#, "");
+        assert!(serde_json::from_str::<Line>(&ok).is_ok(), "{ok}");
     }
 }

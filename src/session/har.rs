@@ -126,10 +126,17 @@ pub fn har_to_session_with(name: &str, har: &Value, keep_secrets: bool) -> anyho
             .filter(|v| *v >= 0.0);
         let ttfb_us = (timings.is_some()).then_some((ttfb_ms * 1000.0).round() as u64);
         let resp = entry.get("response");
-        let status = resp
-            .and_then(|r| r.get("status"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        let status = match resp.and_then(|r| r.get("status")) {
+            None | Some(Value::Null) => 0,
+            Some(v) => match v.as_u64() {
+                // 0: the request failed (HAR); else an HTTP status, as the reader takes it
+                Some(s @ (0 | 100..=599)) => s,
+                _ => bail!(
+                    "{}: {v} is not an HTTP status (100-599, or 0 for a failed request)",
+                    at("response.status")
+                ),
+            },
+        };
         let mut ex = Exchange {
             id: i as u64 + 1,
             started,
@@ -235,14 +242,30 @@ pub fn har_to_session_with(name: &str, har: &Value, keep_secrets: bool) -> anyho
         if let Some(t) = entry.get("_toolscope") {
             apply_toolscope(&mut ex, t);
         }
+        if !keep_secrets {
+            // toolscope's own fields are input like any other: `_toolscope.path` too
+            ex.request.path = super::redact::redact_query(&ex.request.path).into_owned();
+        }
         session.exchanges.push(ex);
     }
     // A HAR written by `toolscope export` carries the session's header and annotations.
-    if let Some(h) = log
-        .get("_toolscope_header")
-        .and_then(|h| serde_json::from_value::<Header>(h.clone()).ok())
-    {
+    if let Some(h) = log.get("_toolscope_header") {
+        // read as strictly as the session reader reads a header line
+        let h: Header = serde_json::from_value(h.clone())
+            .map_err(|e| anyhow::anyhow!("{name}: log._toolscope_header: {e}"))?;
+        if h.format != super::FORMAT {
+            bail!(
+                "{name}: log._toolscope_header.format is {:?}; toolscope reads {:?} only",
+                h.format,
+                super::FORMAT
+            );
+        }
         header = h;
+        if !keep_secrets {
+            header.upstream = header
+                .upstream
+                .map(|u| super::redact::redact_url(&u).into_owned());
+        }
     }
     if let Some(anns) = log.get("_toolscope_annotations").and_then(Value::as_array) {
         for a in anns {

@@ -34,7 +34,11 @@ pub struct Header {
     pub engine: Option<Engine>,
     /// llama-server `GET /props`, verbatim (chat_template, chat_template_caps, bos_token,
     /// eos_token, model_path, build_info, …). Absent for other engines.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::de::strict_value"
+    )]
     pub props: Option<Value>,
     /// Where the session came from when not recorded live (e.g. `import:file.har`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -267,10 +267,12 @@ fn short(v: Option<&Value>) -> String {
     }
 }
 
-/// True for exchanges `serve` may answer with: a response was recorded and the exchange is the
-/// client's own traffic (not a `probe:`, `regenerate:` or `serve:` exchange).
+/// True for exchanges `serve` may answer with: a response was recorded — or none was and the
+/// recording says why (the upstream was unreachable: `serve` answers `502` with that error) —
+/// and the exchange is the client's own traffic (not a `probe:`, `regenerate:` or `serve:`
+/// exchange).
 pub fn servable(ex: &Exchange) -> bool {
-    ex.response.is_some()
+    (ex.response.is_some() || ex.error.is_some())
         && !ex.label.as_deref().is_some_and(|l| {
             l.starts_with("probe:") || l.starts_with("regenerate:") || l.starts_with("serve:")
         })

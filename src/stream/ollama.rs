@@ -281,6 +281,22 @@ pub fn reassemble_ollama(events: &[SseEvent], ep: OllamaEndpoint) -> Reassembled
             problem(&mut r, Some(n), "error_event", format!("error line: {msg}"));
             continue;
         }
+        if !v.is_object()
+            || (v.get("message").is_none()
+                && v.get("response").is_none()
+                && v.get("done").is_none())
+        {
+            problem(
+                &mut r,
+                Some(n),
+                "bad_shape",
+                format!(
+                    "line {n} is JSON but not an Ollama chunk (\"message\", \"response\" or \"done\"): {}",
+                    excerpt(&ev.data)
+                ),
+            );
+            continue;
+        }
         let before = r.message.tool_calls.len();
         let added = absorb(&mut r.message, &v, ep);
         for _ in 0..added {

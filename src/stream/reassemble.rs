@@ -154,7 +154,8 @@ pub struct StreamProblem {
     /// 0-based SSE event number, when tied to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<usize>,
-    /// `error_event`, `bad_json`, `no_end`, `after_end`, `truncated`, `extra_choice`.
+    /// `error_event`, `bad_json`, `bad_shape` (JSON, not the API's event), `no_end`,
+    /// `after_end`, `truncated`, `extra_choice`.
     pub kind: String,
     pub message: String,
 }
@@ -304,6 +305,16 @@ impl Builder {
         }
     }
 
+    /// Records a `bad_shape` problem: event `ev` is JSON, but not what the API sends (`want`).
+    fn bad_shape(&mut self, ev: &SseEvent, want: &str) {
+        let n = ev.index;
+        self.problem(
+            Some(n),
+            "bad_shape",
+            format!("event {n} is JSON but not {want}: {}", excerpt(&ev.data)),
+        );
+    }
+
     pub(super) fn new_call(&mut self, rec: CallRecord, event: usize) -> usize {
         self.r.message.tool_calls.push(rec);
         self.r.call_events.push(vec![event]);
@@ -387,6 +398,13 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
         }
         if ev.event.as_deref() == Some("error") {
             b.error_event(n, &v);
+            continue;
+        }
+        if !v.get("choices").is_some_and(Value::is_array) {
+            b.bad_shape(
+                ev,
+                "a chat.completion.chunk object with a \"choices\" array",
+            );
             continue;
         }
         if b.r.message.model.is_none() {
@@ -582,11 +600,16 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
         }
     }
     b.mark();
-    end_checks(&mut b, done.is_some(), "[DONE]");
+    end_checks(&mut b, done, "[DONE]");
     b.finish(Api::Openai)
 }
 
-fn end_checks(b: &mut Builder, ended: bool, end_name: &str) {
+/// The end of a stream: a cut last event (`truncated`), no terminal event (`no_end`). `done`
+/// is the terminal event; one that is itself the cut last event was never dispatched (WHATWG
+/// HTML §9.2.6: an event without its blank line is discarded), so the stream has none.
+fn end_checks(b: &mut Builder, done: Option<usize>, end_name: &str) {
+    let cut = b.r.events.last().filter(|e| !e.complete).map(|e| e.index);
+    let ended = done.is_some_and(|d| Some(d) != cut);
     if let Some(last) = b.r.events.last().filter(|e| !e.complete) {
         let (i, off) = (last.index, last.offset);
         b.problem(
@@ -635,6 +658,13 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
         } else {
             str_field(&v, "type").or(ev.event.as_deref()).unwrap_or("")
         };
+        if ty.is_empty() || !v.is_object() {
+            b.bad_shape(
+                ev,
+                "an object with a \"type\" (message_start, content_block_delta, …)",
+            );
+            continue;
+        }
         match ty {
             "message_start" => {
                 let m = v.get("message").unwrap_or(&Value::Null);
@@ -832,7 +862,7 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
         }
     }
     b.mark();
-    end_checks(&mut b, done.is_some(), "message_stop");
+    end_checks(&mut b, done, "message_stop");
     b.finish(Api::Anthropic)
 }
 
@@ -841,12 +871,17 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
 pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
     let mut b = Builder::default();
     b.r.events = events.to_vec();
-    let mut done = false;
+    let mut done: Option<usize> = None;
     for ev in events {
         b.mark();
         let n = ev.index;
         if ev.data.trim() == "[DONE]" {
-            done = true;
+            // `/v1/completions` ends with it; after a `/completion` `"stop": true` it is
+            // redundant, not an event after the end
+            done = done.or(Some(n));
+            continue;
+        }
+        if b.after_end(n, done, "the final event") {
             continue;
         }
         let v: Value = match serde_json::from_str(&ev.data) {
@@ -864,10 +899,17 @@ pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
             b.error_event(n, err);
             continue;
         }
+        if v.get("content").is_none() && !v.get("choices").is_some_and(Value::is_array) {
+            b.bad_shape(
+                ev,
+                "a /completion object with \"content\" or a /v1/completions object with \"choices\"",
+            );
+            continue;
+        }
         if let Some(c) = str_field(&v, "content") {
             b.r.message.content.push_str(c);
             if v.get("stop").and_then(Value::as_bool) == Some(true) {
-                done = true;
+                done = Some(n);
                 b.r.message.finish_reason = str_field(&v, "stop_type").map(str::to_owned);
                 b.r.finish_event = Some(n);
                 b.r.message.stop_sequence = str_field(&v, "stopping_word")
@@ -895,6 +937,83 @@ pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
     b.mark();
     end_checks(&mut b, done, "a final event");
     b.finish(Api::Completion)
+}
+
+/// The stream-contract findings of a decoded stream's problems (SSE events or Ollama NDJSON
+/// lines; `unit` names them in messages):
+///
+/// * `stream.malformed_event` — an event whose data is not JSON (`bad_json`) or is JSON but
+///   not the API's event (`bad_shape`): an SDK raises on it or drops it;
+/// * `stream.cut_event` — the last event is cut off (no blank line / newline after it);
+/// * `stream.no_terminal` — no terminal event: OpenAI chat and `/v1/completions` `data:
+///   [DONE]`, Anthropic `message_stop`, llama-server `/completion` `"stop": true`, Ollama
+///   `"done": true` (a stream that ended with an error event is `stream.error_event`'s);
+/// * `stream.after_terminal` — events after the terminal one.
+///
+/// A cut or unterminated stream is the server's fault only when the recording ended it
+/// normally or the upstream failed: with `outcome` `client_disconnected` or `shutdown` the
+/// client or toolscope ended it, so `stream.cut_event` and `stream.no_terminal` are not
+/// reported.
+pub fn contract_findings(
+    problems: &[StreamProblem],
+    outcome: crate::session::Outcome,
+    unit: &str,
+) -> Vec<Finding> {
+    use crate::session::Outcome;
+    let cut_by_us = matches!(outcome, Outcome::ClientDisconnected | Outcome::Shutdown);
+    let mut out = Vec::new();
+    let mut after: Vec<usize> = Vec::new();
+    for p in problems {
+        let f = match p.kind.as_str() {
+            "bad_json" | "bad_shape" => Finding::new(
+                Rule::StreamMalformedEvent,
+                p.message.clone(),
+                "a client SDK raises on this event or skips it: whatever it carried is lost; the server (or a proxy in between) wrote something other than the API's event",
+            ),
+            "truncated"
+                if !cut_by_us && !out.iter().any(|f: &Finding| f.rule == Rule::StreamCutEvent) =>
+            {
+                Finding::new(
+                    Rule::StreamCutEvent,
+                    p.message.clone(),
+                    "the stream stopped mid-event: the connection was closed while the server was still writing; what the event carried is lost",
+                )
+            }
+            "no_end" if !cut_by_us => Finding::new(
+                Rule::StreamNoTerminal,
+                p.message.clone(),
+                "the server closed the stream without its terminal event: a client cannot tell a finished answer from a cut one (the OpenAI and Anthropic SDKs treat it as complete)",
+            ),
+            "after_end" => {
+                after.extend(p.event);
+                continue;
+            }
+            _ => continue,
+        };
+        out.push(f.with_evidence(Evidence {
+            pane: Some(Pane::Stream),
+            event: p.event,
+            ..Default::default()
+        }));
+    }
+    if let Some(&first) = after.first() {
+        out.push(
+            Finding::new(
+                Rule::StreamAfterTerminal,
+                format!(
+                    "{} {unit}(s) arrive after the terminal one, the first {unit} {first}",
+                    after.len()
+                ),
+                "a client stops reading at the terminal event: what came after it is never seen",
+            )
+            .with_evidence(Evidence {
+                pane: Some(Pane::Stream),
+                event: Some(first),
+                ..Default::default()
+            }),
+        );
+    }
+    out
 }
 
 /// True when a `Content-Type` value names an SSE stream (`text/event-stream`, any case,
@@ -933,6 +1052,8 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
     // Ollama's native /api/chat and /api/generate: NDJSON, decoded in `super::ollama`.
     if crate::session::is_ollama_native(&ex.request.path) {
         let mut r = super::ollama::decode_ollama_exchange(ex)?;
+        let contract = contract_findings(&r.problems, ex.outcome, "line");
+        r.findings.extend(contract);
         for f in &mut r.findings {
             f.exchange = Some(ex.id);
         }
@@ -961,8 +1082,157 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
             ..Default::default()
         }
     };
+    let contract = contract_findings(&r.problems, ex.outcome, "event");
+    r.findings.extend(contract);
     for f in &mut r.findings {
         f.exchange = Some(ex.id);
     }
     Some(r)
+}
+
+/// Issue #27 item 13: the stream contract — malformed events, a missing terminal event, events
+/// after it, a cut last event — for SSE (OpenAI, Anthropic, completion) and Ollama NDJSON.
+#[cfg(test)]
+mod contract_tests {
+    use super::*;
+    use crate::session::Outcome;
+    use crate::stream::ollama::{OllamaEndpoint, decode_lines, reassemble_ollama};
+    use crate::stream::sse::decode_bytes;
+
+    fn ids(fs: &[Finding]) -> Vec<&'static str> {
+        fs.iter().map(|f| f.rule.id()).collect()
+    }
+
+    fn sse(api: &str, body: &str, outcome: Outcome) -> Vec<Finding> {
+        let ev = decode_bytes(body.as_bytes());
+        let r = match api {
+            "openai" => reassemble_openai(&ev),
+            "anthropic" => reassemble_anthropic(&ev),
+            _ => reassemble_completion(&ev),
+        };
+        contract_findings(&r.problems, outcome, "event")
+    }
+
+    fn ndjson(body: &str, outcome: Outcome) -> Vec<Finding> {
+        let ev = decode_lines([(body.as_bytes(), None)]);
+        let r = reassemble_ollama(&ev, OllamaEndpoint::Chat);
+        contract_findings(&r.problems, outcome, "line")
+    }
+
+    const OA: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n";
+    const OA_END: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    const AN: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
+    const AN_END: &str = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    const CO: &str = "data: {\"content\":\"a\",\"stop\":false}\n\n";
+    const CO_END: &str = "data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\"}\n\n";
+    const OL: &str =
+        "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"done\":false}\n";
+    const OL_END: &str = "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done_reason\":\"stop\",\"done\":true}\n";
+
+    #[test]
+    fn whole_streams_keep_the_contract() {
+        let c = Outcome::Complete;
+        assert!(sse("openai", &format!("{OA}{OA_END}"), c).is_empty());
+        assert!(sse("anthropic", &format!("{AN}{AN_END}"), c).is_empty());
+        assert!(sse("completion", &format!("{CO}{CO_END}"), c).is_empty());
+        assert!(ndjson(&format!("{OL}{OL_END}"), c).is_empty());
+        // llama-server's usage-only last chunk has an empty choices array
+        let usage = "data: {\"choices\":[],\"usage\":{\"total_tokens\":3}}\n\n";
+        assert!(sse("openai", &format!("{OA}{usage}data: [DONE]\n\n"), c).is_empty());
+    }
+
+    #[test]
+    fn malformed_events() {
+        let c = Outcome::Complete;
+        for (api, body) in [
+            ("openai", format!("{OA}data: {{not json}}\n\n{OA_END}")),
+            (
+                "openai",
+                format!("{OA}data: {{\"object\":\"x\"}}\n\n{OA_END}"),
+            ),
+            ("openai", format!("{OA}data: [1,2]\n\n{OA_END}")),
+            (
+                "anthropic",
+                format!("{AN}data: {{\"delta\":1}}\n\n{AN_END}"),
+            ),
+            ("anthropic", format!("{AN}data: nope\n\n{AN_END}")),
+            ("completion", format!("{CO}data: {{\"x\":1}}\n\n{CO_END}")),
+        ] {
+            let f = sse(api, &body, c);
+            assert_eq!(ids(&f), ["stream.malformed_event"], "{api}: {body}");
+            // the first event after the opening ones
+            let first = if api == "anthropic" { 2 } else { 1 };
+            assert_eq!(f[0].evidence.event, Some(first), "{api}");
+        }
+        for body in [
+            format!("{OL}{{broken\n{OL_END}"),
+            format!("{OL}{{\"x\":1}}\n{OL_END}"),
+        ] {
+            let f = ndjson(&body, c);
+            assert_eq!(ids(&f), ["stream.malformed_event"], "{body}");
+            assert_eq!(f[0].evidence.event, Some(1));
+        }
+    }
+
+    #[test]
+    fn missing_terminal_event() {
+        let c = Outcome::Complete;
+        let oa_no_done = format!(
+            "{OA}data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n"
+        );
+        assert_eq!(ids(&sse("openai", &oa_no_done, c)), ["stream.no_terminal"]);
+        assert_eq!(ids(&sse("anthropic", AN, c)), ["stream.no_terminal"]);
+        assert_eq!(ids(&sse("completion", CO, c)), ["stream.no_terminal"]);
+        assert_eq!(ids(&ndjson(OL, c)), ["stream.no_terminal"]);
+        // the client (or toolscope's shutdown) ended it: not the server's defect
+        for o in [Outcome::ClientDisconnected, Outcome::Shutdown] {
+            assert!(sse("openai", &oa_no_done, o).is_empty());
+            assert!(ndjson(OL, o).is_empty());
+        }
+        // the upstream failing is the server's
+        assert_eq!(
+            ids(&ndjson(OL, Outcome::UpstreamError)),
+            ["stream.no_terminal"]
+        );
+        // a stream ending in an error event is stream.error_event's, not this rule's
+        let err = format!("{OA}data: {{\"error\":{{\"message\":\"boom\"}}}}\n\n");
+        assert!(sse("openai", &err, c).is_empty());
+    }
+
+    #[test]
+    fn events_after_the_terminal_one() {
+        let c = Outcome::Complete;
+        let f = sse("openai", &format!("{OA}{OA_END}{OA}{OA}"), c);
+        assert_eq!(ids(&f), ["stream.after_terminal"]);
+        assert_eq!(f[0].evidence.event, Some(3));
+        assert!(f[0].message.starts_with("2 event(s)"), "{}", f[0].message);
+        let f = sse("anthropic", &format!("{AN}{AN_END}{AN}"), c);
+        assert_eq!(ids(&f), ["stream.after_terminal"]);
+        let f = sse("completion", &format!("{CO}{CO_END}{CO}"), c);
+        assert_eq!(ids(&f), ["stream.after_terminal"]);
+        let f = ndjson(&format!("{OL}{OL_END}{OL}"), c);
+        assert_eq!(ids(&f), ["stream.after_terminal"]);
+        assert_eq!(f[0].evidence.event, Some(2));
+    }
+
+    #[test]
+    fn a_cut_last_event() {
+        let c = Outcome::Complete;
+        let f = sse("openai", &format!("{OA}data: {{\"choices\":[{{\"ind"), c);
+        assert_eq!(ids(&f), ["stream.cut_event", "stream.no_terminal"]);
+        assert_eq!(f[0].evidence.event, Some(1));
+        // a whole event without its blank line is cut too
+        let f = sse("anthropic", &format!("{AN}{}", AN_END.trim_end()), c);
+        assert_eq!(ids(&f), ["stream.cut_event", "stream.no_terminal"], "{f:?}");
+        let f = ndjson(&format!("{OL}{{\"model\":\"m\",\"mess"), c);
+        assert_eq!(ids(&f), ["stream.cut_event", "stream.no_terminal"]);
+        assert!(
+            sse(
+                "openai",
+                &format!("{OA}data: {{\"cho"),
+                Outcome::ClientDisconnected
+            )
+            .is_empty()
+        );
+    }
 }

@@ -455,7 +455,7 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
             recursion_limit: opts.recursion_limit,
         },
     );
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.set_unknown_method_callback(crate::budget::bounded_method);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.set_formatter(|out, state, value| {
         if value.is_undefined() {

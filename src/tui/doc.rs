@@ -607,6 +607,15 @@ pub fn findings(list: &[Finding], theme: &Theme) -> Doc {
             ]),
             Some(i),
         );
+        if let Some(fix) = &f.fix {
+            d.push(
+                Line::from(vec![
+                    Span::styled(format!("          fix ({}): ", fix.id()), st.muted),
+                    Span::styled(fix.change.clone(), st.accent),
+                ]),
+                Some(i),
+            );
+        }
     }
     d
 }

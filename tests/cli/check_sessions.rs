@@ -390,3 +390,81 @@ fn annotation_for_a_missing_exchange_is_reported() {
         s.warnings
     );
 }
+
+/// Issue #24: the fix each shipped session's finding carries, as the engine's source says it
+/// must be (tools/server/server-context.cpp searches stop strings in the reasoning; build
+/// 11434 reads no named tool_choice; the Gemma 4 template prints `type` lists as a Python repr,
+/// which `first-type-with-note` avoids — loss 10 → 0, as `toolscope flatten --template` ranks it).
+#[test]
+fn shipped_findings_carry_their_fix() {
+    let fix_of = |file: &str, rule: &str| -> Value {
+        let (_, report, _) = run(&[
+            "--format",
+            "json",
+            &support::root()
+                .join("sessions")
+                .join(file)
+                .display()
+                .to_string(),
+        ]);
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == rule)
+            .unwrap_or_else(|| panic!("{file}: no {rule}: {report:#}"))["fix"]
+            .clone()
+    };
+    let g = fix_of("g-stop-in-reasoning.jsonl", "stop.in_reasoning");
+    assert_eq!(
+        (&g["id"], &g["stop"], &g["apply"]),
+        (
+            &json!("stop_client_side"),
+            &json!(["The"]),
+            &json!("resend")
+        ),
+        "{g:#}"
+    );
+    let b = fix_of(
+        "b-anthropic-named-tool-choice.jsonl",
+        "tool_choice.named_ignored",
+    );
+    assert_eq!(
+        (&b["id"], &b["tool"]),
+        (&json!("force_named_tool"), &json!("get_time")),
+        "{b:#}"
+    );
+    let c = fix_of("c-gemma4-template-anyof.jsonl", "schema.type_lost");
+    assert_eq!(
+        (
+            &c["id"],
+            &c["strategy"],
+            &c["loss_as_sent"],
+            &c["loss_flattened"]
+        ),
+        (
+            &json!("flatten_schemas"),
+            &json!("first-type-with-note"),
+            &json!(10),
+            &json!(0)
+        ),
+        "{c:#}"
+    );
+    // a finding without a fix has no `fix` key (reports otherwise unchanged)
+    let (_, report, _) = run(&[
+        "--format",
+        "json",
+        &support::root()
+            .join("sessions/d-stop-string.jsonl")
+            .display()
+            .to_string(),
+    ]);
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["rule"] == "stop.reason_mismatch" || f.get("fix").is_none()),
+        "{report:#}"
+    );
+}

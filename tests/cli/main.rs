@@ -16,5 +16,7 @@ mod diff_cli;
 mod parser_cli;
 mod regenerate_engines;
 mod replay_export;
+mod safe_cli;
 mod safe_inputs;
+mod safe_templates;
 mod template_cli;

@@ -563,6 +563,7 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
             from: "llama-server /tokenize ids".into(),
         }),
         template: Some(template_text.clone()),
+        label: None,
     };
     let r = rt
         .block_on(regenerate_with(&base, &original, &mut writer, &opts))

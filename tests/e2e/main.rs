@@ -15,6 +15,7 @@ mod e2e_raw;
 mod e2e_record_llama;
 mod e2e_record_proxy;
 mod e2e_replay;
+mod e2e_try;
 mod engine_builds_e2e;
 mod engines_real;
 mod stream_regenerate;

@@ -13,4 +13,5 @@ mod record_session;
 mod replay_ollama;
 mod replay_ollama_show_record;
 mod replay_serve;
+mod safe_serve;
 mod session_format;

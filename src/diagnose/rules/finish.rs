@@ -144,7 +144,7 @@ fn output_tokens(m: &crate::stream::AssistantMessage) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
-fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
+pub(crate) fn truncated(cx: &ExchangeContext, m: &crate::stream::AssistantMessage) -> bool {
     let cut_args = m
         .tool_calls
         .iter()

@@ -119,7 +119,7 @@ impl minijinja::value::Object for MutList {
 
     fn call_method(
         self: &std::sync::Arc<Self>,
-        _state: &mut minijinja::State<'_, '_>,
+        state: &mut minijinja::State<'_, '_>,
         method: &str,
         args: &[JValue],
     ) -> Result<JValue, Error> {
@@ -133,7 +133,11 @@ impl minijinja::value::Object for MutList {
                 Ok(JValue::from(()))
             }
             ("extend", [v]) => {
-                items.extend(v.try_iter()?);
+                // one list slot per item, paid for as it is added (budget.rs)
+                for x in v.try_iter()? {
+                    crate::budget::charge_work(state, crate::budget::BYTES_PER_ITEM)?;
+                    items.push(x);
+                }
                 Ok(JValue::from(()))
             }
             ("insert", [i, v]) => {
@@ -565,7 +569,12 @@ fn default_filter(
 }
 
 /// `join(d="", attribute=None)`: items must be strings or numbers (`as_string`); undefined → `""`.
-fn join(value: &JValue, d: Option<JValue>, kwargs: Kwargs) -> Result<String, Error> {
+fn join(
+    state: &minijinja::State,
+    value: &JValue,
+    d: Option<JValue>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
     let d = match d {
         Some(d) => Some(d),
         None => kwargs.get::<Option<JValue>>("d")?,
@@ -582,6 +591,18 @@ fn join(value: &JValue, d: Option<JValue>, kwargs: Kwargs) -> Result<String, Err
         ));
     }
     let delim = d.map(|d| as_string(&d)).unwrap_or_default();
+    // the render's budget (budget.rs) before anything is built: the delimiter is repeated
+    // once per item, items are strings or numbers (at most 32 bytes printed)
+    let mut size = 0u64;
+    for item in value.try_iter()? {
+        let item = match &attribute {
+            Some(a) if !a.is_undefined() => item.get_item(a).unwrap_or(JValue::UNDEFINED),
+            _ => item,
+        };
+        let n = item.as_str().map_or(32, |s| s.len() as u64);
+        size = size.saturating_add(n).saturating_add(delim.len() as u64);
+        crate::budget::ensure_bytes(state, size.saturating_mul(2), "join")?;
+    }
     let mut parts = Vec::new();
     for item in value.try_iter()? {
         let item = match &attribute {

@@ -139,6 +139,15 @@ pub fn install(env: &mut Environment<'static>) {
             while let (Some(sym), Some(r)) = (it.next(), it.next()) {
                 let op = sym.as_str().and_then(Op::from_symbol).ok_or_else(bad)?;
                 acc = apply(state, op, &acc, r)?;
+                // each intermediate result is built (and copied by the next step): pay for
+                // it, so a 20,000-term `~` chain costs what it copies (budget.rs)
+                let built = match acc.as_str() {
+                    Some(s) => s.len() as u64,
+                    None => {
+                        super::caps::untracked(|| crate::budget::print_bound(&acc, 0, 0, u64::MAX))
+                    }
+                };
+                crate::budget::charge_work(state, built)?;
             }
             Ok(acc)
         },
