@@ -26,8 +26,8 @@ pub mod send;
 pub mod serve;
 pub mod spill;
 pub mod summary;
-pub mod whatif;
 pub mod websocket;
+pub mod whatif;
 
 pub use recorder::RecordEvent;
 pub mod regenerate;

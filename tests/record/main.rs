@@ -9,10 +9,10 @@ mod support;
 
 mod record_proxy_faults;
 mod record_raw;
+mod record_responses;
 mod record_session;
 mod replay_ollama;
 mod replay_ollama_show_record;
 mod replay_serve;
 mod safe_serve;
 mod session_format;
-mod record_responses;
