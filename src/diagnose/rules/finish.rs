@@ -189,12 +189,14 @@ mod tests {
     #[test]
     fn ollama_stop_with_calls_is_the_contract_and_empty_is_not() {
         let ctx = |body: serde_json::Value| {
-            let mut cx = ExchangeContext::new(Api::Ollama);
-            cx.request = Some(json!({"tools": two_tools()}));
-            cx.message = crate::stream::ollama::from_ollama_json(
-                &body,
-                crate::stream::ollama::OllamaEndpoint::Chat,
-            );
+            let cx = ExchangeContext {
+                request: Some(json!({"tools": two_tools()})),
+                message: crate::stream::ollama::from_ollama_json(
+                    &body,
+                    crate::stream::ollama::OllamaEndpoint::Chat,
+                ),
+                ..ExchangeContext::new(Api::Ollama)
+            };
             cx
         };
         // docs/api.md "Chat request (No streaming, with tools)": calls with done_reason stop.
