@@ -732,7 +732,7 @@ impl<'a> Cx<'a> {
             change = format!("{listing} → no type (an alternative accepts any value)");
             lost.push("the typed alternatives (the value may be anything)".into());
         } else if rest.iter().all(|a| types_of(a) == ["object"]) {
-            let (m, l) = merge_objects(kw, &rest);
+            let (m, l) = merge_objects(kw, rest);
             merged = m;
             lost.extend(l);
             change = format!("{kw} of {} objects merged into one object", rest.len());
@@ -759,7 +759,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         } else {
-            let (m, l) = merge_mixed(&rest);
+            let (m, l) = merge_mixed(rest);
             merged = m;
             lost.extend(l);
             change = format!("{listing} → type list");
