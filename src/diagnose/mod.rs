@@ -18,6 +18,7 @@ use crate::stream::AssistantMessage;
 
 pub mod compare;
 pub mod fix;
+pub mod history;
 pub mod input;
 pub mod markup;
 pub mod probe;

@@ -156,7 +156,7 @@ fn code_of(src: &str) -> String {
 fn expand_groups(code: &str) -> String {
     let mut out = String::new();
     let mut rest = code;
-    while let Some(at) = rest.find("use ") {
+    while let Some(at) = find_use(rest) {
         out.push_str(&rest[..at]);
         let stmt_end = rest[at..].find(';').map_or(rest.len(), |e| at + e);
         let stmt: String = rest[at + 4..stmt_end]
@@ -172,6 +172,24 @@ fn expand_groups(code: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The byte offset of the next `use ` keyword in `code`: not the end of an identifier such as
+/// `cause ` or `reuse `.
+fn find_use(code: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = code[from..].find("use ") {
+        let at = from + at;
+        let ident = code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if !ident {
+            return Some(at);
+        }
+        from = at + 4;
+    }
+    None
 }
 
 fn expand(path: &str) -> Vec<String> {

@@ -11,7 +11,7 @@
 //!   dropped it (the layer is named; tools the API conversion drops are found where the
 //!   conversion is, with the same id). One finding per tool.
 //!
-//! Messages are read in their chat shape ([`crate::conversation::chat_messages`]: Anthropic
+//! Messages are read in their chat shape ([`crate::diagnose::history::chat_messages`]: Anthropic
 //! bodies converted as llama-server b11434 converts them, server-chat.cpp
 //! `server_chat_convert_anthropic_to_oai`, which passes a `system` entry inside `messages`
 //! through as a `role: "system"` message; whether it is printed is then the template's
@@ -53,11 +53,11 @@ pub fn request_text_spans(
 /// Every text the agent wrote into the request: message contents (system included) and tool
 /// descriptions, trimmed, non-empty.
 pub fn request_texts(request: &Value, api: crate::session::Api) -> Vec<String> {
-    let mut out: Vec<String> = crate::conversation::chat_messages(api, request)
+    let mut out: Vec<String> = crate::diagnose::history::chat_messages(api, request)
         .unwrap_or_default()
         .iter()
         .map(|m| {
-            crate::conversation::content_text(m.get("content"))
+            crate::diagnose::history::content_text(m.get("content"))
                 .trim()
                 .to_owned()
         })
@@ -113,7 +113,7 @@ pub fn dropped_messages(cx: &ExchangeContext) -> Vec<Finding> {
     let (Some(req), Some(prompt)) = (&cx.request, &cx.server_prompt) else {
         return Vec::new();
     };
-    let Some(msgs) = crate::conversation::chat_messages(cx.api, req) else {
+    let Some(msgs) = crate::diagnose::history::chat_messages(cx.api, req) else {
         return Vec::new();
     };
     let from_anthropic = cx.api == crate::session::Api::Anthropic;
@@ -122,7 +122,7 @@ pub fn dropped_messages(cx: &ExchangeContext) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut reasoning_dropped = Vec::new();
     for (i, m) in msgs.iter().enumerate() {
-        let msg = crate::conversation::Msg::from_chat(m);
+        let msg = crate::diagnose::history::Msg::from_chat(m);
         let pointer = if from_anthropic && i < shift {
             "/system".to_owned()
         } else {
@@ -134,7 +134,7 @@ pub fn dropped_messages(cx: &ExchangeContext) -> Vec<Finding> {
         if msg.text.trim().is_empty() || prompt_contains(prompt, &msg.text) {
             continue;
         }
-        let excerpt = Some(crate::conversation::short(msg.text.trim(), 120));
+        let excerpt = Some(crate::diagnose::history::short(msg.text.trim(), 120));
         if msg.is_result() {
             out.push(
                 Finding::new(
