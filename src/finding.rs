@@ -88,6 +88,18 @@ pub enum Rule {
     ServerParseError,
     #[serde(rename = "server.call_mismatch")]
     ServerCallMismatch,
+    #[serde(rename = "loop.call_unanswered")]
+    LoopCallUnanswered,
+    #[serde(rename = "loop.result_unknown_id")]
+    LoopResultUnknownId,
+    #[serde(rename = "loop.repeated_call")]
+    LoopRepeatedCall,
+    #[serde(rename = "loop.result_unrendered")]
+    LoopResultUnrendered,
+    #[serde(rename = "input.message_dropped")]
+    InputMessageDropped,
+    #[serde(rename = "cache.prefix_changed")]
+    CachePrefixChanged,
     #[serde(rename = "session.damaged")]
     SessionDamaged,
 }
@@ -130,6 +142,12 @@ impl Rule {
         Rule::ParserChunkingDivergence,
         Rule::ServerParseError,
         Rule::ServerCallMismatch,
+        Rule::LoopCallUnanswered,
+        Rule::LoopResultUnknownId,
+        Rule::LoopRepeatedCall,
+        Rule::LoopResultUnrendered,
+        Rule::InputMessageDropped,
+        Rule::CachePrefixChanged,
         Rule::SessionDamaged,
     ];
 
@@ -171,6 +189,12 @@ impl Rule {
             Rule::ParserChunkingDivergence => "parser.chunking_divergence",
             Rule::ServerParseError => "server.parse_error",
             Rule::ServerCallMismatch => "server.call_mismatch",
+            Rule::LoopCallUnanswered => "loop.call_unanswered",
+            Rule::LoopResultUnknownId => "loop.result_unknown_id",
+            Rule::LoopRepeatedCall => "loop.repeated_call",
+            Rule::LoopResultUnrendered => "loop.result_unrendered",
+            Rule::InputMessageDropped => "input.message_dropped",
+            Rule::CachePrefixChanged => "cache.prefix_changed",
             Rule::SessionDamaged => "session.damaged",
         }
     }
@@ -189,7 +213,9 @@ impl Rule {
             | Rule::SchemaAlternativeDropped
             | Rule::StreamNameRepeated
             | Rule::StreamAfterTerminal
-            | Rule::InputToolDropped => Severity::Warning,
+            | Rule::InputToolDropped
+            | Rule::CachePrefixChanged
+            | Rule::LoopRepeatedCall => Severity::Warning,
             Rule::SessionDamaged => Severity::Warning,
             _ => Severity::Error,
         }

@@ -34,6 +34,7 @@
 pub mod analysis;
 pub mod budget;
 pub mod cli;
+pub mod conversation;
 pub mod diagnose;
 pub mod diff;
 pub mod export;

@@ -296,7 +296,7 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
                ctx: crate::analysis::Context<'_>,
                session: Option<&TemplateSource>,
                file: &str|
-     -> anyhow::Result<Option<(ExchangeSummary, Vec<Finding>)>> {
+     -> anyhow::Result<Option<Listed>> {
         if !ex.api().is_generation() {
             return Ok(None);
         }
@@ -313,8 +313,9 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
             },
         )?;
         let summary = summary_of(&a, file);
+        let turn = crate::conversation::TurnInput::from_analysed(&a);
         let findings = a.findings.into_iter().map(|f| in_file(f, file)).collect();
-        Ok(Some((summary, findings)))
+        Ok(Some((summary, findings, turn)))
     };
     // Exchanges are analysed on every core (at most [`CHECK_WORKERS`]), a batch of
     // [`CHECK_BATCH`] rows at a time, and written in row order: the report is the same bytes.
@@ -511,6 +512,8 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
                 }
             }
         };
+        // the session's loop: each exchange's compact facts, folded in row (id) order
+        let mut conversation = crate::conversation::Builder::new();
         let mut start = 0;
         while start < src.len() {
             let end = (start + CHECK_BATCH).min(src.len());
@@ -544,11 +547,17 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
                 for f in damaged {
                     report.finding(f)?;
                 }
-                if let Some((summary, findings)) = listed? {
+                if let Some((summary, findings, turn)) = listed? {
                     report.exchange(&summary, findings)?;
+                    if let Some(t) = turn {
+                        conversation.push(t);
+                    }
                 }
             }
             start = end;
+        }
+        for f in crate::conversation::rules::findings(&conversation.finish()) {
+            report.finding(in_file(f, &file))?;
         }
     }
 
@@ -585,9 +594,14 @@ const CHECK_BATCH: usize = 64;
 
 /// One session row's outcome: damaged-line findings, then its listing (`None`: not a
 /// generation exchange, or a row that could not be read) or the error that stops the report.
-type RowOut = (
+type RowOut = (Vec<Finding>, anyhow::Result<Option<Listed>>);
+
+/// One listed session exchange: its listing, its own findings, and its facts for the loop
+/// rules ([`crate::conversation`]).
+type Listed = (
+    ExchangeSummary,
     Vec<Finding>,
-    anyhow::Result<Option<(ExchangeSummary, Vec<Finding>)>>,
+    Option<crate::conversation::TurnInput>,
 );
 
 /// `check`'s listing of an analysed session exchange from input `file`.

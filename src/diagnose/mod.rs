@@ -466,8 +466,10 @@ pub fn check_exchange_traced(
 ) -> (Vec<Finding>, Option<rules::replay::ReplayTraces>) {
     let traces = rules::replay::traces_with(cx, record);
     let mut out = Vec::new();
+    out.extend(rules::input::dropped_tools(cx));
     out.extend(rules::schema::loss(cx));
     out.extend(rules::responses::tool_dropped(cx));
+    out.extend(rules::input::dropped_messages(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
     out.extend(rules::tokens::markers(cx));
     out.extend(rules::server::parse_error(cx));

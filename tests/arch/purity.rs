@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// The pure modules, under `src/`.
 const PURE: &[&str] = &[
     "schema", "template", "gotmpl", "budget", "tokens", "stream", "parser", "diagnose", "diff",
-    "analysis",
+    "analysis", "conversation",
 ];
 
 /// What a pure module may not name, with why.

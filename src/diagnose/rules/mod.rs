@@ -5,6 +5,7 @@
 pub mod calls;
 pub mod choice;
 pub mod finish;
+pub mod input;
 pub mod protocol;
 pub mod replay;
 pub mod responses;

@@ -10,9 +10,23 @@ use crate::finding::Finding;
 
 /// Schema facts of the request's tools that never reached the server's prompt. Empty without
 /// a request, without tools, or without a recorded server prompt.
+///
+/// A tool whose name the prompt never prints is left to `input.tool_dropped`
+/// ([`super::input::dropped_tools`]): one finding per dropped tool, not a second one here.
 pub fn loss(cx: &ExchangeContext) -> Vec<Finding> {
     match (&cx.request, &cx.server_prompt) {
-        (Some(req), Some(prompt)) => crate::schema::loss::schema_loss(req, prompt),
+        (Some(req), Some(prompt)) => {
+            let dropped = super::input::tools_not_printed(req, prompt);
+            crate::schema::loss::schema_loss(req, prompt)
+                .into_iter()
+                .filter(|f| {
+                    f.evidence
+                        .tool
+                        .as_ref()
+                        .is_none_or(|t| !dropped.contains(t))
+                })
+                .collect()
+        }
         _ => Vec::new(),
     }
 }

@@ -104,11 +104,44 @@ pub fn markers(cx: &ExchangeContext) -> Vec<Finding> {
     let mut out = split_in(cx, prompt, &tokens);
     let split_at: Vec<Option<usize>> = out.iter().map(|f| f.evidence.offset).collect();
     out.extend(
-        crate::tokens::pseudo_special(prompt, &tokens)
-            .into_iter()
+        template_markers(cx, prompt, crate::tokens::pseudo_special(prompt, &tokens))
             .filter(|f| !split_at.contains(&f.evidence.offset)),
     );
     out
+}
+
+/// The marker findings that judge the template's own markers: a marker standing inside text
+/// the agent sent (a message's content, a tool description: Claude Code's
+/// `<system-reminder>`, `<pasted_content>`, `<name>`, `<functions>`) is the agent's text, not
+/// the template's vocabulary, and is left out. When a marker text occurs both in the agent's
+/// text and elsewhere in the prompt, the first occurrence outside the agent's text is judged.
+fn template_markers<'a>(
+    cx: &'a ExchangeContext,
+    prompt: &'a str,
+    found: Vec<Finding>,
+) -> impl Iterator<Item = Finding> + 'a {
+    let spans = cx
+        .request
+        .as_ref()
+        .map(|r| super::input::request_text_spans(r, cx.api, prompt))
+        .unwrap_or_default();
+    let inside = move |at: usize, len: usize| spans.iter().any(|&(s, e)| s <= at && at + len <= e);
+    found.into_iter().filter_map(move |mut f| {
+        let (Some(at), Some(text)) = (f.evidence.offset, f.evidence.excerpt.clone()) else {
+            return Some(f);
+        };
+        if !inside(at, text.len()) {
+            return Some(f);
+        }
+        // another occurrence outside the agent's text?
+        let other = prompt
+            .match_indices(text.as_str())
+            .map(|(i, _)| i)
+            .find(|&i| !inside(i, text.len()))?;
+        f.evidence.offset = Some(other);
+        f.evidence.token = None;
+        Some(f)
+    })
 }
 
 /// `token.pseudo_special` over the tokenized prompt (`--vocab` render, else the server's):
@@ -117,7 +150,7 @@ pub fn pseudo_special(cx: &ExchangeContext) -> Vec<Finding> {
     let Some((prompt, tokens)) = tokenized(cx) else {
         return Vec::new();
     };
-    crate::tokens::pseudo_special(prompt, &tokens)
+    template_markers(cx, prompt, crate::tokens::pseudo_special(prompt, &tokens)).collect()
 }
 
 /// `token.special_split`: a marker the parser of this exchange's tool-call syntax keys on
