@@ -309,13 +309,25 @@ impl Trace {
 
     /// Concise JSON of every step (the `steps` of `toolscope parse --format json`):
     /// `[{"step","chunk","state","syntax"?,"held"?,"events":[…]}]`; `held` is cut to 120 chars.
+    ///
+    /// Bounded per step, so the trace stays a summary of the input rather than a copy of it
+    /// several times over (a 4.1 MB text of 40,000 Hermes calls fed as one chunk wrote a 20 MB
+    /// trace; issue #27 item 2): a chunk longer than [`STEP_JSON_CHUNK`] bytes is cut to that
+    /// many characters with `…` and the step gets `chunk_bytes` (the chunk's length); a step
+    /// with more than [`STEP_JSON_EVENTS`] events lists the first ones and gets `events_total`.
+    /// The result (`content`, `tool_calls`, …) is printed whole beside it.
     pub fn steps_json(&self) -> Value {
         let mut out = Vec::with_capacity(self.steps.len());
         for i in 0..self.steps.len() {
             let v = self.state_at(i);
             let mut o = serde_json::Map::new();
             o.insert("step".into(), i.into());
-            o.insert("chunk".into(), v.chunk.into());
+            if v.chunk.len() > STEP_JSON_CHUNK {
+                o.insert("chunk".into(), cut(v.chunk, STEP_JSON_CHUNK).into());
+                o.insert("chunk_bytes".into(), v.chunk.len().into());
+            } else {
+                o.insert("chunk".into(), v.chunk.into());
+            }
             o.insert(
                 "state".into(),
                 serde_json::to_value(v.state.kind).unwrap_or(Value::Null),
@@ -326,15 +338,25 @@ impl Trace {
             if !v.held.is_empty() {
                 o.insert("held".into(), cut(v.held, 120).into());
             }
+            let shown = &v.events[..v.events.len().min(STEP_JSON_EVENTS)];
             o.insert(
                 "events".into(),
-                serde_json::to_value(v.events).unwrap_or(Value::Null),
+                serde_json::to_value(shown).unwrap_or(Value::Null),
             );
+            if shown.len() < v.events.len() {
+                o.insert("events_total".into(), v.events.len().into());
+            }
             out.push(Value::Object(o));
         }
         Value::Array(out)
     }
 }
+
+/// A step's chunk longer than this many bytes is cut in [`Trace::steps_json`].
+pub const STEP_JSON_CHUNK: usize = 1024;
+
+/// A step lists at most this many events in [`Trace::steps_json`].
+pub const STEP_JSON_EVENTS: usize = 64;
 
 /// `s` cut to at most `n` chars, with `…` when cut.
 pub fn cut(s: &str, n: usize) -> String {

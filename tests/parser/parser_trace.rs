@@ -155,6 +155,23 @@ fn steps_json_is_concise() {
     assert_eq!(j[2]["state"], "done");
 }
 
+/// `steps_json` is bounded per step (issue #27 item 2): one chunk of 40,000 Hermes calls
+/// (4.5 MB) gives a step whose chunk is cut to 1,024 characters plus `chunk_bytes`, and whose
+/// events list the first 64 of the ≥ 120,000 (40,000 × start, delta, end, and content) plus
+/// `events_total`; the JSON is a few KB, not a copy of the input.
+#[test]
+fn steps_json_is_bounded_per_step() {
+    let call = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>\n";
+    let text = format!("Hi\n{}", call.repeat(40_000));
+    let t = Trace::record(std::slice::from_ref(&text), None, None);
+    let j = t.steps_json();
+    assert_eq!(j[0]["chunk_bytes"], text.len());
+    assert_eq!(j[0]["chunk"].as_str().unwrap().chars().count(), 1025); // 1,024 + `…`
+    assert_eq!(j[0]["events"].as_array().unwrap().len(), 64);
+    assert!(j[0]["events_total"].as_u64().unwrap() >= 3 * 40_000);
+    assert!(j.to_string().len() < 64 * 1024);
+}
+
 /// The one display form of states and events (issue 13 item 4; the TUI Replay pane and the
 /// CLI print these, never `{:?}`). Expected strings hand-written from docs/parser.md.
 #[test]

@@ -51,6 +51,15 @@ pub fn chunking_divergence(cx: &ExchangeContext) -> Vec<Finding> {
 /// character). Bounds the memory an inspector keeps per analysed exchange.
 pub const MAX_KEPT_PER_CHAR: usize = 64 * 1024;
 
+/// Texts longer than this many bytes are not replayed per character at all: the per-character
+/// chunking then does not apply (its cut is `None`, as per token piece without pieces), and
+/// `parser.chunking_divergence` judges the other chunkings only. A per-character replay holds
+/// one trace step (~100 bytes) and one chunk per character, so without this bound one
+/// exchange's analysis took ~175× the exchange (a 10 MB stream: 1.9 GB; issue #27 item 2).
+/// The other chunkings cut at recorded chunks, so a split marker still shows there; 256 KiB
+/// keeps the per-character replay under ~40 MB.
+pub const MAX_JUDGED_PER_CHAR: usize = 256 * 1024;
+
 /// One chunking of the replayed text: its chunk end offsets (bytes into the text) and
 /// toolscope's parser trace over those chunks (one step per chunk, then `finish()`).
 #[derive(Debug, Clone)]
@@ -133,6 +142,7 @@ pub fn traces_with(cx: &ExchangeContext, record: &Recorder) -> Option<ReplayTrac
                 }
                 Chunking::Recorded => Cut::Recorded,
                 Chunking::PerPiece => Cut::Pieces(replay.pieces.clone()?),
+                Chunking::PerChar if replay.text.len() > MAX_JUDGED_PER_CHAR => return None,
                 Chunking::PerChar => Cut::PerChar,
                 Chunking::Every2 => Cut::EveryN(2),
                 Chunking::Every8 => Cut::EveryN(8),
@@ -314,6 +324,24 @@ pub(crate) mod tests {
         "ol_c",
         "all>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}</tool_call>",
     ];
+
+    /// A replay text over [`MAX_JUDGED_PER_CHAR`] bytes is not replayed per character (the
+    /// cut does not apply), while the recorded chunking still is; at the bound it still is.
+    #[test]
+    fn per_character_replay_is_bounded_by_size() {
+        let piece = "x".repeat(1024);
+        let n = MAX_JUDGED_PER_CHAR / 1024;
+        let at = |k: usize| {
+            let chunks: Vec<&str> = std::iter::repeat_n(piece.as_str(), k).collect();
+            traces_with(&streamed(&chunks), &lean_parser).unwrap()
+        };
+        let small = at(n);
+        assert_eq!(small.replay.text.len(), MAX_JUDGED_PER_CHAR);
+        assert!(small.cut(Chunking::PerChar).is_some());
+        let big = at(n + 1);
+        assert!(big.cut(Chunking::PerChar).is_none());
+        assert_eq!(big.cut(Chunking::Recorded).unwrap().bounds.len(), n + 1);
+    }
 
     /// A naive streaming parser: releases whatever a chunk ends with at once instead of holding
     /// a possible marker start, so a marker split across chunks is never seen whole (here: the
