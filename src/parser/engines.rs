@@ -354,7 +354,19 @@ fn llama(
     ours: &ParseOutput,
     sit: &Situation,
 ) -> (Outcome, String, Option<&'static str>) {
-    let _ = text;
+    // b11434 and b11312 build a peg-native parser for these templates (Granite 3.3, Hunyuan 3,
+    // Solar Open in the corpus) that reads no tool-call syntax: every reply is content, with
+    // the generation prompt's reasoning markers stripped. Measured with llama.cpp's own
+    // common_chat_templates_apply + common_chat_parse (scripts/engines/llama/parse.cpp,
+    // tests/e2e/engines_llama.rs).
+    if matches!(family, Syntax::Granite | Syntax::Hy3 | Syntax::SolarOpen) {
+        return (
+            whole(text),
+            "llama.cpp's parser for this template reads no tool calls: the reply is content"
+                .to_string(),
+            None,
+        );
+    }
     let problem = sit
         .drift
         .as_ref()
