@@ -26,6 +26,7 @@ use crate::finding::Finding;
 use crate::session::index::SessionSource;
 use crate::session::{Api, Piece, TokenPiece};
 use crate::template::TemplateSource;
+use crate::template::source::TemplateFormat;
 
 /// API of a bare request/response pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -249,9 +250,16 @@ impl VocabRenderer<'_> {
 ///
 /// Errors: unusable input (named file and position), or writing to `w` failed.
 pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally> {
-    let source = args.template.as_deref().map(load_template).transpose()?;
+    let mut source = args.template.as_deref().map(load_template).transpose()?;
     let vocab = match &args.vocab {
-        Some(v) => Some(load_vocab(v)?),
+        Some(v) => {
+            let v = load_vocab(v)?;
+            // the model's BOS/EOS texts and flags reach the template, as llama-server passes them
+            if let Some(s) = source.as_mut().filter(|s| s.format != TemplateFormat::Go) {
+                super::render::apply_vocab(s, &v, args.engine)?;
+            }
+            Some(v)
+        }
         None => source
             .as_ref()
             .and_then(|s| s.vocab.clone())

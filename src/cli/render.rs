@@ -170,6 +170,13 @@ fn tokenizer_config_vocab(path: &Path, cfg: &Value) -> anyhow::Result<Vocab> {
     if let Some(b) = bos {
         v.bos_id = v.special_id(b).or(v.bos_id);
     }
+    let eos = cfg.get("eos_token").and_then(|b| {
+        b.as_str()
+            .or_else(|| b.get("content").and_then(Value::as_str))
+    });
+    if let Some(e) = eos {
+        v.eos_id = v.special_id(e).or(v.eos_id);
+    }
     if let Some(add) = cfg.get("add_bos_token").and_then(Value::as_bool) {
         v.add_bos = add;
     }
@@ -255,6 +262,47 @@ pub fn render_request_with(
     );
     let prompt = crate::template::render(template, &input, &opts)?;
     Ok((prompt, input))
+}
+
+/// Gives `source` the special-token texts of the `--vocab` model, as llama-server gives them to
+/// the template: `bos_token` / `eos_token` are the vocabulary's BOS / EOS texts (an empty
+/// string when it has none), and its add-BOS / add-EOS flags decide which printed BOS / EOS the
+/// llama.cpp profile removes (`common_chat_templates_init` and `common_chat_template_direct_apply`,
+/// common/chat.cpp, b11434). Under the llama.cpp profile (`engine`, else the source's) the
+/// vocabulary's texts replace the source's, as the server's model does; otherwise they only fill
+/// what the source lacks. A server URL answers with its `/props` `bos_token` / `eos_token`.
+/// Errors: the server cannot be reached or its `/props` is malformed.
+pub fn apply_vocab(
+    source: &mut TemplateSource,
+    vocab: &VocabSource,
+    engine: Option<crate::template::Engine>,
+) -> anyhow::Result<()> {
+    let llama = engine.or(source.engine).is_some_and(|e| e.is_llama_cpp());
+    let (bos, eos, flags) = match vocab {
+        VocabSource::Local(v) => (
+            Some(v.bos_text().unwrap_or_default().to_owned()),
+            Some(v.eos_text().unwrap_or_default().to_owned()),
+            Some(crate::template::llama::VocabFlags {
+                add_bos: v.add_bos,
+                add_eos: v.add_eos,
+            }),
+        ),
+        VocabSource::Server(url) => {
+            let props = crate::cli::runtime().block_on(ServerClient::new(url).props())?;
+            let p = TemplateSource::from_props(&props).unwrap_or_default();
+            (p.bos_token, p.eos_token, None)
+        }
+    };
+    if llama || source.bos_token.is_none() {
+        source.bos_token = bos.or(source.bos_token.take());
+    }
+    if llama || source.eos_token.is_none() {
+        source.eos_token = eos.or(source.eos_token.take());
+    }
+    if flags.is_some() && (llama || source.vocab_flags.is_none()) {
+        source.vocab_flags = flags;
+    }
+    Ok(())
 }
 
 /// A prompt split by a vocabulary, with the BOS the vocabulary knows.
@@ -343,7 +391,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })?,
         None => time::OffsetDateTime::now_utc(),
     };
-    let source = load_template(&args.template)?;
+    let mut source = load_template(&args.template)?;
+    let vocab = args.vocab.as_deref().map(load_vocab).transpose()?;
+    if let Some(v) = &vocab
+        && source.format != TemplateFormat::Go
+    {
+        apply_vocab(&mut source, v, args.engine)?;
+    }
     if source.format == TemplateFormat::Go {
         // An Ollama Go template: the request is an Ollama /api/chat (or /api/generate) body,
         // rendered as Ollama's server does (crate::template::ollama, issue #14). A Jinja
@@ -390,8 +444,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         Format::Json => {
-            let vocab = match &args.vocab {
-                Some(v) => Some(load_vocab(v)?),
+            let vocab = match vocab {
+                Some(v) => Some(v),
                 None => source
                     .vocab
                     .clone()

@@ -88,6 +88,9 @@ pub struct Vocab {
     pub eos_id: Option<u32>,
     /// Whether the engine adds BOS before the prompt (`tokenizer.ggml.add_bos_token`).
     pub add_bos: bool,
+    /// Whether the engine adds EOS after the prompt (`tokenizer.ggml.add_eos_token`; for a
+    /// tokenizer.json, whether encoding with special tokens ends with the EOS).
+    pub add_eos: bool,
     /// `tokenizer.ggml.model` (`gpt2`, `llama`, …) or `tokenizer.json`.
     pub model: String,
     /// Special tokens (text, id), longest text first.
@@ -199,6 +202,10 @@ impl Vocab {
             bos_id: id("tokenizer.ggml.bos_token_id"),
             eos_id: id("tokenizer.ggml.eos_token_id"),
             add_bos,
+            add_eos: md
+                .get("tokenizer.ggml.add_eos_token")
+                .and_then(GgufValue::as_bool)
+                .unwrap_or(false),
             model: model.clone(),
             engine: Engine::None,
             pieces,
@@ -279,6 +286,11 @@ impl Vocab {
                 .map(|e| e.get_ids().first() == Some(&b))
                 .unwrap_or(false)
         });
+        let add_eos = eos_id.is_some_and(|e| {
+            tk.encode("a", true)
+                .map(|x| x.get_ids().last() == Some(&e))
+                .unwrap_or(false)
+        });
         let mut v = Vocab {
             origin: origin.to_owned(),
             pieces,
@@ -286,6 +298,7 @@ impl Vocab {
             bos_id,
             eos_id,
             add_bos,
+            add_eos,
             model: "tokenizer.json".into(),
             specials: Vec::new(),
             engine: Engine::Hf(Arc::new(tk)),

@@ -154,3 +154,31 @@ fn case_09_duplicate_bos_from_server_pieces() {
     assert!(!f.message.contains("0, 1, 2"), "{}", f.message);
     assert_eq!(f.evidence.token, Some(1));
 }
+
+/// `render --engine llama.cpp --template T.jinja --vocab GEMMA3.gguf` (issue 27 item 14): the
+/// GGUF's BOS text reaches the template as `bos_token` (Gemma 3's BOS is `<bos>`, id 2, the
+/// text llama-server b11434 passes from `common_chat_templates_init`), its EOS text as
+/// `eos_token`. A `.jinja` source alone knows neither (both undefined before the fix).
+#[test]
+fn vocab_gguf_gives_the_template_its_bos_and_eos() {
+    use toolscope::cli::render::{apply_vocab, load_template, load_vocab, render_request_with};
+    let Some(p) = support::gemma3() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t.jinja");
+    std::fs::write(&t, "[{{ bos_token }}|{{ eos_token }}]").unwrap();
+    let mut source = load_template(&t.display().to_string()).unwrap();
+    assert_eq!(source.bos_token, None);
+    let vocab = load_vocab(&p.display().to_string()).unwrap();
+    let engine = Some("llama.cpp".parse().unwrap());
+    apply_vocab(&mut source, &vocab, engine).unwrap();
+    let body = serde_json::json!({"messages": [{"role": "user", "content": "hi"}]});
+    let (prompt, _) = render_request_with(&source, &body, false, None, false, engine).unwrap();
+    let md = meta(&p);
+    let eos_id = md
+        .get("tokenizer.ggml.eos_token_id")
+        .unwrap()
+        .as_i64()
+        .unwrap();
+    let eos = md.get_str_array("tokenizer.ggml.tokens").unwrap()[eos_id as usize].to_owned();
+    assert_eq!(prompt, format!("[<bos>|{eos}]"));
+}
