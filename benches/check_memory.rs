@@ -135,9 +135,7 @@ fn run(bin: &std::ffi::OsStr, args: &[&std::ffi::OsStr]) -> (Option<i32>, u64, f
     let secs = t.elapsed().as_secs_f64();
     // ru_maxrss of RUSAGE_CHILDREN: the largest peak of the children waited for so far, so
     // each measurement runs in its own process (see main).
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    (status.code(), ru.ru_maxrss as u64 * 1024, secs)
+    (status.code(), children_peak_rss(), secs)
 }
 
 fn main() {
@@ -187,4 +185,16 @@ fn main() {
             .unwrap();
         assert!(status.success(), "measuring {kind}");
     }
+}
+
+/// `ru_maxrss` of `RUSAGE_CHILDREN` in bytes: the largest peak RSS of the children waited for
+/// so far (getrusage(2); Linux reports KiB). No safe std API reads it.
+#[allow(unsafe_code)]
+fn children_peak_rss() -> u64 {
+    // SAFETY: `rusage` is plain data (all-zero is a valid value) and getrusage only writes
+    // into the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is a valid `who`.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    ru.ru_maxrss as u64 * 1024
 }
