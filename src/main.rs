@@ -65,6 +65,7 @@ enum Command {
 /// turning the next `println!` into a panic with a backtrace. The proxy, serve and the other
 /// long-running network commands keep SIGPIPE ignored.
 #[cfg(unix)]
+#[allow(unsafe_code)]
 fn end_quietly_on_a_closed_stdout() {
     // SAFETY: called once at start-up, before any other thread exists.
     unsafe {

@@ -75,4 +75,7 @@ fi
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$E/venv/bin/python" "$HERE/run.py" --check >/dev/null \
   || { log "the engines' parser code does not import (scripts/engines/run.py --check)"; exit 1; }
+# llama.cpp's own parser code: a small driver linked with the libllama-common of each release
+# scripts/setup.sh built (cached; rebuilt only when parse.cpp changes)
+"$HERE/llama/build.sh"
 log "ready: $E"

@@ -2,17 +2,35 @@
 //! once, read by the inspector's list row and panes and by `toolscope check`. Pure: an
 //! [`Exchange`] and its session's header and annotations in, an [`AnalysedExchange`] out.
 //!
-//! Built from, each exactly once:
-//! * the one decoder, [`crate::stream::decode_exchange`] (SSE events with per-event marks, the
-//!   reassembled message, stream-contract findings);
-//! * the one raw-output lookup, [`crate::stream::raw::raw_output`] (seam 1 with issue #12);
-//! * the one server-render lookup, [`server_render`] (`/apply-template` annotation, else
-//!   `__verbose.prompt`), which both the rules and the Template pane read;
-//! * diagnose's context ([`crate::diagnose::load::exchange_context_from`]) and every rule
-//!   ([`crate::diagnose::check_exchange_traced`]), whose parser traces per chunking are kept for
-//!   the Replay pane, so a finding's step is the pane's step;
-//! * at [`Depth::Panes`] only: the tools and schema rows, the local render and its diff.
+//! The life cycle, as types (each arrow is one function, each value made once):
+//!
+//! ```text
+//!  Exchange ─────────────┐  a session line, a HAR entry, or check's bare input
+//!  + Context             │  (facts::bare_exchange; --tokens as a server-render annotation)
+//!  (header, annotations) │
+//!        │ stream::decode_exchange
+//!        ▼
+//!  Reassembled            SSE / NDJSON events, the reassembled message, stream-contract findings
+//!        │ facts::assemble  (+ raw output, server render, /props or --template, Ollama render,
+//!        ▼                    the caller's vocab render)
+//!  ExchangeContext        the rules' input; written by facts.rs only
+//!        │ diagnose::check_exchange_traced  (judges; writes nothing back)
+//!        ▼
+//!  Vec<Finding> + parser traces
+//!        │ analyse_with  (+ at Depth::Panes: stream rows, Replay view, tools, schema, renders)
+//!        ▼
+//!  AnalysedExchange       read by the inspector's panes, `check`'s listing, `export`, `resend`
+//! ```
+//!
+//! Who writes each fact of the rules' input is tabled in [`facts`]: the one decoder
+//! ([`crate::stream::decode_exchange`]), the one raw-output lookup
+//! ([`crate::stream::raw::raw_output_of`], seam 1 with issue #12), the one server-render
+//! lookup ([`server_render`], which the Template pane reads too), the session's `/props` or
+//! `check`'s [`Overrides`], and the caller's hook (`check --vocab`). The parser traces the
+//! rules judged per chunking are kept for the Replay pane, so a finding's step is the pane's
+//! step. At [`Depth::Panes`] only: the tools and schema rows, the local render and its diff.
 
+pub mod facts;
 pub mod index;
 pub mod replay;
 pub mod stream;
@@ -54,13 +72,29 @@ pub enum Depth {
 }
 
 /// Overrides `toolscope check` sets on every exchange (`--template`): the template text and
-/// BOS token the rules judge with, instead of the session's `/props` ones.
+/// BOS token the rules judge with, instead of the session's `/props` ones; for its bare input,
+/// the BOS id of the local vocabulary (`--vocab`, the `--template` GGUF's) that names
+/// `--tokens` ids.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     /// Chat template source text.
     pub template: Option<String>,
     /// BOS token text.
     pub bos_token: Option<String>,
+    /// BOS token id.
+    pub bos_id: Option<u32>,
+}
+
+/// The memo caches a caller keeps across the exchanges it analyses on one thread (every exchange
+/// of a session reads the same few templates): Ollama templates parsed and chat templates'
+/// marker inventories. Not `Sync`: hold one per worker (`check` keeps one per thread).
+#[derive(Debug, Default)]
+pub struct Caches {
+    /// Ollama Go templates, parsed.
+    pub ollama: crate::template::ollama::ParsedTemplates,
+    /// Chat templates' marker inventories (`content.protocol_marker`,
+    /// `tool_call.hallucinated_result`).
+    pub markers: crate::tokens::markers::Inventories,
 }
 
 /// llama-server's own render of an exchange's request.
@@ -194,7 +228,7 @@ pub fn quick_summary(ex: &Exchange) -> Summary {
 
 /// The [`crate::session::ReadWarning`] for exchange line `line` that could not be decoded
 /// (`error` as the indexed reader gives it: `line N column C: …`), for
-/// [`crate::diagnose::load::damaged_line`].
+/// [`crate::diagnose::input::damaged_line`].
 pub fn load_error_warning(line: usize, error: &str) -> crate::session::ReadWarning {
     let rest = error
         .strip_prefix(&format!("line {line}"))
@@ -215,7 +249,7 @@ pub fn load_error_warning(line: usize, error: &str) -> crate::session::ReadWarni
 }
 
 /// Row for an exchange line that could not be decoded (`error`: `line N column C: …`). Its
-/// finding is [`crate::diagnose::load::damaged_line`]'s `session.damaged`.
+/// finding is [`crate::diagnose::input::damaged_line`]'s `session.damaged`.
 pub fn damaged_summary(id: Option<u64>, error: String) -> Summary {
     Summary {
         id: id.unwrap_or(0),
@@ -259,76 +293,40 @@ pub struct AnalysedExchange {
     pub template: TemplateView,
 }
 
-/// Analyses one exchange ([`analyse_with`] without overrides or context hook).
+/// Analyses one exchange ([`analyse_with`] without overrides or context hook, with caches of
+/// its own: a caller that analyses many exchanges on one thread passes one [`Caches`] to
+/// [`analyse_with`] instead).
 pub fn analyse(ex: Exchange, ctx: Context<'_>, depth: Depth) -> AnalysedExchange {
-    analyse_with(ex, ctx, depth, &Overrides::default(), |_| Ok(()))
-        .unwrap_or_else(|_: std::convert::Infallible| unreachable!())
+    analyse_with(
+        ex,
+        ctx,
+        depth,
+        &Overrides::default(),
+        &Caches::default(),
+        |_| Ok(None),
+    )
+    .unwrap_or_else(|_: std::convert::Infallible| unreachable!())
 }
 
-/// Analyses one exchange. `hook` sees diagnose's context after the session facts are set and
-/// before the rules run (`check --vocab` adds its own render and tokenization there; that IO
-/// stays in the CLI). Errors: the hook's.
+/// Analyses one exchange. `hook` sees the rules' context once the session facts are set and
+/// returns its `vocab_render` fact (`check --vocab` renders and tokenizes there; that IO stays
+/// in the CLI). Errors: the hook's.
 pub fn analyse_with<E>(
     ex: Exchange,
     ctx: Context<'_>,
     depth: Depth,
     overrides: &Overrides,
-    hook: impl FnOnce(&mut ExchangeContext) -> Result<(), E>,
+    caches: &Caches,
+    hook: impl FnOnce(&ExchangeContext) -> Result<Option<crate::diagnose::VocabRender>, E>,
 ) -> Result<AnalysedExchange, E> {
     let api = ex.api();
-    let mut decoded = crate::stream::decode_exchange(&ex);
-    let mut cx = crate::diagnose::load::exchange_context_from(&ex, decoded.as_ref());
-    // The one raw-output lookup (seam 1, issue #12): what the model wrote, or why unknown.
-    let raw = crate::stream::raw::raw_output_of(&ex, cx.request.as_ref(), ctx.annotations);
-    cx.raw_text = raw.models_text().map(str::to_owned);
-    cx.raw = Some(raw.clone());
-    if let (
-        Some(_),
-        RawOutput::Text {
-            pieces: Some(p),
-            prefill,
-            ..
-        },
-    ) = (&cx.raw_text, &raw)
-    {
-        // Pieces spell the generated part; the parser reads the prefill first.
-        let mut all: Vec<String> = Vec::with_capacity(p.len() + 1);
-        if !prefill.is_empty() {
-            all.push(prefill.clone());
-        }
-        all.extend(p.iter().cloned());
-        cx.stream_pieces = Some(all);
-    }
-    let render = server_render(&ex, ctx.annotations);
-    if let Some(r) = &render {
-        cx.server_prompt = r.prompt.clone();
-        cx.server_tokens = r.tokens.clone();
-    }
-    let props = ctx.header.props.as_ref();
-    let prop = |k: &str| {
-        props
-            .and_then(|p| p.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    cx.template = overrides.template.clone().or_else(|| prop("chat_template"));
-    // Ollama: the prompt as Ollama renders it from the /api/show annotation (issue #14) —
-    // what the prompt rules read when there is no server render
-    let ollama = template::ollama_render(&ex, cx.request.as_ref(), ctx.header, ctx.annotations);
-    if let Some((_, Ok(prompt))) = &ollama
-        && cx.server_prompt.is_none()
-    {
-        cx.server_prompt = Some(prompt.clone());
-    }
-    if cx.template.is_none() {
-        cx.template = Annotation::latest_ollama_show(ctx.annotations)
-            .and_then(|(_, s)| s.get("template"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-    }
-    cx.bos_token = overrides.bos_token.clone().or_else(|| prop("bos_token"));
-    cx.engine = ctx.header.engine.as_ref().map(|e| e.kind.clone());
-    hook(&mut cx)?;
+    let facts::Assembled {
+        mut cx,
+        mut decoded,
+        raw,
+        server_render: render,
+        ollama,
+    } = facts::assemble(&ex, ctx, overrides, caches, hook)?;
     let chat = api.is_generation();
     let (mut findings, traces) = if chat {
         // Findings only: the traces are judged, then dropped, so none keeps its events.
@@ -360,7 +358,7 @@ pub fn analyse_with<E>(
     }
     // A body read as JSON above is readable, unless it is not UTF-8 (read lossily there).
     if chat && (cx.request.is_none() || matches!(ex.request.body, Body::Base64 { .. })) {
-        findings.extend(crate::diagnose::load::unreadable_request(&ex));
+        findings.extend(crate::diagnose::input::unreadable_request(&ex));
     }
     let (events, replay) = match (depth, decoded.as_mut()) {
         (Depth::Panes, Some(d)) => {

@@ -97,6 +97,7 @@ pub fn ollama_render(
     request: Option<&Value>,
     header: &Header,
     annotations: &[crate::session::Annotation],
+    parsed: &crate::template::ollama::ParsedTemplates,
 ) -> Option<(String, Result<String, String>)> {
     let path = ex.request.path.split('?').next().unwrap_or_default();
     if !(path.ends_with("/api/chat") || path.ends_with("/api/generate"))
@@ -106,6 +107,7 @@ pub fn ollama_render(
     }
     let (model, show) = crate::session::Annotation::latest_ollama_show(annotations)?;
     Some(crate::template::source::ollama_exchange_render(
+        parsed,
         model,
         show,
         request,

@@ -1,6 +1,6 @@
 //! `toolscope check`: headless diagnosis of sessions, HAR files, or a bare request/response
-//! pair. Glue only: loads files (and a template URL), builds
-//! [`crate::diagnose::ExchangeContext`]s, runs [`crate::diagnose::check_exchange`], prints.
+//! pair. Reads the inputs (and a template URL), makes each an exchange, analyses each with
+//! [`crate::analysis::analyse_with`] (the one route into the rules), prints.
 //!
 //! Exit codes: 0 no warning or error, 1 at least one, 2 unusable input (message names the file
 //! and the position).
@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::Format;
 use super::render::{VocabSource, load_template, load_vocab, tokenize_with};
 use crate::diagnose::report::{ExchangeSummary, Tally};
-use crate::diagnose::{ExchangeContext, VocabRender, check_exchange, load, request};
+use crate::diagnose::{ExchangeContext, VocabRender, input, request};
 use crate::finding::Finding;
 use crate::session::index::SessionSource;
 use crate::session::{Api, Piece, TokenPiece};
@@ -243,6 +243,10 @@ impl VocabRenderer<'_> {
 /// Checks everything `args` names and writes the report to `w` as it goes (format
 /// `args.format`). Returns the counts (exit code, summary).
 ///
+/// Every input takes one route: a session or HAR file is read as a session, the bare input
+/// (`--request`, `--response`, `--response-sse`, `--tokens`) is made a one-exchange session
+/// ([`bare_input`]); each exchange is analysed by [`crate::analysis::analyse_with`] and listed.
+///
 /// Errors: unusable input (named file and position), or writing to `w` failed.
 pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally> {
     let source = args.template.as_deref().map(load_template).transpose()?;
@@ -258,141 +262,308 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
         source: source.as_ref(),
         engine: args.engine,
     });
-    let tpl_text = source.as_ref().map(|s| s.template.clone());
-    let tpl_bos = source.as_ref().and_then(|s| s.bos_token.clone());
-    let add = |report: &mut ReportWriter<W>,
-               cx: &mut ExchangeContext,
-               fallback: u64,
-               file: &str,
-               listed: bool|
-     -> anyhow::Result<()> {
-        if cx.template.is_none() {
-            cx.template = tpl_text.clone();
-        }
-        if let Some(b) = &tpl_bos {
-            cx.bos_token = Some(b.clone());
-        }
-        if let Some(r) = &renderer {
-            cx.vocab_render = r.render(cx, None, file)?;
-        }
-        let findings = check_exchange(cx).into_iter().map(|f| in_file(f, file));
-        if listed {
-            report.exchange(&ExchangeSummary::from_context(cx, fallback, file), findings)?;
-        } else {
-            for f in findings {
-                report.finding(f)?;
-            }
-        }
-        Ok(())
-    };
-
-    let overrides = crate::analysis::Overrides {
-        template: tpl_text.clone(),
-        bos_token: tpl_bos.clone(),
-    };
-    // One exchange at a time per worker: analysed, listed, dropped. Memory is bounded by the
-    // largest exchanges in flight and one batch of listings, not the file or the report.
-    let run = |ex: crate::session::Exchange,
-               ctx: crate::analysis::Context<'_>,
-               session: Option<&TemplateSource>,
-               file: &str|
-     -> anyhow::Result<Option<(ExchangeSummary, Vec<Finding>)>> {
-        if !ex.api().is_generation() {
-            return Ok(None);
-        }
-        let a = crate::analysis::analyse_with(
-            ex,
-            ctx,
-            crate::analysis::Depth::Findings,
-            &overrides,
-            |cx| -> anyhow::Result<()> {
-                if let Some(r) = &renderer {
-                    cx.vocab_render = r.render(cx, session, file)?;
-                }
-                Ok(())
-            },
-        )?;
-        let summary = summary_of(&a, file);
-        let findings = a.findings.into_iter().map(|f| in_file(f, file)).collect();
-        Ok(Some((summary, findings)))
-    };
-    // Exchanges are analysed on every core (at most [`CHECK_WORKERS`]), a batch of
-    // [`CHECK_BATCH`] rows at a time, and written in row order: the report is the same bytes.
-    // With `--vocab` the renderer's notes go to stderr as they happen, so one worker keeps
-    // their order.
-    let workers = if renderer.is_some() {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(CHECK_WORKERS))
-    };
-    // Every input is opened and validated before the report starts: unusable input (exit 2)
-    // leaves no half-written report. Session files are only indexed here (line offsets).
-    let opened = args
-        .files
-        .iter()
-        .map(|path| -> anyhow::Result<(&Path, SessionSource)> {
-            // a HAR file is imported whole (small next to recorded sessions); a session file
-            // is the inspector's indexed reading: each exchange line read and decoded on its
-            // own, its annotations read back by the offsets the index kept
-            Ok(if is_har(path) {
-                (path, SessionSource::from_session(load_har(path)?))
-            } else {
-                (path, SessionSource::index_file(path, &mut |_, _| {})?)
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-
-    let request = args
-        .request
-        .as_deref()
-        .map(|p| read(p).and_then(|b| parse_json(p, &b)))
-        .transpose()?;
-    let response = args
-        .response
-        .as_deref()
-        .map(|p| read(p).and_then(|b| parse_json(p, &b)))
-        .transpose()?;
-    let sse = args
-        .response_sse
-        .as_deref()
-        .map(|p| read(p).and_then(|b| Ok(crate::input::utf8(b, p)?)))
-        .transpose()?;
-    if let (Some(p), Some(body)) = (args.response_sse.as_deref(), sse.as_deref()) {
-        // A body with no decodable event is unusable input, not a reply that ignored the
-        // request: judging tool_choice or finish_reason on it would blame the server.
-        let events = crate::stream::sse::decode_bytes(body.as_bytes());
-        // an Ollama stream is NDJSON: one JSON object per line
-        let ndjson = body
-            .lines()
-            .any(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v.is_object()));
-        if !events
-            .iter()
-            .any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok())
-            && !ndjson
-        {
-            anyhow::bail!(
-                "{}: no SSE event with a JSON `data:` field ({} bytes, {} events): not a chat completion or message stream",
-                p.display(),
-                body.len(),
-                events.len()
-            );
-        }
-    }
     // `--tokens` ids are named by a local vocabulary (`--vocab`, or the `--template` GGUF's),
     // which also gives their BOS id
     let local_vocab = match &vocab {
         Some(VocabSource::Local(v)) => Some(&**v),
         _ => None,
     };
-    let tokens_bos = local_vocab.and_then(|v| v.bos_id);
+    let overrides = crate::analysis::Overrides {
+        template: source.as_ref().map(|s| s.template.clone()),
+        bos_token: source.as_ref().and_then(|s| s.bos_token.clone()),
+        bos_id: None,
+    };
+    let bare_overrides = crate::analysis::Overrides {
+        bos_id: local_vocab.and_then(|v| v.bos_id),
+        ..overrides.clone()
+    };
+    // Every input is opened and validated before the report starts: unusable input (exit 2)
+    // leaves no half-written report. Session files are only indexed here (line offsets).
+    let mut inputs = args
+        .files
+        .iter()
+        .map(|path| open_file(path))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    match bare_input(args, local_vocab)? {
+        Some(bare) => inputs.push(bare),
+        None if args.files.is_empty() => bail!(
+            "nothing to check: give session/HAR files, --request/--response, --response-sse or --tokens"
+        ),
+        None => {}
+    }
+    // Exchanges are analysed on every core (at most [`CHECK_WORKERS`]). With `--vocab` the
+    // renderer's notes go to stderr as they happen, so one worker keeps their order.
+    let workers = if renderer.is_some() {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(CHECK_WORKERS))
+    };
+    let mut report = ReportWriter::new(w, args.format)?;
+    for input in &inputs {
+        let how = Route {
+            renderer: renderer.as_ref(),
+            overrides: if input.bare.is_some() {
+                &bare_overrides
+            } else {
+                &overrides
+            },
+            session_template: session_template(&input.src, renderer.is_some()),
+        };
+        check_input(&mut report, input, &how, workers)?;
+    }
+    report.finish()
+}
+
+/// One input of `check`: a session or HAR file, or the bare input as a one-exchange session.
+struct Input {
+    /// The file named by the listing and the findings.
+    file: String,
+    src: SessionSource,
+    /// `None` for a recorded input; how the bare input is reported.
+    bare: Option<Bare>,
+}
+
+/// How the bare input is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bare {
+    /// A response (`--response`, `--response-sse`), or a request with no template: one listed
+    /// exchange. Its HTTP status is not recorded: 200 is assumed and not printed, an error
+    /// body is listed as HTTP 500; it has no raw-output line.
+    Listed,
+    /// A pre-flight request (`--request` with `--template`, no response) or a `--tokens`
+    /// list: its findings belong to no listed exchange.
+    Unlisted,
+}
+
+/// What every exchange of one input is analysed with.
+struct Route<'a> {
+    /// `--vocab`'s renderer, when given.
+    renderer: Option<&'a VocabRenderer<'a>>,
+    overrides: &'a crate::analysis::Overrides,
+    /// The input's `/props` template, for `--vocab` without `--template`.
+    session_template: Option<TemplateSource>,
+}
+
+/// Opens a session or HAR file: a HAR file is imported whole (small next to recorded
+/// sessions); a session file is the inspector's indexed reading: each exchange line read and
+/// decoded on its own, its annotations read back by the offsets the index kept.
+fn open_file(path: &Path) -> anyhow::Result<Input> {
+    let src = if is_har(path) {
+        SessionSource::from_session(load_har(path)?)
+    } else {
+        SessionSource::index_file(path, &mut |_, _| {})?
+    };
+    Ok(Input {
+        file: path.display().to_string(),
+        src,
+        bare: None,
+    })
+}
+
+/// The session's `/props` template as a template source, when `--vocab` needs one (errors
+/// name it: `the session's /props chat_template:LINE:COL`).
+fn session_template(src: &SessionSource, wanted: bool) -> Option<TemplateSource> {
+    let props = src.header.props.as_ref().filter(|_| wanted)?;
+    let mut t = TemplateSource::from_props(props).ok()?;
+    t.origin = format!("the session's {} chat_template", t.origin);
+    Some(t)
+}
+
+/// Checks every exchange of one input, a batch of [`CHECK_BATCH`] rows at a time on `workers`
+/// threads, written in row order (the report is the same bytes on any number of threads).
+/// Memory is bounded by the exchanges in flight and one batch of listings.
+fn check_input<W: std::io::Write>(
+    report: &mut ReportWriter<W>,
+    input: &Input,
+    how: &Route<'_>,
+    workers: usize,
+) -> anyhow::Result<()> {
+    let (file, src) = (&input.file, &input.src);
+    for w in &src.warnings {
+        report.finding(in_file(input::damaged_line(file, w), file))?;
+    }
+    // One row: its damaged-line findings, then its listing (or the error that stops the
+    // report, after what comes before it is written).
+    let one = |row: usize, caches: &crate::analysis::Caches| -> RowOut {
+        match src.load(row) {
+            Ok(ex) => {
+                let (anns, damaged) = src.read_annotations(ex.id);
+                let damaged = damaged
+                    .iter()
+                    .map(|w| in_file(input::damaged_line(file, w), file))
+                    .collect();
+                let ctx = crate::analysis::index::context(src, &anns);
+                (damaged, analyse_row(ex, ctx, how, caches, input))
+            }
+            Err(e) => {
+                let w = crate::analysis::load_error_warning(src.rows[row].line, &e);
+                (vec![in_file(input::damaged_line(file, &w), file)], Ok(None))
+            }
+        }
+    };
+    // the caller's thread keeps its caches for the whole input; each batch's threads their own
+    let caches = crate::analysis::Caches::default();
+    // the session's loop: each exchange's compact facts, folded in row (id) order
+    let mut conversation = crate::conversation::Builder::new();
+    let mut start = 0;
+    while start < src.len() {
+        let end = (start + CHECK_BATCH).min(src.len());
+        for (damaged, row) in rows_in_order(start..end, workers, &one, &caches) {
+            for f in damaged {
+                report.finding(f)?;
+            }
+            match row? {
+                Some(Row {
+                    listing: Some(listing),
+                    findings,
+                    turn,
+                }) => {
+                    report.exchange(&listing, findings)?;
+                    if let Some(t) = turn {
+                        conversation.push(t);
+                    }
+                }
+                Some(Row {
+                    listing: None,
+                    findings,
+                    ..
+                }) => {
+                    for f in findings {
+                        report.finding(f)?;
+                    }
+                }
+                None => {}
+            }
+        }
+        start = end;
+    }
+    for f in crate::conversation::rules::findings(&conversation.finish()) {
+        report.finding(in_file(f, file))?;
+    }
+    Ok(())
+}
+
+/// `one(row, caches)` for every row of `rows`, on `workers` threads (rows dealt round-robin;
+/// each thread with caches of its own, one thread with `caches`), in row order. A worker's
+/// panic is resumed on the caller.
+fn rows_in_order<T: Send>(
+    rows: std::ops::Range<usize>,
+    workers: usize,
+    one: &(impl Fn(usize, &crate::analysis::Caches) -> T + Sync),
+    caches: &crate::analysis::Caches,
+) -> Vec<T> {
+    if workers <= 1 {
+        return rows.map(|row| one(row, caches)).collect();
+    }
+    let mut out: Vec<(usize, T)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|k| {
+                let rows = rows.clone();
+                s.spawn(move || {
+                    let caches = crate::analysis::Caches::default();
+                    (rows.start + k..rows.end)
+                        .step_by(workers)
+                        .map(|row| (row, one(row, &caches)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(v) => v,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    out.sort_by_key(|(row, _)| *row);
+    out.into_iter().map(|(_, t)| t).collect()
+}
+
+/// One exchange analysed (`None`: not a generation exchange): its listing and findings as
+/// `check` reports them.
+fn analyse_row(
+    ex: crate::session::Exchange,
+    ctx: crate::analysis::Context<'_>,
+    how: &Route<'_>,
+    caches: &crate::analysis::Caches,
+    input: &Input,
+) -> anyhow::Result<Option<Row>> {
+    if !ex.api().is_generation() {
+        return Ok(None);
+    }
+    let file = &input.file;
+    let a = crate::analysis::analyse_with(
+        ex,
+        ctx,
+        crate::analysis::Depth::Findings,
+        how.overrides,
+        caches,
+        |cx| match how.renderer {
+            Some(r) => r.render(cx, how.session_template.as_ref(), file),
+            None => Ok(None),
+        },
+    )?;
+    let mut listing = summary_of(&a, file);
+    let turn = crate::conversation::TurnInput::from_analysed(&a);
+    let mut findings: Vec<Finding> = a.findings.into_iter().map(|f| in_file(f, file)).collect();
+    let listing = match input.bare {
+        None => Some(listing),
+        Some(Bare::Listed) => {
+            listing.status = listing.status.filter(|s| *s >= 400);
+            listing.raw_text = None;
+            Some(listing)
+        }
+        Some(Bare::Unlisted) => {
+            for f in &mut findings {
+                f.exchange = None;
+            }
+            None
+        }
+    };
+    Ok(Some(Row {
+        listing,
+        findings,
+        turn,
+    }))
+}
+
+/// One analysed exchange as `check` reports it.
+struct Row {
+    /// Its listing; `None` for the unlisted bare input (its findings are then loose).
+    listing: Option<ExchangeSummary>,
+    findings: Vec<Finding>,
+    /// Its facts for the loop rules ([`crate::conversation`]).
+    turn: Option<crate::conversation::TurnInput>,
+}
+
+/// The bare input (`--request`, `--response`, `--response-sse`, `--tokens`), read and
+/// validated, as a one-exchange session ([`crate::analysis::facts::bare_exchange`], `--tokens`
+/// as its server-render annotation); `None` when none is given.
+///
+/// Errors: unreadable files (named, with line and column), a response that is not one of the
+/// API's, a stream with no JSON event, a chat request without `messages`, bare token ids with
+/// no vocabulary to name them.
+fn bare_input(
+    args: &Args,
+    local_vocab: Option<&crate::tokens::Vocab>,
+) -> anyhow::Result<Option<Input>> {
+    use crate::analysis::facts::{BareBody, BareResponse, bare_exchange, tokens_annotation};
+    let json_file = |p: &Path| read(p).and_then(|b| parse_json(p, &b));
+    let request = args.request.as_deref().map(json_file).transpose()?;
+    let response = args.response.as_deref().map(json_file).transpose()?;
+    let sse = args
+        .response_sse
+        .as_deref()
+        .map(|p| read(p).and_then(|b| Ok(crate::input::utf8(b, p)?)))
+        .transpose()?;
+    if let (Some(p), Some(body)) = (args.response_sse.as_deref(), sse.as_deref()) {
+        check_sse(p, body)?;
+    }
     let tokens = args
         .tokens
         .as_deref()
-        .map(|p| {
-            read(p)
-                .and_then(|b| parse_json(p, &b))
-                .and_then(|v| parse_tokens(p, &v, local_vocab))
-        })
+        .map(|p| json_file(p).and_then(|v| parse_tokens(p, &v, local_vocab)))
         .transpose()?;
     let api = match args.api {
         Some(ApiArg::Openai) => Api::Openai,
@@ -408,174 +579,98 @@ pub fn check_into<W: std::io::Write>(args: &Args, w: W) -> anyhow::Result<Tally>
     {
         super::render::check_chat_request(&p.display().to_string(), body)?;
     }
-    let have_response = response.is_some() || sse.is_some();
-    let bare = if have_response || (request.is_some() && args.template.is_none()) {
-        let mut cx = ExchangeContext::from_pair(api, request.clone(), response.clone());
-        cx.id = Some(1);
-
-        if let (Some(r), None) = (&response, &cx.message) {
-            let err = r.get("error").is_some();
-            if !err {
-                bail!(
-                    "{}: line 1 column 1: not {} response (expected {})",
-                    args.response
-                        .as_deref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default(),
-                    match api {
-                        Api::Anthropic => "an Anthropic Messages",
-                        Api::Completion => "a completion",
-                        Api::Responses => "an OpenAI Responses",
-                        Api::Ollama => "an Ollama /api/chat",
-                        _ => "an OpenAI chat completions",
-                    },
-                    match api {
-                        Api::Anthropic => "a message object with \"content\"",
-                        Api::Responses => "a response object with \"output\"",
-                        Api::Ollama => "an object with \"message\"",
-                        _ => "a chat completion with \"choices\"",
-                    }
-                );
-            }
-            cx.status = Some(500);
-        }
-        if let Some(body) = &sse {
-            load::set_stream(&mut cx, body);
-        }
-        cx.server_tokens = tokens.clone();
-        cx.bos_id = cx.bos_id.or(tokens_bos);
-        let file = display(
-            args.response
-                .as_deref()
-                .or(args.response_sse.as_deref())
-                .or(args.request.as_deref()),
-        );
-        Bare::Pair(cx, file)
-    } else if let Some(req) = &request {
-        // Pre-flight: a request and a template, no response.
-        let mut cx = ExchangeContext::new(api);
-        cx.request = Some(req.clone());
-        cx.server_tokens = tokens.clone();
-        cx.bos_id = cx.bos_id.or(tokens_bos);
-        Bare::Preflight(cx, display(args.request.as_deref()), req.clone())
-    } else if let Some(toks) = tokens {
-        let mut cx = ExchangeContext::new(api);
-        cx.server_tokens = Some(toks);
-        cx.bos_id = cx.bos_id.or(tokens_bos);
-        Bare::Tokens(cx, display(args.tokens.as_deref()))
-    } else if args.files.is_empty() {
-        bail!(
-            "nothing to check: give session/HAR files, --request/--response, --response-sse or --tokens"
-        );
-    } else {
-        Bare::None
+    let status = match &response {
+        Some(r) => json_status(args.response.as_deref(), api, r)?,
+        None => 200,
     };
-
-    let mut report = ReportWriter::new(w, args.format)?;
-    for (path, src) in opened {
-        let file = path.display().to_string();
-        // the session's `/props` template, for `--vocab` without `--template`
-        let session_template = src
-            .header
-            .props
-            .as_ref()
-            .filter(|_| renderer.is_some())
-            .and_then(|p| TemplateSource::from_props(p).ok())
-            .map(|mut t| {
-                // errors name the template: `the session's /props chat_template:LINE:COL`
-                t.origin = format!("the session's {} chat_template", t.origin);
-                t
-            });
-        for w in &src.warnings {
-            report.finding(in_file(load::damaged_line(&file, w), &file))?;
-        }
-        // One row: its damaged-line findings, then its listing (or the error that stops the
-        // report, after what comes before it is written).
-        let one = |row: usize| -> RowOut {
-            match src.load(row) {
-                Ok(ex) => {
-                    let (anns, damaged) = src.read_annotations(ex.id);
-                    let damaged = damaged
-                        .iter()
-                        .map(|w| in_file(load::damaged_line(&file, w), &file))
-                        .collect();
-                    let ctx = crate::analysis::index::context(&src, &anns);
-                    (damaged, run(ex, ctx, session_template.as_ref(), &file))
-                }
-                Err(e) => {
-                    let w = crate::analysis::load_error_warning(src.rows[row].line, &e);
-                    (
-                        vec![in_file(load::damaged_line(&file, &w), &file)],
-                        Ok(None),
-                    )
-                }
-            }
-        };
-        let mut start = 0;
-        while start < src.len() {
-            let end = (start + CHECK_BATCH).min(src.len());
-            let outs: Vec<RowOut> = if workers > 1 {
-                let mut rows: Vec<(usize, RowOut)> = std::thread::scope(|s| {
-                    let handles: Vec<_> = (0..workers)
-                        .map(|k| {
-                            let one = &one;
-                            s.spawn(move || {
-                                (start + k..end)
-                                    .step_by(workers)
-                                    .map(|row| (row, one(row)))
-                                    .collect::<Vec<_>>()
-                            })
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .flat_map(|h| match h.join() {
-                            Ok(v) => v,
-                            Err(panic) => std::panic::resume_unwind(panic),
-                        })
-                        .collect()
-                });
-                rows.sort_by_key(|(row, _)| *row);
-                rows.into_iter().map(|(_, out)| out).collect()
-            } else {
-                (start..end).map(&one).collect()
-            };
-            for (damaged, listed) in outs {
-                for f in damaged {
-                    report.finding(f)?;
-                }
-                if let Some((summary, findings)) = listed? {
-                    report.exchange(&summary, findings)?;
-                }
-            }
-            start = end;
-        }
-    }
-
-    match bare {
-        Bare::Pair(mut cx, file) => add(&mut report, &mut cx, 1, &file, true)?,
-        Bare::Preflight(mut cx, file, req) => {
-            add(&mut report, &mut cx, 1, &file, false)?;
-            for f in preflight(tpl_text.as_deref(), &req) {
-                report.finding(in_file(f, &file))?;
-            }
-        }
-        Bare::Tokens(mut cx, file) => add(&mut report, &mut cx, 0, &file, false)?,
-        Bare::None => {}
-    }
-    report.finish()
+    let body = match (&response, &sse) {
+        (Some(r), _) => Some(BareBody::Json(r)),
+        (None, Some(s)) => Some(BareBody::Sse(s)),
+        (None, None) => None,
+    };
+    let (bare, file) = if body.is_some() || (request.is_some() && args.template.is_none()) {
+        let named = args.response.as_deref().or(args.response_sse.as_deref());
+        (Bare::Listed, named.or(args.request.as_deref()))
+    } else if request.is_some() {
+        (Bare::Unlisted, args.request.as_deref())
+    } else if tokens.is_some() {
+        (Bare::Unlisted, args.tokens.as_deref())
+    } else {
+        return Ok(None);
+    };
+    let exchange = bare_exchange(
+        api,
+        request.as_ref(),
+        body.map(|body| BareResponse { status, body }),
+    );
+    let annotations = tokens
+        .map(|t| (exchange.id, vec![tokens_annotation(t)]))
+        .into_iter()
+        .collect();
+    let file = display(file);
+    let session = crate::session::read::Session {
+        path: file.clone(),
+        header: Default::default(),
+        exchanges: vec![exchange],
+        annotations,
+        warnings: Vec::new(),
+    };
+    Ok(Some(Input {
+        file,
+        src: SessionSource::from_session(session),
+        bare: Some(bare),
+    }))
 }
 
-/// The bare pair, pre-flight request or token list, validated before the report starts.
-enum Bare {
-    /// `--request`/`--response`/`--response-sse`: one listed exchange (file named).
-    Pair(ExchangeContext, String),
-    /// `--request` with `--template` and no response: token rules and the pre-flight lint.
-    Preflight(ExchangeContext, String, Value),
-    /// `--tokens` alone.
-    Tokens(ExchangeContext, String),
-    /// Session/HAR files only.
-    None,
+/// A stream body with no decodable event is unusable input, not a reply that ignored the
+/// request: judging tool_choice or finish_reason on it would blame the server.
+fn check_sse(path: &Path, body: &str) -> anyhow::Result<()> {
+    let events = crate::stream::sse::decode_bytes(body.as_bytes());
+    // an Ollama stream is NDJSON: one JSON object per line
+    let ndjson = body
+        .lines()
+        .any(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v.is_object()));
+    if !events
+        .iter()
+        .any(|e| serde_json::from_str::<serde_json::Value>(&e.data).is_ok())
+        && !ndjson
+    {
+        bail!(
+            "{}: no SSE event with a JSON `data:` field ({} bytes, {} events): not a chat completion or message stream",
+            path.display(),
+            body.len(),
+            events.len()
+        );
+    }
+    Ok(())
+}
+
+/// The status a bare JSON response is checked under: 200 for a reply of `api`, 500 for an
+/// error body (`{"error": …}`). Errors: a body that is neither, naming `path`.
+fn json_status(path: Option<&Path>, api: Api, body: &Value) -> anyhow::Result<u16> {
+    if crate::stream::message::from_response_json(api.as_str(), body).is_some() {
+        return Ok(200);
+    }
+    if body.get("error").is_some() {
+        return Ok(500);
+    }
+    bail!(
+        "{}: line 1 column 1: not {} response (expected {})",
+        display(path),
+        match api {
+            Api::Anthropic => "an Anthropic Messages",
+            Api::Completion => "a completion",
+            Api::Responses => "an OpenAI Responses",
+            Api::Ollama => "an Ollama /api/chat",
+            _ => "an OpenAI chat completions",
+        },
+        match api {
+            Api::Anthropic => "a message object with \"content\"",
+            Api::Responses => "a response object with \"output\"",
+            Api::Ollama => "an object with \"message\"",
+            _ => "a chat completion with \"choices\"",
+        }
+    )
 }
 
 /// Most threads `check` analyses session exchanges on.
@@ -583,12 +678,9 @@ const CHECK_WORKERS: usize = 4;
 /// Session rows analysed between two writes of the report (bounds the listings held).
 const CHECK_BATCH: usize = 64;
 
-/// One session row's outcome: damaged-line findings, then its listing (`None`: not a
+/// One session row's outcome: damaged-line findings, then its analysis (`None`: not a
 /// generation exchange, or a row that could not be read) or the error that stops the report.
-type RowOut = (
-    Vec<Finding>,
-    anyhow::Result<Option<(ExchangeSummary, Vec<Finding>)>>,
-);
+type RowOut = (Vec<Finding>, anyhow::Result<Option<Row>>);
 
 /// `check`'s listing of an analysed session exchange from input `file`.
 fn summary_of(a: &crate::analysis::AnalysedExchange, file: &str) -> ExchangeSummary {
@@ -618,15 +710,6 @@ fn in_file(mut f: Finding, file: &str) -> Finding {
         f.evidence.file = Some(file.to_owned());
     }
     f
-}
-
-/// Pre-flight lint of a request against a template: schema loss and render errors
-/// ([`crate::schema::preflight`], rendered as transformers' `apply_chat_template`).
-fn preflight(template: Option<&str>, request: &Value) -> Vec<Finding> {
-    match template {
-        Some(t) => crate::schema::preflight(request, t),
-        None => Vec::new(),
-    }
 }
 
 /// Runs `toolscope check`: the report to stdout as it is found.

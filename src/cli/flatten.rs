@@ -1,6 +1,6 @@
 //! `toolscope flatten TOOLS.json [--strategy NAME] [--template SRC [--engine ENGINE]] [--format text|json]`.
 //!
-//! Glue only: reads the files, calls [`crate::schema`], prints. Exit 0 on success, 2 on unusable
+//! Reads the files, calls [`crate::schema`], prints. Exit 0 on success, 2 on unusable
 //! input (the message names the file and the JSON line:column).
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,8 @@
 //! The `toolscope` subcommands. Each submodule has a clap `Args` and a `run` that returns the
-//! process exit code. Glue only: parsing arguments, loading files and URLs, printing.
+//! process exit code. What is here: parsing arguments, reading files and URLs, validating
+//! input (unusable input is exit 2, naming the file and position), shaping and writing reports
+//! (`check`'s streaming [`check::ReportWriter`]), driving the network commands. What is not:
+//! judging an exchange ([`crate::analysis`], [`crate::diagnose`]), rendering, parsing.
 
 use std::process::ExitCode;
 

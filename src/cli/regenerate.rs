@@ -12,7 +12,8 @@
 //! renders locally instead (SGLang needs it), `--prompt-file` takes a prompt verbatim.
 //! `--endpoint completion|v1-completions|ollama-generate` overrides the engine's raw endpoint.
 //!
-//! Glue only: [`crate::record::regenerate`] does the requests, [`crate::parser`] the replay.
+//! [`crate::record::regenerate`] does the requests, [`crate::parser`] the replay; this reads
+//! the session and prints.
 //! Exit 0 when every regenerated text parses without a malformed block, 1 when one is
 //! malformed (or the regeneration itself failed), 2 on unusable input (no such file, no
 //! exchange to regenerate).

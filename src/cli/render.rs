@@ -346,7 +346,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let source = load_template(&args.template)?;
     if source.format == TemplateFormat::Go {
         // An Ollama Go template: the request is an Ollama /api/chat (or /api/generate) body,
-        // rendered as Ollama's server does (crate::template::gotmpl, issue #14)
+        // rendered as Ollama's server does (crate::template::ollama, issue #14). A Jinja
+        // profile cannot render it: saying so beats ignoring the flag.
+        if let Some(engine) = args.engine {
+            bail!(
+                "{}: an Ollama Go template, rendered as Ollama renders it; --engine {engine} is a Jinja render profile: drop --engine",
+                source.origin
+            );
+        }
         let today = Some((now.year(), u8::from(now.month()) as u32, now.day() as u32));
         let prompt = source
             .render_ollama(&body, today)

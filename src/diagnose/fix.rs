@@ -86,7 +86,10 @@ pub fn attach(cx: &ExchangeContext, findings: &mut [Finding]) {
 /// limit, at least 256; 4096 without one). `None` when it does not apply (or needs the
 /// exchange's render or raw text: `flatten_schemas`, `other_parser`).
 pub fn by_id(id: &str, api: Api, request: &Value) -> Option<Fix> {
-    let cx = ExchangeContext::from_pair(api, Some(request.clone()), None);
+    let cx = ExchangeContext {
+        request: Some(request.clone()),
+        ..ExchangeContext::new(api)
+    };
     match id {
         "template" => Some(Fix::new(
             Edit::Template {

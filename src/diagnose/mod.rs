@@ -5,8 +5,10 @@
 //! however it was obtained (a session line, a HAR entry, a bare pair of files, a probe).
 //! [`check_exchange`] runs every rule that has the data it needs and returns the findings in
 //! pipeline order (tokens, server, stream, stop, tool_choice, tool calls, finish).
-//! [`load`] builds contexts from sessions; [`report`] shapes `toolscope check` output;
-//! [`probe`] holds the probe controls and their verdicts.
+//! The context is assembled by [`crate::analysis::facts`], its only writer; diagnose only
+//! judges it. [`input`] judges the input itself (damaged lines, unreadable bodies, stream
+//! error events); [`report`] shapes `toolscope check` output; [`probe`] holds the probe
+//! controls and their verdicts.
 
 use serde_json::Value;
 
@@ -16,17 +18,19 @@ use crate::stream::AssistantMessage;
 
 pub mod compare;
 pub mod fix;
-pub mod load;
+pub mod input;
 pub mod markup;
 pub mod probe;
 pub mod report;
 pub mod request;
 pub mod rules;
 
-/// Everything known about one exchange. Only `api` is required; each rule uses what is set.
+/// Everything known about one exchange: the rules' only input. Assembled by
+/// [`crate::analysis::facts`], its only writer (which table says where each field comes from);
+/// the rules read it. Only `api` is required; each rule uses what is set.
 #[derive(Debug, Clone)]
 pub struct ExchangeContext {
-    /// Exchange id within its session (1-based), `None` for a bare pair.
+    /// Exchange id within its session (1-based; 1 for `check`'s bare input).
     pub id: Option<u64>,
     /// API the exchange speaks.
     pub api: Api,
@@ -37,6 +41,9 @@ pub struct ExchangeContext {
     pub request: Option<Value>,
     /// HTTP status of the response, when there was one.
     pub status: Option<u16>,
+    /// A request that was never sent (`check --template T --request R` with no response):
+    /// the schema pre-flight lint judges it. Not set for a partial exchange without response.
+    pub preflight: bool,
     /// Non-streamed response body, when it is JSON.
     pub response_json: Option<Value>,
     /// Response body as text (error bodies, or a stream's concatenated chunks).
@@ -47,9 +54,12 @@ pub struct ExchangeContext {
     pub streamed: bool,
     /// 0-based SSE event that carried `finish_reason` / `stop_reason`, for streams.
     pub finish_event: Option<usize>,
-    /// Stream contract findings (`stream.*`, and `server.parse_error` for an error event) from
-    /// reassembly, passed through.
+    /// Stream contract findings (`stream.*`, `server.parse_error`) from reassembly, passed
+    /// through.
     pub stream_findings: Vec<Finding>,
+    /// The stream's error events (OpenAI-style `data: {"error": …}`, Anthropic `event: error`,
+    /// an Ollama `{"error": …}` line), judged by [`input::error_events`].
+    pub stream_errors: Vec<crate::stream::reassemble::StreamProblem>,
     /// For streams: per entry of `message.tool_calls`, the SSE events that contributed to it.
     pub call_events: Vec<Vec<usize>>,
     /// For streams: per entry of `message.tool_calls`, the last SSE event that added to its
@@ -73,6 +83,8 @@ pub struct ExchangeContext {
     pub server_tokens: Option<Vec<TokenPiece>>,
     /// Chat template source text, when given (`--template`, `/props`).
     pub template: Option<String>,
+    /// The marker inventory of `template` (BOS `bos_token`), classified by role.
+    pub template_markers: Option<std::sync::Arc<crate::tokens::markers::MarkerInventory>>,
     /// BOS token text (`/props` `bos_token`, tokenizer_config.json), when known.
     pub bos_token: Option<String>,
     /// BOS token id, when known (GGUF `tokenizer.ggml.bos_token_id`).
@@ -157,12 +169,14 @@ impl ExchangeContext {
             engine: None,
             request: None,
             status: None,
+            preflight: false,
             response_json: None,
             response_text: None,
             message: None,
             streamed: false,
             finish_event: None,
             stream_findings: Vec::new(),
+            stream_errors: Vec::new(),
             call_events: Vec::new(),
             args_events: Vec::new(),
             args_not_string: Vec::new(),
@@ -172,41 +186,13 @@ impl ExchangeContext {
             server_prompt: None,
             server_tokens: None,
             template: None,
+            template_markers: None,
             bos_token: None,
             bos_id: None,
             vocab_render: None,
             stream_chunks: Vec::new(),
             stream_pieces: None,
         }
-    }
-
-    /// A context from a non-streamed request/response JSON pair (status 200 assumed). Reads the
-    /// message with [`crate::stream::message::from_response_json`] and llama-server's
-    /// `__verbose` extras.
-    pub fn from_pair(api: Api, request: Option<Value>, response: Option<Value>) -> ExchangeContext {
-        let mut cx = ExchangeContext::new(api);
-        cx.request = request;
-        if let Some(r) = response {
-            cx.set_response_json(r);
-        }
-        cx
-    }
-
-    /// Sets a JSON response body: message, raw text, stopping word; error bodies stay as text.
-    pub fn set_response_json(&mut self, body: Value) {
-        self.message = crate::stream::message::from_response_json(self.api.as_str(), &body);
-        if let Some(m) = &self.message {
-            self.raw_text = m.raw_text.clone();
-        }
-        self.stopping_word = body
-            .pointer("/__verbose/stopping_word")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned);
-        if self.response_text.is_none() {
-            self.response_text = Some(body.to_string());
-        }
-        self.response_json = Some(body);
     }
 
     /// The request body, or `null`.
@@ -466,12 +452,15 @@ pub fn check_exchange_traced(
 ) -> (Vec<Finding>, Option<rules::replay::ReplayTraces>) {
     let traces = rules::replay::traces_with(cx, record);
     let mut out = Vec::new();
+    out.extend(rules::input::dropped_tools(cx));
     out.extend(rules::schema::loss(cx));
     out.extend(rules::responses::tool_dropped(cx));
+    out.extend(rules::input::dropped_messages(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
     out.extend(rules::tokens::markers(cx));
     out.extend(rules::server::parse_error(cx));
     out.extend(cx.stream_findings.iter().cloned());
+    out.extend(input::error_events(&cx.stream_errors, &cx.stream_findings));
     if let Some(t) = &traces {
         out.extend(rules::replay::divergences(cx, t, record));
     }
@@ -499,6 +488,20 @@ pub fn check_exchange_traced(
         }
     }
     fix::attach(cx, &mut out);
+    // A request never sent, judged against the template it will be rendered with (the
+    // schema pre-flight lint; its findings carry no fix, as when `check` ran it on its own).
+    if cx.preflight
+        && let (Some(request), Some(template)) = (&cx.request, &cx.template)
+    {
+        out.extend(
+            crate::schema::preflight(request, template)
+                .into_iter()
+                .map(|f| {
+                    let id = f.exchange.or(cx.id);
+                    f.in_exchange(id)
+                }),
+        );
+    }
     (out, traces)
 }
 
@@ -520,7 +523,7 @@ mod tests {
     #[test]
     fn check_replays_streams_through_the_parser() {
         let mut cx = ExchangeContext::new(Api::Openai);
-        load::set_stream(&mut cx, SPLIT_STREAM);
+        crate::analysis::facts::set_stream(&mut cx, SPLIT_STREAM);
         assert_eq!(cx.stream_chunks.len(), 3, "{:?}", cx.stream_chunks);
         assert_eq!(cx.stream_chunks[2].event, 2);
         let rules_of = |f: &[Finding]| f.iter().map(|f| f.rule).collect::<Vec<_>>();
@@ -554,7 +557,7 @@ mod tests {
             "data: {\"error\":{\"code\":500,\"message\":\"Context size has been exceeded.\",\"type\":\"exceed_context_size_error\"}}\n\n"
         );
         let mut cx = ExchangeContext::new(Api::Openai);
-        load::set_stream(&mut cx, body);
+        crate::analysis::facts::set_stream(&mut cx, body);
         let f: Vec<Finding> = check_exchange(&cx)
             .into_iter()
             .filter(|f| f.rule == Rule::StreamErrorEvent)
@@ -573,7 +576,7 @@ mod tests {
             "The model produced output that does not match the expected peg-native format",
         );
         let mut cx = ExchangeContext::new(Api::Openai);
-        load::set_stream(&mut cx, &body);
+        crate::analysis::facts::set_stream(&mut cx, &body);
         let rules: Vec<Rule> = check_exchange(&cx).iter().map(|f| f.rule).collect();
         assert!(rules.contains(&Rule::ServerParseError), "{rules:?}");
         assert!(!rules.contains(&Rule::StreamErrorEvent), "{rules:?}");
@@ -588,7 +591,7 @@ mod tests {
             "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"stop\":true,\"stop_type\":\"eos\",\"stopping_word\":\"\",\"tokens_predicted\":3,\"tokens_evaluated\":5}\n\n"
         );
         let mut cx = ExchangeContext::new(Api::Completion);
-        load::set_stream(&mut cx, body);
+        crate::analysis::facts::set_stream(&mut cx, body);
         let m = cx.message.as_ref().unwrap();
         assert_eq!(m.content, "Hello there");
         assert_eq!(m.finish_reason.as_deref(), Some("eos"));

@@ -352,98 +352,116 @@ pub fn judge(
                 (Verdict::Ignored, format!("tool_choice required; {seen}"))
             }
         }
-        Control::StopInReasoning => {
-            let stops: Vec<String> = stop_strings(cx.request_or_null())
-                .into_iter()
-                .map(|(s, _)| s)
-                .collect();
-            let reasoning = if m.reasoning.is_empty() {
-                m.content
-                    .trim_start()
-                    .strip_prefix("<think>")
-                    .filter(|_| !m.content.contains("</think>"))
-                    .unwrap_or("")
-            } else {
-                &m.reasoning
-            };
-            let tail = super::report::one_line(
-                &reasoning[reasoning.len().saturating_sub(60)..]
-                    .chars()
-                    .collect::<String>(),
-                60,
-            );
-            if has(Rule::StopInReasoning) {
-                (
-                    Verdict::MatchedInReasoning,
-                    format!(
-                        "stop {stops:?}; reasoning ends \"…{tail}\" with no answer, finish {}",
-                        m.finish_reason.as_deref().unwrap_or("-")
-                    ),
-                )
-            } else if reasoning.trim().is_empty() {
-                (
-                    Verdict::Inconclusive,
-                    format!("stop {stops:?}; the model did not reason: {seen}"),
-                )
-            } else if stops.iter().any(|s| reasoning.contains(s.as_str()))
-                && !m.content.trim().is_empty()
-            {
-                (
-                    Verdict::Honored,
-                    format!("stop {stops:?} appears in the reasoning and an answer follows"),
-                )
-            } else {
-                (
-                    Verdict::Inconclusive,
-                    format!("stop {stops:?} never appeared in the reasoning; {seen}"),
-                )
-            }
-        }
-        Control::StopInAnswer => {
-            let stop = stop_strings(cx.request_or_null())
-                .into_iter()
-                .map(|(s, _)| s)
-                .next()
-                .unwrap_or_default();
-            let fields = if cx.api == Api::Anthropic {
-                format!(
-                    "stop_reason {:?}, stop_sequence {:?}",
-                    m.finish_reason.as_deref().unwrap_or("null"),
-                    m.stop_sequence.as_deref().unwrap_or("null")
-                )
-            } else {
-                format!("finish {:?}", m.finish_reason.as_deref().unwrap_or("null"))
-            };
-            let content = super::report::one_line(m.content.trim(), 60);
-            if !stop.is_empty() && m.content.contains(stop.as_str()) {
-                (
-                    Verdict::Ignored,
-                    format!("stop {stop:?} appears in the answer {content:?}; {fields}"),
-                )
-            } else if has(Rule::StopReasonMismatch) {
-                (
-                    Verdict::Ignored,
-                    format!("stopped before {stop:?} but {fields}"),
-                )
-            } else if cx.api == Api::Anthropic && m.stop_sequence.as_deref() == Some(stop.as_str())
-            {
-                (Verdict::Honored, format!("answer {content:?}; {fields}"))
-            } else if cx.api != Api::Anthropic
-                && m.finish_reason.as_deref() == Some("stop")
-                && !m.content.trim().is_empty()
-                && cx.stopping_word.as_deref().is_none_or(|w| w == stop)
-            {
-                (
-                    Verdict::Honored,
-                    format!("answer {content:?} ends before {stop:?}; {fields}"),
-                )
-            } else {
-                (
-                    Verdict::Inconclusive,
-                    format!("the model never wrote {stop:?}: {content:?}; {fields}"),
-                )
-            }
-        }
+        Control::StopInReasoning => stop_in_reasoning(cx, m, &findings, &seen),
+        Control::StopInAnswer => stop_in_answer(cx, m, &findings),
+    }
+}
+
+/// The `stop_in_reasoning` control's verdict: the stop string the request set matched inside
+/// the reasoning (`stop.in_reasoning`), an answer followed it, or the model never reasoned or
+/// never wrote it.
+fn stop_in_reasoning(
+    cx: &ExchangeContext,
+    m: &crate::stream::AssistantMessage,
+    findings: &[crate::finding::Finding],
+    seen: &str,
+) -> (Verdict, String) {
+    let has = |r: Rule| findings.iter().any(|f| f.rule == r);
+    let stops: Vec<String> = stop_strings(cx.request_or_null())
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    let reasoning = if m.reasoning.is_empty() {
+        m.content
+            .trim_start()
+            .strip_prefix("<think>")
+            .filter(|_| !m.content.contains("</think>"))
+            .unwrap_or("")
+    } else {
+        &m.reasoning
+    };
+    let tail = super::report::one_line(
+        &reasoning[reasoning.len().saturating_sub(60)..]
+            .chars()
+            .collect::<String>(),
+        60,
+    );
+    if has(Rule::StopInReasoning) {
+        (
+            Verdict::MatchedInReasoning,
+            format!(
+                "stop {stops:?}; reasoning ends \"…{tail}\" with no answer, finish {}",
+                m.finish_reason.as_deref().unwrap_or("-")
+            ),
+        )
+    } else if reasoning.trim().is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!("stop {stops:?}; the model did not reason: {seen}"),
+        )
+    } else if stops.iter().any(|s| reasoning.contains(s.as_str())) && !m.content.trim().is_empty() {
+        (
+            Verdict::Honored,
+            format!("stop {stops:?} appears in the reasoning and an answer follows"),
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            format!("stop {stops:?} never appeared in the reasoning; {seen}"),
+        )
+    }
+}
+
+/// The `stop_in_answer` control's verdict: the stop string honoured (the answer ends before it,
+/// the finish or stop fields say so) or ignored (it appears in the answer, or
+/// `stop.reason_mismatch`).
+fn stop_in_answer(
+    cx: &ExchangeContext,
+    m: &crate::stream::AssistantMessage,
+    findings: &[crate::finding::Finding],
+) -> (Verdict, String) {
+    let has = |r: Rule| findings.iter().any(|f| f.rule == r);
+    let stop = stop_strings(cx.request_or_null())
+        .into_iter()
+        .map(|(s, _)| s)
+        .next()
+        .unwrap_or_default();
+    let fields = if cx.api == Api::Anthropic {
+        format!(
+            "stop_reason {:?}, stop_sequence {:?}",
+            m.finish_reason.as_deref().unwrap_or("null"),
+            m.stop_sequence.as_deref().unwrap_or("null")
+        )
+    } else {
+        format!("finish {:?}", m.finish_reason.as_deref().unwrap_or("null"))
+    };
+    let content = super::report::one_line(m.content.trim(), 60);
+    if !stop.is_empty() && m.content.contains(stop.as_str()) {
+        (
+            Verdict::Ignored,
+            format!("stop {stop:?} appears in the answer {content:?}; {fields}"),
+        )
+    } else if has(Rule::StopReasonMismatch) {
+        (
+            Verdict::Ignored,
+            format!("stopped before {stop:?} but {fields}"),
+        )
+    } else if cx.api == Api::Anthropic && m.stop_sequence.as_deref() == Some(stop.as_str()) {
+        (Verdict::Honored, format!("answer {content:?}; {fields}"))
+    } else if cx.api != Api::Anthropic
+        && m.finish_reason.as_deref() == Some("stop")
+        && !m.content.trim().is_empty()
+        && cx.stopping_word.as_deref().is_none_or(|w| w == stop)
+    {
+        (
+            Verdict::Honored,
+            format!("answer {content:?} ends before {stop:?}; {fields}"),
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            format!("the model never wrote {stop:?}: {content:?}; {fields}"),
+        )
     }
 }
 

@@ -58,40 +58,21 @@ pub fn profile_options(source: &TemplateSource, opts: &RenderOptions) -> RenderO
     opts
 }
 
-/// The tool-call syntax a template implies for the parser: the parser's name
-/// ([`Syntax::name`]: `hermes`, `qwen3-coder`, `gemma4`, `llama3`, `mistral`, `deepseek-v3`,
-/// `kimi-k2`, `gpt-oss`, `anthropic-xml`, `function-call`, `tool-call-fence`), else — for
-/// families the parser does not read — a descriptive name from the call markers (`glm`,
-/// `lfm2`, `command-r7b`, `nemotron`, `functiongemma`, `seed-oss`, `minimax`,
-/// `deepseek-dsml`, `functionary-v3.1`); `None` when the template writes no known tool-call
-/// markers.
+/// The tool-call syntax a template implies for the parser: the name of the family the
+/// parser's own detection picks ([`Syntax::detect_from_template`], named by [`Syntax::name`]:
+/// `hermes`, `qwen3-coder`, `gemma4`, `glm4.5`, `lfm2`, `deepseek-v3.2`, … every family the
+/// parser reads); else `functionary-v3.1` for a template that writes `<function=` calls
+/// without the `<|start_header_id|>` header the parser's Functionary v3.1 detection also asks
+/// for (llama.cpp's autoparser reads `<function=NAME>…</function>` calls as Functionary 3.1's,
+/// common/chat-diff-analyzer.cpp, build 11434); `None` when the template writes no known
+/// tool-call markers.
 pub fn implied_syntax(template: &str) -> Option<String> {
     if let Some(s) = Syntax::detect_from_template(template) {
         return Some(s.name().to_owned());
     }
-    let has = |s: &str| template.contains(s);
-    let name = if has("<start_function_call>") {
-        "functiongemma"
-    } else if has("<seed:tool_call>") {
-        "seed-oss"
-    } else if has("<minimax:tool_call>") {
-        "minimax"
-    } else if has("<｜DSML｜") {
-        "deepseek-dsml"
-    } else if has("<arg_key>") {
-        "glm"
-    } else if has("<|tool_call_start|>") {
-        "lfm2"
-    } else if has("<TOOLCALL>") {
-        "nemotron"
-    } else if has("<|START_ACTION|>") {
-        "command-r7b"
-    } else if has("<function=") {
-        "functionary-v3.1"
-    } else {
-        return None;
-    };
-    Some(name.to_owned())
+    template
+        .contains("<function=")
+        .then(|| "functionary-v3.1".to_owned())
 }
 
 /// Tokens of `prompt` under `vocab` (llama.cpp splitting with `parse_special`, no BOS added).
@@ -138,5 +119,31 @@ mod tests {
             Some("lfm2")
         );
         assert_eq!(implied_syntax("plain chat"), None);
+        assert_eq!(
+            implied_syntax("{{ '<function=' + name + '>' }}").as_deref(),
+            Some("functionary-v3.1")
+        );
+    }
+
+    /// The markers this function once named itself (before the parser read those families)
+    /// are now named by the parser's detection, under its names.
+    #[test]
+    fn former_descriptive_names_are_parser_families() {
+        for (marker, name) in [
+            ("<start_function_call>", "functiongemma"),
+            ("<seed:tool_call>", "seed-oss"),
+            ("<minimax:tool_call>", "anthropic-xml"),
+            ("<｜DSML｜", "deepseek-v3.2"),
+            ("<arg_key>", "glm4.5"),
+            ("<|tool_call_start|>", "lfm2"),
+            ("<TOOLCALL>", "nemotron-v2"),
+            ("<|START_ACTION|>", "command-r7b"),
+        ] {
+            assert_eq!(
+                Syntax::detect_from_template(marker).map(Syntax::name),
+                Some(name),
+                "{marker}"
+            );
+        }
     }
 }

@@ -710,219 +710,13 @@ pub fn render_text(r: &DiffReport) -> String {
     let _ = writeln!(o, "A: {}", side(&r.a));
     let _ = writeln!(o, "B: {}", side(&r.b));
     if let Some(p) = &r.props {
-        if p.build_info.changed {
-            let _ = writeln!(o, "build_info: {:?} → {:?}", p.build_info.a, p.build_info.b);
-        }
-        for (k, [x, y]) in &p.chat_template_caps {
-            let _ = writeln!(o, "chat_template_caps.{k}: {x} → {y}");
-        }
-        if p.chat_template_changed {
-            let _ = writeln!(o, "chat_template: differs");
-        }
-        if !p.fields_only_a.is_empty() {
-            let _ = writeln!(
-                o,
-                "/props fields only A has: {}",
-                p.fields_only_a.join(", ")
-            );
-        }
-        if !p.fields_only_b.is_empty() {
-            let _ = writeln!(
-                o,
-                "/props fields only B has: {}",
-                p.fields_only_b.join(", ")
-            );
-        }
+        text_props(&mut o, p);
     }
     if let Some(s) = &r.structure {
-        let _ = writeln!(
-            o,
-            "\n== structure (template sources){}",
-            if s.identical_source {
-                ": identical"
-            } else {
-                ""
-            }
-        );
-        for (role, d) in &s.markers {
-            if d.changed {
-                let _ = writeln!(
-                    o,
-                    "  {role:<17} A only: {}   B only: {}",
-                    list(&d.only_a),
-                    list(&d.only_b)
-                );
-            } else {
-                let _ = writeln!(o, "  {role:<17} same: {}", list(&d.a));
-            }
-        }
-        let be = |b: &BosEos| {
-            format!(
-                "bos_token {} / eos_token {}",
-                if b.prints_bos_token {
-                    "printed"
-                } else {
-                    "not printed"
-                },
-                if b.prints_eos_token {
-                    "printed"
-                } else {
-                    "not printed"
-                }
-            )
-        };
-        let _ = writeln!(
-            o,
-            "  {:<17} A: {}   B: {}{}",
-            "bos/eos",
-            be(&s.bos_eos.a),
-            be(&s.bos_eos.b),
-            if s.bos_eos.changed { "  (changed)" } else { "" }
-        );
-        let sy = |x: &Option<String>| x.clone().unwrap_or_else(|| "none".into());
-        let _ = writeln!(
-            o,
-            "  {:<17} A: {}   B: {}{}",
-            "tool-call syntax",
-            sy(&s.syntax.a),
-            sy(&s.syntax.b),
-            if s.syntax.changed { "  (changed)" } else { "" }
-        );
+        text_structure(&mut o, s);
     }
     for e in &r.exchanges {
-        let id =
-            e.id.map(|i| format!("exchange {i}"))
-                .unwrap_or_else(|| "request".into());
-        let _ = writeln!(o, "\n== {id} ({})", e.api);
-        for (n, st) in [("A", &e.a), ("B", &e.b)] {
-            match &st.error {
-                Some(err) => {
-                    let _ = writeln!(o, "  {n}: render failed: {err}");
-                }
-                None => {
-                    let _ = writeln!(o, "  {n}: {} bytes, {} tokens", st.bytes, st.tokens);
-                }
-            }
-        }
-        if e.identical {
-            let _ = writeln!(o, "  prompts identical");
-        }
-        if let Some(t) = &e.tokens
-            && !t.is_identical()
-        {
-            let _ = writeln!(
-                o,
-                "  tokens ({}): {} equal, {} only in A, {} only in B",
-                t.tokenizer, t.equal, t.deleted, t.inserted
-            );
-            for (shown, op) in t.ops.iter().filter(|op| op.tag != OpTag::Equal).enumerate() {
-                if shown == 40 {
-                    let _ = writeln!(o, "    … more changes in the JSON output");
-                    break;
-                }
-                let _ = writeln!(o, "    @ A+{} B+{}", op.a_offset, op.b_offset);
-                if let Some(x) = &op.a_text {
-                    let _ = writeln!(o, "    - {}", show(x, 160));
-                }
-                if let Some(x) = &op.b_text {
-                    let _ = writeln!(o, "    + {}", show(x, 160));
-                }
-            }
-        }
-        for (role, d) in e.markers.iter().filter(|(_, d)| d.changed) {
-            let cnt = |m: &BTreeMap<String, usize>| {
-                m.iter()
-                    .map(|(k, n)| format!("{k}×{n}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            let _ = writeln!(
-                o,
-                "  markers {role}: A {}   B {}",
-                if d.a.is_empty() {
-                    "-".into()
-                } else {
-                    cnt(&d.a)
-                },
-                if d.b.is_empty() {
-                    "-".into()
-                } else {
-                    cnt(&d.b)
-                }
-            );
-        }
-        if e.turn_roles.changed {
-            let _ = writeln!(
-                o,
-                "  turns: A [{}]   B [{}]",
-                e.turn_roles.a.join(", "),
-                e.turn_roles.b.join(", ")
-            );
-        }
-        if let Some(rp) = &e.reply {
-            let side = |err: &Option<String>,
-                        reasoning: &str,
-                        content: &str,
-                        calls: &[CallSummary],
-                        fin: &Option<String>| match err {
-                Some(x) => format!("error: {x}"),
-                None => format!(
-                    "finish {} · calls [{}] · {}{}",
-                    fin.as_deref().unwrap_or("-"),
-                    calls
-                        .iter()
-                        .map(|c| format!("{}({})", c.name, c.arguments))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if reasoning.is_empty() {
-                        String::new()
-                    } else {
-                        format!("reasoning {} · ", show(reasoning, 60))
-                    },
-                    show(content, 100)
-                ),
-            };
-            let _ = writeln!(
-                o,
-                "  reply A: {}",
-                side(
-                    &rp.error.a,
-                    &rp.reasoning.a,
-                    &rp.content.a,
-                    &rp.tool_calls.a,
-                    &rp.finish_reason.a
-                )
-            );
-            let _ = writeln!(
-                o,
-                "  reply B: {}",
-                side(
-                    &rp.error.b,
-                    &rp.reasoning.b,
-                    &rp.content.b,
-                    &rp.tool_calls.b,
-                    &rp.finish_reason.b
-                )
-            );
-        }
-        for (n, v) in [("A", &e.schema.a), ("B", &e.schema.b)] {
-            for l in v {
-                let only = if n == "A" {
-                    e.schema.only_a.contains(l)
-                } else {
-                    e.schema.only_b.contains(l)
-                };
-                let _ = writeln!(
-                    o,
-                    "  schema under {n}{}: {} {} {} — {}",
-                    if only { " only" } else { "" },
-                    l.rule,
-                    l.tool,
-                    l.pointer,
-                    l.message
-                );
-            }
-        }
+        text_exchange(&mut o, e);
     }
     let s = &r.summary;
     let _ = writeln!(
@@ -944,6 +738,237 @@ pub fn render_text(r: &DiffReport) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+/// [`render_text`]'s `/props` lines.
+fn text_props(o: &mut String, p: &PropsDiff) {
+    if p.build_info.changed {
+        let _ = writeln!(o, "build_info: {:?} → {:?}", p.build_info.a, p.build_info.b);
+    }
+    for (k, [x, y]) in &p.chat_template_caps {
+        let _ = writeln!(o, "chat_template_caps.{k}: {x} → {y}");
+    }
+    if p.chat_template_changed {
+        let _ = writeln!(o, "chat_template: differs");
+    }
+    if !p.fields_only_a.is_empty() {
+        let _ = writeln!(
+            o,
+            "/props fields only A has: {}",
+            p.fields_only_a.join(", ")
+        );
+    }
+    if !p.fields_only_b.is_empty() {
+        let _ = writeln!(
+            o,
+            "/props fields only B has: {}",
+            p.fields_only_b.join(", ")
+        );
+    }
+}
+
+/// [`render_text`]'s structure section (template sources).
+fn text_structure(o: &mut String, s: &StructureDiff) {
+    let _ = writeln!(
+        o,
+        "\n== structure (template sources){}",
+        if s.identical_source {
+            ": identical"
+        } else {
+            ""
+        }
+    );
+    for (role, d) in &s.markers {
+        if d.changed {
+            let _ = writeln!(
+                o,
+                "  {role:<17} A only: {}   B only: {}",
+                list(&d.only_a),
+                list(&d.only_b)
+            );
+        } else {
+            let _ = writeln!(o, "  {role:<17} same: {}", list(&d.a));
+        }
+    }
+    let be = |b: &BosEos| {
+        format!(
+            "bos_token {} / eos_token {}",
+            if b.prints_bos_token {
+                "printed"
+            } else {
+                "not printed"
+            },
+            if b.prints_eos_token {
+                "printed"
+            } else {
+                "not printed"
+            }
+        )
+    };
+    let _ = writeln!(
+        o,
+        "  {:<17} A: {}   B: {}{}",
+        "bos/eos",
+        be(&s.bos_eos.a),
+        be(&s.bos_eos.b),
+        if s.bos_eos.changed { "  (changed)" } else { "" }
+    );
+    let sy = |x: &Option<String>| x.clone().unwrap_or_else(|| "none".into());
+    let _ = writeln!(
+        o,
+        "  {:<17} A: {}   B: {}{}",
+        "tool-call syntax",
+        sy(&s.syntax.a),
+        sy(&s.syntax.b),
+        if s.syntax.changed { "  (changed)" } else { "" }
+    );
+}
+
+/// [`render_text`]'s section of one exchange.
+fn text_exchange(o: &mut String, e: &ExchangeDiff) {
+    let id =
+        e.id.map(|i| format!("exchange {i}"))
+            .unwrap_or_else(|| "request".into());
+    let _ = writeln!(o, "\n== {id} ({})", e.api);
+    for (n, st) in [("A", &e.a), ("B", &e.b)] {
+        match &st.error {
+            Some(err) => {
+                let _ = writeln!(o, "  {n}: render failed: {err}");
+            }
+            None => {
+                let _ = writeln!(o, "  {n}: {} bytes, {} tokens", st.bytes, st.tokens);
+            }
+        }
+    }
+    if e.identical {
+        let _ = writeln!(o, "  prompts identical");
+    }
+    text_tokens(o, e);
+    for (role, d) in e.markers.iter().filter(|(_, d)| d.changed) {
+        let cnt = |m: &BTreeMap<String, usize>| {
+            m.iter()
+                .map(|(k, n)| format!("{k}×{n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let _ = writeln!(
+            o,
+            "  markers {role}: A {}   B {}",
+            if d.a.is_empty() {
+                "-".into()
+            } else {
+                cnt(&d.a)
+            },
+            if d.b.is_empty() {
+                "-".into()
+            } else {
+                cnt(&d.b)
+            }
+        );
+    }
+    if e.turn_roles.changed {
+        let _ = writeln!(
+            o,
+            "  turns: A [{}]   B [{}]",
+            e.turn_roles.a.join(", "),
+            e.turn_roles.b.join(", ")
+        );
+    }
+    if let Some(rp) = &e.reply {
+        text_reply(o, rp);
+    }
+    for (n, v) in [("A", &e.schema.a), ("B", &e.schema.b)] {
+        for l in v {
+            let only = if n == "A" {
+                e.schema.only_a.contains(l)
+            } else {
+                e.schema.only_b.contains(l)
+            };
+            let _ = writeln!(
+                o,
+                "  schema under {n}{}: {} {} {} — {}",
+                if only { " only" } else { "" },
+                l.rule,
+                l.tool,
+                l.pointer,
+                l.message
+            );
+        }
+    }
+}
+
+/// [`render_text`]'s token difference of one exchange (at most 40 changes).
+fn text_tokens(o: &mut String, e: &ExchangeDiff) {
+    if let Some(t) = &e.tokens
+        && !t.is_identical()
+    {
+        let _ = writeln!(
+            o,
+            "  tokens ({}): {} equal, {} only in A, {} only in B",
+            t.tokenizer, t.equal, t.deleted, t.inserted
+        );
+        for (shown, op) in t.ops.iter().filter(|op| op.tag != OpTag::Equal).enumerate() {
+            if shown == 40 {
+                let _ = writeln!(o, "    … more changes in the JSON output");
+                break;
+            }
+            let _ = writeln!(o, "    @ A+{} B+{}", op.a_offset, op.b_offset);
+            if let Some(x) = &op.a_text {
+                let _ = writeln!(o, "    - {}", show(x, 160));
+            }
+            if let Some(x) = &op.b_text {
+                let _ = writeln!(o, "    + {}", show(x, 160));
+            }
+        }
+    }
+}
+
+/// [`render_text`]'s two replies of one exchange.
+fn text_reply(o: &mut String, rp: &ReplyDiff) {
+    let side = |err: &Option<String>,
+                reasoning: &str,
+                content: &str,
+                calls: &[CallSummary],
+                fin: &Option<String>| match err {
+        Some(x) => format!("error: {x}"),
+        None => format!(
+            "finish {} · calls [{}] · {}{}",
+            fin.as_deref().unwrap_or("-"),
+            calls
+                .iter()
+                .map(|c| format!("{}({})", c.name, c.arguments))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if reasoning.is_empty() {
+                String::new()
+            } else {
+                format!("reasoning {} · ", show(reasoning, 60))
+            },
+            show(content, 100)
+        ),
+    };
+    let _ = writeln!(
+        o,
+        "  reply A: {}",
+        side(
+            &rp.error.a,
+            &rp.reasoning.a,
+            &rp.content.a,
+            &rp.tool_calls.a,
+            &rp.finish_reason.a
+        )
+    );
+    let _ = writeln!(
+        o,
+        "  reply B: {}",
+        side(
+            &rp.error.b,
+            &rp.reasoning.b,
+            &rp.content.b,
+            &rp.tool_calls.b,
+            &rp.finish_reason.b
+        )
+    );
 }
 
 #[cfg(test)]

@@ -204,7 +204,7 @@ pub fn expected(
                     ),
                     None,
                 ),
-                (Engine::LlamaCpp, Some(_), _) => llama(family, text, &ours, &sit),
+                (Engine::LlamaCpp, Some(_), _) => llama_after_prompt(family, text, tools),
                 (_, Some(_), Some(p)) => {
                     let (o, why) = by_profile(family, text, &ours, &sit, &p, &index, tools);
                     (o, why, p.defect)
@@ -348,13 +348,107 @@ impl Situation {
     }
 }
 
+/// The marker that closes the reasoning block the corpus template's generation prompt opens, for
+/// the families whose template ends its generation prompt inside one: MiniMax-M2
+/// (`]~b]ai\n<think>\n`), DeepSeek R1 (`<｜Assistant｜><think>\n`), MiniCPM5 and Nemotron v2
+/// (`…<think>\n`; llama.cpp renders with `enable_thinking` true), Kimi K3
+/// (`<|open|>think<|sep|>`). llama.cpp parses `generation_prompt + reply`
+/// (common/chat.cpp:1465, b11434 and b11312), so the reply starts inside reasoning. Measured
+/// with scripts/engines/llama/parse.cpp on both releases.
+fn llama_prompt_reasoning_close(family: Syntax) -> Option<&'static str> {
+    match family {
+        Syntax::AnthropicXml | Syntax::DeepSeekV3 | Syntax::MiniCpm5 | Syntax::NemotronV2 => {
+            Some("</think>")
+        }
+        Syntax::KimiK3 => Some("<|close|>think<|sep|>"),
+        _ => None,
+    }
+}
+
+/// llama.cpp's verdict (b11434 and b11312) with the generation prompt in front of the reply
+/// (common/chat.cpp:1465 `effective_input = generation_prompt + input`). When the prompt opens
+/// reasoning ([`llama_prompt_reasoning_close`]), everything up to the first close marker is
+/// `reasoning_content` — an opening marker in the reply stays reasoning text — and only the
+/// rest is read for content and calls; with no close marker the whole reply is reasoning, no
+/// call and empty content (a call written inside the reasoning is not one).
+fn llama_after_prompt(
+    family: Syntax,
+    text: &str,
+    tools: Option<&Value>,
+) -> (Outcome, String, Option<&'static str>) {
+    let index = ToolIndex::from_value(tools);
+    let Some(close) = llama_prompt_reasoning_close(family) else {
+        let ours = parse(text, Some(family), tools);
+        let sit = Situation::of(family, text, &ours, &index);
+        return llama(family, text, &ours, &sit);
+    };
+    let Some(at) = text.find(close) else {
+        return (
+            Outcome::Calls {
+                content: String::new(),
+                reasoning: text.trim().to_string(),
+                tool_calls: Vec::new(),
+            },
+            format!(
+                "llama.cpp {} parses the generation prompt + reply: the prompt opens reasoning \
+                 and the reply never closes it (no `{close}`), so all of it is reasoning_content",
+                Engine::LlamaCpp.release()
+            ),
+            None,
+        );
+    };
+    let reasoning = text[..at].trim().to_string();
+    let rest = &text[at + close.len()..];
+    let ours = parse(rest, Some(family), tools);
+    let sit = Situation::of(family, rest, &ours, &index);
+    let (outcome, why, defect) = llama(family, rest, &ours, &sit);
+    let outcome = match outcome {
+        Outcome::Calls {
+            content,
+            tool_calls,
+            ..
+        } => Outcome::Calls {
+            content,
+            reasoning,
+            tool_calls,
+        },
+        Outcome::Content { content } => Outcome::Calls {
+            content,
+            reasoning,
+            tool_calls: Vec::new(),
+        },
+        e => e,
+    };
+    (
+        outcome,
+        format!(
+            "llama.cpp {}: the generation prompt opens reasoning, closed by `{close}` at byte \
+             {at}; after it, {why}",
+            Engine::LlamaCpp.release()
+        ),
+        defect,
+    )
+}
+
 fn llama(
     family: Syntax,
     text: &str,
     ours: &ParseOutput,
     sit: &Situation,
 ) -> (Outcome, String, Option<&'static str>) {
-    let _ = text;
+    // b11434 and b11312 build a peg-native parser for these templates (Granite 3.3, Hunyuan 3,
+    // Solar Open in the corpus) that reads no tool-call syntax: every reply is content, with
+    // the generation prompt's reasoning markers stripped. Measured with llama.cpp's own
+    // common_chat_templates_apply + common_chat_parse (scripts/engines/llama/parse.cpp,
+    // tests/e2e/engines_llama.rs).
+    if matches!(family, Syntax::Granite | Syntax::Hy3 | Syntax::SolarOpen) {
+        return (
+            whole(text),
+            "llama.cpp's parser for this template reads no tool calls: the reply is content"
+                .to_string(),
+            None,
+        );
+    }
     let problem = sit
         .drift
         .as_ref()

@@ -177,7 +177,7 @@ impl Recorder {
     /// text captured — a verified regeneration.
     async fn annotate(&self, l: &Llama, id: u64, request: Request, original: Option<Exchange>) {
         let api = Api::from_path(&request.path);
-        let body = request.body.json().ok();
+        let body = render_body(&request);
         let (anns, prompt) = exchange_annotations(&l.client, l.bos.as_deref(), id, api, body).await;
         let captured = anns
             .iter()
@@ -236,6 +236,20 @@ impl Recorder {
     }
 }
 
+/// The request body as JSON for the server render: its `content-encoding` undone, at most
+/// [`crate::record::spill::SPILL_AT`] (1 MiB) decoded — the size of a plain body the recorder
+/// renders ([`crate::session::encoding`]); `None` when it is not JSON or cannot be decoded.
+fn render_body(request: &Request) -> Option<Value> {
+    let raw = request.body.to_bytes();
+    let body = crate::session::encoding::decode_request_body(
+        &request.headers,
+        &raw,
+        crate::record::spill::SPILL_AT,
+    )
+    .ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
 /// The llama-server annotations of one ended chat exchange (`api`, request `body`), in the
 /// order they are fetched: `GET /slots` first (a later request may reuse the slot), then
 /// [`server_render`] (`/apply-template` + `/tokenize`), then the [`Annotation::RawText`] of
@@ -285,7 +299,9 @@ pub async fn exchange_annotations(
 
 /// Fetches llama-server's render of one exchange's request: `POST /apply-template` with the
 /// same body (Anthropic bodies converted as the server does, see
-/// [`crate::record::anthropic`]), then `POST /tokenize` of the prompt with pieces.
+/// [`crate::record::anthropic`]; Responses bodies as
+/// [`crate::template::responses::responses_to_chat`] converts them), then `POST /tokenize` of
+/// the prompt with pieces.
 pub async fn server_render(
     client: &ServerClient,
     exchange: u64,
@@ -303,6 +319,17 @@ pub async fn server_render(
                 crate::record::anthropic::anthropic_to_openai(&body).map_err(|e| {
                     anyhow::anyhow!("converting the /v1/messages body as llama-server does: {e}")
                 })?
+            }
+            // llama-server converts a Responses request to a chat request itself
+            // (server_chat_convert_responses_to_chatcmpl); the render is of that conversion.
+            Api::Responses => {
+                crate::template::responses::responses_to_chat(&body)
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "converting the /v1/responses body as llama-server does: {e}"
+                        )
+                    })?
+                    .body
             }
             _ => body,
         };

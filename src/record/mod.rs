@@ -12,6 +12,7 @@
 //! * [`spill`] — bounded memory for recorded bodies (temporary file beyond 1 MiB).
 //! * [`summary`] — one-line exchange summaries (`--headless`).
 //! * [`serve`] — answers requests from a recorded session (`toolscope serve`).
+//! * [`websocket`] — WebSocket pass-through and recording (the Responses API's WebSocket mode).
 
 pub mod annotate;
 pub mod anthropic;
@@ -25,6 +26,7 @@ pub mod send;
 pub mod serve;
 pub mod spill;
 pub mod summary;
+pub mod websocket;
 pub mod whatif;
 
 pub use recorder::RecordEvent;

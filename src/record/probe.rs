@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::Value;
 
-use crate::diagnose::load::exchange_context;
+use crate::analysis::facts::exchange_context;
 use crate::diagnose::probe::{Control, ProbeResult, Verdict, judge, request};
 use crate::session::write::new_header;
 use crate::session::{

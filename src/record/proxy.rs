@@ -370,14 +370,17 @@ impl Proxy {
                         let upstream = upstream.clone();
                         let rec = rec.clone();
                         let (stop, cut, guard) = (stop2.clone(), cut2.clone(), conns2.enter());
+                        let conns3 = conns2.clone();
                         tokio::spawn(async move {
                             let _guard = guard;
                             // This client connection's upstream connection, kept between its requests.
                             let slot = Slot::default();
-                            let svc = hyper::service::service_fn(move |req| handle(req, slot.clone(), upstream.clone(), rec.clone()));
+                            let ws = WsCtx { stop: stop.clone(), cut: cut.clone(), conns: conns3.clone() };
+                            let svc = hyper::service::service_fn(move |req| handle(req, slot.clone(), upstream.clone(), rec.clone(), ws.clone()));
                             let conn = hyper::server::conn::http1::Builder::new()
                                 .keep_alive(true)
-                                .serve_connection(TokioIo::new(stream), svc);
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .with_upgrades();
                             let mut conn = std::pin::pin!(conn);
                             tokio::select! {
                                 biased;
@@ -601,12 +604,178 @@ fn body_error_text(e: &(dyn std::error::Error + 'static), quiet_ms: u64, bytes: 
     format!("{lead}, {quiet_ms} ms after its last byte, {bytes} body bytes received ({chain})")
 }
 
+/// What a WebSocket pass-through needs from the listener: shutdown tokens and the connection
+/// count (an upgraded connection outlives its HTTP connection's task).
+#[derive(Clone)]
+struct WsCtx {
+    stop: CancellationToken,
+    cut: CancellationToken,
+    conns: Arc<ConnCount>,
+}
+
+/// True for an HTTP/1.1 WebSocket upgrade request (RFC 6455 §4.1: `Upgrade: websocket`,
+/// `Connection: Upgrade`).
+fn is_websocket_upgrade(h: &hyper::HeaderMap) -> bool {
+    let has = |name: hyper::header::HeaderName, token: &str| {
+        h.get_all(name).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        })
+    };
+    has(hyper::header::UPGRADE, "websocket") && has(hyper::header::CONNECTION, "upgrade")
+}
+
+/// A WebSocket upgrade: forwarded to the upstream on a fresh connection with its `Connection`
+/// and `Upgrade` headers; on `101` both connections are joined and recorded
+/// ([`crate::record::websocket`]); any other answer is forwarded and recorded as an ordinary
+/// exchange.
+async fn upgrade(
+    mut req: HRequest<Incoming>,
+    upstream: Upstream,
+    rec: Recorder,
+    ws: WsCtx,
+) -> HResponse<BoxBody<Bytes, BoxError>> {
+    let client_up = hyper::upgrade::on(&mut req);
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "/".into());
+    let req_headers = header_pairs(req.headers());
+    let target = format!("{}{}", upstream.prefix, path);
+    let mut up = HRequest::builder()
+        .method(req.method().clone())
+        .uri(&target);
+    if let Some(h) = up.headers_mut() {
+        for (k, v) in req.headers() {
+            let keep = k == hyper::header::CONNECTION || k == hyper::header::UPGRADE;
+            if (keep || !is_hop(k.as_str())) && k != hyper::header::HOST {
+                h.append(k.clone(), v.clone());
+            }
+        }
+        if let Ok(host) = HeaderValue::from_str(&upstream.authority) {
+            h.insert(hyper::header::HOST, host);
+        }
+        if let Some(auth) = &upstream.basic_auth
+            && !h.contains_key(hyper::header::AUTHORIZATION)
+        {
+            h.insert(hyper::header::AUTHORIZATION, auth.clone());
+        }
+    }
+    let method = req.method().as_str().to_owned();
+    let fail = |msg: String| {
+        let mut a = rec.begin(&method, &path, req_headers.clone(), b"");
+        a.request_done();
+        a.finish(Outcome::UpstreamError, Some(msg.clone()));
+        text_response(StatusCode::BAD_GATEWAY, msg + "\n")
+    };
+    let Ok(up) = up.body(full_body(Bytes::new())) else {
+        return fail(format!(
+            "toolscope proxy: cannot build the upstream upgrade request for {}{target}",
+            upstream.base
+        ));
+    };
+    let sent = async {
+        let tcp = TcpStream::connect(&upstream.connect)
+            .await
+            .map_err(|e| -> BoxError {
+                format!("connecting to {}: {e}", upstream.connect).into()
+            })?;
+        let _ = tcp.set_nodelay(true);
+        let (mut sender, conn) = client_h1::Builder::new()
+            .handshake::<_, UpBody>(TokioIo::new(tcp))
+            .await?;
+        tokio::spawn(conn.with_upgrades());
+        Ok::<_, BoxError>(sender.send_request(up).await?)
+    }
+    .await;
+    let resp = match sent {
+        Ok(r) => r,
+        Err(e) => {
+            return fail(format!(
+                "toolscope proxy: upstream {} failed: {}",
+                upstream.base,
+                error_chain(&*e)
+            ));
+        }
+    };
+    let status = resp.status();
+    let mut forwarded = Vec::new();
+    let mut out = HResponse::builder().status(status);
+    if let Some(h) = out.headers_mut() {
+        for (k, v) in resp.headers() {
+            let keep = status == StatusCode::SWITCHING_PROTOCOLS
+                && (k == hyper::header::CONNECTION || k == hyper::header::UPGRADE);
+            if keep || !is_hop(k.as_str()) {
+                h.append(k.clone(), v.clone());
+                forwarded.push((
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                ));
+            }
+        }
+    }
+    if status != StatusCode::SWITCHING_PROTOCOLS {
+        // Refused (llama-server has no WebSocket: 404): an ordinary exchange.
+        let mut a = rec.begin(&method, &path, req_headers, b"");
+        a.head(status.as_u16(), forwarded);
+        let body = match resp.into_body().collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                a.finish(
+                    Outcome::UpstreamError,
+                    Some(format!(
+                        "reading the upstream's answer to the upgrade failed: {e}"
+                    )),
+                );
+                return text_response(StatusCode::BAD_GATEWAY, format!("toolscope proxy: {e}\n"));
+            }
+        };
+        a.chunk(&body);
+        a.finish(Outcome::Complete, None);
+        return match out.body(full_body(body)) {
+            Ok(r) => r,
+            Err(e) => text_response(StatusCode::BAD_GATEWAY, format!("toolscope proxy: {e}\n")),
+        };
+    }
+    let recorder = crate::record::websocket::WsRecorder::new(
+        rec,
+        path,
+        req_headers,
+        status.as_u16(),
+        forwarded,
+    );
+    let guard = ws.conns.enter();
+    tokio::spawn(async move {
+        let _guard = guard;
+        let (c, u) = tokio::join!(client_up, hyper::upgrade::on(resp));
+        if let (Ok(c), Ok(u)) = (c, u) {
+            crate::record::websocket::pump(
+                TokioIo::new(c),
+                TokioIo::new(u),
+                recorder,
+                ws.cut,
+                ws.stop,
+            )
+            .await;
+        }
+    });
+    match out.body(full_body(Bytes::new())) {
+        Ok(r) => r,
+        Err(e) => text_response(StatusCode::BAD_GATEWAY, format!("toolscope proxy: {e}\n")),
+    }
+}
+
 async fn handle(
     req: HRequest<Incoming>,
     slot: Slot,
     upstream: Upstream,
     rec: Recorder,
+    ws: WsCtx,
 ) -> Result<HResponse<BoxBody<Bytes, BoxError>>, Infallible> {
+    if is_websocket_upgrade(req.headers()) {
+        return Ok(upgrade(req, upstream, rec, ws).await);
+    }
     let (parts, mut body) = req.into_parts();
     let path = parts
         .uri

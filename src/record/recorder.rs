@@ -507,6 +507,7 @@ impl Recorder {
             marks: Spill::new(&self.inner.spill_dir),
             last_chunk_us: None,
             tail: Vec::new(),
+            heads: Default::default(),
         }
     }
 
@@ -520,10 +521,13 @@ impl Recorder {
         // A request body too large to keep in memory is not rendered (the annotation would
         // hold it again), nor is an exchange cut by shutdown.
         let req_body = raw.req.body_in_memory();
-        let chat = matches!(ex.api(), Api::Openai | Api::Anthropic)
+        // HTTP 415: the server refused the body's content-encoding (llama-server b11434 does
+        // for zstd) and rendered nothing.
+        let chat = matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Responses)
             && ex.request.method == "POST"
             && req_body.is_some()
-            && ex.outcome != Outcome::Shutdown;
+            && ex.outcome != Outcome::Shutdown
+            && ex.response.as_ref().is_none_or(|r| r.status != 415);
         let llama = self.inner.llama.read().ok().and_then(|l| l.clone());
         let learn = match llama {
             Some(_) => None,
@@ -648,6 +652,9 @@ pub struct ActiveExchange {
     /// The last [`TAIL`]–2×[`TAIL`] bytes of the response body (the body itself may be spilled
     /// to disk): enough to see whether it ends with its API's terminal event.
     tail: Vec<u8>,
+    /// The start of the stream's last event: names a Responses terminal event longer than
+    /// [`TAIL`] (`response.completed` repeats the whole output).
+    heads: crate::stream::sse::EventHeads,
 }
 
 /// How much of a response body's end [`ActiveExchange`] keeps in memory for the terminal-event
@@ -779,6 +786,20 @@ impl ActiveExchange {
         });
     }
 
+    /// [`ActiveExchange::head`] for a response recorded message by message whatever its
+    /// content type (a WebSocket's `101`: one chunk per server message).
+    pub fn head_stream(&mut self, status: u16, headers: Vec<(String, String)>) {
+        self.head(status, headers);
+        self.sse = true;
+    }
+
+    /// Attaches the WebSocket connection and frames the exchange travelled on.
+    pub fn set_websocket(&mut self, ws: crate::session::WebSocket) {
+        if let Some(ex) = self.ex.as_mut() {
+            ex.websocket = Some(ws);
+        }
+    }
+
     /// Records one body chunk exactly as forwarded to the client: appended to the body's
     /// [`Spill`] and, for streams, one (end offset, µs) mark — no per-chunk allocation or
     /// encoding here (that is the writer thread's job).
@@ -792,6 +813,7 @@ impl ActiveExchange {
         }
         if self.sse {
             self.marks.push(&mark_bytes(self.body.len(), t));
+            self.heads.feed(data);
         }
         if self.rec.inner.events.is_some() {
             let id = self.id();
@@ -841,10 +863,12 @@ impl Drop for ActiveExchange {
                     )),
                 );
             } else if self.ex.as_ref().is_some_and(|e| e.response.is_some())
-                && crate::stream::sse::ends_with_terminal_event(&self.tail)
+                && (crate::stream::sse::ends_with_terminal_event(&self.tail)
+                    || self.heads.ends_with_responses_terminal())
             {
                 // A client that closes once it has read the terminal event (`[DONE]`,
-                // `message_stop`; the official openai SDK does) got the whole response.
+                // `message_stop`, `response.completed`, an Ollama line with `"done": true`;
+                // the official openai SDK and Codex do) got the whole response.
                 self.end(Outcome::Complete, None);
             } else {
                 self.end(Outcome::ClientDisconnected, Some("the client closed the connection before the response ended; upstream request cancelled".into()));

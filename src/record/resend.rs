@@ -6,7 +6,9 @@
 //! bytes, headers except hop-by-hop ones, `host`, `content-length` and redacted secrets — through
 //! an in-process [`crate::record::proxy`] on an ephemeral loopback port, so the answers are
 //! recorded exactly as proxied traffic is (engine detection, chunk offsets, llama-server render
-//! annotations). Requests are sent one after the other, in id order.
+//! annotations). Requests are sent one after the other, in id order. A Responses exchange
+//! recorded over a WebSocket is re-sent as the equivalent streamed `POST`
+//! ([`websocket_as_post`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -112,18 +114,31 @@ pub async fn resend(
         cfg.label = Some(format!("resend:{}", ex.id));
         let (tx, mut rx) = mpsc::channel(4096);
         let proxy = Proxy::spawn(cfg, Some(tx)).await?;
-        let method = reqwest::Method::from_bytes(ex.request.method.as_bytes())
-            .with_context(|| format!("exchange {}: bad method {:?}", ex.id, ex.request.method))?;
+        let (method, body) = match websocket_as_post(ex) {
+            Some(b) => (reqwest::Method::POST, b),
+            None => (
+                reqwest::Method::from_bytes(ex.request.method.as_bytes()).with_context(|| {
+                    format!("exchange {}: bad method {:?}", ex.id, ex.request.method)
+                })?,
+                ex.request.body.to_bytes(),
+            ),
+        };
+        let ws = ex.websocket.is_some();
         let mut req = http.request(method, target_url(&proxy.url(), &ex.request.path)?);
         for (k, v) in &ex.request.headers {
-            if !dropped(k, v) && !opts.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k)) {
+            let websocket_only = ws && k.starts_with("sec-websocket-");
+            let replaced = opts.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k));
+            if !(dropped(k, v) || websocket_only || replaced) {
                 req = req.header(k, v);
             }
+        }
+        if ws {
+            req = req.header("content-type", "application/json");
         }
         for (k, v) in &opts.headers {
             req = req.header(k, v);
         }
-        match req.body(ex.request.body.to_bytes()).send().await {
+        match req.body(body).send().await {
             Ok(resp) => {
                 let mut body = resp.bytes_stream();
                 while let Some(chunk) = body.next().await {
@@ -149,6 +164,19 @@ pub async fn resend(
         out.push(r);
     }
     Ok(out)
+}
+
+/// A Responses exchange recorded over a WebSocket, as the equivalent streamed HTTP request:
+/// its `response.create` message without `type`, with `"stream": true` (the WebSocket mode's
+/// implicit streaming; OpenAI API reference, "WebSocket events"). `None` for other exchanges
+/// or a message that is not a JSON object.
+pub fn websocket_as_post(ex: &Exchange) -> Option<Vec<u8>> {
+    ex.websocket.as_ref()?;
+    let mut v: serde_json::Value = ex.request.body.json().ok()?;
+    let o = v.as_object_mut()?;
+    o.shift_remove("type");
+    o.insert("stream".into(), serde_json::Value::Bool(true));
+    serde_json::to_vec(&v).ok()
 }
 
 #[cfg(test)]

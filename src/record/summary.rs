@@ -36,6 +36,25 @@ pub fn tool_call_names(ex: &Exchange) -> Vec<String> {
 }
 
 fn collect(v: &Value, names: &mut Vec<String>) {
+    // Responses API: a streamed `response.output_item.done` function_call item, or the
+    // non-streamed response's `output` items.
+    let mut responses_item = |item: &Value| {
+        if item.get("type").and_then(Value::as_str) == Some("function_call")
+            && let Some(n) = item.get("name").and_then(Value::as_str)
+        {
+            names.push(n.to_owned());
+        }
+    };
+    if v.get("type").and_then(Value::as_str) == Some("response.output_item.done")
+        && let Some(item) = v.get("item")
+    {
+        responses_item(item);
+    }
+    if v.get("object").and_then(Value::as_str) == Some("response")
+        && let Some(items) = v.get("output").and_then(Value::as_array)
+    {
+        items.iter().for_each(&mut responses_item);
+    }
     if let Some(choices) = v.get("choices").and_then(Value::as_array) {
         for c in choices {
             for key in ["message", "delta"] {

@@ -631,11 +631,59 @@ impl<'a> Cx<'a> {
             })
             .collect();
         let listing = format!("{kw} [{}]", all_types.join(", "));
+        let (mut merged, change, mut lost, note) =
+            self.merge_alternatives(kw, &rest, nullable, &all_types, &listing);
+        if nullable && !rest.is_empty() {
+            merged.insert("nullable".into(), Value::Bool(true));
+        }
+        // The alternatives' own descriptions survive only when the parent has none.
+        let mut conflicts = Vec::new();
+        let out = merge_all(&base, &merged, &mut conflicts);
+        lost.extend(
+            conflicts
+                .into_iter()
+                .map(|c| format!("{c} of an alternative")),
+        );
+        let mut out = out;
+        if let Some(n) = note {
+            add_note(&mut out, &n);
+        }
+        let still_list = matches!(out.get("type"), Some(Value::Array(_)));
+        if still_list && self.opts.strategy != Strategy::TypeList {
+            // One change for the union and the strategy applied to it.
+            self.normalize_type_as(&mut out, path, Some((listing, lost)));
+        } else {
+            self.push(
+                path,
+                change,
+                if lost.is_empty() {
+                    None
+                } else {
+                    Some(lost.join("; "))
+                },
+            );
+            self.normalize_type(&mut out, path);
+        }
+        out
+    }
+
+    /// One schema from a union's non-null alternatives `rest` (`kw`: `anyOf` or `oneOf`; the
+    /// alternatives' types `all_types`, listed as `listing`): `(schema, what changed, what
+    /// was lost, a note for the description)`. Only null → `type null`; bare constraints →
+    /// dropped (reported lost); one alternative → it; an unconstrained alternative → no type;
+    /// objects → one merged object; mixed → a type list.
+    fn merge_alternatives(
+        &self,
+        kw: &str,
+        rest: &[&Value],
+        nullable: bool,
+        all_types: &[String],
+        listing: &str,
+    ) -> (Map<String, Value>, String, Vec<String>, Option<String>) {
         let mut lost: Vec<String> = Vec::new();
         let mut note: Option<String> = None;
         let mut merged: Map<String, Value>;
         let change: String;
-
         if rest.is_empty() {
             merged = Map::new();
             merged.insert("type".into(), Value::String("null".into()));
@@ -684,7 +732,7 @@ impl<'a> Cx<'a> {
             change = format!("{listing} → no type (an alternative accepts any value)");
             lost.push("the typed alternatives (the value may be anything)".into());
         } else if rest.iter().all(|a| types_of(a) == ["object"]) {
-            let (m, l) = merge_objects(kw, &rest);
+            let (m, l) = merge_objects(kw, rest);
             merged = m;
             lost.extend(l);
             change = format!("{kw} of {} objects merged into one object", rest.len());
@@ -711,7 +759,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         } else {
-            let (m, l) = merge_mixed(&rest);
+            let (m, l) = merge_mixed(rest);
             merged = m;
             lost.extend(l);
             change = format!("{listing} → type list");
@@ -726,38 +774,7 @@ impl<'a> Cx<'a> {
                 lost.push("oneOf exclusivity between integer and number".into());
             }
         }
-        if nullable && !rest.is_empty() {
-            merged.insert("nullable".into(), Value::Bool(true));
-        }
-        // The alternatives' own descriptions survive only when the parent has none.
-        let mut conflicts = Vec::new();
-        let out = merge_all(&base, &merged, &mut conflicts);
-        lost.extend(
-            conflicts
-                .into_iter()
-                .map(|c| format!("{c} of an alternative")),
-        );
-        let mut out = out;
-        if let Some(n) = note {
-            add_note(&mut out, &n);
-        }
-        let still_list = matches!(out.get("type"), Some(Value::Array(_)));
-        if still_list && self.opts.strategy != Strategy::TypeList {
-            // One change for the union and the strategy applied to it.
-            self.normalize_type_as(&mut out, path, Some((listing, lost)));
-        } else {
-            self.push(
-                path,
-                change,
-                if lost.is_empty() {
-                    None
-                } else {
-                    Some(lost.join("; "))
-                },
-            );
-            self.normalize_type(&mut out, path);
-        }
-        out
+        (merged, change, lost, note)
     }
 
     /// Normalizes `type` lists (null → nullable; one type → that type; several → strategy).

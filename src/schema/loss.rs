@@ -195,6 +195,38 @@ impl LossReport {
                 }
                 continue;
             }
+            // The tool's name is in the prompt (a tool list, or only the agent's own prose)
+            // but none of its top-level parameters is: one finding for the tool, not one per
+            // parameter.
+            let top: Vec<&ParamLoss> = t
+                .params
+                .iter()
+                .filter(|p| !p.name.is_empty() && p.pointer.matches("/properties/").count() == 1)
+                .collect();
+            if top.len() > 1
+                && top.iter().all(|p| {
+                    p.facts
+                        .iter()
+                        .any(|f| f.kind == FactKind::Name && !f.reached)
+                })
+            {
+                let names: Vec<&str> = top.iter().map(|p| p.name.as_str()).collect();
+                out.push(finding(
+                    Rule::SchemaTypeLost,
+                    &t.tool,
+                    "",
+                    t.span,
+                    rendered,
+                    format!(
+                        "none of the {} parameters of `{}` ({}) reached the prompt: the template never printed this tool's parameters",
+                        names.len(),
+                        t.tool,
+                        names.join(", ")
+                    ),
+                    "use a template that prints tool parameters (the model's own tool-calling template)",
+                ));
+                continue;
+            }
             for p in &t.params {
                 let lost: Vec<&FactCheck> = p.lost().collect();
                 if lost.is_empty() {

@@ -588,6 +588,19 @@ mod tests {
                 },
                 outcome: Outcome::ClientDisconnected,
                 error: Some("client closed the connection".into()),
+                websocket: Some(crate::session::WebSocket {
+                    connection: 3,
+                    extensions: Some("permessage-deflate".into()),
+                    frames: vec![crate::session::WsFrame {
+                        t_us: 5,
+                        from: "client".into(),
+                        opcode: "ping".into(),
+                        fin: true,
+                        compressed: false,
+                        len: 2,
+                        data: Some(Body::Text { text: "hi".into() }),
+                    }],
+                }),
             })),
             Line::Annotation(Annotation::ServerRender {
                 exchange: 3,

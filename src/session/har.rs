@@ -154,6 +154,7 @@ pub fn har_to_session_with(name: &str, har: &Value, keep_secrets: bool) -> anyho
             },
             outcome: Outcome::Complete,
             error: None,
+            websocket: None,
         };
         if !keep_secrets {
             super::redact::redact_headers(&mut req_headers);

@@ -519,6 +519,7 @@ impl LightExchange {
             timings: self.timings,
             outcome: self.outcome,
             error: self.error,
+            websocket: None,
         }
     }
 }

@@ -17,6 +17,7 @@
 //! every other line. The format is documented in `docs/session-format.md`.
 
 mod de;
+pub mod encoding;
 pub mod har;
 pub mod index;
 pub mod model;

@@ -115,6 +115,49 @@ pub struct Exchange {
     /// Error text for partial exchanges (upstream error, disconnect reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Set when the exchange travelled over a WebSocket (the Responses API's WebSocket mode):
+    /// `request.body` is the client's `response.create` message, `response` the upgrade's
+    /// `101` head with one chunk per server message, and this the connection and every frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WebSocket>,
+}
+
+/// One exchange's share of a WebSocket connection (RFC 6455), as the proxy saw it: the
+/// connection it belongs to and every frame between its `response.create` and its terminal
+/// event, in order, both directions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct WebSocket {
+    /// The connection, numbered by the id of its first exchange (exchanges sharing it carry
+    /// the same number).
+    pub connection: u64,
+    /// The `sec-websocket-extensions` the server accepted (e.g. `permessage-deflate`), when
+    /// any: compressed messages are recorded decompressed (RFC 7692).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<String>,
+    pub frames: Vec<WsFrame>,
+}
+
+/// One WebSocket frame (RFC 6455 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct WsFrame {
+    /// Microseconds from the exchange's start (its `response.create` frame) to the frame.
+    pub t_us: u64,
+    /// `client` (client → server) or `server`.
+    pub from: String,
+    /// `text`, `binary`, `continuation`, `close`, `ping`, `pong`, or `0xN`.
+    pub opcode: String,
+    /// FIN: the last frame of its message.
+    pub fin: bool,
+    /// RSV1 set on a message's first frame: compressed with `permessage-deflate` (RFC 7692).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compressed: bool,
+    /// Payload bytes on the wire.
+    pub len: u64,
+    /// The payload (unmasked, decompressed) of frames whose bytes are nowhere else in the
+    /// exchange: control frames and client messages other than its `response.create`. The
+    /// `response.create` is `request.body`; server messages are `response.chunks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Body>,
 }
 
 /// The request as the client sent it (secrets redacted unless `--keep-secrets`).
@@ -508,17 +551,58 @@ impl Exchange {
         Api::from_path(&self.request.path)
     }
 
-    /// The request body parsed as JSON, if it is JSON.
+    /// The request body parsed as JSON, if it is JSON — after undoing its `content-encoding`
+    /// (gzip, deflate, zstd, br; at most [`crate::session::encoding::DECODED_CAP`] decoded
+    /// bytes): the JSON the client meant, while `request.body` keeps the bytes it sent.
     pub fn request_json(&self) -> Option<Value> {
-        self.request.body.json().ok()
+        if !self.request_is_encoded() {
+            return self.request.body.json().ok();
+        }
+        let bytes = self.request_body_decoded().ok()?;
+        serde_json::from_slice(&bytes).ok()
     }
 
-    /// Model named in the request body, else in the response body.
+    /// Whether the request names a `content-encoding` other than `identity`.
+    pub fn request_is_encoded(&self) -> bool {
+        !crate::session::encoding::request_codings(&self.request.headers).is_empty()
+    }
+
+    /// The request body with its `content-encoding` undone
+    /// ([`crate::session::encoding::decode_request_body`], at most
+    /// [`crate::session::encoding::DECODED_CAP`] bytes); the recorded bytes when it has none.
+    ///
+    /// Errors: an unknown coding, a corrupt stream, or a body decoding past the cap.
+    pub fn request_body_decoded(
+        &self,
+    ) -> Result<Vec<u8>, crate::session::encoding::BodyDecodeError> {
+        let raw = self.request.body.to_bytes();
+        if !self.request_is_encoded() {
+            return Ok(raw);
+        }
+        crate::session::encoding::decode_request_body(
+            &self.request.headers,
+            &raw,
+            crate::session::encoding::DECODED_CAP,
+        )
+        .map(std::borrow::Cow::into_owned)
+    }
+
+    /// Model named in the request body, else in the response body. A compressed request
+    /// body is read up to 1 MiB decoded here (the proxy's one-line summaries call this for
+    /// every exchange: a decompression bomb must not cost them the analysis's 32 MiB).
     pub fn model(&self) -> Option<String> {
         let from = |v: Option<Value>| {
             v.and_then(|v| v.get("model").and_then(|m| m.as_str()).map(str::to_owned))
         };
-        from(self.request_json()).or_else(|| {
+        let request = if self.request_is_encoded() {
+            let raw = self.request.body.to_bytes();
+            crate::session::encoding::decode_request_body(&self.request.headers, &raw, 1 << 20)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+        } else {
+            self.request_json()
+        };
+        from(request).or_else(|| {
             from(
                 self.response
                     .as_ref()

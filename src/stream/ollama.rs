@@ -277,7 +277,7 @@ pub fn reassemble_ollama(events: &[SseEvent], ep: OllamaEndpoint) -> Reassembled
                 })
                 .unwrap_or_else(|| err.to_string());
             // A parse failure is `server.parse_error`, built from this problem by its one
-            // owner (diagnose::rules::server::parse_error_event, via diagnose::load::error_events).
+            // owner (diagnose::rules::server::parse_error_event, via diagnose::input::error_events).
             problem(&mut r, Some(n), "error_event", format!("error line: {msg}"));
             continue;
         }

@@ -336,7 +336,7 @@ impl Builder {
             .map(str::to_owned)
             .unwrap_or_else(|| err.to_string());
         // a parse failure is `server.parse_error`, any other `stream.error_event`: both
-        // judged from this problem by diagnose (load::error_events)
+        // judged from this problem by diagnose (input::error_events)
         self.problem(Some(event), "error_event", format!("error event: {msg}"));
     }
 
@@ -1059,8 +1059,10 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
         }
         return Some(r);
     }
-    let mut r = if is_sse(ex) {
+    let mut r = if is_sse(ex) || ex.websocket.is_some() {
         let events = match &resp.chunks {
+            // Responses over a WebSocket: one JSON event per server message.
+            Some(_) if ex.websocket.is_some() => super::sse::websocket_events(ex),
             Some(chunks) => {
                 let bytes: Vec<(Vec<u8>, u64)> =
                     chunks.iter().map(|c| (c.data.to_bytes(), c.t_us)).collect();

@@ -369,11 +369,64 @@ pub fn decode_bytes(body: &[u8]) -> Vec<SseEvent> {
     decode_chunks([(body, None)])
 }
 
+/// The server messages of an exchange recorded over a WebSocket (the Responses API's
+/// WebSocket mode: one JSON event per message, `response.chunks` one per message) as the
+/// events a streamed POST would have carried: `event` is the message's `type`, `data` the
+/// message, one event per chunk with its offsets and receive time. Empty for other exchanges.
+pub fn websocket_events(ex: &crate::session::Exchange) -> Vec<SseEvent> {
+    if ex.websocket.is_none() {
+        return Vec::new();
+    }
+    let Some(chunks) = ex.response.as_ref().and_then(|r| r.chunks.as_ref()) else {
+        return Vec::new();
+    };
+    #[derive(serde::Deserialize)]
+    struct Type {
+        #[serde(rename = "type")]
+        ty: Option<String>,
+    }
+    let mut offset = 0usize;
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let data = c.data.to_text().into_owned();
+            let len = c.data.len();
+            let ev = SseEvent {
+                index: i,
+                event: serde_json::from_str::<Type>(&data).ok().and_then(|t| t.ty),
+                data,
+                id: None,
+                retry: None,
+                chunk: i,
+                offset,
+                end: offset + len,
+                t_us: Some(c.t_us),
+                complete: true,
+            };
+            offset += len;
+            ev
+        })
+        .collect()
+}
+
+/// The Responses API's terminal stream events (OpenAI API reference, "Streaming events";
+/// llama-server b11434 ends every stream with `response.completed`, tools/server/server-task.cpp
+/// `to_json_oaicompat_resp_stream`): after one of them no event follows.
+pub const RESPONSES_TERMINAL_EVENTS: [&str; 3] = [
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+];
+
 /// True when a streamed response body ends with its API's terminal event, complete: OpenAI
-/// (chat and `/v1/completions`) `data: [DONE]`, Anthropic `message_stop`, llama-server
+/// (chat and `/v1/completions`) `data: [DONE]`, Anthropic `message_stop`, the Responses API's
+/// `response.completed` / `response.incomplete` / `response.failed`
+/// ([`RESPONSES_TERMINAL_EVENTS`], by `event:` name or by the data's `type`), llama-server
 /// `/completion` `"stop": true`; for a newline-delimited JSON body (Ollama `/api/chat`,
 /// `/api/generate`) a last line with `"done": true`. A client that closes after reading it
-/// (the official `openai` Python SDK does, after `[DONE]`) got the whole response.
+/// (the official `openai` Python SDK does, after `[DONE]`; Codex after `response.completed`)
+/// got the whole response.
 pub fn ends_with_terminal_event(body: &[u8]) -> bool {
     let events = decode_bytes(body);
     if let Some(last) = events.iter().rev().find(|e| !e.data.trim().is_empty()) {
@@ -381,13 +434,17 @@ pub fn ends_with_terminal_event(body: &[u8]) -> bool {
             return false;
         }
         let data = last.data.trim();
-        if data == "[DONE]" || last.event.as_deref() == Some("message_stop") {
+        let terminal_name = |n: &str| n == "message_stop" || RESPONSES_TERMINAL_EVENTS.contains(&n);
+        if data == "[DONE]" || last.event.as_deref().is_some_and(terminal_name) {
             return true;
         }
         let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
             return false;
         };
-        return v.get("type").and_then(|t| t.as_str()) == Some("message_stop")
+        return v
+            .get("type")
+            .and_then(|t| t.as_str())
+            .is_some_and(terminal_name)
             || v.get("stop").and_then(|s| s.as_bool()) == Some(true);
     }
     // NDJSON: the last line, terminated.
@@ -399,6 +456,76 @@ pub fn ends_with_terminal_event(body: &[u8]) -> bool {
         .find(|l| !l.trim().is_empty())
         .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .is_some_and(|v| v.get("done").and_then(|d| d.as_bool()) == Some(true))
+}
+
+/// How many bytes of each SSE event's start [`EventHeads`] keeps.
+const HEAD: usize = 256;
+
+/// The first bytes of the last complete SSE event of a body fed chunk by chunk, in bounded
+/// memory (at most 2 × 256 bytes): enough to read its `event:` name when the event itself is
+/// too long to keep (a Responses `response.completed` repeats the whole output, so it can
+/// exceed any tail a recorder keeps). Events end at a blank line (`\n\n`, `\r\n\r\n`;
+/// WHATWG HTML "Server-sent events", event stream interpretation).
+#[derive(Debug, Clone, Default)]
+pub struct EventHeads {
+    /// The start of the event being received.
+    cur: Vec<u8>,
+    /// The start of the last event ended by a blank line.
+    last: Vec<u8>,
+    /// The previous byte fed was a line feed (possibly followed by `\r`s).
+    after_lf: bool,
+    /// Bytes of the current event seen (not only kept).
+    cur_len: u64,
+}
+
+impl EventHeads {
+    /// Feeds the next chunk of the body.
+    pub fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            // The next line feed, and whether it ends an event (an empty line before it).
+            let Some(i) = memchr::memchr(b'\n', data) else {
+                self.take(data);
+                if data.iter().any(|&b| b != b'\r') {
+                    self.after_lf = false;
+                }
+                return;
+            };
+            let line = &data[..i];
+            let blank = line.iter().all(|&b| b == b'\r');
+            if blank && self.after_lf && self.cur_len > 0 {
+                self.last = std::mem::take(&mut self.cur);
+                self.cur_len = 0;
+                self.after_lf = false;
+            } else if blank && self.cur_len == 0 {
+                // blank lines between events
+            } else {
+                self.take(&data[..=i]);
+                self.after_lf = true;
+            }
+            data = &data[i + 1..];
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        let room = HEAD.saturating_sub(self.cur.len());
+        self.cur.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.cur_len += bytes.len() as u64;
+    }
+
+    /// True when the body fed so far ends right after an event (nothing after its blank line)
+    /// whose `event:` field names a Responses terminal event ([`RESPONSES_TERMINAL_EVENTS`]).
+    pub fn ends_with_responses_terminal(&self) -> bool {
+        if self.cur_len != 0 {
+            return false;
+        }
+        let head = String::from_utf8_lossy(&self.last);
+        head.lines().any(|l| {
+            l.trim_end_matches('\r')
+                .strip_prefix("event:")
+                .map(|n| n.strip_prefix(' ').unwrap_or(n))
+                .is_some_and(|n| RESPONSES_TERMINAL_EVENTS.contains(&n))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -424,5 +551,62 @@ mod terminal_tests {
         ));
         assert!(!done(b"{\"response\":\"a\",\"done\":false}\n"));
         assert!(!done(b""));
+        // Responses: by event name, or by the data's type when there is no `event:` line.
+        assert!(done(
+            b"event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\"}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n"
+        ));
+        assert!(done(
+            b"data: {\"type\":\"response.incomplete\",\"response\":{}}\n\n"
+        ));
+        assert!(done(b"event: response.failed\ndata: {}\n\n"));
+        assert!(!done(
+            b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"
+        ));
+        // The terminal event's line not ended: the client cannot have dispatched it.
+        assert!(!done(
+            b"event: response.completed\ndata: {\"type\":\"response.completed\"}\n"
+        ));
+    }
+
+    #[test]
+    fn event_heads_name_a_terminal_event_longer_than_any_tail() {
+        use super::EventHeads;
+        let big = "x".repeat(300_000);
+        let body = format!(
+            "event: response.output_text.delta\r\ndata: {{}}\r\n\r\nevent: response.completed\r\ndata: {{\"response\":{{\"output_text\":\"{big}\"}}}}\r\n\r\n"
+        );
+        // Every split of the body into two chunks (around the boundaries) reads the same.
+        let b = body.as_bytes();
+        for cut in (0..80).chain(b.len() - 8..b.len()) {
+            let mut h = EventHeads::default();
+            h.feed(&b[..cut]);
+            h.feed(&b[cut..]);
+            assert!(h.ends_with_responses_terminal(), "cut at {cut}");
+        }
+        // One byte at a time around the end.
+        let mut h = EventHeads::default();
+        h.feed(&b[..b.len() - 4]);
+        for x in &b[b.len() - 4..] {
+            h.feed(std::slice::from_ref(x));
+        }
+        assert!(h.ends_with_responses_terminal());
+        // Cut inside the terminal event: not ended.
+        let mut h = EventHeads::default();
+        h.feed(&b[..b.len() - 2]);
+        assert!(!h.ends_with_responses_terminal());
+        // Another event after it, or a non-terminal last event.
+        let mut h = EventHeads::default();
+        h.feed(b"event: response.completed\ndata: {}\n\nevent: response.output_text.delta\ndata: {}\n\n");
+        assert!(!h.ends_with_responses_terminal());
+        let mut h = EventHeads::default();
+        h.feed(b"event: response.completed\ndata: {}\n\n\n\n");
+        assert!(
+            h.ends_with_responses_terminal(),
+            "blank lines after the event"
+        );
+        // The name must be the whole field value.
+        let mut h = EventHeads::default();
+        h.feed(b"event: response.completed.not\ndata: {}\n\n");
+        assert!(!h.ends_with_responses_terminal());
     }
 }

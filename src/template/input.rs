@@ -195,7 +195,6 @@ pub fn normalize_messages(messages: &mut Value, notes: &mut Vec<String>) {
 pub fn anthropic_to_openai(body: &Value) -> Value {
     let mut oai = Map::new();
     let mut out_msgs: Vec<Value> = Vec::new();
-    let text_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     match body.get("system") {
         Some(Value::String(s)) => {
             out_msgs.push(json!({"role": "system", "content": billing_header(s)}));
@@ -218,94 +217,7 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
         .into_iter()
         .flatten()
     {
-        let role = text_of(msg, "role");
-        let Some(content) = msg.get("content") else {
-            if role != "assistant" {
-                out_msgs.push(msg.clone());
-            }
-            continue;
-        };
-        let Some(blocks) = content.as_array() else {
-            out_msgs.push(msg.clone());
-            continue;
-        };
-        let mut tool_calls = Vec::new();
-        let mut converted = Vec::new();
-        let mut results = Vec::new();
-        let mut reasoning = String::new();
-        for block in blocks {
-            match block.get("type").and_then(Value::as_str).unwrap_or("") {
-                "text" => converted.push(block.clone()),
-                "thinking" => reasoning.push_str(&text_of(block, "thinking")),
-                "image" => {
-                    let src = block.get("source").cloned().unwrap_or(json!({}));
-                    if let Some(url) = image_url(&src) {
-                        converted.push(json!({"type": "image_url", "image_url": {"url": url}}));
-                    }
-                }
-                "tool_use" => {
-                    let input = block.get("input").cloned().unwrap_or(json!({}));
-                    tool_calls.push(json!({
-                        "id": text_of(block, "id"),
-                        "type": "function",
-                        "function": {"name": text_of(block, "name"), "arguments": input.to_string()}
-                    }));
-                }
-                "tool_result" => {
-                    let id = text_of(block, "tool_use_id");
-                    let content = match block.get("content") {
-                        Some(Value::String(s)) => Value::String(s.clone()),
-                        Some(Value::Array(parts)) => {
-                            let mut text = String::new();
-                            let mut out_parts = Vec::new();
-                            let mut images = false;
-                            for p in parts {
-                                match p.get("type").and_then(Value::as_str) {
-                                    Some("text") => {
-                                        let t = text_of(p, "text");
-                                        text.push_str(&t);
-                                        out_parts.push(json!({"type": "text", "text": t}));
-                                    }
-                                    Some("image") => {
-                                        images = true;
-                                        let src = p.get("source").cloned().unwrap_or(json!({}));
-                                        if let Some(url) = image_url(&src) {
-                                            out_parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
-                                        }
-                                    }
-                                    _ => {}
-                                }
-                            }
-                            if images {
-                                Value::Array(out_parts)
-                            } else {
-                                Value::String(text)
-                            }
-                        }
-                        _ => Value::String(String::new()),
-                    };
-                    results.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-                }
-                _ => {}
-            }
-        }
-        if !converted.is_empty() || !tool_calls.is_empty() || !reasoning.is_empty() {
-            let mut m = Map::new();
-            m.insert("role".into(), Value::String(role.clone()));
-            if !converted.is_empty() {
-                m.insert("content".into(), Value::Array(converted));
-            } else {
-                m.insert("content".into(), Value::String(String::new()));
-            }
-            if !tool_calls.is_empty() {
-                m.insert("tool_calls".into(), Value::Array(tool_calls));
-            }
-            if !reasoning.is_empty() {
-                m.insert("reasoning_content".into(), Value::String(reasoning));
-            }
-            out_msgs.push(Value::Object(m));
-        }
-        out_msgs.extend(results);
+        convert_message(msg, &mut out_msgs);
     }
     oai.insert("messages".into(), Value::Array(out_msgs));
     if let Some(tools) = body.get("tools").and_then(Value::as_array) {
@@ -366,6 +278,111 @@ pub fn anthropic_to_openai(body: &Value) -> Value {
         oai.insert("__metadata_user_id".into(), json!(user));
     }
     Value::Object(oai)
+}
+
+/// The string at `v[k]`, or empty.
+fn text_of(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+/// One Anthropic message as [`anthropic_to_openai`] converts it, pushed onto `out`: its text
+/// and image blocks as content parts, `thinking` as `reasoning_content`, `tool_use` as
+/// `tool_calls`, then each `tool_result` as a `role: "tool"` message.
+fn convert_message(msg: &Value, out: &mut Vec<Value>) {
+    let role = text_of(msg, "role");
+    let Some(content) = msg.get("content") else {
+        if role != "assistant" {
+            out.push(msg.clone());
+        }
+        return;
+    };
+    let Some(blocks) = content.as_array() else {
+        out.push(msg.clone());
+        return;
+    };
+    let mut tool_calls = Vec::new();
+    let mut converted = Vec::new();
+    let mut results = Vec::new();
+    let mut reasoning = String::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str).unwrap_or("") {
+            "text" => converted.push(block.clone()),
+            "thinking" => reasoning.push_str(&text_of(block, "thinking")),
+            "image" => {
+                let src = block.get("source").cloned().unwrap_or(json!({}));
+                if let Some(url) = image_url(&src) {
+                    converted.push(json!({"type": "image_url", "image_url": {"url": url}}));
+                }
+            }
+            "tool_use" => {
+                let input = block.get("input").cloned().unwrap_or(json!({}));
+                tool_calls.push(json!({
+                    "id": text_of(block, "id"),
+                    "type": "function",
+                    "function": {"name": text_of(block, "name"), "arguments": input.to_string()}
+                }));
+            }
+            "tool_result" => {
+                let id = text_of(block, "tool_use_id");
+                let content = tool_result_content(block);
+                results.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+            }
+            _ => {}
+        }
+    }
+    if !converted.is_empty() || !tool_calls.is_empty() || !reasoning.is_empty() {
+        let mut m = Map::new();
+        m.insert("role".into(), Value::String(role.clone()));
+        if !converted.is_empty() {
+            m.insert("content".into(), Value::Array(converted));
+        } else {
+            m.insert("content".into(), Value::String(String::new()));
+        }
+        if !tool_calls.is_empty() {
+            m.insert("tool_calls".into(), Value::Array(tool_calls));
+        }
+        if !reasoning.is_empty() {
+            m.insert("reasoning_content".into(), Value::String(reasoning));
+        }
+        out.push(Value::Object(m));
+    }
+    out.extend(results);
+}
+
+/// A `tool_result` block's content as llama-server converts it: a string as is; parts as the
+/// concatenated text, or as text and `image_url` parts when one is an image.
+fn tool_result_content(block: &Value) -> Value {
+    match block.get("content") {
+        Some(Value::String(s)) => Value::String(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            let mut out_parts = Vec::new();
+            let mut images = false;
+            for p in parts {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let t = text_of(p, "text");
+                        text.push_str(&t);
+                        out_parts.push(json!({"type": "text", "text": t}));
+                    }
+                    Some("image") => {
+                        images = true;
+                        let src = p.get("source").cloned().unwrap_or(json!({}));
+                        if let Some(url) = image_url(&src) {
+                            out_parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if images {
+                Value::Array(out_parts)
+            } else {
+                Value::String(text)
+            }
+        }
+        _ => Value::String(String::new()),
+    }
 }
 
 /// [`anthropic_to_openai`] with the server's one input check: a body without `messages` is

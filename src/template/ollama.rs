@@ -90,33 +90,42 @@ fn is_ollama_func(n: &str) -> bool {
     crate::gotmpl::exec::BUILTINS.contains(&n) || crate::gotmpl::exec::OLLAMA_FUNCS.contains(&n)
 }
 
-/// Templates kept parsed per thread by [`OllamaTemplate::parse_memo`].
+/// Most templates a [`ParsedTemplates`] keeps.
 const PARSED_TEMPLATES: usize = 8;
 
-impl OllamaTemplate {
-    /// [`OllamaTemplate::parse`], memoised per thread: `check` and the inspector render every
-    /// exchange of an Ollama session through the same `/api/show` template. Holds at most
-    /// [`PARSED_TEMPLATES`] templates (keyed by their text; emptied when full); a template that
-    /// does not parse is parsed again each time (its error is the answer).
-    pub fn parse_memo(text: &str) -> Result<std::rc::Rc<OllamaTemplate>, GoTemplateError> {
-        thread_local! {
-            static PARSED: std::cell::RefCell<Vec<std::rc::Rc<OllamaTemplate>>> =
-                const { std::cell::RefCell::new(Vec::new()) };
-        }
-        if let Some(t) = PARSED.with(|c| c.borrow().iter().find(|t| t.src == text).cloned()) {
-            return Ok(t);
+/// Ollama templates kept parsed by their owner across the exchanges it renders (`check` and the
+/// inspector render every exchange of an Ollama session through the same `/api/show`
+/// template): at most [`PARSED_TEMPLATES`], keyed by their text, emptied when full; a template
+/// that does not parse is parsed again each time (its error is the answer). Not `Sync`: one
+/// per worker thread (the owner is [`crate::analysis::Caches`]).
+#[derive(Default)]
+pub struct ParsedTemplates {
+    kept: std::cell::RefCell<Vec<std::rc::Rc<OllamaTemplate>>>,
+}
+
+impl std::fmt::Debug for ParsedTemplates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ParsedTemplates({} kept)", self.kept.borrow().len())
+    }
+}
+
+impl ParsedTemplates {
+    /// `text` parsed ([`OllamaTemplate::parse`]), from the kept ones when parsed before.
+    pub fn get(&self, text: &str) -> Result<std::rc::Rc<OllamaTemplate>, GoTemplateError> {
+        if let Some(t) = self.kept.borrow().iter().find(|t| t.src == text) {
+            return Ok(t.clone());
         }
         let t = std::rc::Rc::new(OllamaTemplate::parse(text)?);
-        PARSED.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len() >= PARSED_TEMPLATES {
-                c.clear();
-            }
-            c.push(t.clone());
-        });
+        let mut kept = self.kept.borrow_mut();
+        if kept.len() >= PARSED_TEMPLATES {
+            kept.clear();
+        }
+        kept.push(t.clone());
         Ok(t)
     }
+}
 
+impl OllamaTemplate {
     /// template.go `Parse`. Errors: Go's parse errors; `undefined template specified` for a
     /// `{{template "x"}}` without a pipeline (Ollama's `Identifiers` refuses it).
     pub fn parse(text: &str) -> Result<OllamaTemplate, GoTemplateError> {
@@ -1036,12 +1045,29 @@ pub fn render_ollama_with(
     model: &OllamaModel,
     opts: &ExecOptions,
 ) -> Result<String, GoTemplateError> {
+    render_ollama_in(
+        &ParsedTemplates::default(),
+        template,
+        chat_request,
+        model,
+        opts,
+    )
+}
+
+/// [`render_ollama_with`], the template taken from (and kept in) `parsed`.
+pub fn render_ollama_in(
+    parsed: &ParsedTemplates,
+    template: &str,
+    chat_request: &J,
+    model: &OllamaModel,
+    opts: &ExecOptions,
+) -> Result<String, GoTemplateError> {
     // GenerateHandler: a request `template` replaces the model's
     let t = match chat_request.get("template").and_then(J::as_str) {
         Some(t) if !t.is_empty() && chat_request.get("messages").is_none() => t,
         _ => template,
     };
-    let tmpl = OllamaTemplate::parse_memo(t)?;
+    let tmpl = parsed.get(t)?;
     let values = values_from_request(chat_request, model)?;
     tmpl.execute_with(&values, opts, model.function_json)
 }

@@ -689,10 +689,9 @@ mod tests {
     /// the server's log says it skipped.
     #[test]
     fn matches_llama_server_b11434() {
-        let cases: Vec<Value> = serde_json::from_str(include_str!(
-            "../../tests/data/responses/conversion.json"
-        ))
-        .unwrap();
+        let cases: Vec<Value> =
+            serde_json::from_str(include_str!("../../tests/data/responses/conversion.json"))
+                .unwrap();
         assert!(cases.len() >= 20);
         for c in &cases {
             let name = c["name"].as_str().unwrap();

@@ -283,6 +283,16 @@ impl TemplateSource {
         request: &Value,
         today: Option<Date>,
     ) -> Result<String, GoTemplateError> {
+        self.render_ollama_in(&super::ollama::ParsedTemplates::default(), request, today)
+    }
+
+    /// [`Self::render_ollama`], the parsed template taken from (and kept in) `parsed`.
+    pub fn render_ollama_in(
+        &self,
+        parsed: &super::ollama::ParsedTemplates,
+        request: &Value,
+        today: Option<Date>,
+    ) -> Result<String, GoTemplateError> {
         if self.format != TemplateFormat::Go {
             return Err(GoTemplateError {
                 kind: crate::gotmpl::ErrorKind::Parse,
@@ -298,7 +308,7 @@ impl TemplateSource {
             ..Default::default()
         };
         let model = self.ollama.clone().unwrap_or_default();
-        super::ollama::render_ollama_with(&self.template, request, &model, &opts)
+        super::ollama::render_ollama_in(parsed, &self.template, request, &model, &opts)
     }
 }
 
@@ -316,9 +326,10 @@ pub fn date_of(rfc3339: &str) -> Option<Date> {
 /// An Ollama exchange's render from its `/api/show` annotation (`model`, the trimmed answer):
 /// `(origin, render or error)`, the request rendered as [`TemplateSource::render_ollama`] with
 /// `currentDate` = the date of `started` (RFC 3339), as the Ollama `version` (the session's
-/// `/api/version`, when known) renders it ([`OllamaModel::set_version`]). The one place the
-/// Template pane and `check` get an Ollama prompt from.
+/// `/api/version`, when known) renders it ([`OllamaModel::set_version`]), the parsed template
+/// kept in `parsed`. The one place the Template pane and `check` get an Ollama prompt from.
 pub fn ollama_exchange_render(
+    parsed: &super::ollama::ParsedTemplates,
     model: &str,
     show: &Value,
     request: Option<&Value>,
@@ -340,7 +351,7 @@ pub fn ollama_exchange_render(
         return (origin, Err("the request body is not JSON".into()));
     };
     let out = source
-        .render_ollama(body, date_of(started))
+        .render_ollama_in(parsed, body, date_of(started))
         .map_err(|e| e.to_string());
     (origin, out)
 }
@@ -466,6 +477,7 @@ mod tests {
                           "system": "Be brief.", "details": {}});
         let req = json!({"model": "m", "messages": [{"role": "user", "content": "Hi"}]});
         let (origin, out) = ollama_exchange_render(
+            &Default::default(),
             "m",
             &show,
             Some(&req),

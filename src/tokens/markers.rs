@@ -381,8 +381,49 @@ pub fn opens_turn_with_role(marker: &str) -> bool {
     ) && (!marker.ends_with("|>") || marker.starts_with("<|"))
 }
 
-/// Most chat templates [`MarkerInventory::of_template`] keeps per thread.
+/// Most chat templates an [`Inventories`] keeps.
 pub const TEMPLATE_INVENTORY_CACHE: usize = 8;
+
+/// Marker inventories of chat template sources, kept by their owner across the exchanges it
+/// analyses (`check` asks for the same template's inventory for every exchange of a session):
+/// at most [`TEMPLATE_INVENTORY_CACHE`] templates, keyed by source, BOS and EOS text, emptied
+/// when full. Not `Sync`: one per worker thread (the owner is [`crate::analysis::Caches`]).
+#[derive(Debug, Default)]
+pub struct Inventories {
+    kept: std::cell::RefCell<Vec<(InventoryKey, std::sync::Arc<MarkerInventory>)>>,
+}
+
+type InventoryKey = (String, Option<String>, Option<String>);
+
+impl Inventories {
+    /// [`MarkerInventory::of`] the chat template `source` (Jinja comments skipped), from the
+    /// kept ones when this source, BOS and EOS were asked for before.
+    pub fn of_template(
+        &self,
+        source: &str,
+        bos: Option<&str>,
+        eos: Option<&str>,
+    ) -> std::sync::Arc<MarkerInventory> {
+        let mut kept = self.kept.borrow_mut();
+        if let Some((_, inv)) = kept
+            .iter()
+            .find(|((s, b, e), _)| s == source && b.as_deref() == bos && e.as_deref() == eos)
+        {
+            return inv.clone();
+        }
+        if kept.len() >= TEMPLATE_INVENTORY_CACHE {
+            kept.clear();
+        }
+        let inv = std::sync::Arc::new(MarkerInventory::of(source, true, bos, eos));
+        let key = (
+            source.to_owned(),
+            bos.map(str::to_owned),
+            eos.map(str::to_owned),
+        );
+        kept.push((key, inv.clone()));
+        inv
+    }
+}
 
 /// Markers of one text, grouped by role, with occurrence counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -419,44 +460,6 @@ impl MarkerInventory {
             }
         }
         inv
-    }
-
-    /// [`MarkerInventory::of`] a chat template source (Jinja comments skipped), memoised per
-    /// thread: `check` asks for the same template's inventory several times per exchange, for
-    /// every exchange of a session. The cache holds at most [`TEMPLATE_INVENTORY_CACHE`]
-    /// templates (keyed by source, BOS and EOS text) and is emptied when full.
-    pub fn of_template(
-        source: &str,
-        bos: Option<&str>,
-        eos: Option<&str>,
-    ) -> std::rc::Rc<MarkerInventory> {
-        type Key = (String, Option<String>, Option<String>);
-        thread_local! {
-            static CACHE: std::cell::RefCell<Vec<(Key, std::rc::Rc<MarkerInventory>)>> =
-                const { std::cell::RefCell::new(Vec::new()) };
-        }
-        CACHE.with(|c| {
-            let mut c = c.borrow_mut();
-            if let Some((_, inv)) = c
-                .iter()
-                .find(|((s, b, e), _)| s == source && b.as_deref() == bos && e.as_deref() == eos)
-            {
-                return inv.clone();
-            }
-            if c.len() >= TEMPLATE_INVENTORY_CACHE {
-                c.clear();
-            }
-            let inv = std::rc::Rc::new(MarkerInventory::of(source, true, bos, eos));
-            c.push((
-                (
-                    source.to_owned(),
-                    bos.map(str::to_owned),
-                    eos.map(str::to_owned),
-                ),
-                inv.clone(),
-            ));
-            inv
-        })
     }
 
     /// Whether `marker` is one of the markers of `role` (no copy of the set).

@@ -43,7 +43,7 @@ pub fn summarize(ex: Exchange, ctx: Context<'_>) -> Summary {
 }
 
 /// The analysis of a row whose line could not be decoded: a damaged row and its
-/// `session.damaged` finding ([`crate::diagnose::load::damaged_line`]).
+/// `session.damaged` finding ([`crate::diagnose::input::damaged_line`]).
 pub fn damaged(
     row: usize,
     id: Option<u64>,
@@ -52,7 +52,7 @@ pub fn damaged(
     error: String,
 ) -> ExchangeAnalysis {
     let w = crate::analysis::load_error_warning(line, &error);
-    let findings: Vec<Finding> = vec![crate::diagnose::load::damaged_line(file, &w)];
+    let findings: Vec<Finding> = vec![crate::diagnose::input::damaged_line(file, &w)];
     ExchangeAnalysis {
         row,
         analysed: AnalysedExchange {
@@ -67,7 +67,7 @@ pub fn damaged(
 pub fn session_findings(file: &str, warnings: &[crate::session::ReadWarning]) -> Vec<Finding> {
     warnings
         .iter()
-        .map(|w| crate::diagnose::load::damaged_line(file, w))
+        .map(|w| crate::diagnose::input::damaged_line(file, w))
         .collect()
 }
 

@@ -177,18 +177,18 @@ const SURVEY_ANALYSE_MAX: u64 = 32 << 20;
 /// Reads a session file for the browser: exchange count, label, and (for files up to
 /// [`SURVEY_ANALYSE_MAX`]) the worst finding over its exchanges and damaged lines, analysed as
 /// `check` analyses them.
-pub fn survey(path: &std::path::Path) -> super::state::Survey {
+pub fn survey(path: &std::path::Path) -> super::screen::browser::Survey {
     use crate::analysis::{Depth, analyse};
     let src = match SessionSource::open(path, &mut |_, _| {}) {
         Ok(s) => s,
         Err(e) => {
-            return super::state::Survey {
+            return super::screen::browser::Survey {
                 note: Some(format!("{e:#}")),
                 ..Default::default()
             };
         }
     };
-    let mut out = super::state::Survey {
+    let mut out = super::screen::browser::Survey {
         exchanges: src.len(),
         label: src.header.source.clone().unwrap_or_default(),
         ..Default::default()
@@ -448,7 +448,7 @@ impl<B: Backend> Tui<B> {
     pub fn draw(&mut self) -> std::io::Result<()> {
         let state = &self.state;
         self.terminal
-            .draw(|f| super::view::draw(state, f))
+            .draw(|f| super::draw::draw(state, f))
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         self.frames += 1;
         Ok(())

@@ -1,5 +1,5 @@
 //! Screen geometry: where the header, list, tabs, pane, footer and help go for a terminal size
-//! and a state's shape. Shared by drawing ([`super::view`]) and the state's scrolling and
+//! and a state's shape. Shared by drawing ([`super::draw`]) and the state's scrolling and
 //! mouse hit-testing ([`super::state`]); depends on neither, so they do not depend on each
 //! other.
 

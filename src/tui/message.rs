@@ -34,7 +34,7 @@ pub enum Message {
     /// A session file of the browser was surveyed (exchange count, worst finding, label).
     Surveyed {
         path: PathBuf,
-        survey: super::state::Survey,
+        survey: super::screen::browser::Survey,
     },
     /// A live recorder event from `toolscope proxy` (applied in place; bursts of chunks share
     /// one frame).

@@ -5,7 +5,9 @@
 //! * [`app`] — the controller: `Tui::run(input)` with a biased `select!` over the message
 //!   queue, the input stream and SIGINT; draws when the queue drains.
 //! * [`state`] — the state the UI task owns, updated by input and [`message::Message`]s.
-//! * [`view`] / [`doc`] — drawing, a pure function of the state; pane documents.
+//! * [`screen`] — one file per area (browser, list, each pane, help, header/footer): the
+//!   area's own state, keys and drawing. [`draw`] composes them: drawing is a pure function
+//!   of the state. [`doc`] builds the panes' documents.
 //! * [`layout`] — screen geometry, shared by drawing and the state (neither depends on the
 //!   other).
 //! * [`analysis`] — the view-model computed off the UI task from the session and the analysis
@@ -17,15 +19,15 @@
 pub mod analysis;
 pub mod app;
 pub mod doc;
-pub mod engines;
+pub mod draw;
 pub mod highlight;
 pub mod keymap;
 pub mod layout;
 pub mod live;
 pub mod message;
+pub mod screen;
 pub mod state;
 pub mod theme;
-pub mod view;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! The inspector's state and its update step. Owned by the UI task; changed only by
 //! [`State::on_event`] (input) and [`State::on_message`] (background reports), which return the
-//! [`Effect`]s to start. Drawing ([`super::view`]) reads it.
+//! [`Effect`]s to start. Drawing ([`super::draw`], the areas in [`super::screen`]) reads it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,10 +11,16 @@ use ratatui::layout::{Position, Rect};
 use crate::finding::{Finding, Pane};
 
 use super::analysis::{Chunking, ExchangeAnalysis, Summary};
-use super::doc::{self, Anchor, Doc, Modes};
+use super::doc::{self, Doc, Modes};
 use super::keymap::{Action, Ctx, Key, Keymap};
 use super::layout;
 use super::message::{Effect, Message};
+use super::screen::browser::{Browser, BrowserEntry};
+use super::screen::findings::{findings_of, jump_to_evidence};
+use super::screen::list::{Filter, put_summary, row_text, select_row};
+use super::screen::replay::replay_action;
+use super::screen::template::{DiffView, diff_action, diff_unavailable};
+use super::screen::tools;
 use super::theme::Theme;
 use crate::session::index::SessionSource;
 
@@ -82,62 +88,6 @@ impl Scroll {
     }
 }
 
-/// The side-by-side diff view over the Template pane (local render left, server right).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DiffView {
-    /// First row shown.
-    pub top: usize,
-    /// Columns scrolled to the right (both sides).
-    pub left: usize,
-    /// Row where the difference `n`/`N` last moved to starts.
-    pub change: Option<usize>,
-}
-
-/// Rows where a run of differences starts (a non-equal row after an equal one).
-pub fn change_starts(rows: &[crate::diff::Row]) -> Vec<usize> {
-    use crate::diff::RowKind;
-    (0..rows.len())
-        .filter(|&i| {
-            rows[i].kind != RowKind::Equal && (i == 0 || rows[i - 1].kind == RowKind::Equal)
-        })
-        .collect()
-}
-
-/// One file in the session browser.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BrowserEntry {
-    pub path: PathBuf,
-    pub size: u64,
-    /// Created time and engine from the header line, when readable.
-    pub info: String,
-    /// Exchange count, worst finding and label, once the background survey has read the file.
-    pub survey: Option<Survey>,
-}
-
-/// What the browser shows of a session file after reading it.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Survey {
-    /// Exchanges in the file.
-    pub exchanges: usize,
-    /// The most severe finding (`None`: no finding, or not analysed).
-    pub worst: Option<crate::finding::Rule>,
-    /// Number of findings (warnings and errors included).
-    pub findings: usize,
-    /// The exchanges' labels (`probe`, `send`; the part before `:`), or the header's `source`.
-    pub label: String,
-    /// Why the file could not be surveyed, or why findings were not counted.
-    pub note: Option<String>,
-}
-
-/// The session browser.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Browser {
-    pub entries: Vec<BrowserEntry>,
-    pub scroll: Scroll,
-    /// The folder browsed (for the empty state), if any.
-    pub dir: Option<PathBuf>,
-}
-
 /// An active search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Search {
@@ -182,7 +132,7 @@ pub struct SessionView {
     /// Replay right side.
     pub server_doc: Doc,
     /// Replay: the engines view (`e`), shown instead of the server stream when open.
-    pub replay_engines: super::engines::EnginesView,
+    pub replay_engines: super::screen::engines::EnginesView,
     /// Replay: lines the right half (server stream or engines view) is scrolled by (`J`/`K`);
     /// back to 0 when the exchange or the view changes.
     pub side_scroll: usize,
@@ -731,39 +681,8 @@ impl State {
     }
 
     /// q/Esc at the top level: ask before quitting.
-    fn confirm_quit(&mut self) {
+    pub(crate) fn confirm_quit(&mut self) {
         self.overlay = Overlay::ConfirmQuit;
-    }
-
-    fn browser_action(&mut self, action: Action) -> Vec<Effect> {
-        let Some(b) = &mut self.browser else {
-            if action == Action::Back {
-                self.confirm_quit();
-            }
-            return Vec::new();
-        };
-        let len = b.entries.len();
-        let h = (self.size.1 as usize).saturating_sub(6);
-        match action {
-            Action::Back => self.confirm_quit(),
-            Action::Up => b.scroll.move_by(-1, len, h),
-            Action::Down => b.scroll.move_by(1, len, h),
-            Action::PageUp => b.scroll.move_by(-(h as isize), len, h),
-            Action::PageDown => b.scroll.move_by(h as isize, len, h),
-            Action::Top => b.scroll.set(0, len, h),
-            Action::Bottom => b.scroll.set(len.saturating_sub(1), len, h),
-            Action::SearchNext | Action::SearchPrev => {
-                self.search_step(action == Action::SearchNext)
-            }
-            Action::Select => {
-                if let Some(e) = b.entries.get(b.scroll.cursor) {
-                    let p = e.path.clone();
-                    return self.open_session(p);
-                }
-            }
-            _ => {}
-        }
-        Vec::new()
     }
 
     fn session_action(&mut self, action: Action) -> Vec<Effect> {
@@ -869,25 +788,7 @@ impl State {
                     Action::Top => cur.set(0, len, ph),
                     Action::Bottom => cur.set(len.saturating_sub(1), len, ph),
                     Action::Toggle | Action::Left | Action::Right if pane == Pane::Tools => {
-                        if let Some(Some(item)) =
-                            s.docs[Pane::Tools.index()].items.get(cur.cursor).copied()
-                        {
-                            let collapsed = s.modes.collapsed.contains(&item);
-                            let want = match action {
-                                Action::Left => true,
-                                Action::Right => false,
-                                _ => !collapsed,
-                            };
-                            if want {
-                                s.modes.collapsed.insert(item);
-                            } else {
-                                s.modes.collapsed.remove(&item);
-                            }
-                            rebuild(s, Pane::Tools, &theme);
-                            let line = s.docs[Pane::Tools.index()].line_of_item(item).unwrap_or(0);
-                            let n = s.docs[Pane::Tools.index()].lines.len();
-                            s.panes[Pane::Tools.index()].set(line, n, ph);
-                        }
+                        tools::toggle(s, action, &theme, ph)
                     }
                     Action::TemplateTokens => {
                         s.modes.tokens = !s.modes.tokens;
@@ -1017,7 +918,7 @@ impl State {
         }
     }
 
-    fn search_step(&mut self, forward: bool) {
+    pub(crate) fn search_step(&mut self, forward: bool) {
         let lh = self.list_height();
         let ph = self.pane_height();
         let Some(s) = &mut self.session else { return };
@@ -1171,80 +1072,7 @@ impl State {
     }
 }
 
-/// The exchange's findings, then the session's, sorted errors first, then warnings, then
-/// info; the sort is stable, so within a severity the order is diagnose's (exchange before
-/// session).
-fn findings_of(s: &SessionView) -> Vec<Finding> {
-    let mut v: Vec<Finding> = s
-        .analysis
-        .as_ref()
-        .map(|a| a.findings.clone())
-        .unwrap_or_default();
-    v.extend(s.session_findings.iter().cloned());
-    v.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    v
-}
-
-/// Why the Template pane's diff view cannot open, if it cannot.
-fn diff_unavailable(t: &super::analysis::TemplateView) -> Option<String> {
-    if t.diff.is_some() {
-        return None;
-    }
-    Some(match (&t.local, &t.server) {
-        (_, None) => "no server render recorded for this exchange: nothing to diff against".into(),
-        (None, _) => "no local render: the session header has no /props chat_template".into(),
-        (Some(Err(e)), _) => format!("no local render: {e}"),
-        (Some(Ok(_)), Some(_)) => "no diff computed".into(),
-    })
-}
-
-/// Keys in the diff view: scroll (rows, columns), jump between differences, back.
-fn diff_action(s: &mut SessionView, action: Action, ph: usize) {
-    let rows = s
-        .analysis
-        .as_ref()
-        .and_then(|a| a.template.diff.as_deref())
-        .unwrap_or(&[]);
-    let starts = change_starts(rows);
-    // One line of the pane is the diff's header.
-    let h = ph.saturating_sub(1).max(1);
-    let max = rows.len().saturating_sub(h);
-    let Some(d) = &mut s.diff else { return };
-    match action {
-        Action::Back => {
-            s.diff = None;
-            return;
-        }
-        Action::Down => d.top += 1,
-        Action::Up => d.top = d.top.saturating_sub(1),
-        Action::PageDown => d.top += h,
-        Action::PageUp => d.top = d.top.saturating_sub(h),
-        Action::Top => d.top = 0,
-        Action::Bottom => d.top = max,
-        Action::Right => d.left += 8,
-        Action::Left => d.left = d.left.saturating_sub(8),
-        Action::NextChange | Action::PrevChange => {
-            let cur = d.change;
-            let next = if action == Action::NextChange {
-                starts.iter().copied().find(|&i| cur.is_none_or(|c| i > c))
-            } else {
-                starts
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|&i| cur.is_some_and(|c| i < c))
-            };
-            if let Some(i) = next {
-                d.change = Some(i);
-                d.top = i.saturating_sub(2);
-            }
-        }
-        _ => {}
-    }
-    d.top = d.top.min(max);
-}
-
-fn rebuild(s: &mut SessionView, pane: Pane, theme: &Theme) {
+pub(crate) fn rebuild(s: &mut SessionView, pane: Pane, theme: &Theme) {
     let Some(a) = s.analysis.clone() else { return };
     s.docs[pane.index()] = match pane {
         Pane::Tools => doc::tools(&a, &s.modes, theme),
@@ -1266,175 +1094,9 @@ fn rebuild(s: &mut SessionView, pane: Pane, theme: &Theme) {
     };
 }
 
-fn rebuild_all(s: &mut SessionView, theme: &Theme) {
+pub(crate) fn rebuild_all(s: &mut SessionView, theme: &Theme) {
     for p in Pane::ALL {
         rebuild(s, p, theme);
-    }
-}
-
-/// Stores a row's summary, keeping the counts; an analysed summary is not replaced by a quick
-/// one that arrives later.
-fn put_summary(s: &mut SessionView, row: usize, sum: Summary) {
-    let Some(slot) = s.summaries.get_mut(row) else {
-        return;
-    };
-    match slot {
-        Some(old) if old.analyzed && !sum.analyzed => return,
-        Some(old) => s.analyzed -= usize::from(old.analyzed),
-        None => s.summarized += 1,
-    }
-    s.analyzed += usize::from(sum.analyzed);
-    *slot = Some(sum);
-}
-
-fn select_row(
-    s: &mut SessionView,
-    epoch: u64,
-    _lh: usize,
-    theme: &Theme,
-    _ph: usize,
-) -> Vec<Effect> {
-    let Some(&row) = s.visible.get(s.list.cursor) else {
-        s.analysis = None;
-        s.docs = Default::default();
-        return Vec::new();
-    };
-    let mut fx = Vec::new();
-    // Make sure the rows on screen are summarized.
-    let lo = s.list.offset;
-    let hi = (lo + _lh + 1).min(s.visible.len());
-    let missing: Vec<usize> = s.visible[lo..hi]
-        .iter()
-        .copied()
-        .filter(|&r| s.summaries[r].is_none())
-        .collect();
-    if let (Some(&a), Some(&b)) = (missing.iter().min(), missing.iter().max()) {
-        fx.push(Effect::Summarize {
-            epoch,
-            rows: a..b + 1,
-        });
-    }
-    if let Some(a) = s.cache.get(&row).cloned() {
-        let same = s.analysis.as_ref().is_some_and(|x| x.row == row);
-        s.analysis = Some(a);
-        s.analyzing = None;
-        if !same {
-            s.panes = Default::default();
-            s.step = 0;
-            s.side_scroll = 0;
-            s.modes.collapsed.clear();
-            s.diff = None;
-            rebuild_all(s, theme);
-        }
-        return fx;
-    }
-    if s.analyzing != Some(row) {
-        s.analyzing = Some(row);
-        fx.push(Effect::Analyze { epoch, row });
-    }
-    fx
-}
-
-fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effect> {
-    let Some(a) = s.analysis.clone() else {
-        return Vec::new();
-    };
-    let n = a.replay.len(s.chunking);
-    let before = (s.step, s.chunking);
-    match action {
-        Action::Left | Action::Up => s.step = s.step.saturating_sub(1),
-        Action::Right | Action::Down => s.step = (s.step + 1).min(n.saturating_sub(1)),
-        Action::PageUp => s.step = s.step.saturating_sub(10),
-        Action::PageDown => s.step = (s.step + 10).min(n.saturating_sub(1)),
-        Action::StepFirst | Action::Top => s.step = 0,
-        Action::StepLast | Action::Bottom => s.step = n.saturating_sub(1),
-        Action::Chunking => {
-            // Keep the same text position across chunkings.
-            let end = a.replay.end(s.chunking, s.step).unwrap_or(0);
-            let next = (s.chunking.index() + 1) % Chunking::ALL.len();
-            s.chunking = Chunking::ALL[next];
-            s.step = a.replay.find(s.chunking, end);
-        }
-        Action::Engines => {
-            s.replay_engines.toggle(&a, theme);
-            s.side_scroll = 0;
-        }
-        Action::SideDown | Action::SideUp => {
-            // at most to the right half's last line
-            let len = match s.replay_engines.lines_for(a.row) {
-                Some(l) if s.replay_engines.open => l.len(),
-                _ => s.server_doc.lines.len(),
-            };
-            s.side_scroll = if action == Action::SideDown {
-                (s.side_scroll + 1).min(len.saturating_sub(1))
-            } else {
-                s.side_scroll.saturating_sub(1)
-            };
-        }
-        _ => {}
-    }
-    if (s.step, s.chunking) != before {
-        rebuild(s, Pane::Replay, theme);
-    }
-    Vec::new()
-}
-
-fn jump_to_evidence(s: &mut SessionView, theme: &Theme, ph: usize) {
-    let list = findings_of(s);
-    let Some(Some(i)) = s.docs[Pane::Findings.index()]
-        .items
-        .get(s.panes[Pane::Findings.index()].cursor)
-        .copied()
-    else {
-        return;
-    };
-    let Some(f) = list.get(i) else { return };
-    let ev = &f.evidence;
-    let pane = match ev.pane {
-        Some(Pane::Findings) | None => return,
-        Some(p) => p,
-    };
-    s.pane = pane;
-    s.focus = Focus::Detail;
-    if pane == Pane::Replay {
-        if let Some(c) = ev.chunking {
-            s.chunking = c;
-        }
-        if let Some(step) = ev.step {
-            s.step = step;
-        }
-        rebuild(s, Pane::Replay, theme);
-        return;
-    }
-    if pane == Pane::Tools {
-        s.modes.collapsed.clear();
-        rebuild(s, Pane::Tools, theme);
-    }
-    let d = &s.docs[pane.index()];
-    let anchors: Vec<Anchor> = [
-        ev.pointer.clone().map(Anchor::Pointer),
-        ev.event.map(Anchor::Event),
-        ev.token.map(Anchor::Token),
-        ev.offset.map(Anchor::Offset),
-        ev.tool.clone().map(Anchor::Tool),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    // A tool-scoped pointer: find the tool first, then the pointer after it.
-    let line = if let (Some(tool), Some(ptr)) = (&ev.tool, &ev.pointer) {
-        let t = d.line_of(&Anchor::Tool(tool.clone()));
-        let after = t.and_then(|t| {
-            d.anchors.iter().filter(|(a, l)| *l >= t && matches!(a, Anchor::Pointer(p) if ptr.ends_with(p.as_str()) && p.len() > 1)).map(|(_, l)| *l).min()
-        });
-        after.or(t)
-    } else {
-        None
-    };
-    let line = line.or_else(|| anchors.iter().find_map(|a| d.line_of(a)));
-    if let Some(l) = line {
-        let len = d.lines.len();
-        s.panes[pane.index()].set(l, len, ph);
     }
 }
 
@@ -1459,61 +1121,4 @@ fn copy_effect(s: &SessionView) -> Vec<Effect> {
         }
     };
     text.map(|t| vec![Effect::Copy(t)]).unwrap_or_default()
-}
-
-/// Text of a list row, for search.
-pub fn row_text(s: &Summary) -> String {
-    format!(
-        "{} {} {} {} {}",
-        s.method,
-        s.path,
-        s.model.as_deref().unwrap_or(""),
-        s.status.map(|x| x.to_string()).unwrap_or_default(),
-        s.rules.iter().map(|r| r.id()).collect::<Vec<_>>().join(" ")
-    )
-}
-
-/// A parsed `f` filter: space-separated terms, each `path:`, `model:`, `rule:`, `status:` or a
-/// bare word (matches path or model). All terms must match; case-insensitive substring, except
-/// `status:` which matches a prefix of the code (`status:5` = 5xx) and `rule:` which matches a
-/// prefix of a rule id (`rule:schema` = every schema.* rule).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Filter {
-    pub terms: Vec<(String, String)>,
-}
-
-impl Filter {
-    pub fn parse(s: &str) -> Filter {
-        Filter {
-            terms: s
-                .split_whitespace()
-                .map(|t| match t.split_once(':') {
-                    Some((k, v)) if ["path", "model", "rule", "status"].contains(&k) => {
-                        (k.to_owned(), v.to_lowercase())
-                    }
-                    _ => (String::new(), t.to_lowercase()),
-                })
-                .collect(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-    }
-
-    pub fn matches(&self, s: &Summary) -> bool {
-        let model = s.model.as_deref().unwrap_or("").to_lowercase();
-        let path = s.path.to_lowercase();
-        self.terms.iter().all(|(k, v)| match k.as_str() {
-            "path" => path.contains(v),
-            "model" => model.contains(v),
-            "status" => s
-                .status
-                .map(|x| x.to_string())
-                .unwrap_or_else(|| "none".into())
-                .starts_with(v.as_str()),
-            "rule" => s.rules.iter().any(|r| r.id().starts_with(v.as_str())),
-            _ => path.contains(v) || model.contains(v),
-        })
-    }
 }

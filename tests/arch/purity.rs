@@ -11,8 +11,17 @@ use std::path::{Path, PathBuf};
 
 /// The pure modules, under `src/`.
 const PURE: &[&str] = &[
-    "schema", "template", "gotmpl", "budget", "tokens", "stream", "parser", "diagnose", "diff",
+    "schema",
+    "template",
+    "gotmpl",
+    "budget",
+    "tokens",
+    "stream",
+    "parser",
+    "diagnose",
+    "diff",
     "analysis",
+    "conversation",
 ];
 
 /// What a pure module may not name, with why.

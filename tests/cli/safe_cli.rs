@@ -319,7 +319,11 @@ fn serve_keeps_recording_after_its_stdout_closes_and_its_log_is_shown() {
         );
     }
     // SIGINT: serve writes its unmatched session and exits 0
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -INT");
     let status = child.wait().unwrap();
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut err, &mut rest);

@@ -284,3 +284,33 @@ fn malformed_messages_name_the_request_and_pointer() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+/// An Ollama Go template renders as Ollama renders it; a Jinja render profile (`--engine`)
+/// cannot render one, which is an error naming the file, not a flag silently ignored.
+#[test]
+fn go_template_under_a_jinja_profile_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let tpl = write(
+        dir.path(),
+        "chat.gotmpl",
+        "{{ range .Messages }}[{{ .Role }}:{{ .Content }}]{{ end }}",
+    );
+    let req = write(
+        dir.path(),
+        "req.json",
+        r#"{"model": "m", "messages": [{"role": "user", "content": "Hi"}]}"#,
+    );
+    let (t, r) = (tpl.to_str().unwrap(), req.to_str().unwrap());
+    let ok = render(&["--template", t, "--request", r]);
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "[user:Hi]");
+    for engine in ["llama.cpp", "transformers"] {
+        let out = render(&["--template", t, "--request", r, "--engine", engine]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{engine}: {err}");
+        assert!(
+            err.contains("chat.gotmpl") && err.contains("Go template") && err.contains("--engine"),
+            "{err}"
+        );
+    }
+}

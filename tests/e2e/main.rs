@@ -10,13 +10,16 @@ mod support;
 mod template_support;
 
 mod diff_e2e;
+mod e2e_loop;
 mod e2e_probe;
 mod e2e_raw;
 mod e2e_record_llama;
 mod e2e_record_proxy;
 mod e2e_replay;
+mod e2e_responses;
 mod e2e_try;
 mod engine_builds_e2e;
+mod engines_llama;
 mod engines_real;
 mod stream_regenerate;
 mod template_e2e;

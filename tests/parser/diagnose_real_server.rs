@@ -3,6 +3,7 @@
 //! Expected findings are what the replies show on inspection (noted per test).
 
 use serde_json::Value;
+use toolscope::analysis::facts::from_pair;
 use toolscope::diagnose::{ExchangeContext, check_exchange};
 use toolscope::session::Api;
 
@@ -26,7 +27,7 @@ fn rules(cx: &ExchangeContext) -> Vec<&'static str> {
 #[test]
 fn openai_stop_matched_inside_open_think_block() {
     let (req, resp) = data("openai_stop_in_reasoning");
-    let cx = ExchangeContext::from_pair(Api::Openai, Some(req), Some(resp));
+    let cx = from_pair(Api::Openai, Some(req), Some(resp));
     assert_eq!(cx.stopping_word.as_deref(), Some("prime"));
     assert_eq!(rules(&cx), ["stop.in_reasoning"]);
     let f = check_exchange(&cx).remove(0);
@@ -42,7 +43,7 @@ fn openai_stop_matched_inside_open_think_block() {
 #[test]
 fn anthropic_stop_matched_inside_open_think_block() {
     let (req, resp) = data("anthropic_stop_in_reasoning");
-    let cx = ExchangeContext::from_pair(Api::Anthropic, Some(req), Some(resp));
+    let cx = from_pair(Api::Anthropic, Some(req), Some(resp));
     assert_eq!(rules(&cx), ["stop.in_reasoning", "stop.reason_mismatch"]);
 }
 
@@ -52,7 +53,7 @@ fn anthropic_stop_matched_inside_open_think_block() {
 #[test]
 fn openai_invented_tool_response() {
     let (req, resp) = data("openai_invented_tool_response");
-    let cx = ExchangeContext::from_pair(Api::Openai, Some(req), Some(resp));
+    let cx = from_pair(Api::Openai, Some(req), Some(resp));
     assert_eq!(
         rules(&cx),
         ["tool_call.hallucinated_result", "tool_call.leaked_as_text"]

@@ -5,9 +5,10 @@
 use crate::support;
 
 use serde_json::{Value, json};
+use toolscope::analysis::facts;
 use toolscope::diagnose::compare::{Discrepancy, compare_calls};
 use toolscope::diagnose::rules::server::comparison_findings;
-use toolscope::diagnose::{ExchangeContext, check_exchange, load};
+use toolscope::diagnose::{ExchangeContext, check_exchange};
 use toolscope::finding::{Pane, Rule};
 use toolscope::parser::{ParseOutput, ParsedCall};
 use toolscope::session::Api;
@@ -218,7 +219,7 @@ fn rules(r: &toolscope::stream::Reassembled) -> Vec<(&'static str, Option<usize>
 /// names: argument JSON and the finish reason are judged there, once, not by the decoder.
 fn diagnosed(api: Api, body: &[u8]) -> Vec<(&'static str, Option<usize>)> {
     let mut cx = ExchangeContext::new(api);
-    load::set_stream(&mut cx, std::str::from_utf8(body).unwrap());
+    facts::set_stream(&mut cx, std::str::from_utf8(body).unwrap());
     check_exchange(&cx)
         .iter()
         .filter(|f| matches!(f.rule, Rule::ToolCallArgsInvalidJson | Rule::FinishMismatch))
@@ -345,7 +346,7 @@ fn openai_finish_tool_calls_without_calls_and_cut_off_args() {
         ]
     );
     let mut cx = ExchangeContext::new(Api::Openai);
-    load::set_stream(&mut cx, std::str::from_utf8(&body).unwrap());
+    facts::set_stream(&mut cx, std::str::from_utf8(&body).unwrap());
     let fm = check_exchange(&cx)
         .into_iter()
         .find(|f| f.rule == Rule::FinishMismatch)
@@ -407,7 +408,7 @@ fn openai_llama_error_event_is_parse_error() {
 /// `server.parse_error` / `stream.error_event` as diagnose judges a stream body.
 fn judged(api: Api, body: &[u8]) -> Vec<(&'static str, Option<usize>)> {
     let mut cx = ExchangeContext::new(api);
-    load::set_stream(&mut cx, std::str::from_utf8(body).unwrap());
+    facts::set_stream(&mut cx, std::str::from_utf8(body).unwrap());
     check_exchange(&cx)
         .iter()
         .filter(|f| matches!(f.rule, Rule::ServerParseError | Rule::StreamErrorEvent))
@@ -729,7 +730,7 @@ fn non_stream_invalid_args_and_mismatch_have_pointers() {
         "the decoder judges no JSON or finish: {:?}",
         r.findings
     );
-    let got: Vec<(&str, Option<String>)> = check_exchange(&load::exchange_context(&ex))
+    let got: Vec<(&str, Option<String>)> = check_exchange(&facts::exchange_context(&ex))
         .into_iter()
         .filter(|f| matches!(f.rule, Rule::ToolCallArgsInvalidJson | Rule::FinishMismatch))
         .map(|f| (f.rule.id(), f.evidence.pointer))
@@ -963,7 +964,7 @@ fn case_10_with_the_real_parser_reports_leak() {
     // …and the exchange's one leaked_as_text finding comes from the leaked-markup rule, at the
     // call's offset in content
     let resp: Value = serde_json::from_slice(&body).unwrap();
-    let cx = ExchangeContext::from_pair(Api::Openai, Some(req.clone()), Some(resp));
+    let cx = facts::from_pair(Api::Openai, Some(req.clone()), Some(resp));
     let leaked: Vec<_> = check_exchange(&cx)
         .into_iter()
         .filter(|f| f.rule == Rule::ToolCallLeakedAsText)

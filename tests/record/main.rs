@@ -9,6 +9,7 @@ mod support;
 
 mod record_proxy_faults;
 mod record_raw;
+mod record_responses;
 mod record_session;
 mod replay_ollama;
 mod replay_ollama_show_record;

@@ -42,6 +42,7 @@ fn sample_exchange(id: u64) -> Exchange {
         },
         outcome: Outcome::Complete,
         error: None,
+        websocket: None,
     }
 }
 

@@ -248,8 +248,8 @@ async fn findings_are_sorted_errors_first() {
 async fn mouse_click_on_tab_and_row() {
     let mut tui = app();
     let _ = drive(&mut tui, vec![]).await;
-    let areas = toolscope::tui::view::areas(ratatui::layout::Rect::new(0, 0, 110, 34), &tui.state);
-    let tab5 = toolscope::tui::view::tab_ranges()[4];
+    let areas = toolscope::tui::draw::areas(ratatui::layout::Rect::new(0, 0, 110, 34), &tui.state);
+    let tab5 = toolscope::tui::draw::tab_ranges()[4];
     let click = |x, y| {
         Ok(Event::Mouse(MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),
@@ -351,7 +351,7 @@ async fn ctrl_u_clears_the_prompt_line() {
 async fn help_g_and_shift_g_scroll_only_q_esc_and_question_mark_close() {
     let mut tui = app();
     let s = drive(&mut tui, typed("? G")).await;
-    let max = toolscope::tui::view::help_max_offset(&tui.state);
+    let max = toolscope::tui::screen::help::help_max_offset(&tui.state);
     assert!(max > 0, "the help is taller than the 110×34 screen");
     assert_eq!(
         tui.state.overlay,
@@ -391,7 +391,7 @@ async fn template_diff_view_keys() {
     let s = drive(&mut tui, typed("3 d")).await;
     assert!(s.contains("Template · diff: local ⟷ server"), "{s}");
     let rows = tui.state.analysis().unwrap().template.diff.clone().unwrap();
-    let starts = toolscope::tui::state::change_starts(&rows);
+    let starts = toolscope::tui::screen::template::change_starts(&rows);
     let d = tui.state.session.as_ref().unwrap().diff.unwrap();
     assert_eq!(
         d.change,
@@ -409,7 +409,7 @@ async fn template_diff_view_keys() {
     // G: the last row at the bottom of the pane (its border and the diff's header line off).
     drive(&mut tui, typed("G")).await;
     let d = tui.state.session.as_ref().unwrap().diff.unwrap();
-    let areas = toolscope::tui::view::areas(ratatui::layout::Rect::new(0, 0, 110, 34), &tui.state);
+    let areas = toolscope::tui::draw::areas(ratatui::layout::Rect::new(0, 0, 110, 34), &tui.state);
     let visible = areas.pane.height as usize - 3;
     assert_eq!(d.top, rows.len().saturating_sub(visible), "{d:?}");
     drive(&mut tui, typed("g")).await;

@@ -287,7 +287,7 @@ pub fn hallucinated_result(cx: &ExchangeContext) -> Vec<Finding> {
     for (place, text) in places {
         let Some(text) = text else { continue };
         if let Some((at, marker)) =
-            super::protocol::first_result_marker(text, cx.template.as_deref())
+            super::protocol::first_result_marker(text, cx.template_markers.as_deref())
         {
             let ex = Some(markup::excerpt(text, at, 80));
             let ev = match place {
@@ -340,7 +340,7 @@ mod args_not_string_tests {
         // object twice (reported once, at its first event), call 1's a number in a delta
         // without `index` (counted by its position), call 2's a string (the contract).
         let mut cx = openai(json!({}), json!({}));
-        crate::diagnose::load::set_stream(
+        crate::analysis::facts::set_stream(
             &mut cx,
             concat!(
                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":{\"city\":\"Paris\"}}}]}}]}\n\n",
@@ -374,7 +374,7 @@ mod args_not_string_tests {
         );
         // the name came in an earlier delta than the object: the call is still named
         let mut cx = openai(json!({}), json!({}));
-        crate::diagnose::load::set_stream(
+        crate::analysis::facts::set_stream(
             &mut cx,
             concat!(
                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":\"\"}}]}}]}\n\n",

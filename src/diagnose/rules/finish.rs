@@ -188,14 +188,13 @@ mod tests {
 
     #[test]
     fn ollama_stop_with_calls_is_the_contract_and_empty_is_not() {
-        let ctx = |body: serde_json::Value| {
-            let mut cx = ExchangeContext::new(Api::Ollama);
-            cx.request = Some(json!({"tools": two_tools()}));
-            cx.message = crate::stream::ollama::from_ollama_json(
+        let ctx = |body: serde_json::Value| ExchangeContext {
+            request: Some(json!({"tools": two_tools()})),
+            message: crate::stream::ollama::from_ollama_json(
                 &body,
                 crate::stream::ollama::OllamaEndpoint::Chat,
-            );
-            cx
+            ),
+            ..ExchangeContext::new(Api::Ollama)
         };
         // docs/api.md "Chat request (No streaming, with tools)": calls with done_reason stop.
         let calls = json!({"message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_time", "arguments": {"city": "Paris"}}}]}, "done": true, "done_reason": "stop"});

@@ -5,6 +5,7 @@
 pub mod calls;
 pub mod choice;
 pub mod finish;
+pub mod input;
 pub mod protocol;
 pub mod replay;
 pub mod responses;
@@ -22,12 +23,12 @@ pub(crate) mod testutil {
 
     /// OpenAI pair.
     pub fn openai(req: Value, resp: Value) -> ExchangeContext {
-        ExchangeContext::from_pair(Api::Openai, Some(req), Some(resp))
+        crate::analysis::facts::from_pair(Api::Openai, Some(req), Some(resp))
     }
 
     /// Anthropic pair.
     pub fn anthropic(req: Value, resp: Value) -> ExchangeContext {
-        ExchangeContext::from_pair(Api::Anthropic, Some(req), Some(resp))
+        crate::analysis::facts::from_pair(Api::Anthropic, Some(req), Some(resp))
     }
 
     /// An OpenAI chat completion with `content`, `calls` (name, arguments) and `finish`.

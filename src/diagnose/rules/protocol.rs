@@ -23,15 +23,15 @@ pub struct ProtocolMarker {
     pub role: Role,
 }
 
-/// The protocol markers written in `text`, in offset order. `template` is the chat template
-/// source (its markers are the protocol); `bos`/`eos` its BOS/EOS texts when known.
+/// The protocol markers written in `text`, in offset order. `own` is the chat template's
+/// marker inventory (its markers are the protocol; [`ExchangeContext::template_markers`]);
+/// without one, `bos`/`eos` (BOS/EOS texts, when known) help classify marker-shaped text.
 pub fn protocol_markers(
     text: &str,
-    template: Option<&str>,
+    own: Option<&MarkerInventory>,
     bos: Option<&str>,
     eos: Option<&str>,
 ) -> Vec<ProtocolMarker> {
-    let own = template.map(|t| MarkerInventory::of_template(t, bos, eos));
     let roles = [
         Role::Turn,
         Role::Eos,
@@ -47,7 +47,7 @@ pub fn protocol_markers(
                  start,
                  end,
              }| {
-                let role = match &own {
+                let role = match own {
                     Some(inv) => *roles.iter().find(|r| inv.has(**r, &norm))?,
                     None => Some(classify(&norm, bos, eos)).filter(|r| roles.contains(r))?,
                 };
@@ -68,16 +68,17 @@ fn in_content(cx: &ExchangeContext) -> Vec<ProtocolMarker> {
     };
     protocol_markers(
         &m.content,
-        cx.template.as_deref(),
+        cx.template_markers.as_deref(),
         cx.bos_token.as_deref(),
         None,
     )
 }
 
 /// The first tool-result marker (opener or closer) of the template's protocol in `text`, also
-/// the well-known ones of [`markup::find_result_markup`]: `(offset, marker)`.
-pub fn first_result_marker(text: &str, template: Option<&str>) -> Option<(usize, String)> {
-    let own = protocol_markers(text, template, None, None)
+/// the well-known ones of [`markup::find_result_markup`]: `(offset, marker)`. `own`: the
+/// template's marker inventory.
+pub fn first_result_marker(text: &str, own: Option<&MarkerInventory>) -> Option<(usize, String)> {
+    let own = protocol_markers(text, own, None, None)
         .into_iter()
         .find(|p| p.role == Role::ToolResult)
         .map(|p| (p.offset, p.marker));
@@ -159,12 +160,16 @@ mod tests {
     use crate::diagnose::rules::testutil::*;
     use serde_json::json;
 
+    fn qwen3ish() -> MarkerInventory {
+        MarkerInventory::of(QWEN3ISH, true, None, None)
+    }
+
     const QWEN3ISH: &str = "{%- for m in messages %}{{- '<|im_start|>' + m.role + '\\n' }}{%- if m.role == 'tool' %}{{- '<tool_response>\\n' + m.content + '\\n</tool_response>' }}{%- endif %}{{- '<|im_end|>\\n' }}{%- endfor %}{{- '<tool_call>\\n</tool_call>' }}";
 
     #[test]
     fn markers_of_the_templates_protocol() {
         let t = "18C cloudy\n</tool_response>";
-        let got = protocol_markers(t, Some(QWEN3ISH), None, None);
+        let got = protocol_markers(t, Some(&qwen3ish()), None, None);
         assert_eq!(
             got,
             [ProtocolMarker {
@@ -180,7 +185,7 @@ mod tests {
             protocol_markers("<b>x</b> <s>y</s> <think>z</think>", None, None, None).is_empty()
         );
         // A marker the template does not use is not its protocol.
-        assert!(protocol_markers("<start_of_turn>user", Some(QWEN3ISH), None, None).is_empty());
+        assert!(protocol_markers("<start_of_turn>user", Some(&qwen3ish()), None, None).is_empty());
         assert_eq!(
             protocol_markers("<start_of_turn>user", None, None, None)[0].role,
             Role::Turn
@@ -193,7 +198,7 @@ mod tests {
 
     #[test]
     fn turn_marker_and_stray_closer_in_content() {
-        let mut cx = openai(
+        let cx = openai(
             json!({"tools": two_tools()}),
             oa_resp(
                 Some("Sunny.<|im_end|>\n<|im_start|>user\nthanks</tool_call>"),
@@ -201,7 +206,7 @@ mod tests {
                 "stop",
             ),
         );
-        cx.template = Some(QWEN3ISH.into());
+        let cx = crate::analysis::facts::with_template(cx, QWEN3ISH);
         let f = protocol_marker(&cx);
         assert_eq!(ids(&f), ["content.protocol_marker"; 3]);
         let offs: Vec<Option<usize>> = f.iter().map(|f| f.evidence.offset).collect();

@@ -291,19 +291,20 @@ pub(crate) mod tests {
     use crate::session::Api;
 
     fn streamed(chunks: &[&str]) -> ExchangeContext {
-        let mut cx = ExchangeContext::new(Api::Openai);
-        cx.stream_chunks = chunks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| StreamChunk {
-                event: i + 1,
-                text: (*t).to_owned(),
-            })
-            .collect();
-        cx.request = Some(
-            serde_json::json!({"tools": [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}}}}]}),
-        );
-        cx
+        ExchangeContext {
+            stream_chunks: chunks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| StreamChunk {
+                    event: i + 1,
+                    text: (*t).to_owned(),
+                })
+                .collect(),
+            request: Some(
+                serde_json::json!({"tools": [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}}}}]}),
+            ),
+            ..ExchangeContext::new(Api::Openai)
+        }
     }
 
     /// The Hermes marker split across three SSE chunks, as a model on a vocabulary without a

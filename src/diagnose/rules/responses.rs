@@ -78,8 +78,10 @@ mod tests {
             .collect();
         tools.push(json!({"type": "namespace", "name": "multi_agent_v1", "tools": []}));
         tools.push(json!({"type": "web_search"}));
-        let mut cx = ExchangeContext::new(Api::Responses);
-        cx.request = Some(json!({"input": "List the files", "tools": tools}));
+        let cx = ExchangeContext {
+            request: Some(json!({"input": "List the files", "tools": tools})),
+            ..ExchangeContext::new(Api::Responses)
+        };
         let f = tool_dropped(&cx);
         assert_eq!(f.len(), 2, "{f:?}");
         assert_eq!(f[0].evidence.pointer.as_deref(), Some("/tools/7"));
@@ -91,7 +93,10 @@ mod tests {
         );
         assert_eq!(f[1].evidence.pointer.as_deref(), Some("/tools/8"));
         // another engine converts differently: not judged by llama-server's code
-        cx.engine = Some("vllm".into());
+        let cx = ExchangeContext {
+            engine: Some("vllm".into()),
+            ..cx
+        };
         assert!(tool_dropped(&cx).is_empty());
     }
 }

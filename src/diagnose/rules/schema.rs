@@ -10,9 +10,23 @@ use crate::finding::Finding;
 
 /// Schema facts of the request's tools that never reached the server's prompt. Empty without
 /// a request, without tools, or without a recorded server prompt.
+///
+/// A tool whose name the prompt never prints is left to `input.tool_dropped`
+/// ([`super::input::dropped_tools`]): one finding per dropped tool, not a second one here.
 pub fn loss(cx: &ExchangeContext) -> Vec<Finding> {
     match (&cx.request, &cx.server_prompt) {
-        (Some(req), Some(prompt)) => crate::schema::loss::schema_loss(req, prompt),
+        (Some(req), Some(prompt)) => {
+            let dropped = super::input::tools_not_printed(req, prompt);
+            crate::schema::loss::schema_loss(req, prompt)
+                .into_iter()
+                .filter(|f| {
+                    f.evidence
+                        .tool
+                        .as_ref()
+                        .is_none_or(|t| !dropped.contains(t))
+                })
+                .collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -29,11 +43,14 @@ mod tests {
         // `type:<|"|><|"|>`), hand-reduced.
         let req = json!({"messages": [], "tools": [{"type": "function", "function": {"name": "set", "parameters": {
             "type": "object", "properties": {"target": {"anyOf": [{"type": "number"}, {"type": "string"}], "description": "Degrees"}}}}}]});
-        let mut cx = ExchangeContext::from_pair(crate::session::Api::Openai, Some(req), None);
+        let cx = crate::analysis::facts::from_pair(crate::session::Api::Openai, Some(req), None);
         assert!(loss(&cx).is_empty(), "no server prompt: nothing to judge");
-        cx.server_prompt = Some(
-            r#"<|tool>declaration:set{description:<|"|><|"|>,parameters:{properties:{target:{description:<|"|>Degrees<|"|>,type:<|"|><|"|>}},type:<|"|>OBJECT<|"|>}}<tool|>"#.into(),
-        );
+        let cx = ExchangeContext {
+            server_prompt: Some(
+                r#"<|tool>declaration:set{description:<|"|><|"|>,parameters:{properties:{target:{description:<|"|>Degrees<|"|>,type:<|"|><|"|>}},type:<|"|>OBJECT<|"|>}}<tool|>"#.into(),
+            ),
+            ..cx
+        };
         let f = loss(&cx);
         assert!(
             f.iter().any(|f| f.rule == Rule::SchemaTypeLost

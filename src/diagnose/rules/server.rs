@@ -14,12 +14,14 @@ pub fn parse_error(cx: &ExchangeContext) -> Vec<Finding> {
     let Some(text) = cx.response_text.as_deref() else {
         return Vec::new();
     };
-    if cx
-        .stream_findings
-        .iter()
-        .any(|f| f.rule == Rule::ServerParseError)
+    // reported with its event number: by stream reassembly, or as the stream's error event
+    let in_stream = |f: &Finding| f.rule == Rule::ServerParseError;
+    if cx.stream_findings.iter().any(in_stream)
+        || crate::diagnose::input::error_events(&cx.stream_errors, &cx.stream_findings)
+            .iter()
+            .any(in_stream)
     {
-        return Vec::new(); // reported by stream reassembly with its event number
+        return Vec::new();
     }
     let errorish = cx.failed() || text.contains("\"error\"");
     if !errorish {
@@ -209,13 +211,22 @@ mod tests {
     use crate::session::Api;
     use serde_json::json;
 
+    /// The facts of an OpenAI exchange whose response is `body` with `status`.
+    fn replied(status: u16, body: &str) -> ExchangeContext {
+        let mut ex = crate::analysis::facts::bare_exchange(Api::Openai, None, None);
+        ex.response = Some(crate::session::Response {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Some(crate::session::Body::from_bytes(body.as_bytes())),
+            chunks: None,
+        });
+        crate::analysis::facts::exchange_context(&ex)
+    }
+
     #[test]
     fn llama_server_500_is_a_parse_error() {
-        let mut cx = ExchangeContext::new(Api::Openai);
-        cx.status = Some(500);
         let body = json!({"error": {"code": 500, "message": "The model produced output that does not match the expected peg-native format", "type": "server_error"}});
-        cx.response_text = Some(body.to_string());
-        cx.response_json = Some(body);
+        let cx = replied(500, &body.to_string());
         let f = parse_error(&cx);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].rule, Rule::ServerParseError);
@@ -229,7 +240,7 @@ mod tests {
     /// "parse error" (llama-server's invalid-JSON answer) is neither.
     #[test]
     fn one_wording_for_bodies_and_stream_events() {
-        use crate::diagnose::{check_exchange, load};
+        use crate::diagnose::check_exchange;
         let parse_failures = [
             "The model produced output that does not match the expected peg-native format",
             "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101]",
@@ -241,10 +252,7 @@ mod tests {
             .chain([("JSON parse error: invalid request body", false)])
         {
             let err = json!({"error": {"code": 500, "message": msg}});
-            let mut cx = ExchangeContext::new(Api::Openai);
-            cx.status = Some(500);
-            cx.response_text = Some(err.to_string());
-            cx.response_json = Some(err.clone());
+            let cx = replied(500, &err.to_string());
             assert_eq!(parse_error(&cx).len(), usize::from(is_parse), "body: {msg}");
 
             let body = format!(
@@ -252,7 +260,7 @@ mod tests {
                 json!({"choices": [{"index": 0, "delta": {"content": "Hel"}}]})
             );
             let mut cx = ExchangeContext::new(Api::Openai);
-            load::set_stream(&mut cx, &body);
+            crate::analysis::facts::set_stream(&mut cx, &body);
             let all = check_exchange(&cx);
             let pe: Vec<&Finding> = all
                 .iter()
@@ -275,12 +283,9 @@ mod tests {
 
     #[test]
     fn other_errors_are_not() {
-        let mut cx = ExchangeContext::new(Api::Openai);
-        cx.status = Some(500);
-        cx.response_text = Some(r#"{"error":{"message":"context size exceeded"}}"#.into());
+        let cx = replied(500, r#"{"error":{"message":"context size exceeded"}}"#);
         assert!(parse_error(&cx).is_empty());
-        cx.status = Some(200);
-        cx.response_text = Some("the answer does not match the expected value".into());
+        let cx = replied(200, "the answer does not match the expected value");
         assert!(parse_error(&cx).is_empty());
     }
 

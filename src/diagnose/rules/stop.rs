@@ -206,9 +206,12 @@ mod tests {
         let cx = openai(req.clone(), oa_resp(Some("\n"), &[], "stop"));
         assert_eq!(ids(&in_reasoning(&cx)), ["stop.in_reasoning"]);
         // ... or in the raw text only.
-        let mut cx = openai(json!({"stop": ["The"]}), oa_resp(Some("\n"), &[], "stop"));
+        let cx = openai(json!({"stop": ["The"]}), oa_resp(Some("\n"), &[], "stop"));
         assert!(in_reasoning(&cx).is_empty());
-        cx.raw_text = Some("<think>\n\n".into());
+        let cx = ExchangeContext {
+            raw_text: Some("<think>\n\n".into()),
+            ..cx
+        };
         assert_eq!(ids(&in_reasoning(&cx)), ["stop.in_reasoning"]);
         // Closed reasoning and an answer: nothing.
         let cx = openai(req, oa_resp(Some("<think>\n</think>\nParis."), &[], "stop"));

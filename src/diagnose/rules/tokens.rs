@@ -104,11 +104,44 @@ pub fn markers(cx: &ExchangeContext) -> Vec<Finding> {
     let mut out = split_in(cx, prompt, &tokens);
     let split_at: Vec<Option<usize>> = out.iter().map(|f| f.evidence.offset).collect();
     out.extend(
-        crate::tokens::pseudo_special(prompt, &tokens)
-            .into_iter()
+        template_markers(cx, prompt, crate::tokens::pseudo_special(prompt, &tokens))
             .filter(|f| !split_at.contains(&f.evidence.offset)),
     );
     out
+}
+
+/// The marker findings that judge the template's own markers: a marker standing inside text
+/// the agent sent (a message's content, a tool description: Claude Code's
+/// `<system-reminder>`, `<pasted_content>`, `<name>`, `<functions>`) is the agent's text, not
+/// the template's vocabulary, and is left out. When a marker text occurs both in the agent's
+/// text and elsewhere in the prompt, the first occurrence outside the agent's text is judged.
+fn template_markers<'a>(
+    cx: &'a ExchangeContext,
+    prompt: &'a str,
+    found: Vec<Finding>,
+) -> impl Iterator<Item = Finding> + 'a {
+    let spans = cx
+        .request
+        .as_ref()
+        .map(|r| super::input::request_text_spans(r, cx.api, prompt))
+        .unwrap_or_default();
+    let inside = move |at: usize, len: usize| spans.iter().any(|&(s, e)| s <= at && at + len <= e);
+    found.into_iter().filter_map(move |mut f| {
+        let (Some(at), Some(text)) = (f.evidence.offset, f.evidence.excerpt.clone()) else {
+            return Some(f);
+        };
+        if !inside(at, text.len()) {
+            return Some(f);
+        }
+        // another occurrence outside the agent's text?
+        let other = prompt
+            .match_indices(text.as_str())
+            .map(|(i, _)| i)
+            .find(|&i| !inside(i, text.len()))?;
+        f.evidence.offset = Some(other);
+        f.evidence.token = None;
+        Some(f)
+    })
 }
 
 /// `token.pseudo_special` over the tokenized prompt (`--vocab` render, else the server's):
@@ -117,7 +150,7 @@ pub fn pseudo_special(cx: &ExchangeContext) -> Vec<Finding> {
     let Some((prompt, tokens)) = tokenized(cx) else {
         return Vec::new();
     };
-    crate::tokens::pseudo_special(prompt, &tokens)
+    template_markers(cx, prompt, crate::tokens::pseudo_special(prompt, &tokens)).collect()
 }
 
 /// `token.special_split`: a marker the parser of this exchange's tool-call syntax keys on
@@ -272,21 +305,29 @@ mod tests {
     #[test]
     fn pseudo_special_from_server_render() {
         // SmolLM2 splits the Qwen3 template's <tool_call> into 5 pieces (real-server.md)
-        let mut cx = ExchangeContext::new(crate::session::Api::Openai);
-        cx.server_prompt = Some("<|im_start|>x<tool_call>".into());
-        cx.server_tokens = Some(vec![
-            t(1, "<|im_start|>"),
-            t(87, "x"),
-            t(28, "<"),
-            t(2598, "tool"),
-            t(79, "_"),
-            t(6462, "call"),
-            t(30, ">"),
-        ]);
+        let cx = ExchangeContext {
+            server_prompt: Some("<|im_start|>x<tool_call>".into()),
+            ..ExchangeContext::new(crate::session::Api::Openai)
+        };
+        let cx = ExchangeContext {
+            server_tokens: Some(vec![
+                t(1, "<|im_start|>"),
+                t(87, "x"),
+                t(28, "<"),
+                t(2598, "tool"),
+                t(79, "_"),
+                t(6462, "call"),
+                t(30, ">"),
+            ]),
+            ..cx
+        };
         let f = pseudo_special(&cx);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].rule, crate::finding::Rule::TokenPseudoSpecial);
-        cx.server_tokens = Some(vec![t(1, "<|im_start|>"), t(87, "x"), t(5, "<tool_call>")]);
+        let cx = ExchangeContext {
+            server_tokens: Some(vec![t(1, "<|im_start|>"), t(87, "x"), t(5, "<tool_call>")]),
+            ..cx
+        };
         assert!(pseudo_special(&cx).is_empty());
     }
 
@@ -314,12 +355,17 @@ mod tests {
             t(28489, "think"),
             t(30, ">"),
         ];
-        let mut cx = ExchangeContext::new(crate::session::Api::Openai);
-        cx.server_prompt = Some(prompt.into());
-        cx.server_tokens = Some(toks);
+        let cx = ExchangeContext {
+            server_prompt: Some(prompt.into()),
+            server_tokens: Some(toks),
+            ..ExchangeContext::new(crate::session::Api::Openai)
+        };
         // No syntax known (no template, no generated text): nothing to say.
         assert!(special_split(&cx).is_empty());
-        cx.template = Some("{{ '<tool_call>' }}".into());
+        let cx = ExchangeContext {
+            template: Some("{{ '<tool_call>' }}".into()),
+            ..cx
+        };
         let f = special_split(&cx);
         let got: Vec<(&str, Option<usize>)> = f
             .iter()
@@ -356,8 +402,11 @@ mod tests {
             "{all:?}"
         );
         // With the markers as single special tokens there is nothing to report.
-        cx.server_prompt = Some("<tool_call></tool_call>".into());
-        cx.server_tokens = Some(vec![t(5, "<tool_call>"), t(6, "</tool_call>")]);
+        let cx = ExchangeContext {
+            server_prompt: Some("<tool_call></tool_call>".into()),
+            server_tokens: Some(vec![t(5, "<tool_call>"), t(6, "</tool_call>")]),
+            ..cx
+        };
         assert!(special_split(&cx).is_empty());
     }
 }

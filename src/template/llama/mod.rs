@@ -600,7 +600,6 @@ pub fn render(
     now: time::OffsetDateTime,
     vocab: VocabFlags,
 ) -> Result<String, RenderError> {
-    let caps = tmpl.llama_caps();
     let src = tmpl.source();
     let req = input.request.as_ref();
     let raw_messages = req
@@ -630,7 +629,62 @@ pub fn render(
         add_generation_prompt = false;
         continue_msg = messages.pop();
     }
+    normalise_messages(tmpl, &mut messages)?;
+    let messages = family_workarounds(src, messages);
+    let mut ctx = template_context(tmpl, input, &body, messages, tools.as_ref(), now)?;
+    if add_generation_prompt {
+        ctx.insert("add_generation_prompt".into(), json!(true));
+    }
+    let wrap = |e: RenderError| refusal(src, e);
+    let mut prompt = tmpl
+        .render_plain(&Value::Object(ctx.clone()))
+        .map_err(wrap)?;
+    if let Some(msg) = continue_msg {
+        prompt.push_str(&continued(tmpl, ctx, &prompt, &msg)?);
+    }
+    let bos = input.bos_token.as_deref().unwrap_or("");
+    if vocab.add_bos && prompt.starts_with(bos) {
+        prompt.drain(..bos.len());
+    }
+    let eos = input.eos_token.as_deref().unwrap_or("");
+    if vocab.add_eos && prompt.ends_with(eos) {
+        prompt.truncate(prompt.len() - eos.len());
+    }
+    Ok(prompt)
+}
 
+/// A render error as llama-server reports it: wrapped in [`REFUSAL_PREFIX`] unless the template
+/// has a hand-written llama.cpp format or the error is toolscope's own budget stop.
+fn refusal(src: &str, e: RenderError) -> RenderError {
+    // toolscope's own budget stop (budget.rs: fuel, bytes, output) is not a llama-server
+    // refusal; a template that recurses without end is refused by llama-server too
+    // ("Unable to generate parser …", seen on the Hermes / Command R+ tool_use templates,
+    // tests/e2e/template_engine_e2e.rs), so that one is wrapped like any other render error.
+    let own_budget =
+        e.kind == RenderErrorKind::Limit && !e.message.contains("recursion limit exceeded");
+    if specialized(src) || own_budget {
+        e
+    } else {
+        RenderError {
+            message: format!("{REFUSAL_PREFIX}{}", e.message),
+            ..e
+        }
+    }
+}
+
+/// llama-server's message normalisation by the template's capabilities
+/// (common/chat.cpp, server-common.cpp): string-only / typed-only content, `developer` →
+/// `system` (except Harmony), a system message folded into the next for templates without a
+/// system role, tool-call arguments parsed for templates that take objects.
+///
+/// Errors: arguments that are not JSON (llama-server's "Failed to parse tool call arguments
+/// as JSON").
+fn normalise_messages(
+    tmpl: &CompiledTemplate,
+    messages: &mut Vec<Value>,
+) -> Result<(), RenderError> {
+    let caps = tmpl.llama_caps();
+    let src = tmpl.source();
     // content normalisation for string-only / typed-only templates
     let only_string = caps.supports_string_content && !caps.supports_typed_content;
     let only_typed = !caps.supports_string_content && caps.supports_typed_content;
@@ -696,6 +750,12 @@ pub fn render(
         }
     }
 
+    Ok(())
+}
+
+/// The per-family message rewrites of llama.cpp's hand-written formats (common/parsers/*.cpp,
+/// build 11434), chosen by the template's markers.
+fn family_workarounds(src: &str, mut messages: Vec<Value>) -> Vec<Value> {
     // Gemma 4 templates older than the "OpenAI Chat Completions" one: tool results folded into
     // the calling assistant turn (common/parsers/gemma4.cpp convert_tool_responses_gemma4)
     if src.contains("'<|tool_call>call:'") && !src.contains("{#- OpenAI Chat Completions:") {
@@ -767,6 +827,22 @@ pub fn render(
         }
     }
 
+    messages
+}
+
+/// The template's context as llama-server builds it: messages, tools, BOS/EOS texts, the
+/// request flags (`chat_template_kwargs`, `reasoning_effort`, `enable_thinking`; server-common.cpp)
+/// and the dates. `add_generation_prompt` is left to the caller.
+///
+/// Errors: an `enable_thinking` that is a string (llama-server refuses it).
+fn template_context(
+    tmpl: &CompiledTemplate,
+    input: &RenderInput,
+    body: &Value,
+    messages: Vec<Value>,
+    tools: Option<&Value>,
+    now: time::OffsetDateTime,
+) -> Result<Map<String, Value>, RenderError> {
     // request flags (server-common.cpp)
     let mut kwargs: std::collections::BTreeMap<String, Value> = Default::default();
     kwargs.insert("preserve_reasoning".into(), json!(true));
@@ -806,7 +882,7 @@ pub fn render(
     {
         ctx.insert("reasoning_strength".into(), json!(e));
     }
-    ctx.insert("messages".into(), Value::Array(messages.clone()));
+    ctx.insert("messages".into(), Value::Array(messages));
     ctx.insert(
         "bos_token".into(),
         json!(input.bos_token.clone().unwrap_or_default()),
@@ -816,7 +892,7 @@ pub fn render(
         json!(input.eos_token.clone().unwrap_or_default()),
     );
     ctx.insert("enable_thinking".into(), json!(enable_thinking));
-    if let Some(t) = &tools {
+    if let Some(t) = tools {
         ctx.insert("tools".into(), t.clone());
     }
     ctx.insert("datetime".into(), json!(format_date(&now, "%b %d %Y")));
@@ -824,78 +900,61 @@ pub fn render(
     for (k, v) in &kwargs {
         ctx.insert(k.clone(), v.clone());
     }
-    if add_generation_prompt {
-        ctx.insert("add_generation_prompt".into(), json!(true));
-    }
-    let wrap = |e: RenderError| -> RenderError {
-        // toolscope's own budget stop (budget.rs: fuel, bytes, output) is not a llama-server
-        // refusal; a template that recurses without end is refused by llama-server too
-        // ("Unable to generate parser …", seen on the Hermes / Command R+ tool_use templates,
-        // tests/e2e/template_engine_e2e.rs), so that one is wrapped like any other render error.
-        let own_budget =
-            e.kind == RenderErrorKind::Limit && !e.message.contains("recursion limit exceeded");
-        if specialized(src) || own_budget {
-            e
-        } else {
-            RenderError {
-                message: format!("{REFUSAL_PREFIX}{}", e.message),
-                ..e
-            }
-        }
+    Ok(ctx)
+}
+
+/// What follows the render of the closed messages (`prompt`) when the last message, `msg`, is
+/// an assistant prefill: the generation prompt (the difference between the render with and
+/// without `add_generation_prompt`), then the prefilled reasoning and content
+/// (common_chat_templates_apply_jinja, chat-auto-parser-generator.cpp).
+fn continued(
+    tmpl: &CompiledTemplate,
+    ctx: Map<String, Value>,
+    prompt: &str,
+    msg: &Value,
+) -> Result<String, RenderError> {
+    let src = tmpl.source();
+    // The generation prompt (difference between the render with and without
+    // add_generation_prompt), then the prefilled content (common_chat_templates_apply_jinja,
+    // chat-auto-parser-generator.cpp).
+    let mut with_gen = ctx;
+    with_gen.insert("add_generation_prompt".into(), json!(true));
+    let with_gen_prompt = tmpl
+        .render_plain(&Value::Object(with_gen))
+        .map_err(|e| refusal(src, e))?;
+    let common = prompt
+        .bytes()
+        .zip(with_gen_prompt.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut gen_prompt = with_gen_prompt.get(common..).unwrap_or("").to_owned();
+    let content = match msg.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(p)) => concat_parts(p),
+        _ => String::new(),
     };
-    let mut prompt = tmpl
-        .render_plain(&Value::Object(ctx.clone()))
-        .map_err(wrap)?;
-    if let Some(msg) = continue_msg {
-        // The generation prompt (difference between the render with and without
-        // add_generation_prompt), then the prefilled content (common_chat_templates_apply_jinja,
-        // chat-auto-parser-generator.cpp).
-        let mut with_gen = ctx.clone();
-        with_gen.insert("add_generation_prompt".into(), json!(true));
-        let with_gen_prompt = tmpl.render_plain(&Value::Object(with_gen)).map_err(wrap)?;
-        let common = prompt
-            .bytes()
-            .zip(with_gen_prompt.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        let mut gen_prompt = with_gen_prompt.get(common..).unwrap_or("").to_owned();
-        let content = match msg.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(p)) => concat_parts(p),
-            _ => String::new(),
-        };
-        let reasoning = msg
-            .get("reasoning_content")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        // continue_final_message AUTO: reasoning when the message has reasoning and no content
-        let continue_content = reasoning.is_empty() || !content.is_empty();
-        if !specialized(src)
-            && let Some((start, end)) = reasoning_tags(tmpl)
-        {
-            if let Some(at) = gen_prompt.find(&start) {
-                gen_prompt.truncate(at);
-            }
-            gen_prompt.push_str(&start);
-            gen_prompt.push_str(reasoning);
-            if continue_content {
-                gen_prompt.push_str(&end);
-            }
+    let reasoning = msg
+        .get("reasoning_content")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    // continue_final_message AUTO: reasoning when the message has reasoning and no content
+    let continue_content = reasoning.is_empty() || !content.is_empty();
+    if !specialized(src)
+        && let Some((start, end)) = reasoning_tags(tmpl)
+    {
+        if let Some(at) = gen_prompt.find(&start) {
+            gen_prompt.truncate(at);
         }
+        gen_prompt.push_str(&start);
+        gen_prompt.push_str(reasoning);
         if continue_content {
-            gen_prompt.push_str(&content);
+            gen_prompt.push_str(&end);
         }
-        prompt.push_str(&gen_prompt);
     }
-    let bos = input.bos_token.as_deref().unwrap_or("");
-    if vocab.add_bos && prompt.starts_with(bos) {
-        prompt.drain(..bos.len());
+    if continue_content {
+        gen_prompt.push_str(&content);
     }
-    let eos = input.eos_token.as_deref().unwrap_or("");
-    if vocab.add_eos && prompt.ends_with(eos) {
-        prompt.truncate(prompt.len() - eos.len());
-    }
-    Ok(prompt)
+    Ok(gen_prompt)
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ use ratatui::text::{Line, Span};
 use crate::parser::engines::{self, Outcome};
 use crate::parser::trace::cut;
 
-use super::analysis::ExchangeAnalysis;
-use super::theme::Theme;
+use crate::tui::analysis::ExchangeAnalysis;
+use crate::tui::theme::Theme;
 
 /// The view's state, kept in the session's Replay state: open or not, and the lines of the
 /// exchange (row) they were built for (rebuilt when the exchange changes while open).
@@ -72,7 +72,7 @@ pub fn draw(
             &owned[..]
         }
     };
-    super::view::draw_side(f, area, " what each engine would return", body, scroll, st);
+    super::side::draw_side(f, area, " what each engine would return", body, scroll, st);
 }
 
 /// A text shown quoted and cut (model text may hold escape sequences: `{:?}` shows them

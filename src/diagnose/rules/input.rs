@@ -1,0 +1,344 @@
+//! Content the model never saw: every request message, tool result and tool checked against
+//! the rendered prompt (the server's render when recorded: `/apply-template`,
+//! `__verbose.prompt`, or Ollama's render of its `/api/show` template).
+//!
+//! * `input.message_dropped` — a message whose text the prompt does not contain (a `system`
+//!   message inside Anthropic `messages` that the template skips, a `developer` message, a
+//!   user turn a template drops). One finding per message. Earlier assistant reasoning a
+//!   template leaves out by design is one info note per exchange, not a fault.
+//! * `loop.result_unrendered` — a tool result whose text the prompt does not contain.
+//! * `input.tool_dropped` — a tool whose name the prompt never prints: the chat template
+//!   dropped it (the layer is named; tools the API conversion drops are found where the
+//!   conversion is, with the same id). One finding per tool.
+//!
+//! Messages are read in their chat shape ([`crate::conversation::chat_messages`]: Anthropic
+//! bodies converted as llama-server b11434 converts them, server-chat.cpp
+//! `server_chat_convert_anthropic_to_oai`, which passes a `system` entry inside `messages`
+//! through as a `role: "system"` message; whether it is printed is then the template's
+//! choice).
+
+use serde_json::Value;
+
+use crate::diagnose::ExchangeContext;
+use crate::finding::{Evidence, Finding, Pane, Rule, Severity};
+
+/// Where each request text was found in the prompt: `(start, end)` byte spans of message
+/// contents and tool descriptions that occur verbatim (or JSON-escaped). Used by the marker
+/// rules to tell the agent's own text from the template's markers.
+pub fn request_text_spans(
+    request: &Value,
+    api: crate::session::Api,
+    prompt: &str,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for t in request_texts(request, api) {
+        let mut from = 0;
+        while let Some(at) = prompt[from..].find(t.as_str()) {
+            out.push((from + at, from + at + t.len()));
+            from += at + t.len().max(1);
+            if from >= prompt.len() {
+                break;
+            }
+        }
+        let esc = json_escaped(&t);
+        if esc != t
+            && let Some(at) = prompt.find(esc.as_str())
+        {
+            out.push((at, at + esc.len()));
+        }
+    }
+    out
+}
+
+/// Every text the agent wrote into the request: message contents (system included) and tool
+/// descriptions, trimmed, non-empty.
+pub fn request_texts(request: &Value, api: crate::session::Api) -> Vec<String> {
+    let mut out: Vec<String> = crate::conversation::chat_messages(api, request)
+        .unwrap_or_default()
+        .iter()
+        .map(|m| {
+            crate::conversation::content_text(m.get("content"))
+                .trim()
+                .to_owned()
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    if let Some(tools) = request.get("tools").and_then(Value::as_array) {
+        for t in tools {
+            if let Some(d) = t
+                .pointer("/function/description")
+                .or_else(|| t.get("description"))
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+            {
+                out.push(d.to_owned());
+            }
+        }
+    }
+    out
+}
+
+fn json_escaped(s: &str) -> String {
+    let q = Value::String(s.to_owned()).to_string();
+    q[1..q.len() - 1].to_owned()
+}
+
+/// True when `prompt` carries `text`: verbatim, JSON-escaped, or — for a long text a template
+/// may trim or re-indent — its first and last 48 bytes (whitespace-trimmed) both.
+pub fn prompt_contains(prompt: &str, text: &str) -> bool {
+    let t = text.trim();
+    if t.is_empty() || prompt.contains(t) || prompt.contains(json_escaped(t).as_str()) {
+        return true;
+    }
+    if t.len() < 120 {
+        return false;
+    }
+    let mut a = 48;
+    while !t.is_char_boundary(a) {
+        a += 1;
+    }
+    let mut b = t.len() - 48;
+    while !t.is_char_boundary(b) {
+        b -= 1;
+    }
+    let (head, tail) = (t[..a].trim(), t[b..].trim());
+    (prompt.contains(head) || prompt.contains(json_escaped(head).as_str()))
+        && (prompt.contains(tail) || prompt.contains(json_escaped(tail).as_str()))
+}
+
+/// `input.message_dropped`, `loop.result_unrendered` and the reasoning note. Empty without a
+/// request or a recorded render.
+pub fn dropped_messages(cx: &ExchangeContext) -> Vec<Finding> {
+    let (Some(req), Some(prompt)) = (&cx.request, &cx.server_prompt) else {
+        return Vec::new();
+    };
+    let Some(msgs) = crate::conversation::chat_messages(cx.api, req) else {
+        return Vec::new();
+    };
+    let from_anthropic = cx.api == crate::session::Api::Anthropic;
+    // Anthropic: `system` becomes message 0 of the converted list; pointers name the request.
+    let shift = usize::from(from_anthropic && req.get("system").is_some_and(|s| !s.is_null()));
+    let mut out = Vec::new();
+    let mut reasoning_dropped = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let msg = crate::conversation::Msg::from_chat(m);
+        let pointer = if from_anthropic && i < shift {
+            "/system".to_owned()
+        } else {
+            format!("/messages/{}", i - shift)
+        };
+        if !msg.reasoning.trim().is_empty() && !prompt_contains(prompt, &msg.reasoning) {
+            reasoning_dropped.push(i - shift);
+        }
+        if msg.text.trim().is_empty() || prompt_contains(prompt, &msg.text) {
+            continue;
+        }
+        let excerpt = Some(crate::conversation::short(msg.text.trim(), 120));
+        if msg.is_result() {
+            out.push(
+                Finding::new(
+                    Rule::LoopResultUnrendered,
+                    format!(
+                        "the tool result at {pointer}{} is not in the rendered prompt: the model never saw the tool's answer",
+                        msg.call_id.as_deref().map(|i| format!(" (for `{i}`)")).unwrap_or_default()
+                    ),
+                    "use a template that prints tool results (role \"tool\"), or send the result as the content the template prints",
+                )
+                .with_evidence(Evidence {
+                    pane: Some(Pane::Template),
+                    pointer: Some(pointer),
+                    excerpt,
+                    ..Default::default()
+                }),
+            );
+        } else {
+            out.push(
+                Finding::new(
+                    Rule::InputMessageDropped,
+                    format!(
+                        "the {} message at {pointer} ({} bytes) is not in the rendered prompt: the chat template dropped it and the model never saw it",
+                        msg.role,
+                        msg.text.len()
+                    ),
+                    if msg.role == "system" && i > 0 {
+                        "this template prints only a leading system message: merge later system content into the first system message or a user turn"
+                    } else {
+                        "use a template that prints this role, or send the content in a role the template prints"
+                    },
+                )
+                .with_evidence(Evidence {
+                    pane: Some(Pane::Template),
+                    pointer: Some(pointer),
+                    excerpt,
+                    ..Default::default()
+                }),
+            );
+        }
+    }
+    if !reasoning_dropped.is_empty() {
+        let list = reasoning_dropped
+            .iter()
+            .map(|i| format!("/messages/{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut f = Finding::new(
+            Rule::InputMessageDropped,
+            format!(
+                "the template leaves out the reasoning of {} earlier assistant message{} ({list}): by design of this template, not a fault",
+                reasoning_dropped.len(),
+                if reasoning_dropped.len() == 1 { "" } else { "s" }
+            ),
+            "nothing to change; sending earlier reasoning back costs request bytes only",
+        )
+        .with_evidence(Evidence {
+            pane: Some(Pane::Template),
+            pointer: Some(format!("/messages/{}", reasoning_dropped[0])),
+            ..Default::default()
+        });
+        f.severity = Severity::Info;
+        out.push(f);
+    }
+    out
+}
+
+/// The request's tools (name, pointer) as the template receives them.
+fn tool_names(req: &Value) -> Vec<(String, String)> {
+    req.get("tools")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .enumerate()
+                .filter_map(|(i, t)| {
+                    t.pointer("/function/name")
+                        .or_else(|| t.get("name"))
+                        .and_then(Value::as_str)
+                        .filter(|n| !n.is_empty())
+                        .map(|n| (n.to_owned(), format!("/tools/{i}")))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `input.tool_dropped` (layer: the chat template): a tool whose name the rendered prompt
+/// never prints, one finding per tool. Empty without a render or tools.
+pub fn dropped_tools(cx: &ExchangeContext) -> Vec<Finding> {
+    let (Some(req), Some(prompt)) = (&cx.request, &cx.server_prompt) else {
+        return Vec::new();
+    };
+    // A Responses tool whose `type` is not `function` is dropped by the API conversion before
+    // any template sees it: `input.tool_dropped` says so once, from the conversion rule
+    // (rules::responses::tool_dropped), not again here.
+    let converted_away = |pointer: &str| {
+        cx.api == crate::session::Api::Responses
+            && req
+                .pointer(pointer)
+                .and_then(|t| t.get("type"))
+                .and_then(Value::as_str)
+                .is_some_and(|t| t != "function")
+    };
+    tool_names(req)
+        .into_iter()
+        .filter(|(name, pointer)| !word_in(prompt, name) && !converted_away(pointer))
+        .map(|(name, pointer)| {
+            Finding::new(
+                Rule::InputToolDropped,
+                format!(
+                    "tool `{name}` is not in the rendered prompt: the chat template dropped it, so the model cannot call it"
+                ),
+                "use a chat template that prints tools (llama-server --jinja with the model's tool-calling template)",
+            )
+            .with_evidence(Evidence {
+                pane: Some(Pane::Tools),
+                tool: Some(name),
+                pointer: Some(pointer),
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+/// Names of the request's tools that the prompt never prints (for the schema rules, which
+/// leave those tools to `input.tool_dropped`).
+pub fn tools_not_printed(req: &Value, prompt: &str) -> Vec<String> {
+    tool_names(req)
+        .into_iter()
+        .filter(|(n, _)| !word_in(prompt, n))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// `name` occurs in `s` with no identifier character on either side.
+fn word_in(s: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(at) = s[from..].find(name) {
+        let st = from + at;
+        let en = st + name.len();
+        let before = s[..st].chars().next_back();
+        let after = s[en..].chars().next();
+        if !before.is_some_and(ident) && !after.is_some_and(ident) {
+            return true;
+        }
+        from = en;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Api;
+    use serde_json::json;
+
+    /// A `system` entry inside Anthropic `messages` (Claude Code ≥ 2.1.154): llama-server
+    /// b11434's conversion passes it through as a system message; a template that prints only
+    /// a leading system message leaves it out.
+    #[test]
+    fn a_system_entry_inside_anthropic_messages_that_the_template_skips() {
+        let req = json!({"model": "m", "max_tokens": 10, "system": "You are a CLI.",
+            "messages": [{"role": "user", "content": "List the files."},
+                         {"role": "system", "content": "hook output: 3 files changed"}],
+            "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]});
+        let cx = ExchangeContext {
+            server_prompt: Some(
+            "<start_of_turn>user\nYou are a CLI.\n\nList the files.<end_of_turn>\n<start_of_turn>model\n"
+                .into(),
+        ),
+            ..crate::analysis::facts::from_pair(Api::Anthropic, Some(req), None)
+        };
+        let f = dropped_messages(&cx);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].rule, Rule::InputMessageDropped);
+        assert_eq!(f[0].evidence.pointer.as_deref(), Some("/messages/1"));
+        let t = dropped_tools(&cx);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].evidence.tool.as_deref(), Some("Bash"));
+    }
+
+    #[test]
+    fn unrendered_tool_result_and_reasoning_note() {
+        let req = json!({"messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": "", "reasoning_content": "I should call the tool now.", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny, 21 C"}]});
+        let cx = ExchangeContext {
+            server_prompt: Some("<|user|>weather?<|assistant|><tool_call>w</tool_call>".into()),
+            ..crate::analysis::facts::from_pair(Api::Openai, Some(req), None)
+        };
+        let f = dropped_messages(&cx);
+        let ids: Vec<(&str, Severity)> = f.iter().map(|f| (f.rule.id(), f.severity)).collect();
+        assert_eq!(
+            ids,
+            [
+                ("loop.result_unrendered", Severity::Error),
+                ("input.message_dropped", Severity::Info)
+            ]
+        );
+        assert!(
+            prompt_contains("x \\\"a\\\" y", "\"a\""),
+            "JSON-escaped form"
+        );
+    }
+}
