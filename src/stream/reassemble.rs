@@ -1084,8 +1084,21 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
             ..Default::default()
         }
     };
-    let contract = contract_findings(&r.problems, ex.outcome, "event");
-    r.findings.extend(contract);
+    if api == Api::Responses && is_sse(ex) {
+        // crate::stream::responses writes the stream-contract findings itself (with their
+        // event); judging its problems again would report each fault twice. A stream the
+        // client or toolscope ended is not the server's cut.
+        if matches!(
+            ex.outcome,
+            crate::session::Outcome::ClientDisconnected | crate::session::Outcome::Shutdown
+        ) {
+            r.findings
+                .retain(|f| !matches!(f.rule, Rule::StreamCutEvent | Rule::StreamNoTerminal));
+        }
+    } else {
+        let contract = contract_findings(&r.problems, ex.outcome, "event");
+        r.findings.extend(contract);
+    }
     for f in &mut r.findings {
         f.exchange = Some(ex.id);
     }

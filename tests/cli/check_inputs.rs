@@ -411,3 +411,43 @@ fn ollama_bare_pairs() {
         }
     }
 }
+
+/// A real llama-server Responses stream (weather_call.sse) cut inside an event: each stream
+/// contract fault is reported once — the Responses reassembler and the SSE contract check
+/// both judged it, so `stream.cut_event` and `stream.no_terminal` came out twice each.
+#[test]
+fn responses_stream_contract_faults_reported_once() {
+    let src = support::root().join("tests/data/responses");
+    let body = std::fs::read_to_string(src.join("weather_call.sse")).unwrap();
+    let at = body
+        .find("\"type\":\"response.completed\"")
+        .expect("terminal event");
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.sse");
+    std::fs::write(&cut, &body[..at + 10]).unwrap();
+    let req = src.join("weather_call.request.json");
+    let (code, v) = json(&[
+        "--api",
+        "responses",
+        "--request",
+        s(&req),
+        "--response-sse",
+        s(&cut),
+    ]);
+    let rules: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(code, 1);
+    assert_eq!(
+        rules
+            .iter()
+            .filter(|r| r.starts_with("stream."))
+            .copied()
+            .collect::<Vec<_>>(),
+        ["stream.cut_event", "stream.no_terminal"],
+        "{v}"
+    );
+}
