@@ -52,17 +52,30 @@ pub fn request_text_spans(
 
 /// Every text the agent wrote into the request: message contents (system included) and tool
 /// descriptions, trimmed, non-empty.
+///
+/// A content given as parts (Codex's `input_text` parts, OpenAI/Anthropic text blocks) gives
+/// each part's text as well as the joined text: a template prints the parts with its own
+/// separators, so only each part stands verbatim in the prompt.
 pub fn request_texts(request: &Value, api: crate::session::Api) -> Vec<String> {
-    let mut out: Vec<String> = crate::diagnose::history::chat_messages(api, request)
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
+    let mut out: Vec<String> = Vec::new();
+    for m in crate::diagnose::history::chat_messages(api, request).unwrap_or_default() {
+        out.push(
             crate::diagnose::history::content_text(m.get("content"))
                 .trim()
-                .to_owned()
-        })
-        .filter(|t| !t.is_empty())
-        .collect();
+                .to_owned(),
+        );
+        if let Some(parts) = m.get("content").and_then(Value::as_array)
+            && parts.len() > 1
+        {
+            out.extend(
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .map(|t| t.trim().to_owned()),
+            );
+        }
+    }
+    out.retain(|t| !t.is_empty());
     if let Some(tools) = request.get("tools").and_then(Value::as_array) {
         for t in tools {
             if let Some(d) = t
@@ -295,6 +308,24 @@ mod tests {
     /// A `system` entry inside Anthropic `messages` (Claude Code ≥ 2.1.154): llama-server
     /// b11434's conversion passes it through as a system message; a template that prints only
     /// a leading system message leaves it out.
+    /// Codex sends its developer message as several `input_text` parts; the template prints
+    /// them with its own separator, so a tag inside one part (`<skills_instructions>`) is found
+    /// as the agent's text only through the part itself (seen live: Codex CLI 0.169.0 through
+    /// the proxy to llama-server b11434 with the Qwen3 template).
+    #[test]
+    fn each_text_part_of_a_message_is_the_agents_text() {
+        let req = json!({"input": [{"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "You are Codex."},
+            {"type": "input_text", "text": "<skills_instructions>\nUse skills.\n</skills_instructions>"}]}]});
+        let prompt = "<|im_start|>system\nYou are Codex.\n\n<skills_instructions>\nUse skills.\n</skills_instructions><|im_end|>\n";
+        let spans = request_text_spans(&req, Api::Responses, prompt);
+        let at = prompt.find("<skills_instructions>").unwrap();
+        assert!(
+            spans.iter().any(|&(s, e)| s <= at && at + 21 <= e),
+            "{spans:?}"
+        );
+    }
+
     #[test]
     fn a_system_entry_inside_anthropic_messages_that_the_template_skips() {
         let req = json!({"model": "m", "max_tokens": 10, "system": "You are a CLI.",
