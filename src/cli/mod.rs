@@ -21,6 +21,7 @@ pub mod send;
 pub mod export;
 pub mod resend;
 pub mod serve;
+pub mod signals;
 // `toolscope try` (a keyword in Rust, hence the module's name)
 pub mod whatif;
 

@@ -59,45 +59,6 @@ fn parse_grace(s: &str) -> Result<f64, String> {
         .ok_or_else(|| "expected seconds from 0 to 86400".to_owned())
 }
 
-/// SIGINT (Ctrl-C) and SIGTERM (`kill`, systemd, docker, `timeout`), as one stream.
-struct Signals {
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> anyhow::Result<Signals> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok(Signals {
-                int: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
-                term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Signals {})
-    }
-
-    /// The next SIGINT or SIGTERM; its name.
-    async fn next(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = self.int.recv() => "SIGINT",
-                _ = self.term.recv() => "SIGTERM",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            "Ctrl-C"
-        }
-    }
-}
-
 /// `sessions/<UTC timestamp>.jsonl`, e.g. `sessions/2026-11-29T18-32-18Z.jsonl`.
 pub fn default_session_path() -> PathBuf {
     let fmt = time::macros::format_description!("[year]-[month]-[day]T[hour]-[minute]-[second]Z");
@@ -128,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let shown_upstream = crate::session::redact::redact_url(&args.upstream).into_owned();
     let rt = super::runtime();
     rt.block_on(async move {
-        let mut signals = Signals::new()?;
+        let mut signals = super::signals::Signals::new()?;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordEvent>(1024);
         let mut cfg = ProxyConfig::new(&args.upstream, session.clone());
         cfg.listen = args.listen;
@@ -204,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 async fn stop(
     proxy: crate::record::proxy::ProxyHandle,
     grace: Duration,
-    signals: &mut Signals,
+    signals: &mut super::signals::Signals,
     session: &std::path::Path,
     rx: Option<&mut tokio::sync::mpsc::Receiver<RecordEvent>>,
 ) {

@@ -68,6 +68,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             mode: args.mode,
             unmatched_session: unmatched.clone(),
         };
+        // installed once, before the start line announces the server: a SIGINT that lands
+        // while a log line is written is still seen (see cli/signals.rs)
+        let mut signals = super::signals::Signals::new()?;
         let server = ServeHandle::spawn(session, cfg, Some(tx))
             .await
             .context("starting the replay server")?;
@@ -93,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     Some(s) => crate::outln!("{s}"),
                     None => break,
                 },
-                _ = tokio::signal::ctrl_c() => break,
+                _ = signals.next() => break,
             }
         }
         server.shutdown().await;

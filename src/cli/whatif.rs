@@ -191,6 +191,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     let mut complete = true;
     let mut done = 0usize;
+    // one listener for the whole run: a Ctrl-C between two runs is seen by the next (cli/signals.rs)
+    let mut signals = rt.block_on(async { super::signals::Signals::new() })?;
     'variants: for v in &variants {
         let mut outcomes = Vec::new();
         let mut ids = Vec::new();
@@ -198,7 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let step = rt.block_on(async {
                 tokio::select! {
                     r = run_once(&original, &session.header, v, i, &opts) => Some(r),
-                    _ = tokio::signal::ctrl_c() => None,
+                    _ = signals.next() => None,
                 }
             });
             let Some(r) = step else {
