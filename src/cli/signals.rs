@@ -4,7 +4,8 @@
 //! listeners that exist when it arrives, so a `tokio::signal::ctrl_c()` created anew on each turn
 //! of a `select!` loop misses a SIGINT that lands while the loop body runs (tokio 1.x,
 //! `signal/registry.rs`: a listener subscribes to a `watch` channel and sees only later
-//! deliveries). `serve` hung after its SIGINT that way on a loaded CI machine.
+//! deliveries; once the handler is installed a signal with no listener is consumed,
+//! tokio-rs/tokio#7905). `serve` hung after its SIGINT that way on a loaded CI machine.
 
 use anyhow::Context;
 
