@@ -324,7 +324,7 @@ fn serve_keeps_recording_after_its_stdout_closes_and_its_log_is_shown() {
         .status()
         .unwrap();
     assert!(sent.success(), "kill -INT");
-    let status = child.wait().unwrap();
+    let status = support::wait_guarded(&mut child, Duration::from_secs(60), "serve after SIGINT");
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut err, &mut rest);
     assert!(!rest.contains("panicked"), "{rest}");

@@ -103,6 +103,27 @@ pub fn case_json(case: &str, file: &str) -> serde_json::Value {
     serde_json::from_str(&s).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// Waits for `child` to exit; a hang guard, not a timing assertion: after `guard` the child is
+/// killed and the test fails naming `what`, so a hung process fails its test instead of the run.
+pub fn wait_guarded(
+    child: &mut std::process::Child,
+    guard: std::time::Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if start.elapsed() > guard {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("hang guard: {what} still running after {guard:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Path of the built `toolscope` binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolscope"))
