@@ -885,6 +885,166 @@ mod tests {
         assert_eq!(got, ["stream.cut_event", "stream.no_terminal"]);
     }
 
+    /// A `custom_tool_call` streamed as the OpenAI streaming reference has it (the openai SDK's
+    /// `ResponseCustomToolCallInputDeltaEvent` / `...InputDoneEvent`: `delta` / `input`,
+    /// `item_id`, `output_index`, `sequence_number`): the call's arguments are the free-text
+    /// input, the deltas joined; a `.done` that agrees adds no finding, one that differs gives
+    /// `tool_call.args_done_mismatch` at that event, and the deltas stay the call's input.
+    #[test]
+    fn custom_tool_call_input_deltas_and_done() {
+        let events = |done_input: &str| {
+            let done = format!(
+                r#"{{"type":"response.custom_tool_call_input.done","sequence_number":4,"output_index":0,"item_id":"ctc_1","input":{}}}"#,
+                Value::from(done_input)
+            );
+            let item_done = format!(
+                r#"{{"type":"response.output_item.done","sequence_number":5,"output_index":0,"item":{{"type":"custom_tool_call","id":"ctc_1","call_id":"call_p","name":"apply_patch","input":{}}}}}"#,
+                Value::from(done_input)
+            );
+            let evs = [
+                r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[]}}"#.to_owned(),
+                r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"custom_tool_call","id":"ctc_1","call_id":"call_p","name":"apply_patch","input":""}}"#.to_owned(),
+                r#"{"type":"response.custom_tool_call_input.delta","sequence_number":2,"output_index":0,"item_id":"ctc_1","delta":"*** Begin Patch\n"}"#.to_owned(),
+                r#"{"type":"response.custom_tool_call_input.delta","sequence_number":3,"output_index":0,"item_id":"ctc_1","delta":"*** End Patch"}"#.to_owned(),
+                done,
+                item_done,
+                r#"{"type":"response.completed","sequence_number":6,"response":{"id":"r","status":"completed","output":[{"type":"custom_tool_call","id":"ctc_1"}]}}"#.to_owned(),
+            ];
+            let refs: Vec<&str> = evs.iter().map(String::as_str).collect();
+            reassemble_responses(&sse(&refs))
+        };
+        let patch = "*** Begin Patch\n*** End Patch";
+        let r = events(patch);
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let c = &r.message.tool_calls[..];
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            (
+                c[0].id.as_deref(),
+                c[0].name.as_str(),
+                c[0].arguments.as_str()
+            ),
+            (Some("call_p"), "apply_patch", patch)
+        );
+        assert_eq!(c[0].index, Some(0));
+        assert_eq!(r.call_events[0], vec![1, 2, 3, 4, 5]);
+        assert_eq!(r.args_events, vec![Some(3)]);
+        assert_eq!(r.finish_event, Some(6));
+        let note4: Vec<&str> = r
+            .notes
+            .iter()
+            .filter(|(e, _)| *e == 4)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        assert_eq!(note4, ["item 0 custom_tool_call_input done (= deltas)"]);
+        // event 2 added its delta to call 0's input
+        let d = r.marks[2].delta(&r.marks[3], &r.message);
+        assert_eq!(d.calls, vec![(0, false, "", "*** Begin Patch\n")]);
+
+        let r = events("*** Begin Patch\n*** Update File: a.py\n*** End Patch");
+        let got: Vec<(&str, Option<usize>)> = r
+            .findings
+            .iter()
+            .map(|f| (f.rule.id(), f.evidence.event))
+            .collect();
+        // reported once, at the custom_tool_call_input.done (output_item.done then agrees
+        // with what .done said)
+        assert_eq!(got, [("tool_call.args_done_mismatch", Some(4))]);
+        assert_eq!(r.message.tool_calls[0].arguments, patch);
+    }
+
+    /// `response.reasoning_text.delta` (the openai SDK's `ResponseReasoningTextDeltaEvent`:
+    /// `content_index`, `delta`, `item_id`, `output_index`) builds the reply's reasoning, apart
+    /// from the message's `output_text`.
+    #[test]
+    fn reasoning_text_deltas_are_the_reasoning() {
+        let r = reassemble_responses(&sse(&[
+            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[]}}"#,
+            r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[],"content":[]}}"#,
+            r#"{"type":"response.reasoning_text.delta","sequence_number":2,"output_index":0,"item_id":"rs_1","content_index":0,"delta":"The user "}"#,
+            r#"{"type":"response.reasoning_text.delta","sequence_number":3,"output_index":0,"item_id":"rs_1","content_index":0,"delta":"greets me."}"#,
+            r#"{"type":"response.reasoning_text.done","sequence_number":4,"output_index":0,"item_id":"rs_1","content_index":0,"text":"The user greets me."}"#,
+            r#"{"type":"response.output_item.done","sequence_number":5,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"The user greets me."}]}}"#,
+            r#"{"type":"response.output_item.added","sequence_number":6,"output_index":1,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
+            r#"{"type":"response.output_text.delta","sequence_number":7,"output_index":1,"item_id":"msg_1","content_index":0,"delta":"Hello!"}"#,
+            r#"{"type":"response.output_item.done","sequence_number":8,"output_index":1,"item":{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hello!"}]}}"#,
+            r#"{"type":"response.completed","sequence_number":9,"response":{"id":"r","status":"completed","output":[{"type":"reasoning","id":"rs_1"},{"type":"message","id":"msg_1"}]}}"#,
+        ]));
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(r.message.reasoning, "The user greets me.");
+        assert_eq!(r.message.content, "Hello!");
+        assert!(r.message.tool_calls.is_empty());
+        // event 2 added to the reasoning only
+        let d = r.marks[2].delta(&r.marks[3], &r.message);
+        assert_eq!((d.reasoning, d.content), ("The user ", ""));
+    }
+
+    /// `response.failed` (the openai SDK's `ResponseFailedEvent`: the whole `response` with
+    /// `status: "failed"` and `error: {code, message}`) is the terminal event: the reply's
+    /// `finish_reason` is `failed`, the error becomes an `error_event` problem at that event,
+    /// and the stream is not judged unterminated.
+    #[test]
+    fn response_failed_is_terminal_with_its_error() {
+        let r = reassemble_responses(&sse(&[
+            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[]}}"#,
+            r#"{"type":"response.failed","sequence_number":1,"response":{"id":"r","object":"response","status":"failed","error":{"code":"server_error","message":"The model produced invalid content."},"incomplete_details":null,"output":[]}}"#,
+        ]));
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(r.message.finish_reason.as_deref(), Some("failed"));
+        assert_eq!(r.finish_event, Some(1));
+        let p: Vec<(Option<usize>, &str, &str)> = r
+            .problems
+            .iter()
+            .map(|p| (p.event, p.kind.as_str(), p.message.as_str()))
+            .collect();
+        assert_eq!(
+            p,
+            [(
+                Some(1),
+                "error_event",
+                "error event: The model produced invalid content."
+            )]
+        );
+        assert_eq!(
+            r.notes.last().map(|(e, n)| (*e, n.as_str())),
+            Some((1, "response.failed"))
+        );
+    }
+
+    /// The `error` event (the openai SDK's `ResponseErrorEvent`: `code`, `message`, `param`,
+    /// `sequence_number` at the top level) ends the stream as an `error_event` problem: no
+    /// `stream.no_terminal` on top, no `finish_reason`, and the text before it kept.
+    #[test]
+    fn error_event_ends_the_stream_as_a_problem() {
+        let r = reassemble_responses(&sse(&[
+            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[]}}"#,
+            r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
+            r#"{"type":"response.output_text.delta","sequence_number":2,"output_index":0,"item_id":"msg_1","content_index":0,"delta":"Hel"}"#,
+            r#"{"type":"error","sequence_number":3,"code":"ERR_SOMETHING","message":"Something went wrong","param":null}"#,
+        ]));
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(r.message.content, "Hel");
+        assert_eq!(r.message.finish_reason, None);
+        assert_eq!(r.finish_event, None);
+        let p: Vec<(Option<usize>, &str, &str)> = r
+            .problems
+            .iter()
+            .map(|p| (p.event, p.kind.as_str(), p.message.as_str()))
+            .collect();
+        assert_eq!(
+            p,
+            [(Some(3), "error_event", "error event: Something went wrong")]
+        );
+        // an error event without sequence_number (llama-server's) breaks no sequence rule
+        let r = reassemble_responses(&sse(&[
+            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[]}}"#,
+            r#"{"type":"error","error":{"code":"500","message":"boom"}}"#,
+        ]));
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(r.problems[0].message, "error event: boom");
+    }
+
     /// llama-server's non-streamed Responses body (server-task.cpp:528-596): reasoning,
     /// message and function_call items; and an OpenAI-style incomplete response.
     #[test]
