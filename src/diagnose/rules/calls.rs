@@ -484,6 +484,107 @@ mod tests {
         assert!(args(&ok).is_empty());
     }
 
+    /// The Responses API (issue 22): `function_call` output items after a `message` item, one
+    /// with arguments that are not JSON (a `}` too many at byte 18 — `{"city": "Lisbon"}` is 18
+    /// bytes), one whose arguments break its tool's schema (`city` must be a string). The tools
+    /// are Responses-shaped (`{"type":"function","name",…,"parameters"}`, `strict` as
+    /// llama-server adds it). Non-streamed, the evidence points into `output` at the item
+    /// (`/output/1/arguments`, `/output/2/arguments`); streamed, at the SSE event that last added
+    /// to the call's arguments.
+    #[test]
+    fn responses_function_call_arguments() {
+        let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+        let req = json!({"model": "m", "input": "Weather and time in Lisbon?", "tools": [
+            {"type": "function", "name": "get_weather", "parameters": schema, "strict": true},
+            {"type": "function", "name": "get_time", "parameters": schema, "strict": true}]});
+        let bad = "{\"city\": \"Lisbon\"}}";
+        let resp = json!({"object": "response", "status": "completed", "output": [
+            {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": bad},
+            {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "get_time", "arguments": "{\"city\": 5}"}]});
+        let cx = crate::analysis::facts::from_pair(
+            crate::session::Api::Responses,
+            Some(req.clone()),
+            Some(resp),
+        );
+        let f = args(&cx);
+        assert_eq!(
+            ids(&f),
+            [
+                "tool_call.args_invalid_json",
+                "tool_call.args_schema_mismatch"
+            ]
+        );
+        type Ev<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<usize>,
+            Option<usize>,
+        );
+        fn ev(f: &[Finding], i: usize) -> Ev<'_> {
+            let e = &f[i].evidence;
+            (e.pointer.as_deref(), e.tool.as_deref(), e.offset, e.event)
+        }
+        assert_eq!(
+            ev(&f, 0),
+            (
+                Some("/output/1/arguments"),
+                Some("get_weather"),
+                Some(18),
+                None
+            )
+        );
+        assert_eq!(
+            ev(&f, 1),
+            (Some("/output/2/arguments"), Some("get_time"), None, None)
+        );
+        assert!(f[1].message.contains("/city"), "{}", f[1].message);
+        // the whole pipeline reports each once
+        let all = crate::diagnose::check_exchange(&cx);
+        for rule in [
+            Rule::ToolCallArgsInvalidJson,
+            Rule::ToolCallArgsSchemaMismatch,
+        ] {
+            assert_eq!(all.iter().filter(|x| x.rule == rule).count(), 1, "{all:?}");
+        }
+
+        // the same items streamed
+        let body: String = [
+            json!({"type": "response.created", "sequence_number": 0, "response": {"id": "r", "status": "in_progress", "output": []}}),
+            json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+            json!({"type": "response.output_text.delta", "sequence_number": 2, "output_index": 0, "item_id": "msg_1", "content_index": 0, "delta": "Checking."}),
+            json!({"type": "response.output_item.added", "sequence_number": 3, "output_index": 1, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "sequence_number": 4, "output_index": 1, "item_id": "fc_1", "delta": "{\"city\": \"Lisbon\"}"}),
+            json!({"type": "response.function_call_arguments.delta", "sequence_number": 5, "output_index": 1, "item_id": "fc_1", "delta": "}"}),
+            json!({"type": "response.function_call_arguments.done", "sequence_number": 6, "output_index": 1, "item_id": "fc_1", "arguments": bad}),
+            json!({"type": "response.output_item.added", "sequence_number": 7, "output_index": 2, "item": {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "get_time", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "sequence_number": 8, "output_index": 2, "item_id": "fc_2", "delta": "{\"city\": 5}"}),
+            json!({"type": "response.function_call_arguments.done", "sequence_number": 9, "output_index": 2, "item_id": "fc_2", "arguments": "{\"city\": 5}"}),
+            json!({"type": "response.completed", "sequence_number": 10, "response": {"id": "r", "status": "completed", "output": [{"type": "message", "id": "msg_1"}, {"type": "function_call", "id": "fc_1"}, {"type": "function_call", "id": "fc_2"}]}}),
+        ]
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+        let mut cx = ExchangeContext::new(crate::session::Api::Responses);
+        cx.request = Some(req);
+        crate::analysis::facts::set_stream(&mut cx, &body);
+        let f = args(&cx);
+        assert_eq!(
+            ids(&f),
+            [
+                "tool_call.args_invalid_json",
+                "tool_call.args_schema_mismatch"
+            ]
+        );
+        assert_eq!(
+            ev(&f, 0),
+            (None, Some("get_weather"), Some(18), Some(5)),
+            "{:?}",
+            f[0]
+        );
+        assert_eq!(ev(&f, 1), (None, Some("get_time"), None, Some(8)));
+    }
+
     #[test]
     fn unknown_tool_named() {
         let cx = openai(
