@@ -5,8 +5,10 @@
 use crate::support;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use toolscope::analysis::{Context, Depth, analyse};
 use toolscope::record::proxy::{Proxy, ProxyConfig, ProxyHandle};
 use toolscope::session::{Exchange, Outcome, read_session};
 
@@ -223,7 +225,9 @@ impl Drop for Child {
 /// ends, `permessage-deflate` negotiated) through the proxy. The client gets what the server
 /// sent; the session has one `complete` exchange per `response.create`, on one connection:
 /// `request.body` is the create message the client sent, the chunks are the server messages
-/// the client received (decompressed), and every frame is listed with its direction.
+/// the client received (decompressed), and every frame is listed with its direction. Each
+/// exchange is analysed (frames read as events, reassembled by item): its call is the
+/// `get_weather` call the echo server sent, split over two argument deltas.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_responses_websocket_is_passed_through_and_recorded_per_response() {
     let Some(py) = support::sdk_python() else {
@@ -267,7 +271,9 @@ async fn a_responses_websocket_is_passed_through_and_recorded_per_response() {
     assert_eq!(turns.len(), 2);
     let exs = exchanges(proxy, &session).await;
     assert_eq!(exs.len(), 2, "one exchange per response.create");
+    let recorded = read_session(&session).unwrap();
     for (ex, turn) in exs.iter().zip(&turns) {
+        analysed_websocket_call(&recorded, ex, turn);
         assert_eq!(ex.outcome, Outcome::Complete, "{:?}", ex.error);
         assert_eq!(ex.request.method, "GET");
         assert_eq!(ex.request.path, "/v1/responses");
@@ -318,6 +324,50 @@ async fn a_responses_websocket_is_passed_through_and_recorded_per_response() {
         .collect();
     assert!(!pings.is_empty());
     assert_eq!(pings[0].data.as_ref().unwrap().to_text(), "between turns");
+}
+
+/// The analysis of one recorded WebSocket exchange (frames read by
+/// `stream::sse::websocket_events`, reassembled by item): its one call is the `get_weather`
+/// call the echo server sent in `turn["received"]` — the name of its `output_item.added` and
+/// the two `function_call_arguments.delta` strings joined, parsed — and every server message
+/// is one Stream-pane event.
+fn analysed_websocket_call(s: &toolscope::session::read::Session, ex: &Exchange, turn: &Value) {
+    let msgs: Vec<Value> = turn["received"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| serde_json::from_str(m.as_str().unwrap()).unwrap())
+        .collect();
+    let of = |t: &'static str| msgs.iter().filter(move |m| m["type"] == t);
+    let name = of("response.output_item.added").next().unwrap()["item"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deltas: Vec<&str> = of("response.function_call_arguments.delta")
+        .map(|m| m["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas.len(), 2, "the echo server splits the arguments");
+    let args: Value = serde_json::from_str(&deltas.concat()).unwrap();
+    let city = turn["sent"].as_str().unwrap();
+    assert!(city.contains(args["city"].as_str().unwrap()), "{args}");
+    let none = Vec::new();
+    let a = analyse(
+        ex.clone(),
+        Context {
+            header: &s.header,
+            annotations: s.annotations.get(&ex.id).unwrap_or(&none),
+        },
+        Depth::Panes,
+    );
+    assert_eq!(a.events.len(), msgs.len(), "one event per server message");
+    let m = a.message.as_ref().expect("the reply is reassembled");
+    let calls: Vec<(String, Value)> = m
+        .tool_calls
+        .iter()
+        .map(|c| (c.name.clone(), c.arguments_json().unwrap()))
+        .collect();
+    assert_eq!(calls, vec![(name, args)], "#{}", ex.id);
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
 }
 
 /// An upstream that keeps every request body it gets and answers `{}`.
