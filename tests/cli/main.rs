@@ -16,6 +16,7 @@ mod diff_cli;
 mod parser_cli;
 mod regenerate_engines;
 mod replay_export;
+mod responses_session;
 mod safe_cli;
 mod safe_inputs;
 mod safe_templates;
