@@ -13,6 +13,7 @@ mod check_sessions;
 mod check_vocab;
 mod diagnose_probe_offline;
 mod diff_cli;
+mod docs_fixes;
 mod parser_cli;
 mod regenerate_engines;
 mod replay_export;
