@@ -176,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         headers,
     };
     let total: usize = variants.iter().map(|v| runs_of(v, args.runs)).sum();
-    eprintln!(
+    crate::errln!(
         "toolscope try: #{} of {name} → {url}: {} variant(s), {total} run(s), recorded in {}",
         original.id,
         variants.len(),
@@ -184,7 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     for v in &variants {
         if let Some(f) = &v.fix {
-            eprintln!("  {}: {}", v.name, crate::text::visible(&f.change));
+            crate::errln!("  {}: {}", v.name, crate::text::visible(&f.change));
         }
     }
     let rt = super::runtime();
@@ -205,7 +205,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             });
             let Some(r) = step else {
                 complete = false;
-                eprintln!("\ntoolscope try: interrupted; the runs that finished are kept");
+                crate::errln!("\ntoolscope try: interrupted; the runs that finished are kept");
                 reports.push(report(v, outcomes, ids));
                 break 'variants;
             };
@@ -214,7 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(e) = &r.exchange {
                 ids.push(e.id);
             }
-            eprintln!(
+            crate::errln!(
                 "  [{done}/{total}] {} run {}/{}: {}{}",
                 v.name,
                 i + 1,
@@ -239,8 +239,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         variants: reports,
     };
     match args.format {
-        super::Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        super::Format::Text => print!("{}", render_text(&report)),
+        super::Format::Json => {
+            crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        }
+        super::Format::Text => {
+            crate::text::print_out(&render_text(&report));
+        }
     }
     Ok(if complete {
         ExitCode::SUCCESS
@@ -381,7 +385,7 @@ fn plan(
         let plan = match planned {
             Ok(p) => p,
             Err(e) if !named => {
-                eprintln!("toolscope try: skipping fix {}: {e:#}", fix.id());
+                crate::errln!("toolscope try: skipping fix {}: {e:#}", fix.id());
                 continue;
             }
             Err(e) => return Err(e),

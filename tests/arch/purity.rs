@@ -58,7 +58,8 @@ const FORBIDDEN: &[(&str, &str)] = &[
     ("File::create", "file system"),
 ];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file under `dir`, recursively (unsorted).
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -75,7 +76,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// `src` with comments and string literals blanked (so a doc comment that names
 /// `std::fs` is not a violation), `use a::{b, c}` groups expanded to `a::b a::c`, and
 /// whitespace inside paths removed.
-fn code_of(src: &str) -> String {
+pub(crate) fn code_of(src: &str) -> String {
     let mut out = String::with_capacity(src.len());
     let b = src.as_bytes();
     let mut i = 0;
