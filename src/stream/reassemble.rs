@@ -371,41 +371,83 @@ fn args_text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-/// Reassembles an OpenAI `chat.completion.chunk` stream (first choice, `index` 0; other choices
-/// are noted as problems). Shape: see [`Reassembled`].
-pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
+/// What a chat stream reassembler (OpenAI chunks, Anthropic events) does with one event;
+/// [`drive`] does what they share.
+trait ChatStream {
+    /// What ends the stream, in problems' words (`[DONE]`, `message_stop`).
+    const END: &'static str;
+    /// The API whose stream this is.
+    const API: Api;
+    /// Reads event `ev` (not after the end); true when it ends the stream.
+    fn event(&mut self, b: &mut Builder, ev: &SseEvent) -> bool;
+    /// After the last event, before the last mark.
+    fn close(&mut self, _b: &mut Builder) {}
+}
+
+/// The loop the chat reassemblers share: a mark before each event, an event after the end
+/// noted (`after_end`) and skipped, the others read by `s`; then a last mark and
+/// [`end_checks`].
+fn drive<S: ChatStream>(events: &[SseEvent], mut s: S) -> Reassembled {
     let mut b = Builder::default();
     b.r.events = events.to_vec();
     let mut done: Option<usize> = None;
-    let mut last_call: Option<usize> = None;
-    let mut extra_choice_noted = false;
     for ev in events {
         b.mark();
         let n = ev.index;
-        if b.after_end(n, done, "[DONE]") {
+        if b.after_end(n, done, S::END) {
             continue;
         }
-        if ev.data.trim() == "[DONE]" {
+        if s.event(&mut b, ev) {
             done = Some(n);
-            continue;
+        }
+    }
+    s.close(&mut b);
+    b.mark();
+    end_checks(&mut b, done, S::END);
+    b.finish(S::API)
+}
+
+/// Reassembles an OpenAI `chat.completion.chunk` stream (first choice, `index` 0; other choices
+/// are noted as problems). Shape: see [`Reassembled`].
+pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
+    drive(events, OpenaiStream::default())
+}
+
+/// What [`reassemble_openai`] keeps between events.
+#[derive(Default)]
+struct OpenaiStream {
+    /// The call the last tool-call delta went to (where a delta without `index` continues).
+    last_call: Option<usize>,
+    /// An `extra_choice` problem was recorded.
+    extra_choice_noted: bool,
+}
+
+impl ChatStream for OpenaiStream {
+    const END: &'static str = "[DONE]";
+    const API: Api = Api::Openai;
+
+    fn event(&mut self, b: &mut Builder, ev: &SseEvent) -> bool {
+        let n = ev.index;
+        if ev.data.trim() == "[DONE]" {
+            return true;
         }
         let Some(v) = b.event_json(ev) else {
-            continue;
+            return false;
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
             b.error_event(n, err);
-            continue;
+            return false;
         }
         if ev.event.as_deref() == Some("error") {
             b.error_event(n, &v);
-            continue;
+            return false;
         }
         if !v.get("choices").is_some_and(Value::is_array) {
             b.bad_shape(
                 ev,
                 "a chat.completion.chunk object with a \"choices\" array",
             );
-            continue;
+            return false;
         }
         if b.r.message.model.is_none() {
             b.r.message.model = str_field(&v, "model").map(str::to_owned);
@@ -425,183 +467,228 @@ pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
         {
             b.r.message.raw_text = Some(raw.to_owned());
         }
-        let Some(choices) = v.get("choices").and_then(Value::as_array) else {
-            continue;
-        };
-        for ch in choices {
-            if ch.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
-                if !extra_choice_noted {
-                    extra_choice_noted = true;
-                    b.problem(
-                        Some(n),
-                        "extra_choice",
-                        "the stream carries more than one choice; only choice 0 is reassembled"
-                            .into(),
-                    );
-                }
-                continue;
+        for ch in v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.choice(b, n, ch);
+        }
+        false
+    }
+}
+
+impl OpenaiStream {
+    /// One entry of event `n`'s `choices`: its `delta` (else `message`) and `finish_reason`.
+    fn choice(&mut self, b: &mut Builder, n: usize, ch: &Value) {
+        if ch.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+            if !self.extra_choice_noted {
+                self.extra_choice_noted = true;
+                b.problem(
+                    Some(n),
+                    "extra_choice",
+                    "the stream carries more than one choice; only choice 0 is reassembled".into(),
+                );
             }
-            let delta = ch
-                .get("delta")
-                .or_else(|| ch.get("message"))
-                .unwrap_or(&Value::Null);
-            if let Some(s) = str_field(delta, "content") {
-                b.r.message.content.push_str(s);
-            }
-            if let Some(s) =
-                str_field(delta, "reasoning_content").or_else(|| str_field(delta, "reasoning"))
-            {
-                b.r.message.reasoning.push_str(s);
-            }
-            if let Some(tcs) = delta.get("tool_calls").and_then(Value::as_array) {
-                for (position, tc) in tcs.iter().enumerate() {
-                    let idx = tc.get("index").and_then(Value::as_u64);
-                    if let Some(a) = tc
-                        .pointer("/function/arguments")
-                        .filter(|a| !a.is_string() && !a.is_null())
-                    {
-                        let index = idx.unwrap_or(position as u64);
-                        if !b.r.args_not_string.iter().any(|x| x.index == index) {
-                            b.r.args_not_string.push(ArgsNotString {
-                                index,
-                                event: n,
-                                name: str_field(tc.get("function").unwrap_or(&Value::Null), "name")
-                                    .unwrap_or("")
-                                    .to_owned(),
-                                value: a.clone(),
-                            });
-                        }
-                    }
-                    let id = str_field(tc, "id").filter(|s| !s.is_empty());
-                    let name = tc
-                        .pointer("/function/name")
-                        .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty());
-                    let args = args_text(tc.pointer("/function/arguments"));
-                    let calls = &b.r.message.tool_calls;
-                    let slot = match idx {
-                        Some(i) => match calls.iter().rposition(|c| c.index == Some(i)) {
-                            Some(k) => match (id, calls[k].id.as_deref()) {
-                                (Some(new), Some(old)) if new != old => {
-                                    b.finding(
-                                        Rule::StreamMissingIndex,
-                                        n,
-                                        format!("index {i} is reused for a new call (id {new}, earlier call id {old}): the index does not identify the call"),
-                                        "Each parallel tool call needs its own `index`; clients merge deltas by index and would concatenate both calls.",
-                                        name,
-                                        None,
-                                    );
-                                    None
-                                }
-                                _ => Some(k),
-                            },
-                            None => None,
-                        },
-                        None => {
-                            let cont = match (last_call, id) {
-                                (Some(k), Some(new)) => (b.r.message.tool_calls[k]
-                                    .id
-                                    .as_deref()
-                                    .is_none_or(|old| old == new))
-                                .then_some(k),
-                                (Some(k), None) => Some(k),
-                                (None, _) => None,
-                            };
-                            let tool = name
-                                .map(str::to_owned)
-                                .or(cont.map(|k| b.r.message.tool_calls[k].name.clone()));
-                            b.finding(
-                                Rule::StreamMissingIndex,
-                                n,
-                                match cont {
-                                    Some(k) => format!("tool-call delta without `index` in event {n}; taken as a continuation of call {k}"),
-                                    None => format!("tool-call delta without `index` in event {n}; taken as a new call"),
-                                },
-                                "Every `tool_calls[]` delta must carry `index` (OpenAI chat.completion.chunk); strict clients drop or misplace it.",
-                                tool.as_deref(),
-                                None,
-                            );
-                            cont
-                        }
-                    };
-                    let k = match slot {
-                        Some(k) => {
-                            b.touch(k, n);
-                            let call = &mut b.r.message.tool_calls[k];
-                            if call.id.is_none() {
-                                call.id = id.map(str::to_owned);
-                            }
-                            if let Some(nm) = name {
-                                if call.name.is_empty() {
-                                    call.name = nm.to_owned();
-                                } else {
-                                    let old = call.name.clone();
-                                    let msg = if nm == old {
-                                        format!(
-                                            "the name \"{nm}\" of call {k} is sent again in event {n}"
-                                        )
-                                    } else if nm.starts_with(&old) {
-                                        call.name = nm.to_owned();
-                                        format!(
-                                            "the name of call {k} is re-sent in event {n} as \"{nm}\" (was \"{old}\")"
-                                        )
-                                    } else {
-                                        call.name.push_str(nm);
-                                        format!(
-                                            "the name of call {k} continues in event {n} (\"{old}\" + \"{nm}\")"
-                                        )
-                                    };
-                                    b.finding(
-                                        Rule::StreamNameRepeated,
-                                        n,
-                                        msg,
-                                        "Send `function.name` once, in the first delta of a call; clients that concatenate every string field end up with a doubled name.",
-                                        Some(&old),
-                                        None,
-                                    );
-                                }
-                            }
-                            k
-                        }
-                        None => {
-                            let k = b.new_call(
-                                CallRecord {
-                                    index: idx,
-                                    id: id.map(str::to_owned),
-                                    name: name.unwrap_or("").to_owned(),
-                                    arguments: String::new(),
-                                },
-                                n,
-                            );
-                            if id.is_none() {
-                                b.finding(
-                                    Rule::StreamMissingId,
-                                    n,
-                                    format!("the first delta of tool call {k} (event {n}) has no `id`"),
-                                    "The first delta of each call must carry `id`; clients need it to send the tool result back (tool_call_id).",
-                                    name,
-                                    None,
-                                );
-                            }
-                            k
-                        }
-                    };
-                    if let Some(a) = args.filter(|a| !a.is_empty()) {
-                        b.r.message.tool_calls[k].arguments.push_str(&a);
-                        b.last_args_event[k] = Some(n);
-                    }
-                    last_call = Some(k);
-                }
-            }
-            if let Some(fr) = str_field(ch, "finish_reason") {
-                b.r.message.finish_reason = Some(fr.to_owned());
-                b.r.finish_event = Some(n);
+            return;
+        }
+        let delta = ch
+            .get("delta")
+            .or_else(|| ch.get("message"))
+            .unwrap_or(&Value::Null);
+        if let Some(s) = str_field(delta, "content") {
+            b.r.message.content.push_str(s);
+        }
+        if let Some(s) =
+            str_field(delta, "reasoning_content").or_else(|| str_field(delta, "reasoning"))
+        {
+            b.r.message.reasoning.push_str(s);
+        }
+        if let Some(tcs) = delta.get("tool_calls").and_then(Value::as_array) {
+            for (position, tc) in tcs.iter().enumerate() {
+                self.tool_call_delta(b, n, position, tc);
             }
         }
+        if let Some(fr) = str_field(ch, "finish_reason") {
+            b.r.message.finish_reason = Some(fr.to_owned());
+            b.r.finish_event = Some(n);
+        }
     }
-    b.mark();
-    end_checks(&mut b, done, "[DONE]");
-    b.finish(Api::Openai)
+
+    /// One `tool_calls[]` delta (at `position` in event `n`'s list): added to the call its
+    /// `index` names (else the last call, or a new one), arguments appended.
+    fn tool_call_delta(&mut self, b: &mut Builder, n: usize, position: usize, tc: &Value) {
+        let idx = tc.get("index").and_then(Value::as_u64);
+        args_not_string(b, n, idx.unwrap_or(position as u64), tc);
+        let id = str_field(tc, "id").filter(|s| !s.is_empty());
+        let name = tc
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let args = args_text(tc.pointer("/function/arguments"));
+        let slot = match idx {
+            Some(i) => call_by_index(b, n, i, id, name),
+            None => self.continuation(b, n, id, name),
+        };
+        let k = match slot {
+            Some(k) => {
+                extend_call(b, n, k, id, name);
+                k
+            }
+            None => open_call(b, n, idx, id, name),
+        };
+        if let Some(a) = args.filter(|a| !a.is_empty()) {
+            b.r.message.tool_calls[k].arguments.push_str(&a);
+            b.last_args_event[k] = Some(n);
+        }
+        self.last_call = Some(k);
+    }
+
+    /// The call a delta without `index` continues (the last one, unless it carries another
+    /// `id`), with its `stream.missing_index` finding; `None`: a new call.
+    fn continuation(
+        &self,
+        b: &mut Builder,
+        n: usize,
+        id: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<usize> {
+        let cont = match (self.last_call, id) {
+            (Some(k), Some(new)) => (b.r.message.tool_calls[k]
+                .id
+                .as_deref()
+                .is_none_or(|old| old == new))
+            .then_some(k),
+            (Some(k), None) => Some(k),
+            (None, _) => None,
+        };
+        let tool = name
+            .map(str::to_owned)
+            .or(cont.map(|k| b.r.message.tool_calls[k].name.clone()));
+        b.finding(
+            Rule::StreamMissingIndex,
+            n,
+            match cont {
+                Some(k) => format!("tool-call delta without `index` in event {n}; taken as a continuation of call {k}"),
+                None => format!("tool-call delta without `index` in event {n}; taken as a new call"),
+            },
+            "Every `tool_calls[]` delta must carry `index` (OpenAI chat.completion.chunk); strict clients drop or misplace it.",
+            tool.as_deref(),
+            None,
+        );
+        cont
+    }
+}
+
+/// Notes the first delta per call `index` whose `function.arguments` is JSON other than a
+/// string ([`Reassembled::args_not_string`]).
+fn args_not_string(b: &mut Builder, n: usize, index: u64, tc: &Value) {
+    if let Some(a) = tc
+        .pointer("/function/arguments")
+        .filter(|a| !a.is_string() && !a.is_null())
+        && !b.r.args_not_string.iter().any(|x| x.index == index)
+    {
+        b.r.args_not_string.push(ArgsNotString {
+            index,
+            event: n,
+            name: str_field(tc.get("function").unwrap_or(&Value::Null), "name")
+                .unwrap_or("")
+                .to_owned(),
+            value: a.clone(),
+        });
+    }
+}
+
+/// The last call with `index` `i`, unless the delta carries an `id` other than that call's
+/// (`stream.missing_index`: the index is reused); `None`: a new call.
+fn call_by_index(
+    b: &mut Builder,
+    n: usize,
+    i: u64,
+    id: Option<&str>,
+    name: Option<&str>,
+) -> Option<usize> {
+    let calls = &b.r.message.tool_calls;
+    let k = calls.iter().rposition(|c| c.index == Some(i))?;
+    match (id, calls[k].id.as_deref()) {
+        (Some(new), Some(old)) if new != old => {
+            let old = old.to_owned();
+            b.finding(
+                Rule::StreamMissingIndex,
+                n,
+                format!("index {i} is reused for a new call (id {new}, earlier call id {old}): the index does not identify the call"),
+                "Each parallel tool call needs its own `index`; clients merge deltas by index and would concatenate both calls.",
+                name,
+                None,
+            );
+            None
+        }
+        _ => Some(k),
+    }
+}
+
+/// A delta for call `k` in event `n`: its `id` when the call has none; its `name` when the
+/// call has none, else `stream.name_repeated` (sent again, re-sent longer, or continued).
+fn extend_call(b: &mut Builder, n: usize, k: usize, id: Option<&str>, name: Option<&str>) {
+    b.touch(k, n);
+    let call = &mut b.r.message.tool_calls[k];
+    if call.id.is_none() {
+        call.id = id.map(str::to_owned);
+    }
+    let Some(nm) = name else { return };
+    if call.name.is_empty() {
+        call.name = nm.to_owned();
+        return;
+    }
+    let old = call.name.clone();
+    let msg = if nm == old {
+        format!("the name \"{nm}\" of call {k} is sent again in event {n}")
+    } else if nm.starts_with(&old) {
+        call.name = nm.to_owned();
+        format!("the name of call {k} is re-sent in event {n} as \"{nm}\" (was \"{old}\")")
+    } else {
+        call.name.push_str(nm);
+        format!("the name of call {k} continues in event {n} (\"{old}\" + \"{nm}\")")
+    };
+    b.finding(
+        Rule::StreamNameRepeated,
+        n,
+        msg,
+        "Send `function.name` once, in the first delta of a call; clients that concatenate every string field end up with a doubled name.",
+        Some(&old),
+        None,
+    );
+}
+
+/// Starts a call from its first delta (event `n`); `stream.missing_id` when it has no `id`.
+fn open_call(
+    b: &mut Builder,
+    n: usize,
+    idx: Option<u64>,
+    id: Option<&str>,
+    name: Option<&str>,
+) -> usize {
+    let k = b.new_call(
+        CallRecord {
+            index: idx,
+            id: id.map(str::to_owned),
+            name: name.unwrap_or("").to_owned(),
+            arguments: String::new(),
+        },
+        n,
+    );
+    if id.is_none() {
+        b.finding(
+            Rule::StreamMissingId,
+            n,
+            format!("the first delta of tool call {k} (event {n}) has no `id`"),
+            "The first delta of each call must carry `id`; clients need it to send the tool result back (tool_call_id).",
+            name,
+            None,
+        );
+    }
+    k
 }
 
 /// The end of a stream: a cut last event (`truncated`), no terminal event (`no_end`). `done`
@@ -631,26 +718,36 @@ fn end_checks(b: &mut Builder, done: Option<usize>, end_name: &str) {
 /// `stop_reason`, `stop_sequence` the matched stop sequence, `usage` the `message_start` usage
 /// updated by `message_delta` usage.
 pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Kind {
-        Text,
-        Thinking,
-        Tool(usize),
-        Other,
-    }
-    let mut b = Builder::default();
-    b.r.events = events.to_vec();
-    let mut blocks: Vec<(u64, Kind, Option<String>)> = Vec::new(); // (index, kind, start input)
-    let mut done: Option<usize> = None;
-    let mut last_block: Option<u64> = None;
-    for ev in events {
-        b.mark();
+    drive(events, AnthropicStream::default())
+}
+
+/// What an Anthropic content block holds.
+#[derive(Clone, Copy, PartialEq)]
+enum BlockKind {
+    Text,
+    Thinking,
+    /// A `tool_use` block: its position in `message.tool_calls`.
+    Tool(usize),
+    Other,
+}
+
+/// What [`reassemble_anthropic`] keeps between events.
+#[derive(Default)]
+struct AnthropicStream {
+    /// (index, kind, the `input` `content_block_start` carried when not empty).
+    blocks: Vec<(u64, BlockKind, Option<String>)>,
+    /// The block the last `content_block_*` event named.
+    last_block: Option<u64>,
+}
+
+impl ChatStream for AnthropicStream {
+    const END: &'static str = "message_stop";
+    const API: Api = Api::Anthropic;
+
+    fn event(&mut self, b: &mut Builder, ev: &SseEvent) -> bool {
         let n = ev.index;
-        if b.after_end(n, done, "message_stop") {
-            continue;
-        }
         let Some(v) = b.event_json(ev) else {
-            continue;
+            return false;
         };
         // llama.cpp sends `event: error` with data `{code, message, type: "server_error"}`.
         let ty = if ev.event.as_deref() == Some("error") {
@@ -663,7 +760,7 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
                 ev,
                 "an object with a \"type\" (message_start, content_block_delta, …)",
             );
-            continue;
+            return false;
         }
         match ty {
             "message_start" => {
@@ -674,177 +771,11 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
                     b.usage = true;
                 }
             }
-            "content_block_start" => {
-                let idx = v.get("index").and_then(Value::as_u64);
-                let i = match idx {
-                    Some(i) => i,
-                    None => {
-                        let i = last_block.map_or(0, |l| l + 1);
-                        b.finding(
-                            Rule::StreamMissingIndex,
-                            n,
-                            format!("content_block_start without `index` in event {n}; taken as block {i}"),
-                            "Every content_block_* event must carry the block `index`.",
-                            None,
-                            None,
-                        );
-                        i
-                    }
-                };
-                let cb = v.get("content_block").unwrap_or(&Value::Null);
-                let kind = match str_field(cb, "type").unwrap_or("") {
-                    "text" => {
-                        b.r.message
-                            .content
-                            .push_str(str_field(cb, "text").unwrap_or(""));
-                        Kind::Text
-                    }
-                    "thinking" => {
-                        b.r.message
-                            .reasoning
-                            .push_str(str_field(cb, "thinking").unwrap_or(""));
-                        Kind::Thinking
-                    }
-                    "tool_use" | "server_tool_use" => {
-                        let id = str_field(cb, "id").filter(|s| !s.is_empty());
-                        let name = str_field(cb, "name").unwrap_or("");
-                        let k = b.new_call(
-                            CallRecord {
-                                index: Some(i),
-                                id: id.map(str::to_owned),
-                                name: name.to_owned(),
-                                arguments: String::new(),
-                            },
-                            n,
-                        );
-                        if id.is_none() {
-                            b.finding(
-                                Rule::StreamMissingId,
-                                n,
-                                format!("tool_use block {i} (event {n}) has no `id`"),
-                                "A tool_use block needs its `id`; the client answers with a tool_result carrying tool_use_id.",
-                                Some(name),
-                                None,
-                            );
-                        }
-                        Kind::Tool(k)
-                    }
-                    _ => Kind::Other,
-                };
-                let start_input = cb
-                    .get("input")
-                    .filter(|x| x.as_object().is_some_and(|o| !o.is_empty()))
-                    .map(Value::to_string);
-                blocks.retain(|(j, _, _)| *j != i);
-                blocks.push((i, kind, start_input));
-                last_block = Some(i);
-            }
-            "content_block_delta" => {
-                let d = v.get("delta").unwrap_or(&Value::Null);
-                let dty = str_field(d, "type").unwrap_or("");
-                let idx = v.get("index").and_then(Value::as_u64);
-                let i = match idx {
-                    Some(i) => i,
-                    None => {
-                        let i = last_block.unwrap_or(0);
-                        b.finding(
-                            Rule::StreamMissingIndex,
-                            n,
-                            format!("content_block_delta without `index` in event {n}; taken as block {i}"),
-                            "Every content_block_* event must carry the block `index`.",
-                            None,
-                            None,
-                        );
-                        i
-                    }
-                };
-                let mut kind = blocks.iter().find(|(j, _, _)| *j == i).map(|x| x.1);
-                if kind.is_none() {
-                    b.finding(
-                        Rule::StreamMissingIndex,
-                        n,
-                        format!("content_block_delta for block {i} in event {n}, but no content_block_start opened block {i}"),
-                        "Send content_block_start before the deltas of a block.",
-                        None,
-                        None,
-                    );
-                    let k = match dty {
-                        "text_delta" => Kind::Text,
-                        "thinking_delta" | "signature_delta" => Kind::Thinking,
-                        "input_json_delta" => {
-                            let k = b.new_call(
-                                CallRecord {
-                                    index: Some(i),
-                                    ..Default::default()
-                                },
-                                n,
-                            );
-                            Kind::Tool(k)
-                        }
-                        _ => Kind::Other,
-                    };
-                    blocks.push((i, k, None));
-                    kind = Some(k);
-                }
-                last_block = Some(i);
-                match (dty, kind) {
-                    ("text_delta", _) => {
-                        b.r.message
-                            .content
-                            .push_str(str_field(d, "text").unwrap_or(""))
-                    }
-                    ("thinking_delta", _) => {
-                        b.r.message
-                            .reasoning
-                            .push_str(str_field(d, "thinking").unwrap_or(""))
-                    }
-                    ("input_json_delta", Some(Kind::Tool(k))) => {
-                        b.touch(k, n);
-                        let pj = str_field(d, "partial_json").unwrap_or("");
-                        if !pj.is_empty() {
-                            b.r.message.tool_calls[k].arguments.push_str(pj);
-                            b.last_args_event[k] = Some(n);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            "content_block_stop" => {
-                if let Some(i) = v.get("index").and_then(Value::as_u64)
-                    && let Some((_, Kind::Tool(k), Some(input))) =
-                        blocks.iter().find(|(j, _, _)| *j == i)
-                {
-                    let k = *k;
-                    b.touch(k, n);
-                    if b.r.message.tool_calls[k].arguments.is_empty() {
-                        b.r.message.tool_calls[k].arguments = input.clone();
-                    }
-                }
-            }
-            "message_delta" => {
-                let d = v.get("delta").unwrap_or(&Value::Null);
-                if let Some(sr) = str_field(d, "stop_reason") {
-                    b.r.message.finish_reason = Some(sr.to_owned());
-                    b.r.finish_event = Some(n);
-                }
-                if let Some(ss) = str_field(d, "stop_sequence") {
-                    b.r.message.stop_sequence = Some(ss.to_owned());
-                }
-                if let Some(u) = v.get("usage").and_then(Value::as_object) {
-                    b.usage = true;
-                    let mut merged =
-                        b.r.message
-                            .usage
-                            .take()
-                            .and_then(|x| x.as_object().cloned())
-                            .unwrap_or_default();
-                    for (k, x) in u {
-                        merged.insert(k.clone(), x.clone());
-                    }
-                    b.r.message.usage = Some(Value::Object(merged));
-                }
-            }
-            "message_stop" => done = Some(n),
+            "content_block_start" => self.block_start(b, n, &v),
+            "content_block_delta" => self.block_delta(b, n, &v),
+            "content_block_stop" => self.block_stop(b, n, &v),
+            "message_delta" => message_delta(b, n, &v),
+            "message_stop" => return true,
             "ping" => {}
             "error" => {
                 let err = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
@@ -852,18 +783,195 @@ pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
             }
             _ => {}
         }
+        false
     }
-    // A tool block whose input came whole in content_block_start and never got a stop.
-    for (_, kind, input) in &blocks {
-        if let (Kind::Tool(k), Some(input)) = (kind, input)
-            && b.r.message.tool_calls[*k].arguments.is_empty()
-        {
-            b.r.message.tool_calls[*k].arguments = input.clone();
+
+    /// A tool block whose input came whole in content_block_start and never got a stop.
+    fn close(&mut self, b: &mut Builder) {
+        for (_, kind, input) in &self.blocks {
+            if let (BlockKind::Tool(k), Some(input)) = (kind, input)
+                && b.r.message.tool_calls[*k].arguments.is_empty()
+            {
+                b.r.message.tool_calls[*k].arguments = input.clone();
+            }
         }
     }
-    b.mark();
-    end_checks(&mut b, done, "message_stop");
-    b.finish(Api::Anthropic)
+}
+
+impl AnthropicStream {
+    /// The block `index` of `content_block_*` event `n` (`what`); without one, `fallback`
+    /// with a `stream.missing_index` finding.
+    fn block_index(b: &mut Builder, n: usize, v: &Value, what: &str, fallback: u64) -> u64 {
+        if let Some(i) = v.get("index").and_then(Value::as_u64) {
+            return i;
+        }
+        b.finding(
+            Rule::StreamMissingIndex,
+            n,
+            format!("{what} without `index` in event {n}; taken as block {fallback}"),
+            "Every content_block_* event must carry the block `index`.",
+            None,
+            None,
+        );
+        fallback
+    }
+
+    /// `content_block_start`: a text or thinking block's first text, a tool_use block's call.
+    fn block_start(&mut self, b: &mut Builder, n: usize, v: &Value) {
+        let next = self.last_block.map_or(0, |l| l + 1);
+        let i = Self::block_index(b, n, v, "content_block_start", next);
+        let cb = v.get("content_block").unwrap_or(&Value::Null);
+        let kind = match str_field(cb, "type").unwrap_or("") {
+            "text" => {
+                b.r.message
+                    .content
+                    .push_str(str_field(cb, "text").unwrap_or(""));
+                BlockKind::Text
+            }
+            "thinking" => {
+                b.r.message
+                    .reasoning
+                    .push_str(str_field(cb, "thinking").unwrap_or(""));
+                BlockKind::Thinking
+            }
+            "tool_use" | "server_tool_use" => {
+                let id = str_field(cb, "id").filter(|s| !s.is_empty());
+                let name = str_field(cb, "name").unwrap_or("");
+                let k = b.new_call(
+                    CallRecord {
+                        index: Some(i),
+                        id: id.map(str::to_owned),
+                        name: name.to_owned(),
+                        arguments: String::new(),
+                    },
+                    n,
+                );
+                if id.is_none() {
+                    b.finding(
+                        Rule::StreamMissingId,
+                        n,
+                        format!("tool_use block {i} (event {n}) has no `id`"),
+                        "A tool_use block needs its `id`; the client answers with a tool_result carrying tool_use_id.",
+                        Some(name),
+                        None,
+                    );
+                }
+                BlockKind::Tool(k)
+            }
+            _ => BlockKind::Other,
+        };
+        let start_input = cb
+            .get("input")
+            .filter(|x| x.as_object().is_some_and(|o| !o.is_empty()))
+            .map(Value::to_string);
+        self.blocks.retain(|(j, _, _)| *j != i);
+        self.blocks.push((i, kind, start_input));
+        self.last_block = Some(i);
+    }
+
+    /// `content_block_delta`: text, thinking or a tool call's `partial_json` appended; a delta
+    /// for a block no `content_block_start` opened opens it.
+    fn block_delta(&mut self, b: &mut Builder, n: usize, v: &Value) {
+        let d = v.get("delta").unwrap_or(&Value::Null);
+        let dty = str_field(d, "type").unwrap_or("");
+        let last = self.last_block.unwrap_or(0);
+        let i = Self::block_index(b, n, v, "content_block_delta", last);
+        let kind = match self.blocks.iter().find(|(j, _, _)| *j == i) {
+            Some(x) => x.1,
+            None => self.orphan_block(b, n, i, dty),
+        };
+        self.last_block = Some(i);
+        match (dty, kind) {
+            ("text_delta", _) => {
+                b.r.message
+                    .content
+                    .push_str(str_field(d, "text").unwrap_or(""))
+            }
+            ("thinking_delta", _) => {
+                b.r.message
+                    .reasoning
+                    .push_str(str_field(d, "thinking").unwrap_or(""))
+            }
+            ("input_json_delta", BlockKind::Tool(k)) => {
+                b.touch(k, n);
+                let pj = str_field(d, "partial_json").unwrap_or("");
+                if !pj.is_empty() {
+                    b.r.message.tool_calls[k].arguments.push_str(pj);
+                    b.last_args_event[k] = Some(n);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Block `i`, which a delta of type `dty` (event `n`) names but no `content_block_start`
+    /// opened: `stream.missing_index`, and the block opened with the kind the delta implies.
+    fn orphan_block(&mut self, b: &mut Builder, n: usize, i: u64, dty: &str) -> BlockKind {
+        b.finding(
+            Rule::StreamMissingIndex,
+            n,
+            format!("content_block_delta for block {i} in event {n}, but no content_block_start opened block {i}"),
+            "Send content_block_start before the deltas of a block.",
+            None,
+            None,
+        );
+        let k = match dty {
+            "text_delta" => BlockKind::Text,
+            "thinking_delta" | "signature_delta" => BlockKind::Thinking,
+            "input_json_delta" => {
+                let k = b.new_call(
+                    CallRecord {
+                        index: Some(i),
+                        ..Default::default()
+                    },
+                    n,
+                );
+                BlockKind::Tool(k)
+            }
+            _ => BlockKind::Other,
+        };
+        self.blocks.push((i, k, None));
+        k
+    }
+
+    /// `content_block_stop`: a tool block with no deltas takes the input its start carried.
+    fn block_stop(&mut self, b: &mut Builder, n: usize, v: &Value) {
+        if let Some(i) = v.get("index").and_then(Value::as_u64)
+            && let Some((_, BlockKind::Tool(k), Some(input))) =
+                self.blocks.iter().find(|(j, _, _)| *j == i)
+        {
+            let k = *k;
+            b.touch(k, n);
+            if b.r.message.tool_calls[k].arguments.is_empty() {
+                b.r.message.tool_calls[k].arguments = input.clone();
+            }
+        }
+    }
+}
+
+/// `message_delta`: `stop_reason`, `stop_sequence`, and its `usage` merged into the message's.
+fn message_delta(b: &mut Builder, n: usize, v: &Value) {
+    let d = v.get("delta").unwrap_or(&Value::Null);
+    if let Some(sr) = str_field(d, "stop_reason") {
+        b.r.message.finish_reason = Some(sr.to_owned());
+        b.r.finish_event = Some(n);
+    }
+    if let Some(ss) = str_field(d, "stop_sequence") {
+        b.r.message.stop_sequence = Some(ss.to_owned());
+    }
+    if let Some(u) = v.get("usage").and_then(Value::as_object) {
+        b.usage = true;
+        let mut merged =
+            b.r.message
+                .usage
+                .take()
+                .and_then(|x| x.as_object().cloned())
+                .unwrap_or_default();
+        for (k, x) in u {
+            merged.insert(k.clone(), x.clone());
+        }
+        b.r.message.usage = Some(Value::Object(merged));
+    }
 }
 
 /// Reassembles a raw-completion stream: llama-server `/completion` (`data: {"content", "stop",

@@ -183,34 +183,117 @@ struct Item {
 /// `stream.cut_event` (the stream ends inside an event). `error` events become `error_event`
 /// problems, judged by diagnose like the other APIs'.
 pub fn reassemble_responses(events: &[SseEvent]) -> Reassembled {
-    let mut b = Builder::default();
-    b.r.events = events.to_vec();
-    let mut items: Vec<Item> = Vec::new();
-    let mut by_index: HashMap<u64, usize> = HashMap::new();
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    let mut terminal: Option<usize> = None;
-    let mut last_seq: Option<(u64, usize)> = None;
-    let mut seq_seen = false;
-    let mut seq_missing: Vec<usize> = Vec::new();
+    let mut st = ResponsesStream::default();
+    st.b.r.events = events.to_vec();
     for ev in events {
-        b.mark();
+        st.b.mark();
+        st.event(ev);
+    }
+    st.end()
+}
+
+/// The stream's output items: in stream order, found by `output_index` and by id.
+#[derive(Default)]
+struct Items {
+    list: Vec<Item>,
+    by_index: HashMap<u64, usize>,
+    by_id: HashMap<String, usize>,
+}
+
+/// What [`reassemble_responses`] has read so far.
+#[derive(Default)]
+struct ResponsesStream {
+    b: Builder,
+    items: Items,
+    /// The terminal event, once read.
+    terminal: Option<usize>,
+    /// The last `sequence_number` and the event that carried it.
+    last_seq: Option<(u64, usize)>,
+    /// Any event carried a `sequence_number`.
+    seq_seen: bool,
+    /// Events (not `error`) without a `sequence_number`.
+    seq_missing: Vec<usize>,
+}
+
+impl ResponsesStream {
+    /// Reads one event: after the terminal one, not JSON, or with no `type`, it is a finding;
+    /// else its `sequence_number` is checked and it is dispatched by `type`.
+    fn event(&mut self, ev: &SseEvent) {
         let n = ev.index;
-        if let Some(t) = terminal {
-            b.problem(
-                Some(n),
-                "after_end",
-                format!("event {n} arrives after the terminal event (event {t})"),
-            );
-            b.finding(
-                Rule::StreamAfterTerminal,
-                n,
-                format!("event {n} arrives after the stream's terminal event (event {t})"),
-                "A Responses stream ends with its one terminal event (response.completed, response.incomplete or response.failed); clients stop reading there and never see what follows.",
-                None,
-                Some(&ev.data),
-            );
-            continue;
+        if let Some(t) = self.terminal {
+            self.after_terminal(ev, t);
+            return;
         }
+        let Some((v, ty)) = self.event_json(ev) else {
+            return;
+        };
+        self.sequence(n, &v, &ty);
+        let b = &mut self.b;
+        if let Some(u) = v.pointer("/response/usage").filter(|u| !u.is_null()) {
+            b.r.message.usage = Some(u.clone());
+            b.usage = true;
+        }
+        if b.r.message.model.is_none() {
+            b.r.message.model = v
+                .pointer("/response/model")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        match ty.as_str() {
+            "response.output_item.added" | "response.output_item.done" => {
+                self.output_item(n, &v, ty.ends_with(".done"))
+            }
+            "response.content_part.added" | "response.content_part.done" => {
+                self.content_part(n, &v, ty.ends_with(".done"))
+            }
+            "response.output_text.delta"
+            | "response.refusal.delta"
+            | "response.reasoning_text.delta"
+            | "response.reasoning_summary_text.delta"
+            | "response.function_call_arguments.delta"
+            | "response.custom_tool_call_input.delta" => self.delta(n, &v, &ty),
+            "response.output_text.done"
+            | "response.refusal.done"
+            | "response.reasoning_text.done"
+            | "response.reasoning_summary_text.done"
+            | "response.function_call_arguments.done"
+            | "response.custom_tool_call_input.done" => self.text_done(n, &v, &ty),
+            t if TERMINAL_EVENTS.contains(&t) => self.terminal_event(n, &v, t),
+            "error" => {
+                let err = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+                self.b.error_event(n, err);
+            }
+            other => note(
+                &mut self.b,
+                n,
+                other.trim_start_matches("response.").to_owned(),
+            ),
+        }
+    }
+
+    /// Event `ev` arrives after the terminal event `t`: `stream.after_terminal`.
+    fn after_terminal(&mut self, ev: &SseEvent, t: usize) {
+        let n = ev.index;
+        self.b.problem(
+            Some(n),
+            "after_end",
+            format!("event {n} arrives after the terminal event (event {t})"),
+        );
+        self.b.finding(
+            Rule::StreamAfterTerminal,
+            n,
+            format!("event {n} arrives after the stream's terminal event (event {t})"),
+            "A Responses stream ends with its one terminal event (response.completed, response.incomplete or response.failed); clients stop reading there and never see what follows.",
+            None,
+            Some(&ev.data),
+        );
+    }
+
+    /// The event's data (a JSON object) and its `type` (else its `event:` field), or `None`
+    /// after a `stream.malformed_event` finding. A cut last event is left to [`Self::end`].
+    fn event_json(&mut self, ev: &SseEvent) -> Option<(Value, String)> {
+        let n = ev.index;
+        let b = &mut self.b;
         let v = match serde_json::from_str::<Value>(&ev.data) {
             Ok(v @ Value::Object(_)) => v,
             other => {
@@ -230,11 +313,14 @@ pub fn reassemble_responses(events: &[SseEvent]) -> Reassembled {
                     );
                 }
                 // an incomplete last event is stream.cut_event, judged at the end
-                continue;
+                return None;
             }
         };
-        let ty = match str_of(&v, "type").or(ev.event.as_deref()) {
-            Some(t) => t.to_owned(),
+        match str_of(&v, "type").or(ev.event.as_deref()) {
+            Some(t) => {
+                let t = t.to_owned();
+                Some((v, t))
+            }
             None => {
                 b.problem(Some(n), "bad_json", format!("event {n} has no `type`"));
                 b.finding(
@@ -245,14 +331,18 @@ pub fn reassemble_responses(events: &[SseEvent]) -> Reassembled {
                     None,
                     Some(&ev.data),
                 );
-                continue;
+                None
             }
-        };
-        // sequence_number: one more than the previous event's
+        }
+    }
+
+    /// `sequence_number`: one more than the previous event's (`stream.sequence_gap`); an
+    /// event of type `ty` other than `error` without one is noted for [`Self::end`].
+    fn sequence(&mut self, n: usize, v: &Value, ty: &str) {
         match v.get("sequence_number").and_then(Value::as_u64) {
             Some(s) => {
-                seq_seen = true;
-                if let Some((prev, at)) = last_seq
+                self.seq_seen = true;
+                if let Some((prev, at)) = self.last_seq
                     && s != prev + 1
                 {
                     let msg = if s <= prev {
@@ -265,7 +355,7 @@ pub fn reassemble_responses(events: &[SseEvent]) -> Reassembled {
                             s - prev - 1
                         )
                     };
-                    b.finding(
+                    self.b.finding(
                         Rule::StreamSequenceGap,
                         n,
                         msg,
@@ -274,251 +364,192 @@ pub fn reassemble_responses(events: &[SseEvent]) -> Reassembled {
                         None,
                     );
                 }
-                last_seq = Some((s, n));
+                self.last_seq = Some((s, n));
             }
             None => {
                 if ty != "error" {
-                    seq_missing.push(n);
+                    self.seq_missing.push(n);
                 }
             }
-        }
-        if let Some(u) = v.pointer("/response/usage").filter(|u| !u.is_null()) {
-            b.r.message.usage = Some(u.clone());
-            b.usage = true;
-        }
-        if b.r.message.model.is_none() {
-            b.r.message.model = v
-                .pointer("/response/model")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-        }
-        match ty.as_str() {
-            "response.output_item.added" | "response.output_item.done" => {
-                let done = ty.ends_with(".done");
-                let item = v.get("item").unwrap_or(&Value::Null);
-                let k = locate(
-                    &mut b,
-                    &mut items,
-                    &mut by_index,
-                    &mut by_id,
-                    n,
-                    &v,
-                    item,
-                    !done,
-                );
-                let how = item_event(&mut b, &mut items[k], n, item, done);
-                let what = str_of(item, "type").unwrap_or("?");
-                let verb = if done { "done" } else { "added" };
-                note(
-                    &mut b,
-                    n,
-                    format!("item {} {what} {verb}{}", label(&items[k], k), paren(how)),
-                );
-            }
-            "response.content_part.added" | "response.content_part.done" => {
-                let k = locate(
-                    &mut b,
-                    &mut items,
-                    &mut by_index,
-                    &mut by_id,
-                    n,
-                    &v,
-                    &Value::Null,
-                    false,
-                );
-                if items[k].kind == Kind::Other {
-                    items[k].kind = Kind::Message;
-                }
-                let verb = if ty.ends_with(".done") {
-                    "done"
-                } else {
-                    "added"
-                };
-                note(
-                    &mut b,
-                    n,
-                    format!("item {} part {verb}", label(&items[k], k)),
-                );
-                // the text arrives in deltas (or the part's text when none came)
-                if ty.ends_with(".done")
-                    && !items[k].had_delta
-                    && let Some(t) = v.pointer("/part/text").and_then(Value::as_str)
-                {
-                    add_text(&mut b, &mut items[k], n, t);
-                }
-            }
-            "response.output_text.delta"
-            | "response.refusal.delta"
-            | "response.reasoning_text.delta"
-            | "response.reasoning_summary_text.delta"
-            | "response.function_call_arguments.delta"
-            | "response.custom_tool_call_input.delta" => {
-                let d = str_of(&v, "delta").unwrap_or("");
-                let k = locate(
-                    &mut b,
-                    &mut items,
-                    &mut by_index,
-                    &mut by_id,
-                    n,
-                    &v,
-                    &Value::Null,
-                    false,
-                );
-                if items[k].kind == Kind::Other {
-                    items[k].kind = if ty.contains("reasoning") {
-                        Kind::Reasoning
-                    } else if ty.contains("call") {
-                        // a delta for a call nobody opened: a call without a name
-                        let rec = CallRecord {
-                            index: items[k].output_index,
-                            ..Default::default()
-                        };
-                        Kind::Call {
-                            call: b.new_call(rec, n),
-                            custom: ty.contains("custom"),
-                        }
-                    } else {
-                        Kind::Message
-                    };
-                }
-                add_text(&mut b, &mut items[k], n, d);
-            }
-            "response.output_text.done"
-            | "response.refusal.done"
-            | "response.reasoning_text.done"
-            | "response.reasoning_summary_text.done"
-            | "response.function_call_arguments.done"
-            | "response.custom_tool_call_input.done" => {
-                let k = locate(
-                    &mut b,
-                    &mut items,
-                    &mut by_index,
-                    &mut by_id,
-                    n,
-                    &v,
-                    &Value::Null,
-                    false,
-                );
-                let field = ["arguments", "input", "text", "refusal"]
-                    .into_iter()
-                    .find_map(|f| str_of(&v, f));
-                if let Some(full) = field {
-                    let how = done_text(&mut b, &mut items[k], n, full);
-                    let what = ty.trim_start_matches("response.").trim_end_matches(".done");
-                    note(
-                        &mut b,
-                        n,
-                        format!("item {} {what} done{}", label(&items[k], k), paren(how)),
-                    );
-                }
-            }
-            t if TERMINAL_EVENTS.contains(&t) => {
-                terminal = Some(n);
-                let resp = v.get("response").unwrap_or(&Value::Null);
-                b.r.message.finish_reason = str_of(resp, "status")
-                    .map(str::to_owned)
-                    .or_else(|| t.strip_prefix("response.").map(str::to_owned));
-                b.r.message.incomplete_reason = resp
-                    .pointer("/incomplete_details/reason")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                b.r.finish_event = Some(n);
-                let words = match &b.r.message.incomplete_reason {
-                    Some(r) => format!("{t} ({r})"),
-                    None => t.to_owned(),
-                };
-                note(&mut b, n, words);
-                // items the final response lists that no event of the stream carried
-                for (i, item) in resp
-                    .get("output")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    let id = str_of(item, "id");
-                    let known = id.is_some_and(|id| by_id.contains_key(id))
-                        || (id.is_none() && by_index.contains_key(&(i as u64)));
-                    if !known {
-                        let k = locate(
-                            &mut b,
-                            &mut items,
-                            &mut by_index,
-                            &mut by_id,
-                            n,
-                            &serde_json::json!({"output_index": i}),
-                            item,
-                            true,
-                        );
-                        item_event(&mut b, &mut items[k], n, item, true);
-                    }
-                }
-                if t == "response.failed"
-                    && let Some(err) = resp.get("error").filter(|e| e.is_object())
-                {
-                    b.error_event(n, err);
-                }
-            }
-            "error" => {
-                let err = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
-                b.error_event(n, err);
-            }
-            other => note(&mut b, n, other.trim_start_matches("response.").to_owned()),
         }
     }
-    b.mark();
-    if seq_seen && !seq_missing.is_empty() {
-        let n = seq_missing[0];
-        b.finding(
-            Rule::StreamSequenceGap,
+
+    /// `response.output_item.added` / `.done` (`done`).
+    fn output_item(&mut self, n: usize, v: &Value, done: bool) {
+        let item = v.get("item").unwrap_or(&Value::Null);
+        let k = self.items.locate(&mut self.b, n, v, item, !done);
+        let it = &mut self.items.list[k];
+        let how = item_event(&mut self.b, it, n, item, done);
+        let what = str_of(item, "type").unwrap_or("?");
+        let verb = if done { "done" } else { "added" };
+        note(
+            &mut self.b,
             n,
-            format!(
-                "{} event(s) carry no sequence_number while the others do (first: event {n})",
-                seq_missing.len()
-            ),
-            "Every Responses stream event carries sequence_number; clients that order or de-duplicate by it mishandle these.",
-            None,
-            None,
+            format!("item {} {what} {verb}{}", label(it, k), paren(how)),
         );
     }
-    if let Some(last) = b.r.events.last().filter(|e| !e.complete) {
-        let (i, off) = (last.index, last.offset);
-        let data = last.data.clone();
-        b.problem(
-            Some(i),
-            "truncated",
-            format!("the stream ends inside event {i} (byte {off}): no blank line after it"),
-        );
-        b.finding(
-            Rule::StreamCutEvent,
-            i,
-            format!("the stream ends inside event {i} (byte {off}): the event is cut, no blank line ends it"),
-            "The connection closed mid-event (server crash, proxy timeout, client disconnect): the event is lost to the client; look for what closed the stream.",
-            None,
-            Some(&data),
-        );
+
+    /// `response.content_part.added` / `.done` (`done`).
+    fn content_part(&mut self, n: usize, v: &Value, done: bool) {
+        let k = self.items.locate(&mut self.b, n, v, &Value::Null, false);
+        let it = &mut self.items.list[k];
+        if it.kind == Kind::Other {
+            it.kind = Kind::Message;
+        }
+        let verb = if done { "done" } else { "added" };
+        note(&mut self.b, n, format!("item {} part {verb}", label(it, k)));
+        // the text arrives in deltas (or the part's text when none came)
+        if done
+            && !it.had_delta
+            && let Some(t) = v.pointer("/part/text").and_then(Value::as_str)
+        {
+            add_text(&mut self.b, it, n, t);
+        }
     }
-    if terminal.is_none() && !b.r.problems.iter().any(|p| p.kind == "error_event") {
-        let at = b.r.events.last().map_or(0, |e| e.index);
-        b.problem(
-            None,
-            "no_end",
-            "the stream ends without response.completed, response.incomplete or response.failed"
-                .into(),
-        );
-        b.finding(
-            Rule::StreamNoTerminal,
-            at,
-            format!(
-                "the stream ends after {} event(s) without response.completed, response.incomplete or response.failed: the client never learns how the response ended",
-                b.r.events.len()
-            ),
-            "A Responses stream must end with one terminal event carrying the whole response and its status; clients (the openai SDK, Codex) treat a stream without one as failed.",
-            None,
-            None,
-        );
+
+    /// A text, reasoning, arguments or input `.delta` event of type `ty`.
+    fn delta(&mut self, n: usize, v: &Value, ty: &str) {
+        let d = str_of(v, "delta").unwrap_or("");
+        let k = self.items.locate(&mut self.b, n, v, &Value::Null, false);
+        let it = &mut self.items.list[k];
+        if it.kind == Kind::Other {
+            it.kind = if ty.contains("reasoning") {
+                Kind::Reasoning
+            } else if ty.contains("call") {
+                // a delta for a call nobody opened: a call without a name
+                let rec = CallRecord {
+                    index: it.output_index,
+                    ..Default::default()
+                };
+                Kind::Call {
+                    call: self.b.new_call(rec, n),
+                    custom: ty.contains("custom"),
+                }
+            } else {
+                Kind::Message
+            };
+        }
+        add_text(&mut self.b, it, n, d);
     }
-    b.finish(crate::session::Api::Responses)
+
+    /// A text, reasoning, arguments or input `.done` event of type `ty`, with the whole text.
+    fn text_done(&mut self, n: usize, v: &Value, ty: &str) {
+        let k = self.items.locate(&mut self.b, n, v, &Value::Null, false);
+        let field = ["arguments", "input", "text", "refusal"]
+            .into_iter()
+            .find_map(|f| str_of(v, f));
+        if let Some(full) = field {
+            let it = &mut self.items.list[k];
+            let how = done_text(&mut self.b, it, n, full);
+            let what = ty.trim_start_matches("response.").trim_end_matches(".done");
+            note(
+                &mut self.b,
+                n,
+                format!("item {} {what} done{}", label(it, k), paren(how)),
+            );
+        }
+    }
+
+    /// The terminal event `t` (event `n`): the response's status and incomplete reason, the
+    /// items only its `output` lists, its error.
+    fn terminal_event(&mut self, n: usize, v: &Value, t: &str) {
+        self.terminal = Some(n);
+        let b = &mut self.b;
+        let resp = v.get("response").unwrap_or(&Value::Null);
+        b.r.message.finish_reason = str_of(resp, "status")
+            .map(str::to_owned)
+            .or_else(|| t.strip_prefix("response.").map(str::to_owned));
+        b.r.message.incomplete_reason = resp
+            .pointer("/incomplete_details/reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        b.r.finish_event = Some(n);
+        let words = match &b.r.message.incomplete_reason {
+            Some(r) => format!("{t} ({r})"),
+            None => t.to_owned(),
+        };
+        note(b, n, words);
+        // items the final response lists that no event of the stream carried
+        for (i, item) in resp
+            .get("output")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let id = str_of(item, "id");
+            let known = id.is_some_and(|id| self.items.by_id.contains_key(id))
+                || (id.is_none() && self.items.by_index.contains_key(&(i as u64)));
+            if !known {
+                let at = serde_json::json!({"output_index": i});
+                let k = self.items.locate(&mut self.b, n, &at, item, true);
+                item_event(&mut self.b, &mut self.items.list[k], n, item, true);
+            }
+        }
+        if t == "response.failed"
+            && let Some(err) = resp.get("error").filter(|e| e.is_object())
+        {
+            self.b.error_event(n, err);
+        }
+    }
+
+    /// After the last event: missing `sequence_number`s, a cut last event, no terminal event.
+    fn end(mut self) -> Reassembled {
+        let b = &mut self.b;
+        b.mark();
+        if self.seq_seen && !self.seq_missing.is_empty() {
+            let n = self.seq_missing[0];
+            b.finding(
+                Rule::StreamSequenceGap,
+                n,
+                format!(
+                    "{} event(s) carry no sequence_number while the others do (first: event {n})",
+                    self.seq_missing.len()
+                ),
+                "Every Responses stream event carries sequence_number; clients that order or de-duplicate by it mishandle these.",
+                None,
+                None,
+            );
+        }
+        if let Some(last) = b.r.events.last().filter(|e| !e.complete) {
+            let (i, off) = (last.index, last.offset);
+            let data = last.data.clone();
+            b.problem(
+                Some(i),
+                "truncated",
+                format!("the stream ends inside event {i} (byte {off}): no blank line after it"),
+            );
+            b.finding(
+                Rule::StreamCutEvent,
+                i,
+                format!("the stream ends inside event {i} (byte {off}): the event is cut, no blank line ends it"),
+                "The connection closed mid-event (server crash, proxy timeout, client disconnect): the event is lost to the client; look for what closed the stream.",
+                None,
+                Some(&data),
+            );
+        }
+        if self.terminal.is_none() && !b.r.problems.iter().any(|p| p.kind == "error_event") {
+            let at = b.r.events.last().map_or(0, |e| e.index);
+            b.problem(
+                None,
+                "no_end",
+                "the stream ends without response.completed, response.incomplete or response.failed"
+                    .into(),
+            );
+            b.finding(
+                Rule::StreamNoTerminal,
+                at,
+                format!(
+                    "the stream ends after {} event(s) without response.completed, response.incomplete or response.failed: the client never learns how the response ended",
+                    b.r.events.len()
+                ),
+                "A Responses stream must end with one terminal event carrying the whole response and its status; clients (the openai SDK, Codex) treat a stream without one as failed.",
+                None,
+                None,
+            );
+        }
+        self.b.finish(crate::session::Api::Responses)
+    }
 }
 
 /// Records what event `n` meant, for the Stream pane ([`Reassembled::notes`]).
@@ -542,71 +573,70 @@ fn paren(s: &str) -> String {
     }
 }
 
-/// The item event `v` (with `item` when it carries one) is about: found by `output_index`, else
-/// by `item_id` / `item.id`; created when unknown (`opening`: by `output_item.added`, which is
-/// how an item should start; else with a `stream.missing_index` finding).
-#[allow(clippy::too_many_arguments)]
-fn locate(
-    b: &mut Builder,
-    items: &mut Vec<Item>,
-    by_index: &mut HashMap<u64, usize>,
-    by_id: &mut HashMap<String, usize>,
-    n: usize,
-    v: &Value,
-    item: &Value,
-    opening: bool,
-) -> usize {
-    let oi = v.get("output_index").and_then(Value::as_u64);
-    let id = str_of(v, "item_id")
-        .or_else(|| str_of(item, "id"))
-        .filter(|s| !s.is_empty());
-    let found = oi
-        .and_then(|i| by_index.get(&i).copied())
-        .or_else(|| id.and_then(|id| by_id.get(id).copied()));
-    if let Some(k) = found {
-        if let Some(id) = id {
-            if items[k].id.is_none() {
-                items[k].id = Some(id.to_owned());
+impl Items {
+    /// The item event `v` (with `item` when it carries one) is about: found by `output_index`,
+    /// else by `item_id` / `item.id`; created when unknown (`opening`: by `output_item.added`,
+    /// which is how an item should start; else with a `stream.missing_index` finding).
+    fn locate(
+        &mut self,
+        b: &mut Builder,
+        n: usize,
+        v: &Value,
+        item: &Value,
+        opening: bool,
+    ) -> usize {
+        let oi = v.get("output_index").and_then(Value::as_u64);
+        let id = str_of(v, "item_id")
+            .or_else(|| str_of(item, "id"))
+            .filter(|s| !s.is_empty());
+        let found = oi
+            .and_then(|i| self.by_index.get(&i).copied())
+            .or_else(|| id.and_then(|id| self.by_id.get(id).copied()));
+        if let Some(k) = found {
+            if let Some(id) = id {
+                if self.list[k].id.is_none() {
+                    self.list[k].id = Some(id.to_owned());
+                }
+                self.by_id.entry(id.to_owned()).or_insert(k);
             }
-            by_id.entry(id.to_owned()).or_insert(k);
+            if let Some(i) = oi {
+                self.by_index.entry(i).or_insert(k);
+            }
+            return k;
         }
+        if !opening {
+            let what = match (oi, id) {
+                (Some(i), _) => format!("output_index {i}"),
+                (None, Some(id)) => format!("item {id}"),
+                (None, None) => "no output_index or item_id".to_owned(),
+            };
+            b.finding(
+                Rule::StreamMissingIndex,
+                n,
+                format!(
+                    "event {n} adds to an output item ({what}) that no response.output_item.added opened; taken as a new item"
+                ),
+                "Open every output item with response.output_item.added and name it in each later event by output_index and item_id; clients file orphan deltas nowhere.",
+                None,
+                None,
+            );
+        }
+        let k = self.list.len();
+        self.list.push(Item {
+            output_index: oi,
+            id: id.map(str::to_owned),
+            kind: Kind::Other,
+            deltas: String::new(),
+            had_delta: false,
+        });
         if let Some(i) = oi {
-            by_index.entry(i).or_insert(k);
+            self.by_index.insert(i, k);
         }
-        return k;
+        if let Some(id) = id {
+            self.by_id.insert(id.to_owned(), k);
+        }
+        k
     }
-    if !opening {
-        let what = match (oi, id) {
-            (Some(i), _) => format!("output_index {i}"),
-            (None, Some(id)) => format!("item {id}"),
-            (None, None) => "no output_index or item_id".to_owned(),
-        };
-        b.finding(
-            Rule::StreamMissingIndex,
-            n,
-            format!(
-                "event {n} adds to an output item ({what}) that no response.output_item.added opened; taken as a new item"
-            ),
-            "Open every output item with response.output_item.added and name it in each later event by output_index and item_id; clients file orphan deltas nowhere.",
-            None,
-            None,
-        );
-    }
-    let k = items.len();
-    items.push(Item {
-        output_index: oi,
-        id: id.map(str::to_owned),
-        kind: Kind::Other,
-        deltas: String::new(),
-        had_delta: false,
-    });
-    if let Some(i) = oi {
-        by_index.insert(i, k);
-    }
-    if let Some(id) = id {
-        by_id.insert(id.to_owned(), k);
-    }
-    k
 }
 
 /// `output_item.added` / `.done` (or an item of the terminal response): sets the item's kind,
