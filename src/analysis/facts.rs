@@ -153,8 +153,9 @@ pub fn exchange_context_from(
         return cx;
     };
     cx.status = Some(resp.status);
-    let bytes = e.response_bytes();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    // one buffer: the bytes become the text unless they are not UTF-8
+    let text = String::from_utf8(e.response_bytes())
+        .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned());
     // Ollama's native endpoints (NDJSON or one object) are read by the one decoder too.
     if crate::stream::is_sse(e) || crate::session::is_ollama_native(&e.request.path) {
         if let Some(r) = decoded {

@@ -47,10 +47,13 @@ fn otel_span(
     header: &Header,
     analysed: &Header,
     annotations: &[Annotation],
-    ex: &Exchange,
+    ex: Exchange,
 ) -> Value {
+    // the analysis first, then the decode: one huge stream is held decoded once at a time,
+    // and the exchange is moved through the analysis, not copied (issue #27 item 2)
+    let (findings, ex) = findings_of(analysed, annotations, ex);
+    let ex = &ex;
     let decoded = crate::stream::decode_exchange(ex);
-    let findings = findings_of(analysed, annotations, ex);
     let times: Vec<Option<u64>> = decoded
         .as_ref()
         .map(|r| r.events.iter().map(|e| e.t_us).collect())
@@ -83,17 +86,22 @@ fn otel_span(
 }
 
 /// The findings of one exchange, as `check` computes them (server render and template from
-/// the session).
-fn findings_of(header: &Header, annotations: &[Annotation], ex: &Exchange) -> Vec<crate::Finding> {
+/// the session), with the exchange handed back.
+fn findings_of(
+    header: &Header,
+    annotations: &[Annotation],
+    ex: Exchange,
+) -> (Vec<crate::Finding>, Exchange) {
     if !ex.api().is_generation() {
-        return Vec::new();
+        return (Vec::new(), ex);
     }
     // The one analysed exchange (issue #17): the same findings as `check` and the inspector.
     let ctx = crate::analysis::Context {
         header,
         annotations,
     };
-    crate::analysis::analyse(ex.clone(), ctx, crate::analysis::Depth::Findings).findings
+    let a = crate::analysis::analyse(ex, ctx, crate::analysis::Depth::Findings);
+    (a.findings, a.exchange)
 }
 
 /// Writes the export. Exit 0; 2 for an unreadable session or output.
@@ -189,7 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             for ex in exchanges.by_ref() {
                 let (anns, damaged) = src.read_annotations(ex.id);
                 damaged.iter().for_each(skipped);
-                let span = otel_span(&trace, header, &src.header, &anns, &ex);
+                let span = otel_span(&trace, header, &src.header, &anns, ex);
                 if count > 0 {
                     out.write_all(b",")?;
                 }

@@ -250,6 +250,14 @@ impl Body {
             Body::Base64 { .. } => out.extend_from_slice(&self.to_bytes()),
         }
     }
+    /// The bytes: borrowed for a text body, decoded for base64 (invalid base64 reads as
+    /// [`Body::to_bytes`] does).
+    pub fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Body::Text { text } => std::borrow::Cow::Borrowed(text.as_bytes()),
+            Body::Base64 { .. } => std::borrow::Cow::Owned(self.to_bytes()),
+        }
+    }
 
     /// Text view (lossy for non-UTF-8 bytes).
     pub fn to_text(&self) -> std::borrow::Cow<'_, str> {

@@ -96,13 +96,15 @@ impl NdjsonDecoder {
 }
 
 /// Splits recorded chunks `(bytes, receive µs)` into line events (see [`NdjsonDecoder`]).
-pub fn decode_lines<'a>(
-    chunks: impl IntoIterator<Item = (&'a [u8], Option<u64>)>,
+/// Each chunk's bytes are read as they come (`&[u8]`, `Vec<u8>`, `Cow<[u8]>`), so the
+/// chunks need not be copied into one buffer first.
+pub fn decode_lines<B: AsRef<[u8]>>(
+    chunks: impl IntoIterator<Item = (B, Option<u64>)>,
 ) -> Vec<SseEvent> {
     let mut d = NdjsonDecoder::new();
     let mut out = Vec::new();
     for (b, t) in chunks {
-        out.extend(d.feed(b, t));
+        out.extend(d.feed(b.as_ref(), t));
     }
     out.extend(d.finish());
     out
@@ -230,10 +232,14 @@ pub fn from_ollama_json(body: &Value, ep: OllamaEndpoint) -> Option<AssistantMes
 /// parser's failure, else `stream.error_event`), `bad_json`,
 /// `truncated` (an unterminated last line), `after_end`, `no_end` (no `"done": true`).
 pub fn reassemble_ollama(events: &[SseEvent], ep: OllamaEndpoint) -> Reassembled {
-    let mut r = Reassembled {
-        events: events.to_vec(),
-        ..Default::default()
-    };
+    reassemble_ollama_owned(events.to_vec(), ep)
+}
+
+/// [`reassemble_ollama`] over line events it takes: they become [`Reassembled::events`]
+/// without a copy (`check` on one huge stream holds its events once, issue #27 item 2).
+pub fn reassemble_ollama_owned(owned: Vec<SseEvent>, ep: OllamaEndpoint) -> Reassembled {
+    let events = owned.as_slice();
+    let mut r = Reassembled::default();
     let mut done: Option<usize> = None;
     let problem = |r: &mut Reassembled, event: Option<usize>, kind: &str, message: String| {
         r.problems.push(StreamProblem {
@@ -308,6 +314,7 @@ pub fn reassemble_ollama(events: &[SseEvent], ep: OllamaEndpoint) -> Reassembled
             r.finish_event = Some(n);
         }
     }
+    r.events = owned;
     if let Some(last) = r.events.last().filter(|e| !e.complete)
         && !r.problems.iter().any(|p| p.event == Some(last.index))
     {
@@ -338,15 +345,14 @@ pub fn decode_ollama_exchange(ex: &crate::session::Exchange) -> Option<Reassembl
         .response_header("content-type")
         .is_some_and(|c| c.contains("ndjson"));
     if let Some(chunks) = &resp.chunks {
-        let bytes: Vec<(Vec<u8>, u64)> =
-            chunks.iter().map(|c| (c.data.to_bytes(), c.t_us)).collect();
-        let events = decode_lines(bytes.iter().map(|(b, t)| (b.as_slice(), Some(*t))));
-        return Some(reassemble_ollama(&events, ep));
+        // each chunk's bytes borrowed (a text chunk) or decoded one at a time (base64)
+        let events = decode_lines(chunks.iter().map(|c| (c.data.bytes(), Some(c.t_us))));
+        return Some(reassemble_ollama_owned(events, ep));
     }
     let bytes = ex.response_bytes();
     if ndjson {
-        return Some(reassemble_ollama(
-            &decode_lines([(bytes.as_slice(), None)]),
+        return Some(reassemble_ollama_owned(
+            decode_lines([(bytes.as_slice(), None)]),
             ep,
         ));
     }

@@ -285,11 +285,13 @@ fn read_body(ex: &Exchange) -> InBody {
             .response_header("content-type")
             .is_some_and(|c| c.contains("text/event-stream"));
     if is_sse {
-        for ev in crate::stream::sse::decode_bytes(&ex.response_bytes()) {
+        // event by event, chunk by chunk: one huge stream is never held whole here (issue #27
+        // item 2)
+        crate::stream::sse::each_event(crate::stream::sse::recorded_chunks(ex), |ev| {
             if let Ok(v) = serde_json::from_str::<Value>(&ev.data) {
                 b.read(&v);
             }
-        }
+        });
     } else if let Some(body) = resp.body.as_ref() {
         let text = body.to_text();
         if let Ok(v) = serde_json::from_str::<Value>(&text) {

@@ -387,9 +387,9 @@ trait ChatStream {
 /// The loop the chat reassemblers share: a mark before each event, an event after the end
 /// noted (`after_end`) and skipped, the others read by `s`; then a last mark and
 /// [`end_checks`].
-fn drive<S: ChatStream>(events: &[SseEvent], mut s: S) -> Reassembled {
+fn drive<S: ChatStream>(owned: Vec<SseEvent>, mut s: S) -> Reassembled {
+    let events = owned.as_slice();
     let mut b = Builder::default();
-    b.r.events = events.to_vec();
     let mut done: Option<usize> = None;
     for ev in events {
         b.mark();
@@ -403,6 +403,8 @@ fn drive<S: ChatStream>(events: &[SseEvent], mut s: S) -> Reassembled {
     }
     s.close(&mut b);
     b.mark();
+    // taken, not copied (`check` on one huge stream holds its events once, issue #27 item 2)
+    b.r.events = owned;
     end_checks(&mut b, done, S::END);
     b.finish(S::API)
 }
@@ -410,7 +412,13 @@ fn drive<S: ChatStream>(events: &[SseEvent], mut s: S) -> Reassembled {
 /// Reassembles an OpenAI `chat.completion.chunk` stream (first choice, `index` 0; other choices
 /// are noted as problems). Shape: see [`Reassembled`].
 pub fn reassemble_openai(events: &[SseEvent]) -> Reassembled {
-    drive(events, OpenaiStream::default())
+    reassemble_openai_owned(events.to_vec())
+}
+
+/// [`reassemble_openai`] over events it takes: they become [`Reassembled::events`] without a
+/// copy (`check` on one huge stream holds its events once, issue #27 item 2).
+pub fn reassemble_openai_owned(owned: Vec<SseEvent>) -> Reassembled {
+    drive(owned, OpenaiStream::default())
 }
 
 /// What [`reassemble_openai`] keeps between events.
@@ -718,7 +726,13 @@ fn end_checks(b: &mut Builder, done: Option<usize>, end_name: &str) {
 /// `stop_reason`, `stop_sequence` the matched stop sequence, `usage` the `message_start` usage
 /// updated by `message_delta` usage.
 pub fn reassemble_anthropic(events: &[SseEvent]) -> Reassembled {
-    drive(events, AnthropicStream::default())
+    reassemble_anthropic_owned(events.to_vec())
+}
+
+/// [`reassemble_anthropic`] over events it takes: they become [`Reassembled::events`] without a
+/// copy (`check` on one huge stream holds its events once, issue #27 item 2).
+pub fn reassemble_anthropic_owned(owned: Vec<SseEvent>) -> Reassembled {
+    drive(owned, AnthropicStream::default())
 }
 
 /// What an Anthropic content block holds.
@@ -977,8 +991,14 @@ fn message_delta(b: &mut Builder, n: usize, v: &Value) {
 /// Reassembles a raw-completion stream: llama-server `/completion` (`data: {"content", "stop",
 /// "stop_type", …}`) or OpenAI `/v1/completions` (`choices[0].text`, `finish_reason`).
 pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
+    reassemble_completion_owned(events.to_vec())
+}
+
+/// [`reassemble_completion`] over events it takes: they become [`Reassembled::events`] without a
+/// copy (`check` on one huge stream holds its events once, issue #27 item 2).
+pub fn reassemble_completion_owned(owned: Vec<SseEvent>) -> Reassembled {
+    let events = owned.as_slice();
     let mut b = Builder::default();
-    b.r.events = events.to_vec();
     let mut done: Option<usize> = None;
     for ev in events {
         b.mark();
@@ -1043,6 +1063,7 @@ pub fn reassemble_completion(events: &[SseEvent]) -> Reassembled {
         b.pieces(n, &v);
     }
     b.mark();
+    b.r.events = owned;
     end_checks(&mut b, done, "a final event");
     b.finish(Api::Completion)
 }
@@ -1171,18 +1192,15 @@ pub fn decode_exchange(ex: &Exchange) -> Option<Reassembled> {
         let events = match &resp.chunks {
             // Responses over a WebSocket: one JSON event per server message.
             Some(_) if ex.websocket.is_some() => super::sse::websocket_events(ex),
-            Some(chunks) => {
-                let bytes: Vec<(Vec<u8>, u64)> =
-                    chunks.iter().map(|c| (c.data.to_bytes(), c.t_us)).collect();
-                decode_chunks(bytes.iter().map(|(b, t)| (b.as_slice(), Some(*t))))
-            }
+            // chunk by chunk, never concatenated (issue #27 item 2)
+            Some(_) => decode_chunks(super::sse::recorded_chunks(ex)),
             None => decode_bytes(&ex.response_bytes()),
         };
         match api {
-            Api::Openai => reassemble_openai(&events),
-            Api::Anthropic => reassemble_anthropic(&events),
+            Api::Openai => reassemble_openai_owned(events),
+            Api::Anthropic => reassemble_anthropic_owned(events),
             Api::Responses => super::responses::reassemble_responses(&events),
-            _ => reassemble_completion(&events),
+            _ => reassemble_completion_owned(events),
         }
     } else {
         let body: Value = resp.body.as_ref()?.json().ok()?;

@@ -276,6 +276,9 @@ impl SseDecoder {
         if data.ends_with('\n') {
             data.pop();
         }
+        // the buffer grew by doubling: an event of a huge stream keeps only its text (issue
+        // #27 item 2: ~2× the event's bytes otherwise)
+        data.shrink_to_fit();
         let ev = SseEvent {
             index: self.next_index,
             event: self.event.take().filter(|e| !e.is_empty()),
@@ -351,17 +354,50 @@ impl SseDecoder {
 
 /// Decodes a whole recorded stream: `chunks` are `(bytes, t_us)` in receive order. The last
 /// event is included with `complete: false` when the stream was truncated.
-pub fn decode_chunks<'a, I>(chunks: I) -> Vec<SseEvent>
+pub fn decode_chunks<B, I>(chunks: I) -> Vec<SseEvent>
 where
-    I: IntoIterator<Item = (&'a [u8], Option<u64>)>,
+    B: AsRef<[u8]>,
+    I: IntoIterator<Item = (B, Option<u64>)>,
+{
+    let mut out = Vec::new();
+    each_event(chunks, |e| out.push(e));
+    out
+}
+
+/// [`decode_chunks`] without collecting: each event goes to `f` as soon as its chunk completes
+/// it (the unterminated last one after the last chunk), so a reader that keeps only what it
+/// extracts holds one chunk's events at a time, not the whole stream's (issue #27 item 2).
+/// Each chunk's bytes are read as they come (`&[u8]`, `Vec<u8>`, `Cow<[u8]>`).
+pub fn each_event<B, I>(chunks: I, mut f: impl FnMut(SseEvent))
+where
+    B: AsRef<[u8]>,
+    I: IntoIterator<Item = (B, Option<u64>)>,
 {
     let mut d = SseDecoder::new();
     let mut out = Vec::new();
     for (bytes, t) in chunks {
-        d.feed_into(bytes, t, &mut out);
+        d.feed_into(bytes.as_ref(), t, &mut out);
+        out.drain(..).for_each(&mut f);
     }
-    out.extend(d.finish());
-    out
+    if let Some(e) = d.finish() {
+        f(e);
+    }
+}
+
+/// The recorded chunks of `ex`'s response as `(bytes, receive µs)`, each borrowed (a text
+/// chunk) or decoded on its own (base64); the body as one chunk without a time when it was not
+/// recorded as chunks; nothing without a response. Nothing is concatenated.
+pub fn recorded_chunks(
+    ex: &crate::session::Exchange,
+) -> Box<dyn Iterator<Item = (std::borrow::Cow<'_, [u8]>, Option<u64>)> + '_> {
+    match ex.response.as_ref() {
+        Some(r) => match (&r.chunks, &r.body) {
+            (Some(chunks), _) => Box::new(chunks.iter().map(|c| (c.data.bytes(), Some(c.t_us)))),
+            (None, Some(b)) => Box::new(std::iter::once((b.bytes(), None))),
+            (None, None) => Box::new(std::iter::empty()),
+        },
+        None => Box::new(std::iter::empty()),
+    }
 }
 
 /// Decodes a whole body given as one buffer (chunk 0, no receive times).
