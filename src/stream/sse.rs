@@ -384,12 +384,16 @@ where
     }
 }
 
+/// One recorded chunk: its bytes (borrowed, or decoded from base64) and its receive time in µs
+/// (`None` for a body not recorded as chunks).
+pub type RecordedChunk<'a> = (std::borrow::Cow<'a, [u8]>, Option<u64>);
+
 /// The recorded chunks of `ex`'s response as `(bytes, receive µs)`, each borrowed (a text
 /// chunk) or decoded on its own (base64); the body as one chunk without a time when it was not
 /// recorded as chunks; nothing without a response. Nothing is concatenated.
 pub fn recorded_chunks(
     ex: &crate::session::Exchange,
-) -> Box<dyn Iterator<Item = (std::borrow::Cow<'_, [u8]>, Option<u64>)> + '_> {
+) -> Box<dyn Iterator<Item = RecordedChunk<'_>> + '_> {
     match ex.response.as_ref() {
         Some(r) => match (&r.chunks, &r.body) {
             (Some(chunks), _) => Box::new(chunks.iter().map(|c| (c.data.bytes(), Some(c.t_us)))),

@@ -148,13 +148,16 @@ impl Drop for Kill {
     }
 }
 
-/// `toolscope serve SESSION` on a free loopback port.
-fn serve(session: &Path) -> (Kill, String) {
+/// `toolscope serve SESSION` on a free loopback port; requests it cannot match are recorded
+/// into `unmatched` (never beside the shipped session).
+fn serve(session: &Path, unmatched: &Path) -> (Kill, String) {
     let port = toolscope::record::llama::free_port().unwrap();
     let child = Command::new(support::bin())
         .arg("serve")
         .arg(session)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--timing", "fast"])
+        .arg("--session")
+        .arg(unmatched)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -181,7 +184,7 @@ fn serve(session: &Path) -> (Kill, String) {
 fn resend_and_diff_of_a_responses_session() {
     let session = data("session-sdk.jsonl");
     let dir = tempfile::tempdir().unwrap();
-    let (_serve, base) = serve(&session);
+    let (_serve, base) = serve(&session, &dir.path().join("unmatched.jsonl"));
     let out = dir.path().join("b.jsonl");
     let (code, _) = run(Command::new(support::bin())
         .arg("resend")
