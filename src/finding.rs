@@ -435,11 +435,29 @@ pub enum Edit {
     /// too); the client cuts the answer at them, after the reasoning.
     StopClientSide { stop: Vec<String> },
     /// Only the named tool offered, and a call forced (`tool_choice: "required"`, Anthropic
-    /// `{"type": "any"}`): the form of a named tool_choice the engine honours.
-    ForceNamedTool { tool: String },
+    /// `{"type": "any"}`): the form of a named tool_choice the engine honours. `prefill`: an
+    /// assistant message appended to the request holding the template's call opener (Hermes
+    /// `<tool_call>\n`), so the call comes first — llama-server (b11434 `tools/server/
+    /// server-common.cpp` `oaicompat_chat_params_parse`) continues a final assistant message,
+    /// and under `"required"` its tool-call grammar is not lazy and is fed that prefill
+    /// (`common/sampling.cpp`, `common/chat-auto-parser-generator.cpp`), so the next tokens
+    /// can only complete a call.
+    ForceNamedTool {
+        tool: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefill: Option<String>,
+    },
     /// The same request through another API of the engine (`path`), converted as the engine
-    /// converts it.
-    OtherApi { path: String },
+    /// converts it. For a named tool_choice (`tool`): only that tool offered, `"required"` and
+    /// the call-opener `prefill` as in [`Edit::ForceNamedTool`] (llama-server b11434's
+    /// `/v1/chat/completions` reads `tool_choice` as a string only).
+    OtherApi {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefill: Option<String>,
+    },
     /// The request's `tools` removed (for `tool_choice: "none"`: no tool in the prompt).
     DropTools,
     /// A larger token limit: `field` (`max_tokens`, `max_completion_tokens`,

@@ -53,27 +53,21 @@ pub fn fixed_request(
                 o.remove("stop_sequences");
             }
         }
-        Edit::ForceNamedTool { tool } => {
-            let name_of = |t: &Value| {
-                t.pointer("/function/name")
-                    .or_else(|| t.get("name"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            };
-            let tools = out
-                .get_mut("tools")
-                .and_then(Value::as_array_mut)
-                .ok_or("the request has no tools")?;
-            tools.retain(|t| name_of(t).as_deref() == Some(tool.as_str()));
-            if tools.is_empty() {
-                return Err(format!("the request offers no tool {tool:?}"));
-            }
+        Edit::ForceNamedTool { tool, prefill } => {
+            keep_only_tool(&mut out, tool)?;
             out["tool_choice"] = match api {
                 Api::Anthropic => json!({"type": "any"}),
                 _ => json!("required"),
             };
+            if let Some(p) = prefill {
+                append_prefill(&mut out, p)?;
+            }
         }
-        Edit::OtherApi { path: to } => {
+        Edit::OtherApi {
+            path: to,
+            tool,
+            prefill,
+        } => {
             if api != Api::Anthropic || Api::from_path(to) != Api::Openai {
                 return Err(format!(
                     "other_api converts /v1/messages to /v1/chat/completions, not {path} to {to}"
@@ -82,10 +76,17 @@ pub fn fixed_request(
             let choice = ToolChoice::from_request(api, body);
             out = crate::template::input::anthropic_to_openai_checked(body)?;
             // the conversion keeps the server's faults; the other API reads the choice itself
-            match choice {
-                ToolChoice::None => out["tool_choice"] = json!("none"),
-                ToolChoice::Required => out["tool_choice"] = json!("required"),
-                ToolChoice::Named(n) => {
+            match (choice, tool) {
+                (_, Some(t)) => {
+                    keep_only_tool(&mut out, t)?;
+                    out["tool_choice"] = json!("required");
+                    if let Some(p) = prefill {
+                        append_prefill(&mut out, p)?;
+                    }
+                }
+                (ToolChoice::None, None) => out["tool_choice"] = json!("none"),
+                (ToolChoice::Required, None) => out["tool_choice"] = json!("required"),
+                (ToolChoice::Named(n), None) => {
                     out["tool_choice"] = json!({"type": "function", "function": {"name": n}})
                 }
                 _ => {}
@@ -117,6 +118,40 @@ pub fn fixed_request(
         }
     }
     Ok(VariantRequest { path, body: out })
+}
+
+/// Keeps only tool `tool` in `body.tools` (OpenAI `function.name` or Anthropic `name`).
+fn keep_only_tool(body: &mut Value, tool: &str) -> Result<(), String> {
+    let name_of = |t: &Value| {
+        t.pointer("/function/name")
+            .or_else(|| t.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let tools = body
+        .get_mut("tools")
+        .and_then(Value::as_array_mut)
+        .ok_or("the request has no tools")?;
+    tools.retain(|t| name_of(t).as_deref() == Some(tool));
+    if tools.is_empty() {
+        return Err(format!("the request offers no tool {tool:?}"));
+    }
+    Ok(())
+}
+
+/// Appends `{"role": "assistant", "content": prefill}` to `body.messages` (the same shape on
+/// the OpenAI and Anthropic APIs), which llama-server continues. Errors: no `messages`, or
+/// the request already ends with an assistant message (b11434 refuses two).
+fn append_prefill(body: &mut Value, prefill: &str) -> Result<(), String> {
+    let messages = body
+        .get_mut("messages")
+        .and_then(Value::as_array_mut)
+        .ok_or("the request has no messages to prefill")?;
+    if messages.last().and_then(|m| m.get("role")) == Some(&json!("assistant")) {
+        return Err("the request already ends with an assistant message (a prefill)".into());
+    }
+    messages.push(json!({"role": "assistant", "content": prefill}));
+    Ok(())
 }
 
 /// The calls fix [`Edit::OtherParser`] reads from `raw_text` (the original exchange's raw
@@ -492,6 +527,7 @@ mod tests {
         let v = fixed_request(
             &Edit::ForceNamedTool {
                 tool: "get_time".into(),
+                prefill: None,
             },
             Api::Openai,
             "/v1/chat/completions",
@@ -506,6 +542,7 @@ mod tests {
         let v = fixed_request(
             &Edit::ForceNamedTool {
                 tool: "get_time".into(),
+                prefill: Some("<tool_call>\n".into()),
             },
             Api::Anthropic,
             "/v1/messages",
@@ -518,6 +555,11 @@ mod tests {
             json!([{"name": "get_time", "input_schema": {"type": "object"}}])
         );
         assert_eq!(v.path, "/v1/messages");
+        // the call opener as the final assistant message, which llama-server continues
+        assert_eq!(
+            v.body["messages"],
+            json!([{"role": "assistant", "content": "<tool_call>\n"}])
+        );
     }
 
     #[test]
@@ -527,6 +569,8 @@ mod tests {
         let v = fixed_request(
             &Edit::OtherApi {
                 path: "/v1/chat/completions".into(),
+                tool: None,
+                prefill: None,
             },
             Api::Anthropic,
             "/v1/messages",
@@ -536,6 +580,31 @@ mod tests {
         assert_eq!(v.path, "/v1/chat/completions");
         assert_eq!(v.body["tool_choice"], json!("none"));
         assert_eq!(v.body["tools"][0]["function"]["name"], "get_time");
+        // a named choice: only that tool, "required", the opener prefilled after the
+        // converted messages
+        let named = json!({"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+            "tool_choice": {"type": "tool", "name": "get_time"},
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}, {"name": "get_time", "input_schema": {"type": "object"}}]});
+        let v = fixed_request(
+            &Edit::OtherApi {
+                path: "/v1/chat/completions".into(),
+                tool: Some("get_time".into()),
+                prefill: Some("<tool_call>\n".into()),
+            },
+            Api::Anthropic,
+            "/v1/messages",
+            &named,
+        )
+        .unwrap();
+        assert_eq!(v.body["tool_choice"], json!("required"));
+        assert_eq!(v.body["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(v.body["tools"][0]["function"]["name"], "get_time");
+        let msgs = v.body["messages"].as_array().unwrap();
+        assert_eq!(
+            msgs.last().unwrap(),
+            &json!({"role": "assistant", "content": "<tool_call>\n"})
+        );
+        assert_eq!(msgs[msgs.len() - 2]["role"], "user");
     }
 
     #[test]

@@ -331,6 +331,11 @@ fn plan(
             body: request.clone(),
         }),
     }];
+    let session_template = header
+        .props
+        .as_ref()
+        .and_then(|p| p.get("chat_template"))
+        .and_then(Value::as_str);
     let attached: Vec<&Fix> = analysed
         .findings
         .iter()
@@ -347,7 +352,7 @@ fn plan(
             }
             if args.template.is_some() && !wanted.iter().any(|(w, _)| w.id() == "template") {
                 wanted.extend(
-                    crate::diagnose::fix::by_id("template", api, request).map(|f| (f, false)),
+                    crate::diagnose::fix::by_id("template", api, request, None).map(|f| (f, false)),
                 );
             }
             continue;
@@ -366,7 +371,7 @@ fn plan(
             .iter()
             .find(|f| f.id() == id)
             .map(|f| (*f).clone())
-            .or_else(|| crate::diagnose::fix::by_id(id, api, request))
+            .or_else(|| crate::diagnose::fix::by_id(id, api, request, session_template))
             .with_context(|| {
                 format!(
                     "--fix {id}: no finding of exchange #{} has it and it does not apply to this request (the findings' fixes: {})",

@@ -16,11 +16,20 @@
 //!   applied by the client to the answer (llama-server build 11434 searches them in the whole
 //!   generated text, reasoning included: tools/server/server-context.cpp).
 //! * `tool_choice.named_ignored` (and `tool_choice.required_ignored` for a named choice): only
-//!   the named tool offered, with a call forced (`"required"` / `{"type":"any"}`): llama-server
-//!   build 11434 reads a named tool_choice on no API — `/v1/chat/completions` reads
-//!   `tool_choice` as a string only (tools/server/server-common.cpp
-//!   `oaicompat_chat_params_parse`: an object falls back to `"auto"`), `/v1/messages` maps
-//!   `{"type":"tool"}` to `"required"` and drops the name (tools/server/server-chat.cpp).
+//!   the named tool offered, with a call forced (`"required"` / `{"type":"any"}`) and, for a
+//!   template whose call opener toolscope knows (Hermes `<tool_call>\n`), that opener
+//!   prefilled as a final assistant message: llama-server build 11434 reads a named
+//!   tool_choice on no API — `/v1/chat/completions` reads `tool_choice` as a string only
+//!   (tools/server/server-common.cpp `oaicompat_chat_params_parse`: an object falls back to
+//!   `"auto"`), `/v1/messages` maps `{"type":"tool"}` to `"required"` and drops the name
+//!   (tools/server/server-chat.cpp). `"required"` alone does not put the call first: its
+//!   grammar is `reasoning? content-until(<tool_call>)? tool-call` (common/
+//!   chat-auto-parser-generator.cpp `build_tool_parser_json_native`), so the model may write
+//!   text up to the token limit. With the opener prefilled, the server continues the final
+//!   assistant message (`prefill_assistant`, server-common.cpp), and the non-lazy tool-call
+//!   grammar is fed the generation prompt including the prefill (common/sampling.cpp,
+//!   `common_grammar_needs_prefill`), so the next tokens can only complete a call to the one
+//!   tool offered.
 //! * `tool_choice.none_ignored`: on `/v1/messages` the same request through
 //!   `/v1/chat/completions` (build 11434's conversion drops `{"type":"none"}`), on the OpenAI
 //!   API the tools removed.
@@ -84,10 +93,13 @@ pub fn attach(cx: &ExchangeContext, findings: &mut [Finding]) {
 /// (when the request has stop strings), `force_named_tool` (a named tool_choice), `other_api`
 /// (an Anthropic request), `drop_tools` (a request with tools), `max_tokens` (4× the request's
 /// limit, at least 256; 4096 without one). `None` when it does not apply (or needs the
-/// exchange's render or raw text: `flatten_schemas`, `other_parser`).
-pub fn by_id(id: &str, api: Api, request: &Value) -> Option<Fix> {
+/// exchange's render or raw text: `flatten_schemas`, `other_parser`). `template`: the
+/// session's chat template source, which gives the call opener of `force_named_tool` and
+/// `other_api` ([`call_opener`]).
+pub fn by_id(id: &str, api: Api, request: &Value, template: Option<&str>) -> Option<Fix> {
     let cx = ExchangeContext {
         request: Some(request.clone()),
+        template: template.map(str::to_owned),
         ..ExchangeContext::new(api)
     };
     match id {
@@ -100,17 +112,7 @@ pub fn by_id(id: &str, api: Api, request: &Value) -> Option<Fix> {
         )),
         "stop_client_side" => stop_fix(&cx),
         "force_named_tool" => named_fix(&cx),
-        "other_api" if api == Api::Anthropic => {
-            let choice = ToolChoice::describe(request);
-            Some(Fix::new(
-                Edit::OtherApi {
-                    path: "/v1/chat/completions".into(),
-                },
-                format!(
-                    "the same request through /v1/chat/completions (converted as the engine converts it), tool_choice {choice} in OpenAI form"
-                ),
-            ))
-        }
+        "other_api" if api == Api::Anthropic => Some(other_api_fix(&cx)),
         "drop_tools" if request.get("tools").is_some() => Some(Fix::new(
             Edit::DropTools,
             "the request's `tools` (and `tool_choice`) removed",
@@ -202,7 +204,30 @@ fn stop_fix(cx: &ExchangeContext) -> Option<Fix> {
     ))
 }
 
-/// A named tool_choice the engine did not honour: only that tool, a call forced.
+/// The text that opens a tool call in `template`'s call format, as llama-server b11434's
+/// tool-call grammar for it accepts it (common/chat-auto-parser-generator.cpp: the section
+/// literal, then optional whitespace, then the call's JSON): Hermes `<tool_call>\n`. `None` for
+/// the other formats (their grammars are not checked here).
+pub fn call_opener(template: Option<&str>) -> Option<&'static str> {
+    match crate::parser::Syntax::detect_from_template(template?)? {
+        crate::parser::Syntax::Hermes => Some("<tool_call>\n"),
+        _ => None,
+    }
+}
+
+/// What the prefill adds to a fix's description.
+fn prefill_note(prefill: Option<&str>) -> String {
+    match prefill {
+        Some(p) => format!(
+            ", and the call opener {p:?} prefilled as a final assistant message, so the engine's non-lazy tool-call grammar (fed the prefill) can only complete a call"
+        ),
+        None => ", no call opener known for this template (text may come before the forced call)"
+            .to_owned(),
+    }
+}
+
+/// A named tool_choice the engine did not honour: only that tool, a call forced, its opener
+/// prefilled.
 fn named_fix(cx: &ExchangeContext) -> Option<Fix> {
     let ToolChoice::Named(tool) = ToolChoice::from_request(cx.api, cx.request_or_null()) else {
         return None;
@@ -214,12 +239,54 @@ fn named_fix(cx: &ExchangeContext) -> Option<Fix> {
         Api::Anthropic => "tool_choice {\"type\":\"any\"}",
         _ => "tool_choice \"required\"",
     };
+    let prefill = call_opener(cx.template.as_deref());
     Some(Fix::new(
-        Edit::ForceNamedTool { tool: tool.clone() },
+        Edit::ForceNamedTool {
+            tool: tool.clone(),
+            prefill: prefill.map(str::to_owned),
+        },
         format!(
-            "only {tool:?} offered in `tools`, with {forced}: a forced call the engine honours (llama-server b11434 reads no named tool_choice on either API)"
+            "only {tool:?} offered in `tools`, with {forced}{} (llama-server b11434 reads no named tool_choice on either API)",
+            prefill_note(prefill)
         ),
     ))
+}
+
+/// An Anthropic request through `/v1/chat/completions`; a named choice as only that tool,
+/// `"required"` and the call opener prefilled (b11434's chat endpoint reads no object).
+fn other_api_fix(cx: &ExchangeContext) -> Fix {
+    let choice = ToolChoice::from_request(cx.api, cx.request_or_null());
+    let (tool, prefill, how) = match &choice {
+        ToolChoice::Named(t) if cx.tool_names().contains(t) => {
+            let prefill = call_opener(cx.template.as_deref());
+            (
+                Some(t.clone()),
+                prefill,
+                format!(
+                    "only {t:?} offered, tool_choice \"required\"{} (llama-server b11434's /v1/chat/completions reads tool_choice as a string only)",
+                    prefill_note(prefill)
+                ),
+            )
+        }
+        _ => (
+            None,
+            None,
+            format!(
+                "tool_choice {} in OpenAI form",
+                ToolChoice::describe(cx.request_or_null())
+            ),
+        ),
+    };
+    Fix::new(
+        Edit::OtherApi {
+            path: "/v1/chat/completions".into(),
+            tool,
+            prefill: prefill.map(str::to_owned),
+        },
+        format!(
+            "the same request through /v1/chat/completions (converted as the engine converts it), {how}"
+        ),
+    )
 }
 
 /// `tool_choice: none` the engine did not honour.
@@ -228,6 +295,8 @@ fn none_fix(cx: &ExchangeContext) -> Option<Fix> {
         Api::Anthropic => Some(Fix::new(
             Edit::OtherApi {
                 path: "/v1/chat/completions".into(),
+                tool: None,
+                prefill: None,
             },
             "the same request through /v1/chat/completions (converted), where tool_choice \"none\" is read (llama-server b11434's /v1/messages conversion drops {\"type\":\"none\"})",
         )),

@@ -11,8 +11,9 @@
 //!   fixed run reports `stop.in_reasoning`, and the reasoning runs past the point where the
 //!   stop string cut it;
 //! * b (SmolLM2 + Qwen3, `/v1/messages` with `tool_choice {"type":"tool","name":"get_time"}`,
-//!   `tool_choice.named_ignored`): every fixed run calls `get_time`, and only it — the server's
-//!   grammar forces it;
+//!   `tool_choice.named_ignored`): every fixed run, on `/v1/messages` (`force_named_tool`) and
+//!   on `/v1/chat/completions` (`other_api`), calls `get_time`, and only it — the server's
+//!   non-lazy grammar, fed the prefilled call opener, forces it;
 //! * a reply cut by `max_tokens` (the a-session request with `max_tokens: 12`): no fixed run
 //!   ends with `finish_reason: "length"`.
 
@@ -248,16 +249,41 @@ fn tool_choice_fix_calls_the_named_tool() {
             "{run:#}"
         );
     }
-    for run in runs(variant(&r, "force_named_tool")) {
-        let calls = run["calls"].as_array().unwrap();
-        assert!(!calls.is_empty(), "a forced call: {run:#}");
-        for c in calls {
-            assert!(c.as_str().unwrap().starts_with("get_time("), "{run:#}");
+    // Both fixes carry the Hermes call opener (the Qwen3 template's `<tool_call>`) as an
+    // assistant prefill: under "required" llama-server b11434's tool-call grammar is not lazy
+    // and is fed the prefill (common/sampling.cpp), so every run completes a call, and with
+    // only `get_time` offered it is a call to `get_time`.
+    let b_fix = variant(&r, "force_named_tool");
+    assert_eq!(b_fix["fix"]["prefill"], "<tool_call>\n", "{b_fix:#}");
+    let other = variant(&r, "other_api");
+    assert_eq!(
+        (&other["fix"]["tool"], &other["fix"]["prefill"]),
+        (
+            &serde_json::json!("get_time"),
+            &serde_json::json!("<tool_call>\n")
+        ),
+        "{other:#}"
+    );
+    for name in ["force_named_tool", "other_api"] {
+        for run in runs(variant(&r, name)) {
+            let calls = run["calls"].as_array().unwrap();
+            assert!(!calls.is_empty(), "{name}: a forced call: {run:#}");
+            for c in calls {
+                assert!(
+                    c.as_str().unwrap().starts_with("get_time("),
+                    "{name}: {run:#}"
+                );
+            }
+            assert!(
+                !run["rules"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == "tool_choice.named_ignored"),
+                "{name}: the named tool honoured: {run:#}"
+            );
         }
     }
-    // /v1/chat/completions with the OpenAI named form runs too; build 11434 reads it as
-    // "auto" (server-common.cpp), which the tally shows — not asserted (the model decides).
-    runs(variant(&r, "other_api"));
 }
 
 #[test]
