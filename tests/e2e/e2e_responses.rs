@@ -474,8 +474,9 @@ fn codex() -> Option<PathBuf> {
 /// (`-c 32768`), in a temporary folder with a temporary `CODEX_HOME`: every exchange it made
 /// is `complete` (Codex closes after `response.completed`), carries Codex's request (input
 /// items, `reasoning`, its tools — the `namespace` and `web_search` ones dropped by the
-/// server, whose log says so), the server render and the slot's raw text; `toolscope check`
-/// exits non-zero.
+/// server, whose log says so), the server render and the slot's raw text; the analysis reports
+/// exactly the tools the server log says were skipped as `input.tool_dropped`, reads the input
+/// items and reasoning settings and has the reply; `toolscope check` exits 1 (findings).
 #[test]
 #[ignore = "e2e: needs llama-server"]
 fn codex_exec_through_the_proxy_to_llama_server() {
@@ -567,6 +568,12 @@ fn codex_exec_through_the_proxy_to_llama_server() {
         log.contains("unsupported Responses tool type"),
         "the server dropped Codex's non-function tools: {log}"
     );
+    // The server log is the independent source of what was dropped: the tool types it
+    // skipped (tools/server/server-chat.cpp, one line per tool per request).
+    let skipped = skipped_tool_types(&log);
+    for ex in &responses {
+        codex_exchange_analysed(&s, ex, &skipped);
+    }
     let check = Command::new(support::bin())
         .args(["check", "--format", "json"])
         .arg(&session)
@@ -574,5 +581,119 @@ fn codex_exec_through_the_proxy_to_llama_server() {
         .unwrap();
     let report: Value = serde_json::from_slice(&check.stdout).unwrap();
     eprintln!("{report:#}");
-    assert_ne!(check.status.code(), Some(0), "check finds what went wrong");
+    assert_eq!(
+        check.status.code(),
+        Some(1),
+        "check exits 1 on findings: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let dropped_in_report = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            report["exchanges"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|e| e["findings"].as_array().into_iter().flatten()),
+        )
+        .filter(|f| f["rule"] == "input.tool_dropped")
+        .count();
+    assert!(dropped_in_report >= 2, "{report:#}");
+}
+
+/// The tool types llama-server's log says it skipped (`unsupported Responses tool type 'T'
+/// skipped`), deduplicated, sorted.
+fn skipped_tool_types(log: &str) -> std::collections::BTreeSet<String> {
+    log.lines()
+        .filter_map(|l| l.split("unsupported Responses tool type '").nth(1))
+        .filter_map(|r| r.split('\'').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One Codex exchange as the inspector analyses it: exactly one `input.tool_dropped` finding
+/// per tool whose type the server log says it skipped, naming the tool (its `name`, else its
+/// type: `multi_agent_v1` and `web_search`); the input items and `reasoning` settings read;
+/// the reply (text, or the slot's raw text) present.
+fn codex_exchange_analysed(
+    s: &Session,
+    ex: &Exchange,
+    skipped: &std::collections::BTreeSet<String>,
+) {
+    let a = analysed(s, ex);
+    let req = a.request.as_ref().expect("the analysis reads the request");
+    // the tools the log names, looked up in the request
+    let want: std::collections::BTreeSet<String> = req["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| {
+            let ty = t["type"].as_str()?;
+            skipped
+                .contains(ty)
+                .then(|| t["name"].as_str().unwrap_or(ty).to_owned())
+        })
+        .collect();
+    assert_eq!(
+        want,
+        ["multi_agent_v1", "web_search"]
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
+        "{skipped:?}"
+    );
+    let dropped: Vec<&toolscope::finding::Finding> = a
+        .findings
+        .iter()
+        .filter(|f| {
+            f.rule == Rule::InputToolDropped
+                && f.evidence.pane == Some(toolscope::finding::Pane::Tools)
+        })
+        .collect();
+    let named: std::collections::BTreeSet<String> = dropped
+        .iter()
+        .map(|f| {
+            let ptr = f.evidence.pointer.as_deref().unwrap();
+            let t = req.pointer(ptr).unwrap_or_else(|| panic!("{ptr}"));
+            t["name"]
+                .as_str()
+                .or(t["type"].as_str())
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(dropped.len(), 2, "#{}: {dropped:?}", ex.id);
+    assert_eq!(named, want, "#{}: {dropped:?}", ex.id);
+    assert_eq!(
+        dropped
+            .iter()
+            .find(|f| f.evidence.tool.is_some())
+            .and_then(|f| f.evidence.tool.as_deref()),
+        Some("multi_agent_v1")
+    );
+    // input items and reasoning settings, as analysed
+    let items = req["input"].as_array().unwrap();
+    let roles: Vec<&str> = items.iter().filter_map(|i| i["role"].as_str()).collect();
+    assert!(
+        roles.contains(&"developer") && roles.contains(&"user"),
+        "{roles:?}"
+    );
+    assert!(req["reasoning"].is_object(), "{}", req["reasoning"]);
+    // the reply: its text or the slot's raw text
+    let m = a.message.as_ref().expect("the reply is analysed");
+    let raw = a.raw.as_ref().and_then(|r| r.text()).unwrap_or("");
+    assert!(
+        !m.content.is_empty() || !m.tool_calls.is_empty() || !raw.is_empty(),
+        "#{}: {m:?} {:?}",
+        ex.id,
+        a.raw
+    );
+    assert!(
+        !raw.is_empty(),
+        "#{}: the slot's raw text: {:?}",
+        ex.id,
+        a.raw
+    );
 }
