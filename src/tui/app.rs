@@ -386,6 +386,15 @@ impl<B: Backend> Tui<B> {
                     !done
                 });
             }
+            Effect::Loop { epoch } => {
+                let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
+                    return;
+                };
+                self.worker.spawn(Priority::Screen, move |tx| {
+                    let data = Arc::new(super::screen::loop_view::compute(&src));
+                    let _ = tx.send(Message::Looped { epoch, data });
+                });
+            }
             Effect::Analyze { epoch, row } => {
                 let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
                     return;

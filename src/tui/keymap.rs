@@ -60,6 +60,8 @@ pub enum Action {
     /// Replay pane: scroll the right half (the server stream, or the engines view) down / up.
     SideDown,
     SideUp,
+    /// The loop view: the session's conversations, turns, calls and results (toggle).
+    LoopView,
 }
 
 impl Action {
@@ -100,6 +102,8 @@ pub enum Ctx {
     Findings,
     /// The side-by-side diff view (opened from the Template pane).
     Diff,
+    /// The loop view (`L`).
+    Loop,
 }
 
 /// A key with modifiers (shift folded into the character for printable keys).
@@ -296,7 +300,7 @@ impl Default for Keymap {
                 Action::Top,
                 &["g", "home"],
                 &[
-                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff,
+                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff, Loop,
                 ],
                 "first",
                 false,
@@ -305,7 +309,7 @@ impl Default for Keymap {
                 Action::Bottom,
                 &["G", "end"],
                 &[
-                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff,
+                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff, Loop,
                 ],
                 "last",
                 false,
@@ -485,6 +489,27 @@ impl Default for Keymap {
                 true,
             ),
             b(Action::Wrap, &["w"], &[Detail], "wrap long lines", true),
+            b(
+                Action::LoopView,
+                &["L"],
+                &[List, Detail],
+                "loop view: conversations, turns, calls → results",
+                true,
+            ),
+            b(
+                Action::Select,
+                &["enter"],
+                &[Loop],
+                "open this exchange's panes",
+                true,
+            ),
+            b(
+                Action::Back,
+                &["q", "esc", "L"],
+                &[Loop],
+                "close the loop view",
+                true,
+            ),
             b(
                 Action::Layout,
                 &["-"],

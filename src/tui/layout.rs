@@ -105,7 +105,7 @@ pub fn tab_ranges() -> Vec<(u16, u16)> {
 /// Help text lines, grouped by context, from the keymap.
 pub fn help_lines(keymap: &Keymap, theme: &Theme) -> Vec<Line<'static>> {
     let st = &theme.styles;
-    let groups: [(&str, Ctx); 10] = [
+    let groups: [(&str, Ctx); 11] = [
         ("Everywhere", Ctx::Global),
         ("Session browser", Ctx::Browser),
         ("Exchanges list", Ctx::List),
@@ -116,6 +116,7 @@ pub fn help_lines(keymap: &Keymap, theme: &Theme) -> Vec<Line<'static>> {
         ("Replay", Ctx::Replay),
         ("Findings", Ctx::Findings),
         ("Diff view (d in Template)", Ctx::Diff),
+        ("Loop view (L)", Ctx::Loop),
     ];
     let mut lines = Vec::new();
     for (name, ctx) in groups {

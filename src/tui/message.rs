@@ -39,6 +39,11 @@ pub enum Message {
     /// A live recorder event from `toolscope proxy` (applied in place; bursts of chunks share
     /// one frame).
     Record(crate::record::recorder::RecordEvent),
+    /// The session's loop, for the loop view.
+    Looped {
+        epoch: u64,
+        data: Arc<super::screen::loop_view::LoopData>,
+    },
 }
 
 /// Work the state asks the controller to start. Effects never block the UI task.
@@ -60,4 +65,7 @@ pub enum Effect {
     /// Survey the browser's session files in the background (index each, count its exchanges,
     /// analyse them for the worst finding), one file per slice.
     Survey { paths: Vec<PathBuf> },
+    /// Compute the current session's loop ([`super::screen::loop_view::compute`]) for the loop
+    /// view.
+    Loop { epoch: u64 },
 }

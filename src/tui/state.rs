@@ -18,6 +18,7 @@ use super::message::{Effect, Message};
 use super::screen::browser::{Browser, BrowserEntry};
 use super::screen::findings::{findings_of, jump_to_evidence};
 use super::screen::list::{Filter, put_summary, row_text, select_row};
+use super::screen::loop_view;
 use super::screen::replay::replay_action;
 use super::screen::template::{DiffView, diff_action, diff_unavailable};
 use super::screen::tools;
@@ -145,6 +146,8 @@ pub struct SessionView {
     pub live_dirty: std::collections::HashSet<usize>,
     /// The selected exchange changed while its analysis was running.
     pub analysis_stale: bool,
+    /// The loop view (`L`), when open.
+    pub loop_view: Option<super::screen::loop_view::LoopView>,
 }
 
 /// Indexing progress.
@@ -323,6 +326,7 @@ impl State {
             live_pending: Default::default(),
             live_dirty: Default::default(),
             analysis_stale: false,
+            loop_view: None,
             source,
         });
         self.screen = Screen::Session;
@@ -386,6 +390,7 @@ impl State {
     /// Contexts for key lookup, most specific first.
     pub fn contexts(&self) -> Vec<Ctx> {
         match (self.screen, &self.session) {
+            (Screen::Session, Some(s)) if s.loop_view.is_some() => vec![Ctx::Loop],
             (Screen::Session, Some(s)) => match s.focus {
                 Focus::List => vec![Ctx::List],
                 Focus::Detail if s.pane == Pane::Template && s.diff.is_some() => vec![Ctx::Diff],
@@ -481,6 +486,12 @@ impl State {
                 Vec::new()
             }
             Message::Record(ev) => self.on_record(ev),
+            Message::Looped { epoch, data } if epoch == self.epoch => {
+                if let Some(v) = self.session.as_mut().and_then(|s| s.loop_view.as_mut()) {
+                    v.set(data, &self.theme);
+                }
+                Vec::new()
+            }
             Message::Surveyed { path, survey } => {
                 if let Some(e) = self
                     .browser
@@ -701,6 +712,18 @@ impl State {
             return Vec::new();
         };
         let theme = self.theme.clone();
+        if s.loop_view.is_some() {
+            let vh = loop_height(self.size, self.layout);
+            let (fx, status) =
+                loop_view::action(s, action, vh, |s| select_row(s, epoch, lh, &theme, ph));
+            if status.is_some() {
+                self.status = status;
+            }
+            return fx;
+        }
+        if action == Action::LoopView {
+            return loop_view::open(s, epoch);
+        }
         if s.focus == Focus::Detail && s.pane == Pane::Template && s.diff.is_some() {
             diff_action(s, action, ph);
             return Vec::new();
@@ -1070,6 +1093,16 @@ impl State {
         };
         findings_of(s)
     }
+}
+
+/// Lines the loop view shows: the list's top to the pane's bottom, less the borders.
+fn loop_height(size: (u16, u16), layout: ListLayout) -> usize {
+    let shape = layout::Shape {
+        session_rows: Some(0),
+        layout,
+    };
+    let a = layout::areas(Rect::new(0, 0, size.0, size.1), shape);
+    a.pane.bottom().saturating_sub(a.list.y).saturating_sub(2) as usize
 }
 
 pub(crate) fn rebuild(s: &mut SessionView, pane: Pane, theme: &Theme) {

@@ -8,6 +8,7 @@
 mod support;
 
 mod tui_app;
+mod tui_loop;
 mod tui_panes;
 mod tui_raw_replay;
 mod tui_replay_engines;

@@ -10,6 +10,7 @@
 //! * [`stream`] — the Stream pane.
 //! * [`replay`] — the Replay pane; [`engines`] — its engines view; [`side`] — its right half.
 //! * [`findings`] — the Findings pane.
+//! * [`loop_view`] — the loop view (`L`): conversations, turns, calls and their results.
 //! * [`help`] — the `?` overlay; [`status`] — header and footer.
 //! * [`widgets`] — pieces they share.
 
@@ -18,6 +19,7 @@ pub mod engines;
 pub mod findings;
 pub mod help;
 pub mod list;
+pub mod loop_view;
 pub mod replay;
 pub mod side;
 pub mod status;
