@@ -332,3 +332,127 @@ fn serve_keeps_recording_after_its_stdout_closes_and_its_log_is_shown() {
     let recorded = std::fs::read_to_string(&unmatched).unwrap();
     assert_eq!(recorded.lines().count(), 1 + 7, "{recorded}");
 }
+
+/// A fake OpenAI upstream on loopback: answers every request (at most 64, then stops) with one
+/// chat completion and closes the connection. Returns its `http://` URL.
+fn fake_upstream() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in l.incoming().take(64) {
+            let Ok(mut s) = conn else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            // the head, then `content-length` bytes of body
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            let head_end = loop {
+                match std::io::Read::read(&mut s, &mut buf) {
+                    Ok(0) | Err(_) => break None,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+                if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(i + 4);
+                }
+            };
+            let Some(head_end) = head_end else { continue };
+            let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            while got.len() < head_end + len {
+                match std::io::Read::read(&mut s, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = r#"{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}"#;
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// Issue #27 item 6 for the proxy (`toolscope proxy --headless … | head -n 1`): after its
+/// stdout closes, the proxy keeps forwarding and recording; SIGINT ends it with exit 0, no
+/// panic, and every one of the 6 exchanges in the session.
+#[test]
+fn proxy_keeps_recording_after_its_stdout_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("p.jsonl");
+    let upstream = fake_upstream();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(support::bin())
+        .args(["proxy", "--headless", "--upstream", &upstream, "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--session")
+        .arg(&session)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the start line on stderr says it listens
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("toolscope proxy"), "{line}");
+    let send = |i: usize| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let body = format!(r#"{{"model":"m{i}","messages":[{{"role":"user","content":"hi"}}]}}"#);
+        write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut s, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let first = send(0);
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    // one per-exchange line, then stdout closed (`| head -n 1`)
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut l = String::new();
+    out.read_line(&mut l).unwrap();
+    assert!(!l.is_empty(), "no per-exchange line");
+    drop(out);
+    for i in 1..6 {
+        let reply = send(i);
+        assert!(reply.starts_with("HTTP/1.1 200"), "request {i}: {reply}");
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -INT");
+    let status = support::wait_guarded(&mut child, Duration::from_secs(60), "proxy after SIGINT");
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    assert!(!rest.contains("panicked"), "{rest}");
+    assert_eq!(status.code(), Some(0), "{rest}");
+    let recorded = std::fs::read_to_string(&session).unwrap();
+    let models: Vec<String> = recorded
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "exchange")
+        .filter_map(|v| {
+            let body: serde_json::Value =
+                serde_json::from_str(v["request"]["body"]["text"].as_str()?).ok()?;
+            Some(body["model"].as_str()?.to_owned())
+        })
+        .collect();
+    let want: Vec<String> = (0..6).map(|i| format!("m{i}")).collect();
+    assert_eq!(models, want, "{recorded}");
+}

@@ -221,6 +221,105 @@ async fn inner_inspector_on_hostile_session() {
     assert!(screen.contains("template budget"), "{screen}");
 }
 
+/// tests/data/replay/ollama-docs.jsonl with every `ollama_show` template replaced by Go's
+/// `{{range 1000000000000}}{{end}}` (issue #27 item 1: collected before the first step it asked
+/// for 48 TB and aborted `open` with exit 134).
+fn session_with_hostile_show(dir: &Path) -> PathBuf {
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/replay/ollama-docs.jsonl"),
+    )
+    .unwrap();
+    let mut out = String::new();
+    for line in src.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["kind"] == "ollama_show" {
+            v["show"]["template"] = "{{range 1000000000000}}{{end}}".into();
+        }
+        out.push_str(&format!("{v}\n"));
+    }
+    let p = dir.join("hostile-show.jsonl");
+    std::fs::write(&p, out).unwrap();
+    p
+}
+
+/// `open` on an Ollama session whose `/api/show` template is the hostile Go `range`: the
+/// inspector opens, analyses exchange #1 and shows the budget failure as a finding, under the
+/// same `prlimit --as` as the Jinja session above.
+#[test]
+fn inspector_opens_the_hostile_ollama_show_session_under_a_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = session_with_hostile_show(dir.path());
+    let out = run_guarded(
+        Command::new("prlimit")
+            .arg(AS_LIMIT)
+            .arg("--")
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "safe_inputs::inner_inspector_on_hostile_ollama_show",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("TOOLSCOPE_TEST_SESSION", &hostile),
+        GUARD,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+#[tokio::test]
+#[ignore = "run by inspector_opens_the_hostile_ollama_show_session_under_a_memory_limit"]
+async fn inner_inspector_on_hostile_ollama_show() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use toolscope::tui::keymap::{Key, Keymap};
+    use toolscope::tui::theme::Theme;
+    use toolscope::tui::{State, Tui};
+    let Some(path) = std::env::var_os("TOOLSCOPE_TEST_SESSION") else {
+        return;
+    };
+    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
+    let mut state = State::new(Keymap::default(), theme, (110, 34));
+    let fx = state.open_files(vec![PathBuf::from(path)], None);
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(110, 34)).unwrap(),
+        state,
+        true,
+    );
+    tui.run_effects(fx);
+    let key = |k: &str| {
+        let key = Key::parse(k).unwrap();
+        Ok(crossterm::event::Event::Key(crossterm::event::KeyEvent {
+            code: key.code,
+            modifiers: key.mods,
+            kind: crossterm::event::KeyEventKind::Press,
+            state: crossterm::event::KeyEventState::NONE,
+        }))
+    };
+    // the Template pane, then the Findings pane (every pane that renders the template)
+    tui.run(futures::stream::iter(vec![key("3"), key("1")]))
+        .await
+        .unwrap();
+    let a = tui.state.analysis().expect("exchange analysed");
+    assert_eq!(a.exchange.id, 1);
+    // check names the same failure for #1: `template.render_error … template budget: more
+    // than 4000000 steps` (the Go interpreter's step budget)
+    assert!(
+        a.findings
+            .iter()
+            .any(|f| f.message.contains("template budget")),
+        "{:#?}",
+        a.findings
+    );
+}
+
 /// A session whose recorded content carries OSC 52 (clipboard) and OSC 0 (title) sequences:
 /// in the client's model field, a message, and the model's reply (a leaked tool call, which
 /// `check` quotes in its finding).
