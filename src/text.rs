@@ -9,8 +9,9 @@
 //! messages) goes through [`visible`] or [`visible_line`], which show such characters instead of
 //! sending them: `ESC` becomes the four characters `\x1b`.
 //!
-//! Only what is printed changes: recorded bytes and JSON output stay untouched (JSON escapes
-//! C0 controls itself, RFC 8259 §7).
+//! Only what is printed changes: recorded bytes stay untouched. JSON output escapes C0 controls
+//! itself (RFC 8259 §7); [`json_visible`] writes the rest of the set above as JSON `\uXXXX`
+//! escapes, the same JSON value in a form a terminal cannot obey.
 //!
 //! Escaped (as `\xNN` for code points below U+0100, `\u{NNNN}` above):
 //! * C0 controls U+0000–U+001F except `\n` and `\t` in [`visible`] (all of them in
@@ -76,6 +77,38 @@ pub fn visible(s: &str) -> Cow<'_, str> {
 /// ```
 pub fn visible_line(s: &str) -> Cow<'_, str> {
     escape(s, false)
+}
+
+/// Serialised JSON `s` (serde_json's output) with DEL, the C1 controls and the bidirectional
+/// overrides and isolates written as `\uXXXX` escapes (RFC 8259 §7): the same JSON value, but
+/// nothing in it a terminal obeys (serde_json leaves these characters raw). Valid only on
+/// serialised JSON, where such characters can stand only inside strings. Borrowed when nothing
+/// changes.
+///
+/// ```
+/// assert_eq!(toolscope::text::json_visible("{\"a\":\"x\u{9b}2J\u{202e}\"}"), "{\"a\":\"x\\u009b2J\\u202e\"}");
+/// ```
+pub fn json_visible(s: &str) -> Cow<'_, str> {
+    let hostile = |c: char| c > '\u{7e}' && must_escape(c, true);
+    let Some(first) = s.find(hostile) else {
+        return Cow::Borrowed(s);
+    };
+    let mut out = String::with_capacity(s.len() + 8);
+    out.push_str(&s[..first]);
+    for c in s[first..].chars() {
+        if hostile(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Writes serialised JSON `s` to stdout through [`json_visible`]; see [`print_out_raw`] for a
+/// closed stdout.
+pub fn print_json(s: &str) -> bool {
+    print_out_raw(&json_visible(s))
 }
 
 /// Set once stdout is found closed ([`print_out`]).

@@ -863,6 +863,7 @@ impl<W: std::io::Write> ReportWriter<W> {
 /// stands inside `{"key": [ … ]}` in serde_json's pretty output. JSON strings never hold a raw
 /// newline (it is escaped), so every newline is a line break of the layout.
 fn write_indented(out: &mut impl std::io::Write, pretty: &str) -> std::io::Result<()> {
+    let pretty = crate::text::json_visible(pretty);
     out.write_all(b"    ")?;
     for (i, line) in pretty.split('\n').enumerate() {
         if i > 0 {

@@ -107,12 +107,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Text => {
             crate::text::print_out(&format_report(&run, &args.url));
         }
-        Format::Json => crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"url": args.url, "build_info": run.build_info, "session": run.session, "results": run.results})
-            )?
-        ),
+        Format::Json => {
+            crate::text::print_json(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(
+                    &serde_json::json!({"url": args.url, "build_info": run.build_info, "session": run.session, "results": run.results})
+                )?
+            ));
+        }
     }
     Ok(ExitCode::from(exit_code(&run.results)))
 }

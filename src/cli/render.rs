@@ -420,7 +420,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Format::Json => {
                 let v = serde_json::json!({"prompt": prompt, "template_format": "go", "origin": source.origin});
-                crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+                crate::text::print_json(&format!(
+                    "{}
+",
+                    serde_json::to_string_pretty(&v)?
+                ));
             }
         }
         return Ok(std::process::ExitCode::SUCCESS);
@@ -438,10 +442,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::errln!("{}", crate::text::visible(&note));
     }
     match args.format {
+        // the prompt byte for byte into a pipe or file (a reference for `cmp`); on a terminal
+        // through the one sanitiser, so a template's escape sequences are shown, never obeyed
         Format::Text => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(prompt.as_bytes())?;
-            out.flush()?;
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                crate::text::print_out(&prompt);
+            } else {
+                crate::text::print_out_raw(&prompt);
+            }
         }
         Format::Json => {
             let vocab = match vocab {
@@ -468,7 +476,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|t| json!({"id": t.id, "piece": t.piece, "special": t.special}))
                 .collect();
             let out = json!({"prompt": prompt, "tokens": tokens_json, "findings": findings});
-            crate::text::print_out_raw(&format!("{}\n", serde_json::to_string_pretty(&out)?));
+            crate::text::print_json(&format!(
+                "{}
+",
+                serde_json::to_string_pretty(&out)?
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -263,6 +263,121 @@ fn hostile_text_is_shown_never_obeyed() {
     }
 }
 
+/// Issue #27 item 7 on the other subcommands that print what their input says: `parse` (a raw
+/// text with a hostile call name and content),
+/// `render --format json` (a template and request printing it: the text form writes the prompt
+/// byte for byte into a pipe, and through the sanitiser only on a terminal), `flatten` (a
+/// hostile tool name and description), `import` (a HAR whose URL and model carry
+/// it), `serve` (the damaged-line warning of a hostile session, before its bind fails), and
+/// `try` / `regenerate` against a closed port (their lines name the hostile path and model).
+/// The escapes here are raw in the files; nothing printed may carry them raw.
+#[test]
+fn hostile_text_on_every_other_subcommand_is_shown_never_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str, text: String| {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_owned()
+    };
+    let h = serde_json::to_string(HOSTILE).unwrap(); // a JSON string holding the raw escapes
+    let raw = p(
+        "raw.txt",
+        format!(
+            "{HOSTILE}<tool_call>\n{{\"name\": {h}, \"arguments\": {{\"a\": {h}}}}}\n</tool_call>"
+        ),
+    );
+    let tools = p(
+        "tools.json",
+        format!(
+            r#"[{{"type":"function","function":{{"name":{h},"description":{h},"parameters":{{"type":"object","properties":{{"a":{{"anyOf":[{{"type":"string"}},{{"type":"null"}}],"description":{h}}}}}}}}}}}]"#
+        ),
+    );
+    let template = p(
+        "t.jinja",
+        format!("{HOSTILE}{{% for m in messages %}}{{{{ m.content }}}}{{% endfor %}}"),
+    );
+    let request = p(
+        "req.json",
+        format!(r#"{{"model":{h},"messages":[{{"role":"user","content":{h}}}]}}"#),
+    );
+    let url = format!("http://127.0.0.1:9/v1/chat/completions{HOSTILE}");
+    let har = p(
+        "h.har",
+        json!({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [{
+            "startedDateTime": "2026-01-01T00:00:00.000Z", "time": 1,
+            "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "headers": [],
+                        "queryString": [], "cookies": [], "headersSize": -1, "bodySize": -1,
+                        "postData": {"mimeType": "application/json",
+                                     "text": format!(r#"{{"model":{h},"messages":[]}}"#)}},
+            "response": {"status": 200, "statusText": HOSTILE, "httpVersion": "HTTP/1.1",
+                         "headers": [], "cookies": [], "redirectURL": "", "headersSize": -1,
+                         "bodySize": -1, "content": {"size": 0, "mimeType": "application/json", "text": "{}"}},
+            "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}}]}})
+        .to_string(),
+    );
+    let good = json!({"type": "exchange", "id": 1, "started": "2026-01-01T00:00:00Z",
+        "request": {"method": "POST", "path": format!("/v1/chat/completions{HOSTILE}"),
+                    "headers": [], "body": {"text": format!(r#"{{"model":{h},"messages":[{{"role":"user","content":{h}}}]}}"#)}},
+        "response": {"status": 500, "headers": [["content-type", "application/json"]],
+                     "body": {"text": format!(r#"{{"error":{{"message":{h}}}}}"#)}},
+        "timings": {}, "outcome": "complete"});
+    let session = p(
+        "s.jsonl",
+        format!(
+            "{}\n{good}\n{}\n",
+            json!({"type": "header", "format": "toolscope-session/1", "created": "2026-01-01T00:00:00Z", "tool": "t"}),
+            format_args!(r#"{{"type":"annotation","kind":"{HOSTILE}","exchange":1}}"#)
+        ),
+    );
+    let out_session = dir.path().join("o.jsonl");
+    let o = out_session.to_str().unwrap();
+    for args in [
+        vec!["parse", &raw],
+        vec!["parse", &raw, "--tools", &tools, "--engines"],
+        vec![
+            "render",
+            "--template",
+            &template,
+            "--request",
+            &request,
+            "--format",
+            "json",
+        ],
+        vec!["flatten", &tools],
+        vec!["import", &har, "-o", o],
+        vec!["serve", &session, "--listen", "203.0.113.1:9"],
+        vec![
+            "try",
+            &session,
+            "--exchange",
+            "1",
+            "--url",
+            "http://127.0.0.1:9",
+            "--runs",
+            "1",
+            "--session",
+            o,
+        ],
+        vec![
+            "regenerate",
+            &session,
+            "--exchange",
+            "1",
+            "--url",
+            "http://127.0.0.1:9",
+        ],
+    ] {
+        let out = run(&args);
+        assert!(out.status.code().is_some(), "{args:?}: killed by a signal");
+        for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert_shown(
+                &format!("{:?} {name}", &args[..2]),
+                &String::from_utf8_lossy(bytes),
+            );
+        }
+    }
+}
+
 #[test]
 fn serve_keeps_recording_after_its_stdout_closes_and_its_log_is_shown() {
     let dir = tempfile::tempdir().unwrap();
