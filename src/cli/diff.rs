@@ -301,11 +301,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match args.format {
         Format::Json => {
-            crate::text::print_json(&format!(
-                "{}
-",
-                serde_json::to_string_pretty(&report)?
-            ));
+            crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&report)?));
         }
         Format::Text => {
             crate::text::print_out(&diff::render_text(&report));

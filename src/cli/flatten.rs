@@ -164,11 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(r) = &ranking {
                 v["ranking"] = serde_json::to_value(r)?;
             }
-            crate::text::print_json(&format!(
-                "{}
-",
-                serde_json::to_string_pretty(&v)?
-            ));
+            crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&v)?));
         }
         Format::Text => {
             crate::text::print_out(&text_report(

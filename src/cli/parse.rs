@@ -200,11 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "outcomes": engines,
             });
         }
-        crate::text::print_json(&format!(
-            "{}
-",
-            serde_json::to_string_pretty(&v)?
-        ));
+        crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&v)?));
         return Ok(ExitCode::SUCCESS);
     }
     // text

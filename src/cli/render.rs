@@ -420,11 +420,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Format::Json => {
                 let v = serde_json::json!({"prompt": prompt, "template_format": "go", "origin": source.origin});
-                crate::text::print_json(&format!(
-                    "{}
-",
-                    serde_json::to_string_pretty(&v)?
-                ));
+                crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&v)?));
             }
         }
         return Ok(std::process::ExitCode::SUCCESS);
@@ -476,11 +472,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|t| json!({"id": t.id, "piece": t.piece, "special": t.special}))
                 .collect();
             let out = json!({"prompt": prompt, "tokens": tokens_json, "findings": findings});
-            crate::text::print_json(&format!(
-                "{}
-",
-                serde_json::to_string_pretty(&out)?
-            ));
+            crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&out)?));
         }
     }
     Ok(ExitCode::SUCCESS)

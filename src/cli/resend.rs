@@ -127,11 +127,7 @@ pub fn run_session_diff(a: &Path, b: &Path, json: bool) -> anyhow::Result<ExitCo
         })
         .collect();
     if json {
-        crate::text::print_json(&format!(
-            "{}
-",
-            serde_json::to_string_pretty(&diffs)?
-        ));
+        crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&diffs)?));
     } else {
         crate::text::print_out(&crate::diff::sessions::render_text(&diffs));
     }

@@ -240,11 +240,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match args.format {
         super::Format::Json => {
-            crate::text::print_json(&format!(
-                "{}
-",
-                serde_json::to_string_pretty(&report)?
-            ));
+            crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&report)?));
         }
         super::Format::Text => {
             crate::text::print_out(&render_text(&report));
