@@ -111,6 +111,64 @@ pub fn print_json(s: &str) -> bool {
     print_out_raw(&json_visible(s))
 }
 
+/// A writer of serialised JSON that passes everything through [`json_visible`] on its way to
+/// `W` (`export` to stdout). UTF-8 sequences split between two writes are held until whole;
+/// bytes that are not UTF-8 pass unchanged.
+pub struct JsonVisibleWriter<W: std::io::Write> {
+    inner: W,
+    carry: Vec<u8>,
+}
+
+impl<W: std::io::Write> JsonVisibleWriter<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        JsonVisibleWriter {
+            inner,
+            carry: Vec::new(),
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for JsonVisibleWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.carry.extend_from_slice(buf);
+        let mut at = 0;
+        while at < self.carry.len() {
+            match std::str::from_utf8(&self.carry[at..]) {
+                Ok(s) => {
+                    self.inner.write_all(json_visible(s).as_bytes())?;
+                    at = self.carry.len();
+                }
+                Err(e) => {
+                    let ok = at + e.valid_up_to();
+                    // valid up to `ok`, so the conversion cannot fail
+                    let s = std::str::from_utf8(&self.carry[at..ok]).unwrap_or_default();
+                    self.inner.write_all(json_visible(s).as_bytes())?;
+                    match e.error_len() {
+                        // an incomplete sequence at the end: wait for the next write
+                        None => {
+                            at = ok;
+                            break;
+                        }
+                        Some(n) => {
+                            self.inner.write_all(&self.carry[ok..ok + n])?;
+                            at = ok + n;
+                        }
+                    }
+                }
+            }
+        }
+        self.carry.drain(..at);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let rest = std::mem::take(&mut self.carry);
+        self.inner.write_all(&rest)?;
+        self.inner.flush()
+    }
+}
+
 /// Set once stdout is found closed ([`print_out`]).
 static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -192,6 +250,23 @@ pub fn utf8_position(bytes: &[u8], e: &std::str::Utf8Error) -> (usize, usize, us
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn json_visible_writer_escapes_across_split_writes() {
+        use std::io::Write as _;
+        let text = "{\"a\":\"\u{85}x\u{202e}\u{e9}\"}";
+        let bytes = text.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut w = super::JsonVisibleWriter::new(Vec::new());
+            w.write_all(&bytes[..cut]).unwrap();
+            w.write_all(&bytes[cut..]).unwrap();
+            w.flush().unwrap();
+            let out = String::from_utf8(w.inner).unwrap();
+            assert_eq!(out, "{\"a\":\"\\u0085x\\u202e\u{e9}\"}", "cut at {cut}");
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(v["a"], "\u{85}x\u{202e}\u{e9}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -122,7 +122,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("{}: cannot write", p.display()))?,
         )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        // to the terminal or a pipe: the same JSON with C1 and bidi controls as `\uXXXX`
+        None => Box::new(crate::text::JsonVisibleWriter::new(
+            std::io::BufWriter::new(std::io::stdout().lock()),
+        )),
     };
     // the header as written (the HAR carries it verbatim); the analysis reads the header with
     // an engine learnt later applied, as `check` and the inspector do

@@ -215,14 +215,38 @@ pub fn call_opener(template: Option<&str>) -> Option<&'static str> {
     }
 }
 
+/// The call opener to prefill for `cx`'s request ([`call_opener`] of its template), or why
+/// none: only a `messages` array whose last entry is not already an assistant message can take
+/// a final assistant message (a request that ends with one is already a prefill, and the
+/// engine continues that text instead; a Responses `input` carries none).
+fn prefill_for(cx: &ExchangeContext) -> Result<&'static str, &'static str> {
+    let opener = call_opener(cx.template.as_deref())
+        .ok_or(", no call opener known for this template (text may come before the forced call)")?;
+    let messages = cx
+        .request_or_null()
+        .get("messages")
+        .and_then(serde_json::Value::as_array)
+        .ok_or(", no call opener prefilled (the request has no `messages` to end with one; text may come before the forced call)")?;
+    if messages
+        .last()
+        .and_then(|m| m.get("role"))
+        .and_then(serde_json::Value::as_str)
+        == Some("assistant")
+    {
+        return Err(
+            ", no call opener prefilled (the request already ends with an assistant message, which the engine continues; text may come before the forced call)",
+        );
+    }
+    Ok(opener)
+}
+
 /// What the prefill adds to a fix's description.
-fn prefill_note(prefill: Option<&str>) -> String {
+fn prefill_note(prefill: Result<&str, &str>) -> String {
     match prefill {
-        Some(p) => format!(
+        Ok(p) => format!(
             ", and the call opener {p:?} prefilled as a final assistant message, so the engine's non-lazy tool-call grammar (fed the prefill) can only complete a call"
         ),
-        None => ", no call opener known for this template (text may come before the forced call)"
-            .to_owned(),
+        Err(why) => why.to_owned(),
     }
 }
 
@@ -239,11 +263,11 @@ fn named_fix(cx: &ExchangeContext) -> Option<Fix> {
         Api::Anthropic => "tool_choice {\"type\":\"any\"}",
         _ => "tool_choice \"required\"",
     };
-    let prefill = call_opener(cx.template.as_deref());
+    let prefill = prefill_for(cx);
     Some(Fix::new(
         Edit::ForceNamedTool {
             tool: tool.clone(),
-            prefill: prefill.map(str::to_owned),
+            prefill: prefill.ok().map(str::to_owned),
         },
         format!(
             "only {tool:?} offered in `tools`, with {forced}{} (llama-server b11434 reads no named tool_choice on either API)",
@@ -258,10 +282,10 @@ fn other_api_fix(cx: &ExchangeContext) -> Fix {
     let choice = ToolChoice::from_request(cx.api, cx.request_or_null());
     let (tool, prefill, how) = match &choice {
         ToolChoice::Named(t) if cx.tool_names().contains(t) => {
-            let prefill = call_opener(cx.template.as_deref());
+            let prefill = prefill_for(cx);
             (
                 Some(t.clone()),
-                prefill,
+                prefill.ok(),
                 format!(
                     "only {t:?} offered, tool_choice \"required\"{} (llama-server b11434's /v1/chat/completions reads tool_choice as a string only)",
                     prefill_note(prefill)

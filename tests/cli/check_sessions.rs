@@ -468,3 +468,52 @@ fn shipped_findings_carry_their_fix() {
         "{report:#}"
     );
 }
+
+/// The named-tool fix prefills the call opener only where the request can take a final
+/// assistant message: shipped b (a Qwen3, Hermes-format template) gets `<tool_call>\n`; the
+/// same exchange whose request already ends with an assistant message (a prefill the engine
+/// continues) gets none, and its text says why, so `try` runs what `check` offers.
+#[test]
+fn the_named_tool_fix_prefills_only_a_request_that_can_take_it() {
+    let src = support::root().join("sessions/b-anthropic-named-tool-choice.jsonl");
+    let fix = |path: &std::path::Path| -> Value {
+        let (_, report, _) = run(&["--format", "json", &path.display().to_string()]);
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == "tool_choice.named_ignored")
+            .unwrap_or_else(|| panic!("no tool_choice.named_ignored: {report:#}"))["fix"]
+            .clone()
+    };
+    let b = fix(&src);
+    assert_eq!(b["prefill"], json!("<tool_call>\n"), "{b:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("b-prefilled.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["type"] == "exchange" {
+                let mut req: Value =
+                    serde_json::from_str(v["request"]["body"]["text"].as_str().unwrap()).unwrap();
+                req["messages"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"role": "assistant", "content": "Sure, "}));
+                v["request"]["body"]["text"] = json!(req.to_string());
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&copy, lines.join("\n") + "\n").unwrap();
+    let p = fix(&copy);
+    assert_eq!(p["id"], json!("force_named_tool"), "{p:#}");
+    assert!(p.get("prefill").is_none_or(Value::is_null), "{p:#}");
+    assert!(
+        p.to_string()
+            .contains("already ends with an assistant message"),
+        "{p:#}"
+    );
+}

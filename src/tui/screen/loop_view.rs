@@ -202,13 +202,17 @@ pub fn build(d: &LoopData, theme: &Theme) -> (Doc, Vec<u64>) {
         None,
     );
     if n == 0 {
-        b.line(
-            vec![Span::styled(
-                "  none: every call answered, no unknown result id, no repeated call, no avoidable re-prefill",
-                st.status_ok,
-            )],
-            None,
-        );
+        // `loop.call_unanswered` judges a call only when a next turn exists: a session's
+        // last reply may end with calls no request answered yet (shown `→ no result` above)
+        let open = d.conv.calls.iter().filter(|c| c.result.is_none()).count();
+        let text = if open == 0 {
+            "  none: every call answered, no unknown result id, no repeated call, no avoidable re-prefill".to_owned()
+        } else {
+            format!(
+                "  none: {open} call(s) of the last reply have no result yet (no later request to answer them); no unknown result id, no repeated call, no avoidable re-prefill"
+            )
+        };
+        b.line(vec![Span::styled(text, st.status_ok)], None);
     }
     for f in &d.findings {
         let (label, style) = match f.severity {
