@@ -8,6 +8,7 @@
 mod support;
 
 mod check_cases;
+mod claude_code_fixture;
 mod check_inputs;
 mod check_sessions;
 mod check_vocab;

@@ -120,6 +120,21 @@ pub fn prompt_contains(prompt: &str, text: &str) -> bool {
         && (prompt.contains(tail) || prompt.contains(json_escaped(tail).as_str()))
 }
 
+/// Whether a content given as two or more text parts stands in `prompt` part by part: the
+/// template or the API conversion joins parts with its own separator (llama-server b11434
+/// joins Anthropic text blocks with `\n`), so the joined text need not occur verbatim.
+fn parts_in(prompt: &str, content: Option<&Value>) -> bool {
+    let Some(parts) = content.and_then(Value::as_array) else {
+        return false;
+    };
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| p.as_str().or_else(|| p.get("text").and_then(Value::as_str)))
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    texts.len() > 1 && texts.iter().all(|t| prompt_contains(prompt, t))
+}
+
 /// `input.message_dropped`, `loop.result_unrendered` and the reasoning note. Empty without a
 /// request or a recorded render.
 pub fn dropped_messages(cx: &ExchangeContext) -> Vec<Finding> {
@@ -144,7 +159,10 @@ pub fn dropped_messages(cx: &ExchangeContext) -> Vec<Finding> {
         if !msg.reasoning.trim().is_empty() && !prompt_contains(prompt, &msg.reasoning) {
             reasoning_dropped.push(i - shift);
         }
-        if msg.text.trim().is_empty() || prompt_contains(prompt, &msg.text) {
+        if msg.text.trim().is_empty()
+            || prompt_contains(prompt, &msg.text)
+            || parts_in(prompt, m.get("content"))
+        {
             continue;
         }
         let excerpt = Some(crate::diagnose::history::short(msg.text.trim(), 120));
@@ -251,9 +269,10 @@ pub fn dropped_tools(cx: &ExchangeContext) -> Vec<Finding> {
                 .and_then(Value::as_str)
                 .is_some_and(|t| t != "function")
     };
+    let spans = request_text_spans(req, cx.api, prompt);
     tool_names(req)
         .into_iter()
-        .filter(|(name, pointer)| !word_in(prompt, name) && !converted_away(pointer))
+        .filter(|(name, pointer)| !printed(prompt, name, &spans) && !converted_away(pointer))
         .map(|(name, pointer)| {
             Finding::new(
                 Rule::InputToolDropped,
@@ -273,30 +292,33 @@ pub fn dropped_tools(cx: &ExchangeContext) -> Vec<Finding> {
 }
 
 /// Names of the request's tools that the prompt never prints (for the schema rules, which
-/// leave those tools to `input.tool_dropped`).
-pub fn tools_not_printed(req: &Value, prompt: &str) -> Vec<String> {
+/// leave those tools to `input.tool_dropped`). `api` is the request's API (its messages are
+/// read in their chat shape to find the agent's own text).
+pub fn tools_not_printed(req: &Value, api: crate::session::Api, prompt: &str) -> Vec<String> {
+    let spans = request_text_spans(req, api, prompt);
     tool_names(req)
         .into_iter()
-        .filter(|(n, _)| !word_in(prompt, n))
+        .filter(|(n, _)| !printed(prompt, n, &spans))
         .map(|(n, _)| n)
         .collect()
 }
 
-/// `name` occurs in `s` with no identifier character on either side.
-fn word_in(s: &str, name: &str) -> bool {
+/// Whether the template printed tool `name`: the name occurs as a word outside the agent's own
+/// text (`spans`, from [`request_text_spans`]). Claude Code's system prompt names its tools in
+/// prose ("use the Read tool"), so a name found only there is not a printed tool definition.
+fn printed(prompt: &str, name: &str, spans: &[(usize, usize)]) -> bool {
+    let inside = |at: usize| spans.iter().any(|&(s, e)| s <= at && at + name.len() <= e);
+    word_offsets(prompt, name).any(|at| !inside(at))
+}
+
+/// Byte offsets where `name` occurs in `s` with no identifier character on either side.
+fn word_offsets<'a>(s: &'a str, name: &'a str) -> impl Iterator<Item = usize> + 'a {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
-    let mut from = 0;
-    while let Some(at) = s[from..].find(name) {
-        let st = from + at;
+    s.match_indices(name).map(|(at, _)| at).filter(move |&st| {
         let en = st + name.len();
-        let before = s[..st].chars().next_back();
-        let after = s[en..].chars().next();
-        if !before.is_some_and(ident) && !after.is_some_and(ident) {
-            return true;
-        }
-        from = en;
-    }
-    false
+        !s[..st].chars().next_back().is_some_and(ident)
+            && !s[en..].chars().next().is_some_and(ident)
+    })
 }
 
 #[cfg(test)]
@@ -346,6 +368,39 @@ mod tests {
         let t = dropped_tools(&cx);
         assert_eq!(t.len(), 1);
         assert_eq!(t[0].evidence.tool.as_deref(), Some("Bash"));
+    }
+
+    /// Claude Code 2.1.328's system prompt names its tools in prose ("the Agent tool", "use
+    /// Bash"); a ChatML render that prints no tool definitions still holds those names, inside
+    /// the agent's text only. Its user turn is two text blocks, which llama-server b11434
+    /// joins with `\n` (tests/data/claude-code): the message stands in the prompt part by part.
+    #[test]
+    fn tool_names_in_the_agents_prose_are_not_printed_tools() {
+        let req = json!({"model": "m", "max_tokens": 10,
+            "system": [{"type": "text", "text": "Use the Bash tool to run commands."}],
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "<system-reminder>\nbe brief\n</system-reminder>\n"},
+                {"type": "text", "text": "List the files."}]}],
+            "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}},
+                      {"name": "Read", "input_schema": {"type": "object"}}]});
+        let prompt = "<|im_start|>system\nUse the Bash tool to run commands.<|im_end|>\n<|im_start|>user\n<system-reminder>\nbe brief\n</system-reminder>\n\nList the files.<|im_end|>\n<|im_start|>assistant\n";
+        let cx = ExchangeContext {
+            server_prompt: Some(prompt.into()),
+            ..crate::analysis::facts::from_pair(Api::Anthropic, Some(req.clone()), None)
+        };
+        let tools: Vec<_> = dropped_tools(&cx)
+            .into_iter()
+            .filter_map(|f| f.evidence.tool)
+            .collect();
+        assert_eq!(tools, ["Bash", "Read"]);
+        assert!(
+            dropped_messages(&cx).is_empty(),
+            "{:#?}",
+            dropped_messages(&cx)
+        );
+        // A template that prints the definition: `Bash` stands outside the agent's text.
+        let printed = format!("{{\"name\": \"Bash\"}}\n{prompt}");
+        assert_eq!(tools_not_printed(&req, Api::Anthropic, &printed), ["Read"]);
     }
 
     #[test]

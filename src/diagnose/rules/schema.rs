@@ -16,7 +16,7 @@ use crate::finding::Finding;
 pub fn loss(cx: &ExchangeContext) -> Vec<Finding> {
     match (&cx.request, &cx.server_prompt) {
         (Some(req), Some(prompt)) => {
-            let dropped = super::input::tools_not_printed(req, prompt);
+            let dropped = super::input::tools_not_printed(req, cx.api, prompt);
             crate::schema::loss::schema_loss(req, prompt)
                 .into_iter()
                 .filter(|f| {
