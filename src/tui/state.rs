@@ -22,6 +22,7 @@ use super::screen::loop_view;
 use super::screen::replay::replay_action;
 use super::screen::template::{DiffView, diff_action, diff_unavailable};
 use super::screen::tools;
+use super::screen::whatif;
 use super::theme::Theme;
 use crate::session::index::SessionSource;
 
@@ -148,6 +149,8 @@ pub struct SessionView {
     pub analysis_stale: bool,
     /// The loop view (`L`), when open.
     pub loop_view: Option<super::screen::loop_view::LoopView>,
+    /// The what-if view (`x` on a finding with a fix), when open.
+    pub whatif: Option<super::screen::whatif::WhatIfView>,
 }
 
 /// Indexing progress.
@@ -184,6 +187,8 @@ pub struct State {
     pub epoch: u64,
     /// How tall the exchange list is (`-` switches).
     pub layout: ListLayout,
+    /// What-if jobs started so far (a job's number tells its reports from an older job's).
+    pub try_jobs: u64,
 }
 
 /// Analysed exchanges kept for quick re-selection: at most this many…
@@ -208,6 +213,7 @@ impl State {
             quit: false,
             epoch: 0,
             layout: ListLayout::Fit,
+            try_jobs: 0,
         }
     }
 
@@ -327,6 +333,7 @@ impl State {
             live_dirty: Default::default(),
             analysis_stale: false,
             loop_view: None,
+            whatif: None,
             source,
         });
         self.screen = Screen::Session;
@@ -390,6 +397,7 @@ impl State {
     /// Contexts for key lookup, most specific first.
     pub fn contexts(&self) -> Vec<Ctx> {
         match (self.screen, &self.session) {
+            (Screen::Session, Some(s)) if s.whatif.is_some() => vec![Ctx::WhatIf],
             (Screen::Session, Some(s)) if s.loop_view.is_some() => vec![Ctx::Loop],
             (Screen::Session, Some(s)) => match s.focus {
                 Focus::List => vec![Ctx::List],
@@ -489,6 +497,12 @@ impl State {
             Message::Looped { epoch, data } if epoch == self.epoch => {
                 if let Some(v) = self.session.as_mut().and_then(|s| s.loop_view.as_mut()) {
                     v.set(data, &self.theme);
+                }
+                Vec::new()
+            }
+            Message::Try { epoch, job, report } if epoch == self.epoch => {
+                if let Some(s) = &mut self.session {
+                    super::screen::whatif::on_report(s, job, report, &self.theme);
                 }
                 Vec::new()
             }
@@ -620,6 +634,10 @@ impl State {
                     }
                     return Vec::new();
                 }
+                if ctrl && k.code == KeyCode::Char('c') && self.busy() {
+                    // Ctrl-C stops the what-if runs (what finished is kept), not the inspector
+                    return vec![Effect::CancelTry];
+                }
                 let key = Key::from_event(k);
                 let ctxs = self.contexts();
                 match self.keymap.action(key, &ctxs) {
@@ -720,8 +738,27 @@ impl State {
             }
             return fx;
         }
+        if s.whatif.is_some() {
+            let vh = loop_height(self.size, self.layout);
+            self.try_jobs += 1;
+            return whatif::action(s, action, vh, epoch, self.try_jobs, &theme);
+        }
         if action == Action::LoopView {
             return loop_view::open(s, epoch);
+        }
+        if action == Action::TryFix && s.focus == Focus::Detail && s.pane == Pane::Findings {
+            self.try_jobs += 1;
+            let findings = findings_of(s);
+            let (fx, status) = whatif::open(
+                s,
+                &findings,
+                epoch,
+                self.try_jobs,
+                crate::record::whatif::DEFAULT_RUNS,
+                &theme,
+            );
+            self.status = status;
+            return fx;
         }
         if s.focus == Focus::Detail && s.pane == Pane::Template && s.diff.is_some() {
             diff_action(s, action, ph);
@@ -1029,6 +1066,15 @@ impl State {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// True while background work the screen shows is running outside the worker (what-if
+    /// runs): [`super::Tui::run`] waits for it before ending on a finite input.
+    pub fn busy(&self) -> bool {
+        self.session
+            .as_ref()
+            .and_then(|s| s.whatif.as_ref())
+            .is_some_and(|v| v.running())
     }
 
     /// The selected exchange's analysis, if loaded.
