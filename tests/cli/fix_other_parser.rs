@@ -1,19 +1,18 @@
 //! The `server.parse_error` fix (`other_parser`: the engines view's engine/parser that reads the
-//! raw text) on shipped session e, checked against a reading of the raw text done here by hand,
-//! not through toolscope's parser models.
+//! raw text) on shipped session e, checked against the engines' own parser code, not through
+//! toolscope's models of it: tests/data/engine_e.json holds e's raw text and two variants of it
+//! as the released vLLM 0.33.0 and SGLang 0.5.23 hermes parsers read them (scripts/engines/
+//! run.py; tests/e2e/engines_real.rs re-runs it), and a hand reading of vLLM's parser agrees.
 //!
 //! Session e: llama-server b11434 answered HTTP 500 ("does not match the expected peg-native
 //! format") to a request whose assistant prefill is `<tool_call>\n{"name": "`; the slot's raw
 //! text continues it. The parsers read prefill + slot text.
 //!
-//! The hand reading of the engines' hermes parsers (the family of the session's Qwen3
-//! template; the `--tool-call-parser` names are tests/data/engine_corpus.json's `families`,
-//! written by scripts/engines/make_corpus.py from the engines' registries):
-//! * vLLM 0.33.0 `hermes` (vllm/tool_parsers/hermes_tool_parser.py `extract_tool_calls`):
-//!   regex `<tool_call>(.*?)</tool_call>|<tool_call>(.*)` (DOTALL), then `json.loads` of the
-//!   group — a block without its end marker is read to the end of the text; a JSON error
-//!   returns the whole text as content;
-//! * SGLang 0.5.23 `hermes`: only blocks closed by `</tool_call>`.
+//! vLLM 0.33.0 `hermes` (vllm/tool_parsers/hermes_tool_parser.py `extract_tool_calls`), by
+//! hand: regex `<tool_call>(.*?)</tool_call>|<tool_call>(.*)` (DOTALL), then `json.loads` of
+//! the group — a block without its end marker is read to the end of the text; a JSON error
+//! returns the whole text as content. The `--tool-call-parser` names are
+//! tests/data/engine_corpus.json's `families` (scripts/engines/make_corpus.py).
 
 use crate::support;
 
@@ -96,6 +95,39 @@ fn vllm_hermes_by_hand(text: &str) -> Option<Vec<String>> {
     Some(vec![call["name"].as_str()?.to_owned()])
 }
 
+/// The engines' own reading of text `id` of tests/data/engine_e.json: its text, and the
+/// engines in the fix's order (vLLM, SGLang) with the names of the calls each returned.
+fn oracle(id: &str) -> (String, Vec<(&'static str, Vec<String>)>) {
+    let d: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::root().join("tests/data/engine_e.json")).unwrap(),
+    )
+    .unwrap();
+    let text = d["corpus"]["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = &d["results"][id];
+    let names = |e: &str| -> Vec<String> {
+        r[e]["calls"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .map(|c| c["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    (
+        text,
+        vec![("vLLM", names("vllm")), ("SGLang", names("sglang"))],
+    )
+}
+
 fn corpus_parser_name(engine: &str) -> String {
     let c: Value = serde_json::from_str(
         &std::fs::read_to_string(support::root().join("tests/data/engine_corpus.json")).unwrap(),
@@ -117,8 +149,14 @@ fn shipped_e_has_no_parser_fix_because_no_parser_reads_its_raw_text() {
     assert!(text.ends_with("}}\n</tool_call"), "{text:?}");
     assert!(!text.contains("</tool_call>"), "{text:?}");
     assert_eq!(vllm_hermes_by_hand(&text), None, "{text:?}");
-    // SGLang's hermes reads only closed blocks: none here. So nothing reads a call, and the
-    // finding carries no fix (docs/check.md: none when nothing reads a call).
+    // the engines' own code: the same text, and neither reads a call
+    let (recorded, engines) = oracle("e/shipped");
+    assert_eq!(recorded, text);
+    for (engine, calls) in &engines {
+        assert!(calls.is_empty(), "{engine}: {calls:?}");
+    }
+    // so nothing reads a call, and the finding carries no fix (docs/check.md: none when
+    // nothing reads a call)
     let f = parse_error_finding(&support::root().join(E));
     assert!(
         f["message"]
@@ -143,6 +181,9 @@ fn parser_fix_names_another_engine_than_the_server_that_failed() {
         Some(vec!["get_weather".to_owned()]),
         "{text:?}"
     );
+    let (recorded, engines) = oracle("e/content_after");
+    assert_eq!(recorded, text);
+    assert_eq!(engines[0], ("vLLM", vec!["get_weather".to_owned()]));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("e-content-after.jsonl");
     let body: String = lines.iter().map(|v| format!("{v}\n")).collect();
@@ -168,10 +209,11 @@ fn parser_fix_names_the_engine_that_reads_the_raw_text() {
         Some(vec!["get_weather".to_owned()]),
         "{text:?}"
     );
-    assert!(
-        !text.contains("</tool_call>"),
-        "SGLang's hermes reads nothing: {text:?}"
-    );
+    // the engines' own code: both read the call; vLLM comes first in the fix's order
+    let (recorded, engines) = oracle("e/unclosed");
+    assert_eq!(recorded, text);
+    let first = engines.iter().find(|(_, c)| !c.is_empty()).unwrap().clone();
+    assert_eq!(first, ("vLLM", vec!["get_weather".to_owned()]));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("e-unclosed.jsonl");
     let body: String = lines.iter().map(|v| format!("{v}\n")).collect();
@@ -180,9 +222,9 @@ fn parser_fix_names_the_engine_that_reads_the_raw_text() {
     let fix = &f["fix"];
     assert_eq!(fix["id"], "other_parser", "{f:#}");
     assert_eq!(fix["apply"], "reparse", "{f:#}");
-    // vLLM, with the parser name its registry gives the family, not llama.cpp (the recorded
-    // server, whose parser is the one that failed)
-    assert_eq!(fix["engine"], "vLLM", "{f:#}");
+    // the first engine whose own code reads the call, with the parser name its registry
+    // gives the family
+    assert_eq!(fix["engine"], first.0, "{f:#}");
     assert_eq!(
         fix["parser"].as_str().unwrap(),
         corpus_parser_name("vllm"),
