@@ -505,7 +505,13 @@ impl Default for Keymap {
                 "try the fix: runs original and fixed against the engine",
                 true,
             ),
-            b(Action::Wrap, &["w"], &[Detail], "wrap long lines", true),
+            b(
+                Action::Wrap,
+                &["w"],
+                &[Detail, WhatIf],
+                "wrap long lines",
+                true,
+            ),
             b(
                 Action::LoopView,
                 &["L"],

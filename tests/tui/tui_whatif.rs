@@ -177,3 +177,45 @@ async fn cancelled_by(cancel: &'static str) {
     assert_eq!(what_if.matches("\"try:1:original\"").count(), 5);
     assert_eq!(what_if.matches("\"try:1:max_tokens\"").count(), 0);
 }
+
+#[tokio::test]
+async fn x_in_the_live_proxy_view_runs_against_the_proxys_upstream() {
+    // the live view of `toolscope proxy`: an in-memory session whose header is the proxy's
+    // (its upstream the engine the proxy forwards to)
+    let (url, seen) = whatif::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let file = whatif::write_session(dir.path(), &url);
+    let session = toolscope::session::read_session(&file).unwrap();
+    let theme = Theme::resolve(Some("dark"), None, true).unwrap();
+    let mut state = State::new(Keymap::default(), theme, (110, 34));
+    let fx = state.show_source(
+        std::sync::Arc::new(toolscope::session::index::SessionSource::from_session(
+            session,
+        )),
+        true,
+    );
+    let mut tui = Tui::new(
+        Terminal::new(TestBackend::new(110, 34)).unwrap(),
+        state,
+        true,
+    );
+    tui.run_effects(fx);
+    tui.run(futures::stream::iter(keys("6 x"))).await.unwrap();
+    let s = shown(&tui, dir.path(), &url);
+    assert!(s.contains("finished: 10/10 runs"), "{s}");
+    assert!(row(&s, "original").contains(&rate(0, 5)), "{s}");
+    assert!(row(&s, "max_tokens").contains(&rate(5, 5)), "{s}");
+    assert_eq!(seen.lock().unwrap().len(), 10);
+    // the runs are not rows of the live session: they are the what-if session's
+    assert_eq!(tui.state.session.as_ref().unwrap().source.len(), 1);
+    assert!(dir.path().join("cut.try.jsonl").exists());
+
+    // - - x: runs again with K = 3, the new job's rows replace the old ones
+    tui.run(futures::stream::iter(keys("- - x"))).await.unwrap();
+    let s = shown(&tui, dir.path(), &url);
+    assert!(s.contains("runs      3 per variant"), "{s}");
+    assert!(s.contains("finished: 6/6 runs"), "{s}");
+    assert!(row(&s, "original").contains(&rate(0, 3)), "{s}");
+    assert!(row(&s, "max_tokens").contains(&rate(3, 3)), "{s}");
+    assert_eq!(seen.lock().unwrap().len(), 16);
+}

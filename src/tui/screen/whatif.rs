@@ -305,6 +305,7 @@ pub(crate) fn action(
         Action::PageDown => v.scroll.move_by(h as isize, len, h),
         Action::Top => v.scroll.set(0, len, h),
         Action::Bottom => v.scroll.set(len.saturating_sub(1), len, h),
+        Action::Wrap => s.wrap = !s.wrap,
         Action::Back if v.running() => fx.push(Effect::CancelTry),
         Action::Back => return Vec::new(),
         Action::MoreRuns | Action::FewerRuns if !v.running() => {
@@ -497,6 +498,20 @@ fn build(v: &WhatIfView, theme: &Theme) -> Doc {
         ),
     };
     line(&mut d, vec![phase]);
+    if matches!(v.phase, Phase::Failed(_)) {
+        line(
+            &mut d,
+            vec![Span::styled(
+                format!(
+                    "from a shell, with the options it needs (--template SRC, --url URL): \
+                     toolscope try SESSION --exchange {} --fix {}",
+                    v.exchange,
+                    v.fix.id()
+                ),
+                st.muted,
+            )],
+        );
+    }
     for x in &v.variants {
         d.lines.push(Line::default());
         let t = Tally::of(&x.outcomes);
