@@ -451,7 +451,18 @@ impl<B: Backend> Tui<B> {
             let _ = old.send(());
         }
         let tx = self.tx.clone();
-        tokio::spawn(super::screen::whatif::run(
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            // driven without a runtime (Tui::input from a plain thread): say so, do not panic
+            let _ = tx.send(Message::Try {
+                epoch: job.epoch,
+                job: job.job,
+                report: super::screen::whatif::TryReport::Done(Err(
+                    "what-if runs need the async runtime (Tui::run)".into(),
+                )),
+            });
+            return;
+        };
+        rt.spawn(super::screen::whatif::run(
             job,
             async move {
                 let _ = stopped.await;
