@@ -485,6 +485,46 @@ pub fn parse_label(label: &str) -> Option<(u64, &str)> {
     Some((id.parse().ok()?, variant))
 }
 
+/// Session B compared with session A exchange by exchange (`toolscope diff A --against B`, the
+/// inspector's what-if view): each side through the one analysed exchange, then
+/// [`crate::diff::sessions::diff_pair`].
+pub fn session_diffs(
+    a: &crate::session::read::Session,
+    b: &crate::session::read::Session,
+) -> Vec<crate::diff::sessions::PairDiff> {
+    let analyse = |s: &crate::session::read::Session, e: &crate::session::Exchange| {
+        let annotations = s.annotations.get(&e.id).map_or(&[][..], Vec::as_slice);
+        let ctx = crate::analysis::Context {
+            header: &s.header,
+            annotations,
+        };
+        crate::analysis::analyse(e.clone(), ctx, crate::analysis::Depth::Findings)
+    };
+    crate::diff::sessions::pair(a, b)
+        .into_iter()
+        .map(|(x, y)| {
+            let (ax, ay) = (analyse(a, x), analyse(b, y));
+            let none = crate::stream::AssistantMessage::default();
+            crate::diff::sessions::diff_pair(&diff_side(&ax, &none), &diff_side(&ay, &none))
+        })
+        .collect()
+}
+
+/// One side of a session diff, from the analysed exchange.
+fn diff_side<'a>(
+    a: &'a crate::analysis::AnalysedExchange,
+    none: &'a crate::stream::AssistantMessage,
+) -> crate::diff::sessions::Side<'a> {
+    crate::diff::sessions::Side {
+        id: a.exchange.id,
+        status: a.exchange.response.as_ref().map(|r| r.status),
+        server_prompt: a.server_render.as_ref().and_then(|r| r.prompt.as_deref()),
+        message: a.message.as_ref().unwrap_or(none),
+        raw_text: a.raw.as_ref().and_then(|r| r.models_text()),
+        findings: &a.findings,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

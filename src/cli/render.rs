@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::cli::Format;
 use crate::gguf;
 use crate::record::client::ServerClient;
-use crate::template::{RenderInput, RenderOptions, TemplateSource, source::TemplateFormat};
+use crate::template::{RenderInput, TemplateSource, source::TemplateFormat};
 use crate::tokens::{self, Token, Vocab};
 
 /// Arguments of `toolscope render`.
@@ -240,28 +240,7 @@ pub fn render_request_with(
     strict: bool,
     engine: Option<crate::template::Engine>,
 ) -> anyhow::Result<(String, RenderInput)> {
-    let input = if anthropic {
-        RenderInput::from_anthropic_request(body)
-    } else {
-        RenderInput::from_openai_request(body)
-    };
-    let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
-    let template = source.select(&input);
-    if template.is_empty() {
-        bail!("{}: the source has no chat template", source.origin);
-    }
-    let opts = crate::diff::adapt::profile_options(
-        source,
-        &RenderOptions {
-            now,
-            strict,
-            name: Some(source.origin.clone()),
-            engine,
-            ..Default::default()
-        },
-    );
-    let prompt = crate::template::render(template, &input, &opts)?;
-    Ok((prompt, input))
+    crate::diff::adapt::render_request(source, body, anthropic, now, strict, engine)
 }
 
 /// Gives `source` the special-token texts of the `--vocab` model, as llama-server gives them to

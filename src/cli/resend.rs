@@ -110,22 +110,7 @@ pub fn run_session_diff(a: &Path, b: &Path, json: bool) -> anyhow::Result<ExitCo
         }
     }
     // Each side through the one analysed exchange (issue #17), then the pure diff.
-    let analyse = |s: &crate::session::read::Session, e: &crate::session::Exchange| {
-        let annotations = s.annotations.get(&e.id).map_or(&[][..], Vec::as_slice);
-        let ctx = crate::analysis::Context {
-            header: &s.header,
-            annotations,
-        };
-        crate::analysis::analyse(e.clone(), ctx, crate::analysis::Depth::Findings)
-    };
-    let diffs: Vec<_> = crate::diff::sessions::pair(&sa, &sb)
-        .into_iter()
-        .map(|(x, y)| {
-            let (ax, ay) = (analyse(&sa, x), analyse(&sb, y));
-            let none = crate::stream::AssistantMessage::default();
-            crate::diff::sessions::diff_pair(&side(&ax, &none), &side(&ay, &none))
-        })
-        .collect();
+    let diffs = crate::analysis::whatif::session_diffs(&sa, &sb);
     if json {
         crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&diffs)?));
     } else {
@@ -136,19 +121,4 @@ pub fn run_session_diff(a: &Path, b: &Path, json: bool) -> anyhow::Result<ExitCo
     } else {
         ExitCode::from(1)
     })
-}
-
-/// One side of a session diff, from the analysed exchange.
-fn side<'a>(
-    a: &'a crate::analysis::AnalysedExchange,
-    none: &'a crate::stream::AssistantMessage,
-) -> crate::diff::sessions::Side<'a> {
-    crate::diff::sessions::Side {
-        id: a.exchange.id,
-        status: a.exchange.response.as_ref().map(|r| r.status),
-        server_prompt: a.server_render.as_ref().and_then(|r| r.prompt.as_deref()),
-        message: a.message.as_ref().unwrap_or(none),
-        raw_text: a.raw.as_ref().and_then(|r| r.models_text()),
-        findings: &a.findings,
-    }
 }

@@ -9,18 +9,14 @@
 //! and tallies from [`crate::analysis::whatif`], the runs from [`crate::record::whatif`].
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::analysis::whatif::{self, RunOutcome, Tally};
-use crate::finding::{Edit, Fix};
-use crate::record::regenerate::Prompt;
-use crate::record::whatif::{Plan, TryOptions, Variant, outcome, run_once};
-use crate::session::{Api, Exchange, read_session};
+use crate::record::whatif::TryOptions;
+use crate::session::{Api, read_session};
 
 /// Arguments of `toolscope try`.
 #[derive(Debug, clap::Args)]
@@ -40,7 +36,7 @@ pub struct Args {
     #[arg(long)]
     pub url: Option<String>,
     /// Runs per variant.
-    #[arg(long, value_name = "K", default_value_t = 5)]
+    #[arg(long, value_name = "K", default_value_t = crate::record::whatif::DEFAULT_RUNS)]
     pub runs: usize,
     /// Sampling seed of the first run; run i gets S+i (when the engine takes seeds). Default:
     /// the request's own settings.
@@ -61,34 +57,7 @@ pub struct Args {
     pub format: super::Format,
 }
 
-/// `DIR/NAME.try.jsonl` for `DIR/NAME.jsonl`.
-pub fn default_out(session: &Path) -> PathBuf {
-    let stem = session
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "session".into());
-    session.with_file_name(format!("{stem}.try.jsonl"))
-}
-
-/// One variant's result, as `--format json` prints it.
-#[derive(Debug, Serialize)]
-pub struct VariantReport {
-    /// `original` or the fix id.
-    pub name: String,
-    /// The fix applied.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<Fix>,
-    /// The runs tallied.
-    pub tally: Tally,
-    /// The valid-call rate's 95 % Wilson interval (low, high).
-    pub interval: (f64, f64),
-    /// True when the outcome changed between runs.
-    pub unstable: bool,
-    /// Each run's outcome, in order.
-    pub runs: Vec<RunOutcome>,
-    /// Ids of the run exchanges in the what-if session.
-    pub exchanges: Vec<u64>,
-}
+pub use crate::record::whatif::{VariantReport, default_out};
 
 /// The whole report of `--format json`.
 #[derive(Debug, Serialize)]
@@ -157,7 +126,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         crate::analysis::Depth::Findings,
     );
-    let variants = plan(&args, &session.header, &original, &request, &analysed)?;
+    let template = args
+        .template
+        .as_deref()
+        .map(crate::cli::render::load_template)
+        .transpose()?;
+    let (variants, notes) = crate::record::whatif::plan_variants(
+        &args.fixes,
+        template.as_ref(),
+        &session.header,
+        &original,
+        &request,
+        &analysed,
+    )?;
+    for n in &notes {
+        crate::errln!("toolscope try: {n}");
+    }
     let out = args
         .out
         .clone()
@@ -175,7 +159,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         headers,
     };
-    let total: usize = variants.iter().map(|v| runs_of(v, args.runs)).sum();
+    let total: usize = variants
+        .iter()
+        .map(|v| crate::record::whatif::runs_of(v, args.runs))
+        .sum();
     crate::errln!(
         "toolscope try: #{} of {name} → {url}: {} variant(s), {total} run(s), recorded in {}",
         original.id,
@@ -188,47 +175,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let rt = super::runtime();
-    let mut reports = Vec::new();
-    let mut complete = true;
-    let mut done = 0usize;
-    // one listener for the whole run: a Ctrl-C between two runs is seen by the next (cli/signals.rs)
-    let mut signals = rt.block_on(async { super::signals::Signals::new() })?;
-    'variants: for v in &variants {
-        let mut outcomes = Vec::new();
-        let mut ids = Vec::new();
-        for i in 0..runs_of(v, args.runs) {
-            let step = rt.block_on(async {
-                tokio::select! {
-                    r = run_once(&original, &session.header, v, i, &opts) => Some(r),
-                    _ = signals.next() => None,
-                }
-            });
-            let Some(r) = step else {
-                complete = false;
-                crate::errln!("\ntoolscope try: interrupted; the runs that finished are kept");
-                reports.push(report(v, outcomes, ids));
-                break 'variants;
-            };
-            done += 1;
-            let o = outcome(&r, &request);
-            if let Some(e) = &r.exchange {
-                ids.push(e.id);
-            }
-            crate::errln!(
-                "  [{done}/{total}] {} run {}/{}: {}{}",
-                v.name,
-                i + 1,
-                runs_of(v, args.runs),
-                o.line(),
-                r.error
-                    .as_deref()
-                    .map(|e| format!(" ({})", crate::text::visible(e)))
-                    .unwrap_or_default()
-            );
-            let _ = std::io::stderr().flush();
-            outcomes.push(o);
-        }
-        reports.push(report(v, outcomes, ids));
+    let (reports, complete) = rt.block_on(async {
+        // one listener for the whole run (cli/signals.rs)
+        let mut signals = super::signals::Signals::new()?;
+        let cancel = async move {
+            signals.next().await;
+        };
+        let job = crate::record::whatif::Job {
+            original: &original,
+            header: &session.header,
+            request: &request,
+            variants: &variants,
+            runs: args.runs,
+            opts: &opts,
+        };
+        let r = crate::record::whatif::run_variants(job, cancel, print_progress).await;
+        anyhow::Ok(r)
+    })?;
+    if !complete {
+        crate::errln!("\ntoolscope try: interrupted; the runs that finished are kept");
     }
     let report = Report {
         session: name.clone(),
@@ -253,25 +218,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// A parser variant's outcome does not change between runs: it runs once.
-fn runs_of(v: &Variant, k: usize) -> usize {
-    match v.plan {
-        Plan::Reparse { .. } => 1,
-        _ => k,
-    }
-}
-
-fn report(v: &Variant, runs: Vec<RunOutcome>, exchanges: Vec<u64>) -> VariantReport {
-    let tally = Tally::of(&runs);
-    VariantReport {
-        name: v.name.clone(),
-        fix: v.fix.clone(),
-        interval: tally.interval(),
-        unstable: tally.unstable(),
-        tally,
-        runs,
-        exchanges,
-    }
+/// One finished run on stderr: `[3/10] original run 3/5: length no call`.
+fn print_progress(p: crate::record::whatif::Progress<'_>) {
+    crate::errln!(
+        "  [{}/{}] {} run {}/{}: {}{}",
+        p.done,
+        p.total,
+        p.variant.name,
+        p.index + 1,
+        p.runs,
+        p.outcome.line(),
+        p.run
+            .error
+            .as_deref()
+            .map(|e| format!(" ({})", crate::text::visible(e)))
+            .unwrap_or_default()
+    );
+    let _ = std::io::stderr().flush();
 }
 
 /// The text summary: one block per variant.
@@ -312,189 +275,4 @@ pub fn render_text(r: &Report) -> String {
         r.what_if, r.session, r.what_if
     );
     s
-}
-
-/// The variants to run: the original, then each fix asked for.
-fn plan(
-    args: &Args,
-    header: &crate::session::Header,
-    original: &Exchange,
-    request: &Value,
-    analysed: &crate::analysis::AnalysedExchange,
-) -> anyhow::Result<Vec<Variant>> {
-    let api = original.api();
-    let mut variants = vec![Variant {
-        name: "original".into(),
-        fix: None,
-        plan: Plan::Resend(whatif::VariantRequest {
-            path: original.request.path.clone(),
-            body: request.clone(),
-        }),
-    }];
-    let session_template = header
-        .props
-        .as_ref()
-        .and_then(|p| p.get("chat_template"))
-        .and_then(Value::as_str);
-    let attached: Vec<&Fix> = analysed
-        .findings
-        .iter()
-        .filter_map(|f| f.fix.as_ref())
-        .collect();
-    // (fix, asked for by name): a fix that `all` brought in and cannot be planned is skipped
-    let mut wanted: Vec<(Fix, bool)> = Vec::new();
-    for id in &args.fixes {
-        if id == "all" {
-            for f in &attached {
-                if !wanted.iter().any(|(w, _)| w.id() == f.id()) {
-                    wanted.push(((*f).clone(), false));
-                }
-            }
-            if args.template.is_some() && !wanted.iter().any(|(w, _)| w.id() == "template") {
-                wanted.extend(
-                    crate::diagnose::fix::by_id("template", api, request, None).map(|f| (f, false)),
-                );
-            }
-            continue;
-        }
-        if !Edit::IDS.contains(&id.as_str()) {
-            bail!(
-                "--fix {id}: no such fix (one of {}, or all)",
-                Edit::IDS.join(", ")
-            );
-        }
-        if let Some(w) = wanted.iter_mut().find(|(w, _)| w.id() == id) {
-            w.1 = true;
-            continue;
-        }
-        let fix = attached
-            .iter()
-            .find(|f| f.id() == id)
-            .map(|f| (*f).clone())
-            .or_else(|| crate::diagnose::fix::by_id(id, api, request, session_template))
-            .with_context(|| {
-                format!(
-                    "--fix {id}: no finding of exchange #{} has it and it does not apply to this request (the findings' fixes: {})",
-                    original.id,
-                    if attached.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        attached.iter().map(|f| f.id()).collect::<Vec<_>>().join(", ")
-                    }
-                )
-            })?;
-        wanted.push((fix, true));
-    }
-    for (fix, named) in wanted {
-        let planned = plan_fix(args, header, original, request, analysed, &fix);
-        let plan = match planned {
-            Ok(p) => p,
-            Err(e) if !named => {
-                crate::errln!("toolscope try: skipping fix {}: {e:#}", fix.id());
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        variants.push(Variant {
-            name: fix.id().to_owned(),
-            fix: Some(fix),
-            plan,
-        });
-    }
-    Ok(variants)
-}
-
-/// How fix `fix` runs on this exchange.
-fn plan_fix(
-    args: &Args,
-    header: &crate::session::Header,
-    original: &Exchange,
-    request: &Value,
-    analysed: &crate::analysis::AnalysedExchange,
-    fix: &Fix,
-) -> anyhow::Result<Plan> {
-    let api = original.api();
-    Ok({
-        match &fix.edit {
-            Edit::Template { drop_bos, .. } => {
-                regenerate_plan(args, header, original, request, *drop_bos)?
-            }
-            Edit::OtherParser { .. } => {
-                let raw = analysed
-                    .raw
-                    .as_ref()
-                    .and_then(|r| r.models_text())
-                    .with_context(|| {
-                        format!(
-                            "--fix {}: exchange #{} has no recorded raw text to parse",
-                            fix.id(),
-                            original.id
-                        )
-                    })?;
-                let template = header
-                    .props
-                    .as_ref()
-                    .and_then(|p| p.get("chat_template"))
-                    .and_then(Value::as_str);
-                let calls = whatif::reparse_calls(&fix.edit, raw, template, request.get("tools"))
-                    .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?;
-                Plan::Reparse { calls }
-            }
-            edit => Plan::Resend(
-                whatif::fixed_request(edit, api, &original.request.path, request)
-                    .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?,
-            ),
-        }
-    })
-}
-
-/// The prompt of fix `template`: `--template SRC` (or, with `drop_bos`, the session's own
-/// template without its leading BOS) rendered locally under the engine's profile (the
-/// session's llama.cpp build), `strftime_now` = the exchange's start time.
-fn regenerate_plan(
-    args: &Args,
-    header: &crate::session::Header,
-    original: &Exchange,
-    request: &Value,
-    drop_bos: bool,
-) -> anyhow::Result<Plan> {
-    use crate::template::TemplateSource;
-    let session_source = header
-        .props
-        .as_ref()
-        .and_then(|p| TemplateSource::from_props(p).ok());
-    let mut source = match (&args.template, &session_source) {
-        (Some(src), _) => crate::cli::render::load_template(src)?,
-        (None, Some(s)) if drop_bos => {
-            let mut s = s.clone();
-            s.template = whatif::template_without_bos(&s.template, s.bos_token.as_deref());
-            s.origin = format!("{} without its leading BOS", s.origin);
-            s
-        }
-        _ => bail!(
-            "--fix template: name the other template with --template SRC (a .jinja, tokenizer_config.json, .gguf or corpus:NAME.jinja)"
-        ),
-    };
-    // the engine's profile and tokens: the session's server, where the source does not say
-    if let Some(s) = &session_source {
-        source.engine = source.engine.or(s.engine);
-        source.vocab_flags = source.vocab_flags.or(s.vocab_flags);
-        source.bos_token = source.bos_token.clone().or(s.bos_token.clone());
-        source.eos_token = source.eos_token.clone().or(s.eos_token.clone());
-    }
-    let now = time::OffsetDateTime::parse(
-        &original.started,
-        &time::format_description::well_known::Rfc3339,
-    )
-    .ok();
-    let anthropic = original.api() == Api::Anthropic;
-    let (text, _) = crate::cli::render::render_request(&source, request, anthropic, now, false)?;
-    Ok(Plan::Regenerate {
-        template: source.template.clone(),
-        prompt: Prompt {
-            text,
-            token_ids: None,
-            from: format!("local render of {}", source.origin),
-        },
-    })
 }

@@ -388,10 +388,18 @@ fn parser_fix(cx: &ExchangeContext) -> Option<Fix> {
     let read = crate::parser::parse(text, chosen, tools);
     let family = family_for(chosen, &read, text)?;
     let (ours, engines) = expected(family, text, tools);
-    if let Some(e) = engines
-        .iter()
-        .find(|e| matches!(&e.outcome, Outcome::Calls { tool_calls, .. } if !tool_calls.is_empty()))
-    {
+    // the recorded server's own parser rejected this text (that is the finding): another
+    // engine's is the fix, even where the model of the server's parser reads a call
+    let server = match cx.engine.as_deref() {
+        Some("llama-server") => Some(crate::parser::engines::Engine::LlamaCpp),
+        Some("vllm") => Some(crate::parser::engines::Engine::Vllm),
+        Some("sglang") => Some(crate::parser::engines::Engine::Sglang),
+        _ => None,
+    };
+    if let Some(e) = engines.iter().find(|e| {
+        Some(e.engine) != server
+            && matches!(&e.outcome, Outcome::Calls { tool_calls, .. } if !tool_calls.is_empty())
+    }) {
         let parser = e.parser.unwrap_or("?");
         return Some(Fix::new(
             Edit::OtherParser {

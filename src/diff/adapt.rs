@@ -96,6 +96,45 @@ fn diff_tokens(toks: Vec<tokens::Token>) -> Vec<DiffToken> {
         .collect()
 }
 
+/// The prompt `source` renders for a chat request `body` (OpenAI, or Anthropic when
+/// `anthropic`) under a render profile: `engine`, else the source's ([`profile_options`]);
+/// `now` is `strftime_now`'s time. The input is returned with it. `render --request`,
+/// `check`'s local render and `try`'s template fix render through this.
+///
+/// Errors: the source has no chat template; the template fails to render.
+pub fn render_request(
+    source: &TemplateSource,
+    body: &serde_json::Value,
+    anthropic: bool,
+    now: Option<time::OffsetDateTime>,
+    strict: bool,
+    engine: Option<crate::template::Engine>,
+) -> anyhow::Result<(String, crate::template::RenderInput)> {
+    use crate::template::RenderInput;
+    let input = if anthropic {
+        RenderInput::from_anthropic_request(body)
+    } else {
+        RenderInput::from_openai_request(body)
+    };
+    let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
+    let template = source.select(&input);
+    if template.is_empty() {
+        anyhow::bail!("{}: the source has no chat template", source.origin);
+    }
+    let opts = crate::diff::adapt::profile_options(
+        source,
+        &RenderOptions {
+            now,
+            strict,
+            name: Some(source.origin.clone()),
+            engine,
+            ..Default::default()
+        },
+    );
+    let prompt = crate::template::render(template, &input, &opts)?;
+    Ok((prompt, input))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
 //! Two sessions compared exchange by exchange: what changed when the same requests went to
 //! another server (`toolscope resend`, then `toolscope diff A.jsonl --against B.jsonl`). Pure.
 //!
-//! Pairing: an exchange of B labelled `resend:<id>` is paired with exchange `<id>` of A;
+//! Pairing: an exchange of B labelled `resend:<id>` or `try:<id>:<variant>` is paired with
+//! exchange `<id>` of A;
 //! without such labels, the n-th chat/completion exchange of B (id order) with the n-th of A.
 //! Per pair: HTTP status, the server's rendered prompt (llama-server `server_render`
 //! annotation) as a unified line diff, the model's output (its raw text when known, see
@@ -84,19 +85,25 @@ pub fn pair<'a>(a: &'a Session, b: &'a Session) -> Vec<(&'a Exchange, &'a Exchan
     bs.sort_by_key(|e| e.id);
     let linked = bs
         .iter()
-        .any(|e| e.label.as_deref().is_some_and(|l| l.starts_with("resend:")));
+        .any(|e| e.label.as_deref().and_then(linked_id).is_some());
     if linked {
         return bs
             .into_iter()
-            .filter_map(|e| {
-                let orig: u64 = e.label.as_deref()?.strip_prefix("resend:")?.parse().ok()?;
-                Some((a.exchange(orig)?, e))
-            })
+            .filter_map(|e| Some((a.exchange(linked_id(e.label.as_deref()?)?)?, e)))
             .collect();
     }
     let mut as_: Vec<&Exchange> = a.exchanges.iter().filter(|e| is_llm(e)).collect();
     as_.sort_by_key(|e| e.id);
     as_.into_iter().zip(bs).collect()
+}
+
+/// The exchange of A a label of B links to: `resend:<id>` (`toolscope resend`) or
+/// `try:<id>:<variant>` (`toolscope try`, the inspector's `x`).
+fn linked_id(label: &str) -> Option<u64> {
+    if let Some(id) = label.strip_prefix("resend:") {
+        return id.parse().ok();
+    }
+    label.strip_prefix("try:")?.split(':').next()?.parse().ok()
 }
 
 /// The model's output as compared: its raw text when known, else reasoning and content.

@@ -276,3 +276,335 @@ pub fn outcome(run: &Run, declared: &Value) -> RunOutcome {
         },
     }
 }
+
+/// Runs per variant when none is asked for (`try --runs`, the inspector's `x`).
+pub const DEFAULT_RUNS: usize = 5;
+
+/// `DIR/NAME.try.jsonl` for `DIR/NAME.jsonl`: where a what-if session is written by default.
+pub fn default_out(session: &std::path::Path) -> PathBuf {
+    let stem = session
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".into());
+    session.with_file_name(format!("{stem}.try.jsonl"))
+}
+
+/// One variant's result (`try --format json`'s `variants[]`, the inspector's what-if view).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct VariantReport {
+    /// `original` or the fix id.
+    pub name: String,
+    /// The fix applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Fix>,
+    /// The runs tallied.
+    pub tally: whatif::Tally,
+    /// The valid-call rate's 95 % Wilson interval (low, high).
+    pub interval: (f64, f64),
+    /// True when the outcome changed between runs.
+    pub unstable: bool,
+    /// Each run's outcome, in order.
+    pub runs: Vec<RunOutcome>,
+    /// Ids of the run exchanges in the what-if session.
+    pub exchanges: Vec<u64>,
+}
+
+impl VariantReport {
+    /// The report of `v` over the runs that finished.
+    pub fn of(v: &Variant, runs: Vec<RunOutcome>, exchanges: Vec<u64>) -> VariantReport {
+        let tally = whatif::Tally::of(&runs);
+        VariantReport {
+            name: v.name.clone(),
+            fix: v.fix.clone(),
+            interval: tally.interval(),
+            unstable: tally.unstable(),
+            tally,
+            runs,
+            exchanges,
+        }
+    }
+}
+
+/// Runs of variant `v` when `k` are asked for: a parser variant's outcome does not change
+/// between runs, it runs once.
+pub fn runs_of(v: &Variant, k: usize) -> usize {
+    match v.plan {
+        Plan::Reparse { .. } => 1,
+        _ => k,
+    }
+}
+
+/// One finished run, as [`run_variants`] reports it.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    pub variant: &'a Variant,
+    /// 0-based run number within the variant, and the variant's run count.
+    pub index: usize,
+    pub runs: usize,
+    /// Runs finished over all variants, and the total planned.
+    pub done: usize,
+    pub total: usize,
+    pub run: &'a Run,
+    pub outcome: &'a RunOutcome,
+}
+
+/// What [`run_variants`] runs: `variants` of exchange `original` (its session header
+/// `header`), `runs` times each ([`runs_of`]), judged against the tools `request` (the
+/// original's) declares.
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a> {
+    pub original: &'a Exchange,
+    pub header: &'a Header,
+    pub request: &'a Value,
+    pub variants: &'a [Variant],
+    pub runs: usize,
+    pub opts: &'a TryOptions,
+}
+
+/// Runs every variant of `job` against `job.opts.url`, one run after the other, reporting each
+/// finished run to `progress`. Stops when `cancel` completes: the runs that finished are kept
+/// (the variant in progress reported with them) and `complete` is false. `toolscope try` and
+/// the inspector's `x` both run through this.
+pub async fn run_variants(
+    job: Job<'_>,
+    cancel: impl std::future::Future<Output = ()>,
+    mut progress: impl FnMut(Progress<'_>),
+) -> (Vec<VariantReport>, bool) {
+    let Job {
+        original,
+        header,
+        request,
+        variants,
+        runs: k,
+        opts,
+    } = job;
+    tokio::pin!(cancel);
+    let total: usize = variants.iter().map(|v| runs_of(v, k)).sum();
+    let mut reports = Vec::new();
+    let mut done = 0usize;
+    for v in variants {
+        let mut outcomes = Vec::new();
+        let mut ids = Vec::new();
+        let runs = runs_of(v, k);
+        for index in 0..runs {
+            let step = tokio::select! {
+                r = run_once(original, header, v, index, opts) => Some(r),
+                _ = &mut cancel => None,
+            };
+            let Some(run) = step else {
+                reports.push(VariantReport::of(v, outcomes, ids));
+                return (reports, false);
+            };
+            done += 1;
+            let o = outcome(&run, request);
+            if let Some(e) = &run.exchange {
+                ids.push(e.id);
+            }
+            progress(Progress {
+                variant: v,
+                index,
+                runs,
+                done,
+                total,
+                run: &run,
+                outcome: &o,
+            });
+            outcomes.push(o);
+        }
+        reports.push(VariantReport::of(v, outcomes, ids));
+    }
+    (reports, true)
+}
+
+/// The variants to run for exchange `original` (its request `request`, its analysis
+/// `analysed` with the findings' fixes, its session header `header`): the original, then each
+/// fix of `fixes` (a fix id, or `all`: every fix the findings carry). `template`: the other
+/// template for fix `template` (`try --template SRC`, loaded). Returns the variants and notes
+/// on fixes `all` brought in that cannot be planned here (skipped).
+///
+/// Errors: an unknown fix id; a fix named that neither a finding carries nor the request
+/// takes; a fix named that cannot be planned (no raw text to reparse, no template).
+pub fn plan_variants(
+    fixes: &[String],
+    template: Option<&crate::template::TemplateSource>,
+    header: &Header,
+    original: &Exchange,
+    request: &Value,
+    analysed: &crate::analysis::AnalysedExchange,
+) -> anyhow::Result<(Vec<Variant>, Vec<String>)> {
+    use crate::finding::Edit;
+    let api = original.api();
+    let mut variants = vec![Variant {
+        name: "original".into(),
+        fix: None,
+        plan: Plan::Resend(VariantRequest {
+            path: original.request.path.clone(),
+            body: request.clone(),
+        }),
+    }];
+    let session_template = header
+        .props
+        .as_ref()
+        .and_then(|p| p.get("chat_template"))
+        .and_then(Value::as_str);
+    let attached: Vec<&Fix> = analysed
+        .findings
+        .iter()
+        .filter_map(|f| f.fix.as_ref())
+        .collect();
+    // (fix, asked for by name): a fix that `all` brought in and cannot be planned is skipped
+    let mut wanted: Vec<(Fix, bool)> = Vec::new();
+    for id in fixes {
+        if id == "all" {
+            for f in &attached {
+                if !wanted.iter().any(|(w, _)| w.id() == f.id()) {
+                    wanted.push(((*f).clone(), false));
+                }
+            }
+            if template.is_some() && !wanted.iter().any(|(w, _)| w.id() == "template") {
+                wanted.extend(
+                    crate::diagnose::fix::by_id("template", api, request, None).map(|f| (f, false)),
+                );
+            }
+            continue;
+        }
+        if !Edit::IDS.contains(&id.as_str()) {
+            anyhow::bail!(
+                "--fix {id}: no such fix (one of {}, or all)",
+                Edit::IDS.join(", ")
+            );
+        }
+        if let Some(w) = wanted.iter_mut().find(|(w, _)| w.id() == id) {
+            w.1 = true;
+            continue;
+        }
+        let fix = attached
+            .iter()
+            .find(|f| f.id() == id)
+            .map(|f| (*f).clone())
+            .or_else(|| crate::diagnose::fix::by_id(id, api, request, session_template))
+            .with_context(|| {
+                format!(
+                    "--fix {id}: no finding of exchange #{} has it and it does not apply to this request (the findings' fixes: {})",
+                    original.id,
+                    if attached.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        attached.iter().map(|f| f.id()).collect::<Vec<_>>().join(", ")
+                    }
+                )
+            })?;
+        wanted.push((fix, true));
+    }
+    let mut notes = Vec::new();
+    for (fix, named) in wanted {
+        let plan = match plan_fix(template, header, original, request, analysed, &fix) {
+            Ok(p) => p,
+            Err(e) if !named => {
+                notes.push(format!("skipping fix {}: {e:#}", fix.id()));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        variants.push(Variant {
+            name: fix.id().to_owned(),
+            fix: Some(fix),
+            plan,
+        });
+    }
+    Ok((variants, notes))
+}
+
+/// How fix `fix` runs on this exchange.
+fn plan_fix(
+    template: Option<&crate::template::TemplateSource>,
+    header: &Header,
+    original: &Exchange,
+    request: &Value,
+    analysed: &crate::analysis::AnalysedExchange,
+    fix: &Fix,
+) -> anyhow::Result<Plan> {
+    use crate::finding::Edit;
+    Ok(match &fix.edit {
+        Edit::Template { drop_bos, .. } => {
+            regenerate_plan(template, header, original, request, *drop_bos)?
+        }
+        Edit::OtherParser { .. } => {
+            let raw = analysed
+                .raw
+                .as_ref()
+                .and_then(|r| r.models_text())
+                .with_context(|| {
+                    format!(
+                        "--fix {}: exchange #{} has no recorded raw text to parse",
+                        fix.id(),
+                        original.id
+                    )
+                })?;
+            let template = header
+                .props
+                .as_ref()
+                .and_then(|p| p.get("chat_template"))
+                .and_then(Value::as_str);
+            let calls = whatif::reparse_calls(&fix.edit, raw, template, request.get("tools"))
+                .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?;
+            Plan::Reparse { calls }
+        }
+        edit => Plan::Resend(
+            whatif::fixed_request(edit, original.api(), &original.request.path, request)
+                .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?,
+        ),
+    })
+}
+
+/// The prompt of fix `template`: `template` (`--template SRC`; or, with `drop_bos`, the
+/// session's own template without its leading BOS) rendered locally under the engine's
+/// profile (the session's llama.cpp build), `strftime_now` = the exchange's start time.
+fn regenerate_plan(
+    template: Option<&crate::template::TemplateSource>,
+    header: &Header,
+    original: &Exchange,
+    request: &Value,
+    drop_bos: bool,
+) -> anyhow::Result<Plan> {
+    use crate::template::TemplateSource;
+    let session_source = header
+        .props
+        .as_ref()
+        .and_then(|p| TemplateSource::from_props(p).ok());
+    let mut source = match (template, &session_source) {
+        (Some(src), _) => src.clone(),
+        (None, Some(s)) if drop_bos => {
+            let mut s = s.clone();
+            s.template = whatif::template_without_bos(&s.template, s.bos_token.as_deref());
+            s.origin = format!("{} without its leading BOS", s.origin);
+            s
+        }
+        _ => anyhow::bail!(
+            "--fix template: name the other template with --template SRC (a .jinja, tokenizer_config.json, .gguf or corpus:NAME.jinja)"
+        ),
+    };
+    // the engine's profile and tokens: the session's server, where the source does not say
+    if let Some(s) = &session_source {
+        source.engine = source.engine.or(s.engine);
+        source.vocab_flags = source.vocab_flags.or(s.vocab_flags);
+        source.bos_token = source.bos_token.clone().or(s.bos_token.clone());
+        source.eos_token = source.eos_token.clone().or(s.eos_token.clone());
+    }
+    let now = time::OffsetDateTime::parse(
+        &original.started,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .ok();
+    let anthropic = original.api() == crate::session::Api::Anthropic;
+    let (text, _) =
+        crate::diff::adapt::render_request(&source, request, anthropic, now, false, None)?;
+    Ok(Plan::Regenerate {
+        template: source.template.clone(),
+        prompt: Prompt {
+            text,
+            token_ids: None,
+            from: format!("local render of {}", source.origin),
+        },
+    })
+}

@@ -244,6 +244,8 @@ pub struct Tui<B: Backend> {
     rx: mpsc::UnboundedReceiver<Message>,
     worker: Worker,
     clipboard: Box<dyn FnMut(&str) + Send>,
+    /// Stops the running what-if job ([`Effect::CancelTry`]).
+    try_stop: Option<tokio::sync::oneshot::Sender<()>>,
     /// Frames drawn so far.
     pub frames: u64,
 }
@@ -260,6 +262,7 @@ impl<B: Backend> Tui<B> {
             rx,
             worker,
             clipboard: Box::new(|_| {}),
+            try_stop: None,
             frames: 0,
         }
     }
@@ -395,6 +398,21 @@ impl<B: Backend> Tui<B> {
                     let _ = tx.send(Message::Looped { epoch, data });
                 });
             }
+            Effect::Try(job) => self.start_try(job),
+            Effect::CancelTry => {
+                if let Some(stop) = self.try_stop.take() {
+                    let _ = stop.send(());
+                }
+            }
+            Effect::TryDiff(job) => self.worker.spawn(Priority::Screen, move |tx| {
+                let report =
+                    super::screen::whatif::TryReport::Diffed(super::screen::whatif::diff(&job));
+                let _ = tx.send(Message::Try {
+                    epoch: job.epoch,
+                    job: job.job,
+                    report,
+                });
+            }),
             Effect::Analyze { epoch, row } => {
                 let Some(src) = self.state.session.as_ref().map(|s| s.source.clone()) else {
                     return;
@@ -423,6 +441,34 @@ impl<B: Backend> Tui<B> {
                 });
             }
         }
+    }
+
+    /// Starts a what-if job: a task on the runtime, not the analysis thread (the runs wait on
+    /// the engine); a job still running is stopped first.
+    fn start_try(&mut self, job: Box<super::screen::whatif::TryJob>) {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        if let Some(old) = self.try_stop.replace(stop) {
+            let _ = old.send(());
+        }
+        let tx = self.tx.clone();
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            // driven without a runtime (Tui::input from a plain thread): say so, do not panic
+            let _ = tx.send(Message::Try {
+                epoch: job.epoch,
+                job: job.job,
+                report: super::screen::whatif::TryReport::Done(Err(
+                    "what-if runs need the async runtime (Tui::run)".into(),
+                )),
+            });
+            return;
+        };
+        rt.spawn(super::screen::whatif::run(
+            job,
+            async move {
+                let _ = stopped.await;
+            },
+            tx,
+        ));
     }
 
     /// Applies every queued message (non-blocking) and draws when something changed. Returns
@@ -492,7 +538,8 @@ impl<B: Backend> Tui<B> {
                 self.draw()?;
                 dirty = false;
             }
-            if input_done && self.worker.pending() == 0 && self.rx.is_empty() {
+            if input_done && self.worker.pending() == 0 && self.rx.is_empty() && !self.state.busy()
+            {
                 break;
             }
             tokio::select! {

@@ -236,7 +236,62 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
     let st = &theme.styles;
     let t = &a.template;
     let mut d = Doc::default();
-    let (prompt, origin) = if modes.local {
+    let (prompt, origin) = shown_render(t, modes);
+    template_header(&mut d, t, modes, origin, theme);
+    // The token list is the server's only; the comparison is about prompt text.
+    if !modes.tokens || modes.local {
+        d.push(Line::from(template_compare(t, modes, theme)), None);
+    }
+    if !t.pseudo_specials.is_empty() {
+        d.push(
+            Line::from(vec![
+                Span::styled(
+                    "pseudo-special (split into ordinary pieces): ",
+                    st.severity_warning,
+                ),
+                Span::styled(t.pseudo_specials.join(" "), st.pseudo_special),
+            ]),
+            None,
+        );
+    }
+    if modes.tokens && !modes.local {
+        template_tokens(&mut d, t, theme);
+        return d;
+    }
+    let Some(prompt) = prompt else { return d };
+    d.copy.push(prompt.clone());
+    let mut markers: Vec<(&str, Style)> = t
+        .specials
+        .iter()
+        .map(|s| (s.as_str(), st.special_token))
+        .collect();
+    markers.extend(
+        t.pseudo_specials
+            .iter()
+            .map(|s| (s.as_str(), st.pseudo_special)),
+    );
+    let Some(rows) = &t.diff else {
+        let mut off = 0;
+        for line in prompt.split('\n') {
+            d.anchors.push((Anchor::Offset(off), d.lines.len()));
+            let mut spans = vec![Span::raw("  ")];
+            spans.extend(mark_spans(line, &markers, st.base));
+            d.push(Line::from(spans), Some(0));
+            off += line.len() + 1;
+        }
+        return d;
+    };
+    template_diff_side(&mut d, rows, &markers, modes, theme);
+    d
+}
+
+/// The render the Template pane shows (server or local, by `modes.local`) and where it came
+/// from (or why there is none).
+fn shown_render(
+    t: &crate::analysis::template::TemplateView,
+    modes: &Modes,
+) -> (Option<String>, String) {
+    if modes.local {
         let from = t.local_source.as_deref().unwrap_or("/props chat_template");
         match &t.local {
             Some(Ok(p)) => (Some(p.clone()), format!("local render ({from})")),
@@ -255,7 +310,18 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
                     .into()
             }),
         )
-    };
+    }
+}
+
+/// The Template pane's first line: text or tokens, the render's origin, the BOS count.
+fn template_header(
+    d: &mut Doc,
+    t: &crate::analysis::template::TemplateView,
+    modes: &Modes,
+    origin: String,
+    theme: &Theme,
+) {
+    let st = &theme.styles;
     let bos = match (t.bos_count, &t.bos_token) {
         (Some(n), Some(b)) => format!("  BOS {b} ×{n}{}", if n > 1 { " (doubled!)" } else { "" }),
         (Some(n), None) => format!("  BOS ×{n}"),
@@ -279,9 +345,17 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
         ]),
         None,
     );
-    // How the shown render compares with the other one.
+}
+
+/// How the shown render compares with the other one.
+fn template_compare(
+    t: &crate::analysis::template::TemplateView,
+    modes: &Modes,
+    theme: &Theme,
+) -> Span<'static> {
+    let st = &theme.styles;
     let other = if modes.local { "server" } else { "local" };
-    let compare = match (&t.diff, &t.server, &t.local) {
+    match (&t.diff, &t.server, &t.local) {
         (Some(rows), _, _) => {
             let n = rows
                 .iter()
@@ -307,87 +381,61 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
         (None, Some(_), _) => {
             Span::styled("no local render to compare with (s: see why)", st.muted)
         }
-    };
-    // The token list is the server's only; the comparison is about prompt text.
-    if !modes.tokens || modes.local {
-        d.push(Line::from(compare), None);
     }
-    if !t.pseudo_specials.is_empty() {
-        d.push(
-            Line::from(vec![
-                Span::styled(
-                    "pseudo-special (split into ordinary pieces): ",
-                    st.severity_warning,
-                ),
-                Span::styled(t.pseudo_specials.join(" "), st.pseudo_special),
-            ]),
+}
+
+/// The server's token pieces, one per line (`t` in the Template pane).
+fn template_tokens(d: &mut Doc, t: &crate::analysis::template::TemplateView, theme: &Theme) {
+    let st = &theme.styles;
+    let Some(tokens) = &t.tokens else {
+        d.text(
+            "No token pieces recorded for this exchange.",
+            st.muted,
             None,
         );
-    }
-    if modes.tokens && !modes.local {
-        match &t.tokens {
-            None => d.text(
-                "No token pieces recorded for this exchange.",
-                st.muted,
-                None,
-            ),
-            Some(tokens) => {
-                let mut off = 0;
-                for (i, tok) in tokens.iter().enumerate() {
-                    let piece = String::from_utf8_lossy(tok.piece.as_bytes()).into_owned();
-                    let style = if t.specials.contains(&piece) {
-                        st.special_token
-                    } else {
-                        st.base
-                    };
-                    d.anchors.push((Anchor::Token(i), d.lines.len()));
-                    d.anchors.push((Anchor::Offset(off), d.lines.len()));
-                    off += tok.piece.as_bytes().len();
-                    d.copy.push(piece.clone());
-                    d.push(
-                        Line::from(vec![
-                            Span::styled(format!("{i:>5} "), st.muted),
-                            Span::styled(format!("{:>7} ", tok.id), st.muted),
-                            Span::styled(format!("{piece:?}"), style),
-                        ]),
-                        Some(i),
-                    );
-                }
-            }
-        }
-        return d;
-    }
-    let Some(prompt) = prompt else { return d };
-    d.copy.push(prompt.clone());
-    let mut markers: Vec<(&str, Style)> = t
-        .specials
-        .iter()
-        .map(|s| (s.as_str(), st.special_token))
-        .collect();
-    markers.extend(
-        t.pseudo_specials
-            .iter()
-            .map(|s| (s.as_str(), st.pseudo_special)),
-    );
-    let mut off = 0;
-    let Some(rows) = &t.diff else {
-        for line in prompt.split('\n') {
-            d.anchors.push((Anchor::Offset(off), d.lines.len()));
-            let mut spans = vec![Span::raw("  ")];
-            spans.extend(mark_spans(line, &markers, st.base));
-            d.push(Line::from(spans), Some(0));
-            off += line.len() + 1;
-        }
-        return d;
+        return;
     };
-    // The shown side of the local (left) / server (right) diff: a gutter mark per line,
-    // changed tokens in the side's diff style, and one note where the other render has lines
-    // this one lacks.
+    let mut off = 0;
+    for (i, tok) in tokens.iter().enumerate() {
+        let piece = String::from_utf8_lossy(tok.piece.as_bytes()).into_owned();
+        let style = if t.specials.contains(&piece) {
+            st.special_token
+        } else {
+            st.base
+        };
+        d.anchors.push((Anchor::Token(i), d.lines.len()));
+        d.anchors.push((Anchor::Offset(off), d.lines.len()));
+        off += tok.piece.as_bytes().len();
+        d.copy.push(piece.clone());
+        d.push(
+            Line::from(vec![
+                Span::styled(format!("{i:>5} "), st.muted),
+                Span::styled(format!("{:>7} ", tok.id), st.muted),
+                Span::styled(format!("{piece:?}"), style),
+            ]),
+            Some(i),
+        );
+    }
+}
+
+/// The shown side of the local (left) / server (right) diff: a gutter mark per line, changed
+/// tokens in the side's diff style, and one note where the other render has lines this one
+/// lacks.
+fn template_diff_side(
+    d: &mut Doc,
+    rows: &[crate::diff::Row],
+    markers: &[(&str, Style)],
+    modes: &Modes,
+    theme: &Theme,
+) {
+    let st = &theme.styles;
+    let other = if modes.local { "server" } else { "local" };
     let (changed_style, gutter_style) = if modes.local {
         (st.diff_deleted, st.diff_removed)
     } else {
         (st.diff_inserted, st.diff_added)
     };
+    let mut off = 0;
     let mut missing = 0usize;
     let flush = |d: &mut Doc, missing: &mut usize| {
         if *missing > 0 {
@@ -411,7 +459,7 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             }
             continue;
         };
-        flush(&mut d, &mut missing);
+        flush(d, &mut missing);
         let gutter = match r.kind {
             crate::diff::RowKind::Changed => Span::styled("~ ", gutter_style),
             crate::diff::RowKind::Equal | crate::diff::RowKind::Fold => Span::raw("  "),
@@ -426,7 +474,7 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
             } else {
                 st.base
             };
-            spans.extend(mark_spans(&seg.text, &markers, base).into_iter().map(|sp| {
+            spans.extend(mark_spans(&seg.text, markers, base).into_iter().map(|sp| {
                 if seg.changed {
                     sp.patch_style(changed_style)
                 } else {
@@ -438,8 +486,7 @@ pub fn template(a: &ExchangeAnalysis, modes: &Modes, theme: &Theme) -> Doc {
         d.push(Line::from(spans), Some(0));
         off += len + 1;
     }
-    flush(&mut d, &mut missing);
-    d
+    flush(d, &mut missing);
 }
 
 fn mark_spans(line: &str, markers: &[(&str, Style)], base: Style) -> Vec<Span<'static>> {

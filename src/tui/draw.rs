@@ -34,6 +34,11 @@ pub fn draw(state: &State, f: &mut Frame) {
     let a = areas(area, state);
     draw_header(state, f, a.header);
     match (state.screen, &state.session) {
+        (Screen::Session, Some(s)) if s.whatif.is_some() => {
+            if let Some(v) = &s.whatif {
+                super::screen::whatif::draw(state, f, a.list.union(a.pane), v);
+            }
+        }
         (Screen::Session, Some(s)) if s.loop_view.is_some() => {
             if let Some(v) = &s.loop_view {
                 super::screen::loop_view::draw(state, f, a.list.union(a.pane), v);

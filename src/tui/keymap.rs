@@ -62,6 +62,14 @@ pub enum Action {
     SideUp,
     /// The loop view: the session's conversations, turns, calls and results (toggle).
     LoopView,
+    /// Findings pane: show the finding's fix and run it against the engine (what-if runs, as
+    /// `toolscope try`); in the what-if view: run again.
+    TryFix,
+    /// What-if view: the runs' what-if session diffed against the original (`diff --against`).
+    WhatIfDiff,
+    /// What-if view: one run more / fewer per variant for the next run.
+    MoreRuns,
+    FewerRuns,
 }
 
 impl Action {
@@ -104,6 +112,8 @@ pub enum Ctx {
     Diff,
     /// The loop view (`L`).
     Loop,
+    /// The what-if view (`x` on a finding with a fix).
+    WhatIf,
 }
 
 /// A key with modifiers (shift folded into the character for printable keys).
@@ -300,7 +310,7 @@ impl Default for Keymap {
                 Action::Top,
                 &["g", "home"],
                 &[
-                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff, Loop,
+                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff, Loop, WhatIf,
                 ],
                 "first",
                 false,
@@ -309,7 +319,7 @@ impl Default for Keymap {
                 Action::Bottom,
                 &["G", "end"],
                 &[
-                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff, Loop,
+                    Browser, List, Tools, Template, Stream, Findings, Detail, Diff, Loop, WhatIf,
                 ],
                 "last",
                 false,
@@ -488,7 +498,20 @@ impl Default for Keymap {
                 "jump to evidence",
                 true,
             ),
-            b(Action::Wrap, &["w"], &[Detail], "wrap long lines", true),
+            b(
+                Action::TryFix,
+                &["x"],
+                &[Findings],
+                "try the fix: runs original and fixed against the engine",
+                true,
+            ),
+            b(
+                Action::Wrap,
+                &["w"],
+                &[Detail, WhatIf],
+                "wrap long lines",
+                true,
+            ),
             b(
                 Action::LoopView,
                 &["L"],
@@ -509,6 +532,35 @@ impl Default for Keymap {
                 &[Loop],
                 "close the loop view",
                 true,
+            ),
+            b(
+                Action::Back,
+                &["q", "esc"],
+                &[WhatIf],
+                "close (runs going: cancel, keep what finished)",
+                true,
+            ),
+            b(
+                Action::WhatIfDiff,
+                &["o"],
+                &[WhatIf],
+                "the what-if runs beside the original (diff --against)",
+                true,
+            ),
+            b(Action::TryFix, &["x"], &[WhatIf], "run again", true),
+            b(
+                Action::MoreRuns,
+                &["+"],
+                &[WhatIf],
+                "one run more per variant",
+                false,
+            ),
+            b(
+                Action::FewerRuns,
+                &["-"],
+                &[WhatIf],
+                "one run fewer per variant",
+                false,
             ),
             b(
                 Action::Layout,

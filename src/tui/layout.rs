@@ -105,7 +105,7 @@ pub fn tab_ranges() -> Vec<(u16, u16)> {
 /// Help text lines, grouped by context, from the keymap.
 pub fn help_lines(keymap: &Keymap, theme: &Theme) -> Vec<Line<'static>> {
     let st = &theme.styles;
-    let groups: [(&str, Ctx); 11] = [
+    let groups: [(&str, Ctx); 12] = [
         ("Everywhere", Ctx::Global),
         ("Session browser", Ctx::Browser),
         ("Exchanges list", Ctx::List),
@@ -117,6 +117,7 @@ pub fn help_lines(keymap: &Keymap, theme: &Theme) -> Vec<Line<'static>> {
         ("Findings", Ctx::Findings),
         ("Diff view (d in Template)", Ctx::Diff),
         ("Loop view (L)", Ctx::Loop),
+        ("What-if view (x in Findings)", Ctx::WhatIf),
     ];
     let mut lines = Vec::new();
     for (name, ctx) in groups {

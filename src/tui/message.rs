@@ -44,6 +44,13 @@ pub enum Message {
         epoch: u64,
         data: Arc<super::screen::loop_view::LoopData>,
     },
+    /// A what-if job ([`Effect::Try`]) reports: its plan, a finished run, its end, or the
+    /// diff of its what-if session against the original.
+    Try {
+        epoch: u64,
+        job: u64,
+        report: super::screen::whatif::TryReport,
+    },
 }
 
 /// Work the state asks the controller to start. Effects never block the UI task.
@@ -68,4 +75,12 @@ pub enum Effect {
     /// Compute the current session's loop ([`super::screen::loop_view::compute`]) for the loop
     /// view.
     Loop { epoch: u64 },
+    /// Run a finding's fix against the engine in a background task
+    /// ([`super::screen::whatif::run`]: `toolscope try`'s planning and runs), reporting each
+    /// finished run; one at a time.
+    Try(Box<super::screen::whatif::TryJob>),
+    /// Stop the running what-if job after the runs that finished.
+    CancelTry,
+    /// Diff the what-if session against the original (`diff --against`) off the UI task.
+    TryDiff(super::screen::whatif::DiffJob),
 }

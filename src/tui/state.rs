@@ -22,6 +22,7 @@ use super::screen::loop_view;
 use super::screen::replay::replay_action;
 use super::screen::template::{DiffView, diff_action, diff_unavailable};
 use super::screen::tools;
+use super::screen::whatif;
 use super::theme::Theme;
 use crate::session::index::SessionSource;
 
@@ -148,6 +149,8 @@ pub struct SessionView {
     pub analysis_stale: bool,
     /// The loop view (`L`), when open.
     pub loop_view: Option<super::screen::loop_view::LoopView>,
+    /// The what-if view (`x` on a finding with a fix), when open.
+    pub whatif: Option<super::screen::whatif::WhatIfView>,
 }
 
 /// Indexing progress.
@@ -184,6 +187,8 @@ pub struct State {
     pub epoch: u64,
     /// How tall the exchange list is (`-` switches).
     pub layout: ListLayout,
+    /// What-if jobs started so far (a job's number tells its reports from an older job's).
+    pub try_jobs: u64,
 }
 
 /// Analysed exchanges kept for quick re-selection: at most this many…
@@ -208,6 +213,7 @@ impl State {
             quit: false,
             epoch: 0,
             layout: ListLayout::Fit,
+            try_jobs: 0,
         }
     }
 
@@ -327,6 +333,7 @@ impl State {
             live_dirty: Default::default(),
             analysis_stale: false,
             loop_view: None,
+            whatif: None,
             source,
         });
         self.screen = Screen::Session;
@@ -390,6 +397,7 @@ impl State {
     /// Contexts for key lookup, most specific first.
     pub fn contexts(&self) -> Vec<Ctx> {
         match (self.screen, &self.session) {
+            (Screen::Session, Some(s)) if s.whatif.is_some() => vec![Ctx::WhatIf],
             (Screen::Session, Some(s)) if s.loop_view.is_some() => vec![Ctx::Loop],
             (Screen::Session, Some(s)) => match s.focus {
                 Focus::List => vec![Ctx::List],
@@ -489,6 +497,12 @@ impl State {
             Message::Looped { epoch, data } if epoch == self.epoch => {
                 if let Some(v) = self.session.as_mut().and_then(|s| s.loop_view.as_mut()) {
                     v.set(data, &self.theme);
+                }
+                Vec::new()
+            }
+            Message::Try { epoch, job, report } if epoch == self.epoch => {
+                if let Some(s) = &mut self.session {
+                    super::screen::whatif::on_report(s, job, report, &self.theme);
                 }
                 Vec::new()
             }
@@ -620,6 +634,10 @@ impl State {
                     }
                     return Vec::new();
                 }
+                if ctrl && k.code == KeyCode::Char('c') && self.busy() {
+                    // Ctrl-C stops the what-if runs (what finished is kept), not the inspector
+                    return vec![Effect::CancelTry];
+                }
                 let key = Key::from_event(k);
                 let ctxs = self.contexts();
                 match self.keymap.action(key, &ctxs) {
@@ -707,7 +725,6 @@ impl State {
         let lh = self.list_height();
         let ph = self.pane_height();
         let epoch = self.epoch;
-        let has_browser = self.browser.is_some();
         let Some(s) = &mut self.session else {
             return Vec::new();
         };
@@ -721,13 +738,55 @@ impl State {
             }
             return fx;
         }
+        if s.whatif.is_some() {
+            let vh = loop_height(self.size, self.layout);
+            self.try_jobs += 1;
+            return whatif::action(s, action, vh, epoch, self.try_jobs, &theme);
+        }
         if action == Action::LoopView {
             return loop_view::open(s, epoch);
+        }
+        if action == Action::TryFix && s.focus == Focus::Detail && s.pane == Pane::Findings {
+            self.try_jobs += 1;
+            let findings = findings_of(s);
+            let (fx, status) = whatif::open(
+                s,
+                &findings,
+                epoch,
+                self.try_jobs,
+                crate::record::whatif::DEFAULT_RUNS,
+                &theme,
+            );
+            self.status = status;
+            return fx;
         }
         if s.focus == Focus::Detail && s.pane == Pane::Template && s.diff.is_some() {
             diff_action(s, action, ph);
             return Vec::new();
         }
+        if let Some(fx) = self.session_common(action) {
+            return fx;
+        }
+        let Some(s) = &mut self.session else {
+            return Vec::new();
+        };
+        match s.focus {
+            Focus::List => list_action(s, action, epoch, lh, ph, &theme),
+            Focus::Detail => {
+                let (fx, status) = detail_action(s, action, &theme, ph);
+                if status.is_some() {
+                    self.status = status;
+                }
+                fx
+            }
+        }
+    }
+
+    /// The session keys of every focus (back, panes, copy, wrap, search steps); `None` when
+    /// `action` is none of them.
+    fn session_common(&mut self, action: Action) -> Option<Vec<Effect>> {
+        let has_browser = self.browser.is_some();
+        let s = self.session.as_mut()?;
         match (s.focus, action) {
             (_, Action::Back) => {
                 if s.search.is_some() {
@@ -743,7 +802,6 @@ impl State {
                 } else {
                     self.confirm_quit();
                 }
-                return Vec::new();
             }
             (_, Action::NextPane) | (_, Action::PrevPane) => {
                 if s.focus == Focus::Detail {
@@ -755,91 +813,20 @@ impl State {
                 }
                 s.focus = Focus::Detail;
                 s.search = None;
-                return Vec::new();
             }
             (_, Action::Pane(n)) => {
                 s.pane = Pane::ALL[(n as usize - 1).min(Pane::ALL.len() - 1)];
                 s.focus = Focus::Detail;
                 s.search = None;
-                return Vec::new();
             }
-            (_, Action::Copy) => return copy_effect(s),
-            (Focus::Detail, Action::Wrap) => {
-                s.wrap = !s.wrap;
-                return Vec::new();
-            }
+            (_, Action::Copy) => return Some(copy_effect(s)),
+            (Focus::Detail, Action::Wrap) => s.wrap = !s.wrap,
             (_, Action::SearchNext) | (_, Action::SearchPrev) => {
                 self.search_step(action == Action::SearchNext);
-                return Vec::new();
             }
-            _ => {}
+            _ => return None,
         }
-        match s.focus {
-            Focus::List => {
-                let len = s.visible.len();
-                let before = s.list.cursor;
-                match action {
-                    Action::Up => s.list.move_by(-1, len, lh),
-                    Action::Down => s.list.move_by(1, len, lh),
-                    Action::PageUp => s.list.move_by(-(lh as isize), len, lh),
-                    Action::PageDown => s.list.move_by(lh as isize, len, lh),
-                    Action::Top => s.list.set(0, len, lh),
-                    Action::Bottom => s.list.set(len.saturating_sub(1), len, lh),
-                    Action::Select => {
-                        s.focus = Focus::Detail;
-                        return Vec::new();
-                    }
-                    _ => return Vec::new(),
-                }
-                if s.list.cursor != before || s.analysis.is_none() {
-                    return select_row(s, epoch, lh, &theme, ph);
-                }
-                Vec::new()
-            }
-            Focus::Detail => {
-                if s.pane == Pane::Replay {
-                    return replay_action(s, action, &theme);
-                }
-                let pane = s.pane;
-                let len = s.docs[pane.index()].lines.len();
-                let cur = &mut s.panes[pane.index()];
-                match action {
-                    Action::Up => cur.move_by(-1, len, ph),
-                    Action::Down => cur.move_by(1, len, ph),
-                    Action::PageUp => cur.move_by(-(ph as isize), len, ph),
-                    Action::PageDown => cur.move_by(ph as isize, len, ph),
-                    Action::Top => cur.set(0, len, ph),
-                    Action::Bottom => cur.set(len.saturating_sub(1), len, ph),
-                    Action::Toggle | Action::Left | Action::Right if pane == Pane::Tools => {
-                        tools::toggle(s, action, &theme, ph)
-                    }
-                    Action::TemplateTokens => {
-                        s.modes.tokens = !s.modes.tokens;
-                        rebuild(s, Pane::Template, &theme);
-                        s.panes[Pane::Template.index()] = Scroll::default();
-                    }
-                    Action::TemplateSource => {
-                        s.modes.local = !s.modes.local;
-                        rebuild(s, Pane::Template, &theme);
-                        s.panes[Pane::Template.index()] = Scroll::default();
-                    }
-                    Action::TemplateDiff if pane == Pane::Template => {
-                        match s.analysis.as_ref().map(|a| diff_unavailable(&a.template)) {
-                            Some(Some(why)) => self.status = Some(why),
-                            Some(None) => {
-                                s.diff = Some(DiffView::default());
-                                diff_action(s, Action::NextChange, ph);
-                            }
-                            None => {}
-                        }
-                    }
-                    Action::Select if pane == Pane::Stream => s.stream_zoom = !s.stream_zoom,
-                    Action::Select if pane == Pane::Findings => jump_to_evidence(s, &theme, ph),
-                    _ => {}
-                }
-                Vec::new()
-            }
-        }
+        Some(Vec::new())
     }
 
     fn submit(&mut self, kind: InputKind, q: String) -> Vec<Effect> {
@@ -1081,6 +1068,15 @@ impl State {
         }
     }
 
+    /// True while background work the screen shows is running outside the worker (what-if
+    /// runs): [`super::Tui::run`] waits for it before ending on a finite input.
+    pub fn busy(&self) -> bool {
+        self.session
+            .as_ref()
+            .and_then(|s| s.whatif.as_ref())
+            .is_some_and(|v| v.running())
+    }
+
     /// The selected exchange's analysis, if loaded.
     pub fn analysis(&self) -> Option<&ExchangeAnalysis> {
         self.session.as_ref()?.analysis.as_deref()
@@ -1093,6 +1089,89 @@ impl State {
         };
         findings_of(s)
     }
+}
+
+/// Keys on the exchange list: move the cursor (analysing the row it lands on); Enter focuses
+/// the panes.
+fn list_action(
+    s: &mut SessionView,
+    action: Action,
+    epoch: u64,
+    lh: usize,
+    ph: usize,
+    theme: &Theme,
+) -> Vec<Effect> {
+    let len = s.visible.len();
+    let before = s.list.cursor;
+    match action {
+        Action::Up => s.list.move_by(-1, len, lh),
+        Action::Down => s.list.move_by(1, len, lh),
+        Action::PageUp => s.list.move_by(-(lh as isize), len, lh),
+        Action::PageDown => s.list.move_by(lh as isize, len, lh),
+        Action::Top => s.list.set(0, len, lh),
+        Action::Bottom => s.list.set(len.saturating_sub(1), len, lh),
+        Action::Select => {
+            s.focus = Focus::Detail;
+            return Vec::new();
+        }
+        _ => return Vec::new(),
+    }
+    if s.list.cursor != before || s.analysis.is_none() {
+        return select_row(s, epoch, lh, theme, ph);
+    }
+    Vec::new()
+}
+
+/// Keys in a detail pane (but the diff view's and the loop view's): move, and the pane's own
+/// keys. Returns the effects and a status line to show.
+fn detail_action(
+    s: &mut SessionView,
+    action: Action,
+    theme: &Theme,
+    ph: usize,
+) -> (Vec<Effect>, Option<String>) {
+    let mut status = None;
+    if s.pane == Pane::Replay {
+        return (replay_action(s, action, theme), None);
+    }
+    let pane = s.pane;
+    let len = s.docs[pane.index()].lines.len();
+    let cur = &mut s.panes[pane.index()];
+    match action {
+        Action::Up => cur.move_by(-1, len, ph),
+        Action::Down => cur.move_by(1, len, ph),
+        Action::PageUp => cur.move_by(-(ph as isize), len, ph),
+        Action::PageDown => cur.move_by(ph as isize, len, ph),
+        Action::Top => cur.set(0, len, ph),
+        Action::Bottom => cur.set(len.saturating_sub(1), len, ph),
+        Action::Toggle | Action::Left | Action::Right if pane == Pane::Tools => {
+            tools::toggle(s, action, theme, ph)
+        }
+        Action::TemplateTokens => {
+            s.modes.tokens = !s.modes.tokens;
+            rebuild(s, Pane::Template, theme);
+            s.panes[Pane::Template.index()] = Scroll::default();
+        }
+        Action::TemplateSource => {
+            s.modes.local = !s.modes.local;
+            rebuild(s, Pane::Template, theme);
+            s.panes[Pane::Template.index()] = Scroll::default();
+        }
+        Action::TemplateDiff if pane == Pane::Template => {
+            match s.analysis.as_ref().map(|a| diff_unavailable(&a.template)) {
+                Some(Some(why)) => status = Some(why),
+                Some(None) => {
+                    s.diff = Some(DiffView::default());
+                    diff_action(s, Action::NextChange, ph);
+                }
+                None => {}
+            }
+        }
+        Action::Select if pane == Pane::Stream => s.stream_zoom = !s.stream_zoom,
+        Action::Select if pane == Pane::Findings => jump_to_evidence(s, theme, ph),
+        _ => {}
+    }
+    (Vec::new(), status)
 }
 
 /// Lines the loop view shows: the list's top to the pane's bottom, less the borders.

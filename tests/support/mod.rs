@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod tui;
+pub mod whatif;
 
 use std::path::PathBuf;
 

@@ -13,3 +13,4 @@ mod tui_panes;
 mod tui_raw_replay;
 mod tui_replay_engines;
 mod tui_source;
+mod tui_whatif;

@@ -11,6 +11,8 @@
 //! * [`replay`] — the Replay pane; [`engines`] — its engines view; [`side`] — its right half.
 //! * [`findings`] — the Findings pane.
 //! * [`loop_view`] — the loop view (`L`): conversations, turns, calls and their results.
+//! * [`whatif`] — the what-if view (`x` on a finding with a fix): `toolscope try`'s runs of the
+//!   fix against the engine, filling in as they finish.
 //! * [`help`] — the `?` overlay; [`status`] — header and footer.
 //! * [`widgets`] — pieces they share.
 
@@ -26,4 +28,5 @@ pub mod status;
 pub mod stream;
 pub mod template;
 pub mod tools;
+pub mod whatif;
 pub mod widgets;

@@ -1,0 +1,135 @@
+//! `toolscope try` with text output (not only JSON) against a fake engine whose answers are
+//! fixed (tests/support/whatif.rs): the original request (`max_tokens: 12`) is answered
+//! without a call, the `max_tokens` fix (12 → 256) with one valid call, so the rates are 0/3
+//! and 3/3 by hand, and their 95 % Wilson intervals are computed here in closed form.
+
+use crate::support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::whatif;
+
+/// The block of variant `name` in try's text summary: from its name line to the next blank
+/// line.
+fn block<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| *l != name)
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+fn rate(k: usize, n: usize) -> String {
+    let (lo, hi) = whatif::wilson_all_or_none(k, n);
+    format!(
+        "valid calls {k}/{n} ({:.0} %, 95 % CI {:.0}–{:.0} %)",
+        100.0 * k as f64 / n as f64,
+        100.0 * lo,
+        100.0 * hi
+    )
+}
+
+#[test]
+fn try_prints_each_variants_rate_interval_finish_and_findings() {
+    let (url, seen) = whatif::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let session = whatif::write_session(dir.path(), &url);
+    let out = Command::new(support::bin())
+        .arg("try")
+        .arg(&session)
+        .args(["--exchange", "1", "--fix", "max_tokens", "--runs", "3"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // by hand: 0/3 → (0, 1.96²/(3+1.96²)) = (0, 0.5615); 3/3 → (3/(3+1.96²), 1) = (0.4385, 1)
+    assert_eq!(rate(0, 3), "valid calls 0/3 (0 %, 95 % CI 0–56 %)");
+    assert_eq!(rate(3, 3), "valid calls 3/3 (100 %, 95 % CI 44–100 %)");
+    let original = block(&stdout, "original");
+    assert_eq!(
+        original,
+        [
+            format!("  {}", rate(0, 3)).as_str(),
+            "  finish:   length ×3",
+            "  findings: tool_call.leaked_as_text ×3",
+            "  repeatable: the same outcome in every run",
+        ],
+        "{stdout}"
+    );
+    let fixed = block(&stdout, "max_tokens");
+    assert_eq!(
+        fixed,
+        [
+            "  fix:      `max_tokens` raised from 12 to 256: the reply was cut by the token limit",
+            format!("  {}", rate(3, 3)).as_str(),
+            "  finish:   tool_calls ×3",
+            "  findings: none",
+            "  repeatable: the same outcome in every run",
+        ],
+        "{stdout}"
+    );
+    // what the fake received: three requests as recorded, three with the limit raised
+    let limits: Vec<Option<u64>> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| b.get("max_tokens").and_then(Value::as_u64))
+        .collect();
+    assert_eq!(
+        limits,
+        [Some(12); 3]
+            .into_iter()
+            .chain([Some(256); 3])
+            .collect::<Vec<_>>()
+    );
+    // progress on stderr, one line per run
+    assert_eq!(stderr.matches(" run ").count(), 6, "{stderr}");
+    let what_if = dir.path().join("cut.try.jsonl");
+    assert!(
+        stdout.contains(&format!("recorded in {}", what_if.display())),
+        "{stdout}"
+    );
+    // every run is recorded, labelled try:1:<variant>, and `diff --against` pairs each with #1
+    let labels: Vec<String> = std::fs::read_to_string(&what_if)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "exchange")
+        .map(|v| v["label"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        labels,
+        ["try:1:original"; 3]
+            .into_iter()
+            .chain(["try:1:max_tokens"; 3])
+            .collect::<Vec<_>>()
+    );
+    let diff = Command::new(support::bin())
+        .arg("diff")
+        .arg(&session)
+        .arg("--against")
+        .arg(&what_if)
+        .output()
+        .unwrap();
+    let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
+    let pairs: Vec<&str> = diff
+        .lines()
+        .filter(|l| l.contains(" A #"))
+        .map(|l| l.split(':').next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            "= A #1 ↔ B #1",
+            "= A #1 ↔ B #2",
+            "= A #1 ↔ B #3",
+            "≠ A #1 ↔ B #4",
+            "≠ A #1 ↔ B #5",
+            "≠ A #1 ↔ B #6",
+        ],
+        "{diff}"
+    );
+}
