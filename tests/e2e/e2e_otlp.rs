@@ -69,7 +69,12 @@ fn start_proxy(
         .stderr(Stdio::piped())
         .spawn()
         .expect("start toolscope proxy");
-    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let Some(stderr) = child.stderr.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no stderr pipe");
+    };
+    let mut err = BufReader::new(stderr);
     let lines = Arc::new(Mutex::new(Vec::new()));
     let mut line = String::new();
     loop {
