@@ -18,10 +18,8 @@ ALLOW=(
   "src/gotmpl/exec.rs:eval_function"   # being edited on branch sec (hostile-template limits)
   "src/gotmpl/exec.rs:sprintf"         # being edited on branch sec
   "src/session/har.rs:har_to_session_with"         # being edited on sec, resp-b
-  "src/record/proxy.rs:handle"         # being edited on resp-b (Responses API, WebSocket)
   "src/cli/parse.rs:run"               # being edited on engines, sec
   "src/cli/regenerate.rs:run"          # being edited on sec, try
-  "src/export/otel.rs:exchange_span"   # being edited on resp-a, resp-b
   "src/template/responses.rs:convert_item"         # new with the Responses API (resp-a, resp-b)
   "src/conversation/mod.rs:push"       # debt: new with the agent loop (#25), to cut per link kind
   "src/schema/loss.rs:findings"        # debt: grew past 150 with the per-tool type_lost (#25)

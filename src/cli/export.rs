@@ -39,7 +39,7 @@ pub struct Args {
     pub output: Option<PathBuf>,
 }
 
-/// One exchange's OTLP span (GenAI conventions, [`crate::export::otel::exchange_span`]):
+/// One exchange's OTLP span (GenAI conventions, [`crate::export::otel::span_of_exchange`]):
 /// the provider from the header as written, the findings as `check` computes them (`analysed`
 /// header, `annotations` of the exchange).
 fn otel_span(
@@ -51,57 +51,10 @@ fn otel_span(
 ) -> Value {
     // the analysis first, then the decode: one huge stream is held decoded once at a time,
     // and the exchange is moved through the analysis, not copied (issue #27 item 2)
-    let (findings, ex) = findings_of(analysed, annotations, ex);
-    let ex = &ex;
-    let decoded = crate::stream::decode_exchange(ex);
-    let times: Vec<Option<u64>> = decoded
-        .as_ref()
-        .map(|r| r.events.iter().map(|e| e.t_us).collect())
-        .unwrap_or_default();
+    let (findings, ex) = crate::export::otel::findings_of(analysed, annotations, ex);
     let provider = header.engine.as_ref().map(|e| e.kind.clone());
-    // llama-server's `timings` (last chunk of a stream, or the body)
-    let timings = decoded
-        .as_ref()
-        .and_then(|r| {
-            r.events.iter().rev().find_map(|e| {
-                serde_json::from_str::<Value>(&e.data)
-                    .ok()?
-                    .get("timings")
-                    .cloned()
-            })
-        })
-        .or_else(|| {
-            let body = ex.response.as_ref()?.body.as_ref()?.json().ok()?;
-            body.get("timings").cloned()
-        });
-    crate::export::otel::exchange_span(
-        trace,
-        provider.as_deref(),
-        ex,
-        decoded.as_ref().map(|r| &r.message),
-        timings.as_ref(),
-        &times,
-        &findings,
-    )
-}
-
-/// The findings of one exchange, as `check` computes them (server render and template from
-/// the session), with the exchange handed back.
-fn findings_of(
-    header: &Header,
-    annotations: &[Annotation],
-    ex: Exchange,
-) -> (Vec<crate::Finding>, Exchange) {
-    if !ex.api().is_generation() {
-        return (Vec::new(), ex);
-    }
-    // The one analysed exchange (issue #17): the same findings as `check` and the inspector.
-    let ctx = crate::analysis::Context {
-        header,
-        annotations,
-    };
-    let a = crate::analysis::analyse(ex, ctx, crate::analysis::Depth::Findings);
-    (a.findings, a.exchange)
+    let place = crate::export::otel::SpanPlace::root(trace, ex.id);
+    crate::export::otel::span_of_exchange(&place, provider.as_deref(), &ex, &findings)
 }
 
 /// Writes the export. Exit 0; 2 for an unreadable session or output.

@@ -48,6 +48,24 @@ pub struct Args {
     /// From 0 to 86400 (one day).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS", value_parser = parse_grace)]
     pub grace: f64,
+    /// Send live traces to an OpenTelemetry collector: OTLP/HTTP JSON spans POSTed to
+    /// URL/v1/traces as exchanges end (a trace per conversation, a span per exchange, tool
+    /// spans between turns, findings as events; see docs/record.md). Requests go upstream
+    /// with a W3C traceparent. Never delays the client: spans the collector does not take in
+    /// time are dropped and counted.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// Timeout of each POST to the --otlp collector, in seconds (0.1 to 600).
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS", value_parser = parse_otlp_timeout)]
+    pub otlp_timeout: f64,
+}
+
+/// `--otlp-timeout`: seconds from 0.1 to 600.
+fn parse_otlp_timeout(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|f| (0.1..=600.0).contains(f))
+        .ok_or_else(|| "expected seconds from 0.1 to 600".to_owned())
 }
 
 /// `--grace`: a number of seconds from 0 to 86,400 (`inf`, `1e300`, `NaN`, negative refused:
@@ -95,6 +113,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cfg.listen = args.listen;
         cfg.keep_secrets = args.keep_secrets;
         cfg.regenerate = args.regenerate;
+        cfg.otlp = args.otlp.clone();
+        cfg.otlp_timeout = Duration::from_secs_f64(args.otlp_timeout);
         let proxy = Proxy::spawn(cfg, Some(tx))
             .await
             .context("starting the proxy")?;
@@ -110,6 +130,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 session.display()
             ))
         );
+        if let Some(o) = proxy.otlp() {
+            crate::errln!(
+                "{}",
+                crate::text::visible(&format!(
+                    "toolscope proxy: live traces to {} (OTLP/HTTP JSON)",
+                    o.endpoint()
+                ))
+            );
+        }
         let tty = std::io::IsTerminal::is_terminal(&std::io::stdout())
             && std::io::IsTerminal::is_terminal(&std::io::stdin());
         if !args.headless && !tty {
@@ -193,10 +222,22 @@ async fn stop(
             "; {n} exchange(s) still running were cut and recorded as partial (outcome shutdown)"
         ),
     };
+    let otlp = match report.otlp {
+        Some(o) => format!(
+            "; otlp: {} span(s) sent, {} dropped{}",
+            o.sent,
+            o.dropped,
+            match o.failed_posts {
+                0 => String::new(),
+                n => format!(" ({n} POST(s) to the collector failed or timed out)"),
+            }
+        ),
+        None => String::new(),
+    };
     crate::errln!(
         "{}",
         crate::text::visible(&format!(
-            "toolscope proxy: stopped{cut}; session written to {}",
+            "toolscope proxy: stopped{cut}{otlp}; session written to {}",
             session.display()
         ))
     );

@@ -262,6 +262,203 @@ pub fn of_session(s: &crate::session::read::Session) -> Loop {
     b.finish()
 }
 
+/// A request history's message keys, hashed prefix by prefix (with and without a leading
+/// system message).
+struct HistoryKeys {
+    n: usize,
+    /// `prefix[k]`: hash of the first `k` message keys.
+    prefix: Vec<u64>,
+    /// The same without the leading system message (when there is one).
+    nosys: Vec<u64>,
+    sys: bool,
+}
+
+impl HistoryKeys {
+    fn of(messages: &[Msg]) -> HistoryKeys {
+        let keys: Vec<u64> = messages.iter().map(Msg::key).collect();
+        let mut prefix = Vec::with_capacity(keys.len() + 1);
+        let mut h = Fnv::new();
+        prefix.push(h.finish());
+        for k in &keys {
+            h.u64(*k);
+            prefix.push(h.finish());
+        }
+        // The same history with the system prompt left out: an agent that writes the time (or
+        // another per-request field) into its system prompt still continues its conversation.
+        let sys = messages
+            .first()
+            .is_some_and(|m| m.role == "system" || m.role == "developer");
+        let mut nosys = Vec::with_capacity(keys.len() + 1);
+        let mut h = Fnv::new();
+        nosys.push(h.finish());
+        for k in keys.iter().skip(usize::from(sys)) {
+            h.u64(*k);
+            nosys.push(h.finish());
+        }
+        HistoryKeys {
+            n: keys.len(),
+            prefix,
+            nosys,
+            sys,
+        }
+    }
+}
+
+/// Which earlier request a request continues: the index behind the grouping into
+/// conversations, usable on its own (the proxy asks it when a request arrives, before the
+/// exchange ends, to pick the request's trace). Entries are numbered in insertion order.
+///
+/// A request continues the entry whose messages are the longest proper prefix of its own;
+/// failing that, when it starts with a system prompt, one whose history equals it with the
+/// system prompt left out and whose system prompt differs only in part (a timestamp).
+#[derive(Debug, Default, Clone)]
+pub struct Continuations {
+    /// (message count, prefix hash) → entry.
+    by_prefix: HashMap<(usize, u64), usize>,
+    /// The same, hashed without the leading system message (for entries that have one).
+    by_prefix_nosys: HashMap<(usize, u64), usize>,
+    /// Per entry, its system prompt (entries with the same prompt in a row share it).
+    systems: Vec<Option<std::sync::Arc<str>>>,
+}
+
+impl Continuations {
+    /// An empty index.
+    pub fn new() -> Continuations {
+        Continuations::default()
+    }
+
+    /// Entries inserted so far.
+    pub fn len(&self) -> usize {
+        self.systems.len()
+    }
+
+    /// Whether nothing was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.systems.is_empty()
+    }
+
+    /// The entry a request with `messages` continues, if any.
+    pub fn parent(&self, messages: &[Msg]) -> Option<usize> {
+        self.parent_of(&HistoryKeys::of(messages), messages)
+    }
+
+    /// Adds a request's history; returns its entry number.
+    pub fn insert(&mut self, messages: &[Msg]) -> usize {
+        self.insert_keys(&HistoryKeys::of(messages), messages)
+    }
+
+    fn parent_of(&self, keys: &HistoryKeys, messages: &[Msg]) -> Option<usize> {
+        // Longest earlier request whose messages this one extends; else, with the system
+        // prompt left out, one whose system prompt differs only in part (a timestamp).
+        (1..keys.n)
+            .rev()
+            .find_map(|n| self.by_prefix.get(&(n, keys.prefix[n])).copied())
+            .or_else(|| {
+                if !keys.sys {
+                    return None;
+                }
+                (2..keys.n).rev().find_map(|n| {
+                    let p = *self.by_prefix_nosys.get(&(n, keys.nosys[n - 1]))?;
+                    let ps = self.systems[p].as_deref().unwrap_or("");
+                    similar(ps, &messages[0].text).then_some(p)
+                })
+            })
+    }
+
+    fn insert_keys(&mut self, keys: &HistoryKeys, messages: &[Msg]) -> usize {
+        let me = self.systems.len();
+        self.by_prefix.insert((keys.n, keys.prefix[keys.n]), me);
+        let system = if keys.sys {
+            self.by_prefix_nosys
+                .insert((keys.n, keys.nosys[keys.n - 1]), me);
+            let text = messages[0].text.as_str();
+            match self.systems.iter().rev().flatten().next() {
+                Some(last) if &**last == text => Some(last.clone()),
+                _ => Some(std::sync::Arc::from(text)),
+            }
+        } else {
+            None
+        };
+        self.systems.push(system);
+        me
+    }
+}
+
+/// Where [`LiveFold::push`] put one exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// Its conversation (an id of [`Loop::conversations`]).
+    pub conversation: usize,
+    /// The turn it continues (the previous exchange of its conversation).
+    pub parent: Option<u64>,
+    /// For the first turn of a sub-agent conversation: the exchange and call index that
+    /// started it.
+    pub started_by: Option<(u64, usize)>,
+    /// Indices into [`Loop::calls`] of the earlier calls whose results this exchange's request
+    /// carried (linked by this push).
+    pub answered: Vec<usize>,
+}
+
+/// The conversation grouping fed one finished exchange at a time (`proxy --otlp` folds each
+/// exchange as it ends). Pure. Each [`LiveFold::push`] says where the exchange went; the loop
+/// so far is [`LiveFold::state`]. Fed in exchange id order it is [`build`] step by step;
+/// exchanges of one conversation end in order (a turn's request carries the previous reply),
+/// so folding them as they end gives the batch grouping as long as no two conversations start
+/// at once.
+#[derive(Debug, Default)]
+pub struct LiveFold {
+    fold: Fold,
+}
+
+impl LiveFold {
+    /// An empty fold.
+    pub fn new() -> LiveFold {
+        LiveFold::default()
+    }
+
+    /// Folds one finished exchange's facts; where it went.
+    pub fn push(&mut self, t: TurnInput) -> Placement {
+        let ex = t.exchange;
+        self.fold.push(t);
+        let out = &self.fold.out;
+        let (conversation, pos) = out
+            .conversations
+            .iter()
+            .rev()
+            .find_map(|c| {
+                c.turns
+                    .iter()
+                    .rposition(|t| t.exchange == ex)
+                    .map(|p| (c.id, p))
+            })
+            .expect("the turn just folded");
+        let conv = &out.conversations[conversation];
+        let answered = out
+            .calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.result.is_some_and(|(e, _)| e == ex))
+            .map(|(i, _)| i)
+            .collect();
+        Placement {
+            conversation,
+            parent: conv.turns[pos].parent,
+            started_by: if pos == 0 { conv.started_by } else { None },
+            answered,
+        }
+    }
+
+    /// The loop of everything folded so far.
+    pub fn state(&self) -> &Loop {
+        &self.fold.out
+    }
+
+    /// The loop, once every exchange is folded.
+    pub fn into_loop(self) -> Loop {
+        self.fold.out
+    }
+}
+
 /// The fold behind [`Builder`]: exchanges in id order.
 #[derive(Debug, Default)]
 struct Fold {
@@ -269,10 +466,8 @@ struct Fold {
     /// Per turn: (conversation, turn position, message count, reply, call link indices,
     /// end time, input).
     turns: Vec<Kept>,
-    /// (message count, prefix hash) → index into `turns`.
-    by_prefix: HashMap<(usize, u64), usize>,
-    /// The same, hashed without the leading system message (for turns that have one).
-    by_prefix_nosys: HashMap<(usize, u64), usize>,
+    /// Which earlier turn a request continues (entry `i` = `turns[i]`).
+    index: Continuations,
     /// Turns whose reply's calls are not answered by a later turn yet.
     pending: Vec<usize>,
 }
@@ -288,42 +483,8 @@ struct Kept {
 impl Fold {
     /// Adds one exchange's facts (exchanges come in id order).
     fn push(&mut self, t: TurnInput) {
-        let keys: Vec<u64> = t.messages.iter().map(Msg::key).collect();
-        let mut prefix = Vec::with_capacity(keys.len() + 1);
-        let mut h = Fnv::new();
-        prefix.push(h.finish());
-        for k in &keys {
-            h.u64(*k);
-            prefix.push(h.finish());
-        }
-        // The same history with the system prompt left out: an agent that writes the time (or
-        // another per-request field) into its system prompt still continues its conversation.
-        let sys = t
-            .messages
-            .first()
-            .is_some_and(|m| m.role == "system" || m.role == "developer");
-        let mut nosys = Vec::with_capacity(keys.len() + 1);
-        let mut h = Fnv::new();
-        nosys.push(h.finish());
-        for k in keys.iter().skip(usize::from(sys)) {
-            h.u64(*k);
-            nosys.push(h.finish());
-        }
-        // Longest earlier request whose messages this one extends; else, with the system
-        // prompt left out, one whose system prompt differs only in part (a timestamp).
-        let parent = (1..keys.len())
-            .rev()
-            .find_map(|n| self.by_prefix.get(&(n, prefix[n])).copied())
-            .or_else(|| {
-                if !sys {
-                    return None;
-                }
-                (2..keys.len()).rev().find_map(|n| {
-                    let p = *self.by_prefix_nosys.get(&(n, nosys[n - 1]))?;
-                    let ps = &self.turns[p].input.messages[0].text;
-                    similar(ps, &t.messages[0].text).then_some(p)
-                })
-            });
+        let keys = HistoryKeys::of(&t.messages);
+        let parent = self.index.parent_of(&keys, &t.messages);
         let me = self.turns.len();
         let (conv, reply_kept, new_from) = match parent {
             Some(p) => {
@@ -481,11 +642,8 @@ impl Fold {
             calls: call_links,
             reuse,
         });
-        self.by_prefix.insert((keys.len(), prefix[keys.len()]), me);
-        if sys {
-            self.by_prefix_nosys
-                .insert((keys.len(), nosys[keys.len() - 1]), me);
-        }
+        let entry = self.index.insert_keys(&keys, &t.messages);
+        debug_assert_eq!(entry, me);
         // Keep the reply in the map too: a next request = messages + reply + results is found
         // through its own prefix of this length.
         self.turns.push(Kept {
@@ -655,6 +813,124 @@ mod tests {
         );
         assert_eq!(l.calls[2].subagents, [1]);
         assert!(rules::findings(&l).is_empty(), "{:#?}", rules::findings(&l));
+    }
+
+    /// The real loop recording (llama-server b11434, SmolLM2, tests/data/loop), folded one
+    /// finished exchange at a time in file order (the order they ended), gives the batch loop;
+    /// each placement names the conversation and parent the batch loop has for it, and the
+    /// calls it answered are those whose result is in its request.
+    #[test]
+    fn live_fold_of_a_real_recording_equals_the_batch_loop() {
+        let bytes = include_bytes!("../../tests/data/loop/loop-smollm2.jsonl");
+        let s = crate::session::read::read_session_bytes("loop-smollm2.jsonl", bytes).unwrap();
+        let inputs: Vec<TurnInput> = s
+            .exchanges
+            .iter()
+            .filter(|ex| ex.api().is_generation())
+            .filter_map(|ex| {
+                let anns = s.annotations.get(&ex.id).map(Vec::as_slice).unwrap_or(&[]);
+                let ctx = crate::analysis::Context {
+                    header: &s.header,
+                    annotations: anns,
+                };
+                let a = crate::analysis::analyse(ex.clone(), ctx, crate::analysis::Depth::Findings);
+                TurnInput::from_analysed(&a)
+            })
+            .collect();
+        assert_eq!(inputs.len(), 5);
+        let batch = build(inputs.clone());
+        assert_eq!(batch, of_session(&s));
+        // the recording is a real loop: one conversation whose calls are all answered
+        assert!(batch.calls.len() >= 4, "{batch:#?}");
+        let mut live = LiveFold::new();
+        let mut answered = Vec::new();
+        // read off the recording: exchanges 1, 2, 4, 5 extend each other's messages (29, 32,
+        // 34, 36 of them); 3 is the sub-agent (its own system prompt, 2 messages) started by
+        // exchange 2's only call (`task`), whose result exchange 4 carries
+        let expected = [
+            (0, None, None),
+            (0, Some(1), None),
+            (1, None, Some((2, 0))),
+            (0, Some(2), None),
+            (0, Some(4), None),
+        ];
+        for (t, want) in inputs.into_iter().zip(expected) {
+            let ex = t.exchange;
+            let p = live.push(t);
+            assert_eq!(
+                (p.conversation, p.parent, p.started_by),
+                want,
+                "exchange {ex}"
+            );
+            let (conv, pos) = batch.turn_of(ex).unwrap();
+            assert_eq!(p.conversation, conv, "exchange {ex}");
+            assert_eq!(
+                p.parent, batch.conversations[conv].turns[pos].parent,
+                "exchange {ex}"
+            );
+            for &i in &p.answered {
+                assert_eq!(batch.calls[i].result.map(|r| r.0), Some(ex));
+            }
+            answered.extend(p.answered);
+        }
+        answered.sort_unstable();
+        let with_result: Vec<usize> = (0..batch.calls.len())
+            .filter(|&i| batch.calls[i].result.is_some())
+            .collect();
+        assert_eq!(answered, with_result);
+        assert_eq!(live.into_loop(), batch);
+    }
+
+    /// Sub-agent placement: the first turn of the nested conversation names the call that
+    /// started it, the turn that answers the task call names it as answered.
+    #[test]
+    fn live_fold_places_a_subagent() {
+        let u = json!({"role": "user", "content": "plan a trip"});
+        let a1 = json!({"role": "assistant", "content": "", "tool_calls": [call("c1", "task", "{\"prompt\": \"list museums in Rome\"}")]});
+        let sub_u = json!({"role": "user", "content": "list museums in Rome"});
+        let r1 = json!({"role": "tool", "tool_call_id": "c1", "content": "Vatican"});
+        let mut f = LiveFold::new();
+        let p1 = f.push(turn(1, json!([u]), a1.clone()));
+        let p2 = f.push(turn(
+            2,
+            json!([sub_u]),
+            json!({"role": "assistant", "content": "Vatican"}),
+        ));
+        let p3 = f.push(turn(
+            3,
+            json!([u, a1, r1]),
+            json!({"role": "assistant", "content": "ok"}),
+        ));
+        assert_eq!((p1.conversation, p1.parent, p1.started_by), (0, None, None));
+        assert_eq!(
+            (p2.conversation, p2.parent, p2.started_by),
+            (1, None, Some((1, 0)))
+        );
+        assert_eq!(
+            (p3.conversation, p3.parent, p3.started_by),
+            (0, Some(1), None)
+        );
+        assert_eq!(p3.answered, [0]);
+        assert!(p1.answered.is_empty() && p2.answered.is_empty());
+    }
+
+    /// The index on its own: the longest earlier history a request extends, and a system
+    /// prompt that differs only by its timestamp.
+    #[test]
+    fn continuations_find_the_longest_prefix() {
+        let m =
+            |v: Value| -> Vec<Msg> { v.as_array().unwrap().iter().map(Msg::from_chat).collect() };
+        let sys = |t: &str| json!({"role": "system", "content": format!("You are an agent; it is {t} now.")});
+        let u = json!({"role": "user", "content": "go"});
+        let a = json!({"role": "assistant", "content": "step"});
+        let mut c = Continuations::new();
+        assert_eq!(c.insert(&m(json!([sys("10:00"), u]))), 0);
+        assert_eq!(c.insert(&m(json!([sys("10:00"), u, a, u]))), 1);
+        assert_eq!(c.parent(&m(json!([sys("10:00"), u, a, u, a, u]))), Some(1));
+        assert_eq!(c.parent(&m(json!([sys("10:00"), u, a]))), Some(0));
+        assert_eq!(c.parent(&m(json!([sys("10:07"), u, a, u, a]))), Some(1));
+        assert_eq!(c.parent(&m(json!([u, a]))), None);
+        assert_eq!(c.len(), 2);
     }
 
     /// A call the next turn does not answer, a result for an id no call had, and the same call

@@ -71,7 +71,7 @@ fn int(n: u64) -> Value {
 }
 
 /// Unix nanoseconds of an RFC 3339 time (0 when unparsable).
-fn unix_nanos(rfc3339: &str) -> u128 {
+pub fn unix_nanos(rfc3339: &str) -> u128 {
     time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
         .map(|t| t.unix_timestamp_nanos().max(0) as u128)
         .unwrap_or(0)
@@ -241,6 +241,35 @@ pub fn usage_tokens(usage: &Value) -> (Option<u64>, Option<u64>) {
     )
 }
 
+/// Where a span goes: its trace, its own id, its parent span (none for a root) and the spans
+/// it links to in other traces (a sub-agent conversation's first exchange links to the call
+/// that started it). `export --format otel` places every exchange at the root of the
+/// session's trace ([`SpanPlace::root`]); `proxy --otlp` places it in its conversation's
+/// trace, under an incoming `traceparent`'s span when the client sent one.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SpanPlace {
+    /// 32 lowercase hex digits.
+    pub trace: String,
+    /// 16 lowercase hex digits.
+    pub span: String,
+    /// The parent span id (same trace), `None` for a root span.
+    pub parent: Option<String>,
+    /// `(trace id, span id)` of linked spans (OTLP `Span.links`).
+    pub links: Vec<(String, String)>,
+}
+
+impl SpanPlace {
+    /// Exchange `id` at the root of trace `trace`, with its deterministic [`span_id`].
+    pub fn root(trace: &str, id: u64) -> SpanPlace {
+        SpanPlace {
+            trace: trace.to_owned(),
+            span: span_id(trace, id),
+            parent: None,
+            links: Vec::new(),
+        }
+    }
+}
+
 /// One exchange as an OTLP/JSON span in trace `trace`. `reply` is the decoded reply (if any),
 /// `findings` the exchange's findings (each becomes an event named `toolscope.finding` with
 /// `toolscope.rule`, `toolscope.severity`, `toolscope.message`, `toolscope.hint` and, when the
@@ -257,16 +286,22 @@ pub fn exchange_span(
     event_times: &[Option<u64>],
     findings: &[Finding],
 ) -> Value {
+    let place = SpanPlace::root(trace, ex.id);
+    placed_exchange_span(&place, provider, ex, reply, timings, event_times, findings)
+}
+
+/// [`exchange_span`] at `place` (trace, span id, parent, links).
+pub fn placed_exchange_span(
+    place: &SpanPlace,
+    provider: Option<&str>,
+    ex: &Exchange,
+    reply: Option<&AssistantMessage>,
+    timings: Option<&Value>,
+    event_times: &[Option<u64>],
+    findings: &[Finding],
+) -> Value {
     let api = ex.api();
-    let mut request = ex.request_json().unwrap_or(Value::Null);
-    // a Responses request is described as the chat request llama-server converts it to
-    // (instructions and input items as messages, the function tools the model saw,
-    // max_output_tokens as max_tokens); one the conversion refuses is described as sent
-    if api == Api::Responses
-        && let Ok(c) = crate::template::responses::responses_to_chat(&request)
-    {
-        request = c.body;
-    }
+    let request = span_request(api, ex);
     let start = unix_nanos(&ex.started);
     let end = start + u128::from(ex.timings.total_us.unwrap_or(0)) * 1000;
     let op = match api {
@@ -277,70 +312,129 @@ pub fn exchange_span(
     let model = ex.model();
     let mut attrs = Vec::new();
     if let Some(op) = op {
-        attrs.push(attr("gen_ai.operation.name", s(op)));
-        if let Some(p) = provider {
-            attrs.push(attr("gen_ai.provider.name", s(p)));
-        }
-        if let Some(m) = &model {
-            attrs.push(attr("gen_ai.request.model", s(m.clone())));
-        }
-        for (key, field) in [
-            ("gen_ai.request.max_tokens", "max_tokens"),
-            ("gen_ai.request.max_tokens", "max_completion_tokens"),
-        ] {
-            if let Some(n) = request.get(field).and_then(Value::as_u64) {
-                attrs.push(attr(key, int(n)));
-                break;
-            }
-        }
-        for (key, field) in [
-            ("gen_ai.request.temperature", "temperature"),
-            ("gen_ai.request.top_p", "top_p"),
-        ] {
-            if let Some(x) = request.get(field).and_then(Value::as_f64) {
-                attrs.push(attr(key, json!({ "doubleValue": x })));
-            }
-        }
-        let (input, system) = input_messages(api, &request);
-        attrs.push(attr(
-            "gen_ai.input.messages",
-            s(Value::Array(input).to_string()),
-        ));
-        if let Some(sys) = system {
-            attrs.push(attr("gen_ai.system_instructions", s(sys.to_string())));
-        }
-        let tools = tool_definitions(&request);
-        if !tools.is_empty() {
-            attrs.push(attr(
-                "gen_ai.tool.definitions",
-                s(Value::Array(tools).to_string()),
-            ));
-        }
+        request_attributes(&mut attrs, op, provider, model.as_deref(), api, &request);
         if let Some(m) = reply {
-            attrs.push(attr(
-                "gen_ai.output.messages",
-                s(Value::Array(output_messages(m)).to_string()),
-            ));
-            if let Some(rm) = &m.model {
-                attrs.push(attr("gen_ai.response.model", s(rm.clone())));
-            }
-            if let Some(fr) = &m.finish_reason {
-                attrs.push(attr(
-                    "gen_ai.response.finish_reasons",
-                    json!({"arrayValue": {"values": [{"stringValue": fr}]}}),
-                ));
-            }
-            if let Some(u) = m.usage.as_ref().or(timings) {
-                let (i, o) = usage_tokens(u);
-                if let Some(i) = i {
-                    attrs.push(attr("gen_ai.usage.input_tokens", int(i)));
-                }
-                if let Some(o) = o {
-                    attrs.push(attr("gen_ai.usage.output_tokens", int(o)));
-                }
-            }
+            reply_attributes(&mut attrs, m, timings);
         }
     }
+    exchange_attributes(&mut attrs, ex);
+    let events = finding_events(findings, event_times, start);
+    let name = match (op, &model) {
+        (Some(op), Some(m)) => format!("{op} {m}"),
+        (Some(op), None) => op.to_owned(),
+        (None, _) => format!("{} {}", ex.request.method, ex.request.path),
+    };
+    let mut span = serde_json::Map::new();
+    span.insert("traceId".into(), json!(place.trace));
+    span.insert("spanId".into(), json!(place.span));
+    if let Some(p) = &place.parent {
+        span.insert("parentSpanId".into(), json!(p));
+    }
+    span.insert("name".into(), json!(name));
+    span.insert("kind".into(), json!(SPAN_KIND_CLIENT));
+    span.insert("startTimeUnixNano".into(), json!(start.to_string()));
+    span.insert("endTimeUnixNano".into(), json!(end.to_string()));
+    span.insert("attributes".into(), Value::Array(attrs));
+    span.insert("events".into(), Value::Array(events));
+    if !place.links.is_empty() {
+        span.insert("links".into(), links_json(&place.links));
+    }
+    span.insert("status".into(), span_status(ex, findings));
+    Value::Object(span)
+}
+
+/// The request as the span describes it: a Responses request as the chat request llama-server
+/// converts it to (instructions and input items as messages, the function tools the model saw,
+/// max_output_tokens as max_tokens); one the conversion refuses is described as sent.
+fn span_request(api: Api, ex: &Exchange) -> Value {
+    let request = ex.request_json().unwrap_or(Value::Null);
+    if api == Api::Responses
+        && let Ok(c) = crate::template::responses::responses_to_chat(&request)
+    {
+        return c.body;
+    }
+    request
+}
+
+/// `gen_ai.operation.name`, provider, request model and settings, input messages, system
+/// instructions and tool definitions.
+fn request_attributes(
+    attrs: &mut Vec<Value>,
+    op: &str,
+    provider: Option<&str>,
+    model: Option<&str>,
+    api: Api,
+    request: &Value,
+) {
+    attrs.push(attr("gen_ai.operation.name", s(op)));
+    if let Some(p) = provider {
+        attrs.push(attr("gen_ai.provider.name", s(p)));
+    }
+    if let Some(m) = model {
+        attrs.push(attr("gen_ai.request.model", s(m)));
+    }
+    for (key, field) in [
+        ("gen_ai.request.max_tokens", "max_tokens"),
+        ("gen_ai.request.max_tokens", "max_completion_tokens"),
+    ] {
+        if let Some(n) = request.get(field).and_then(Value::as_u64) {
+            attrs.push(attr(key, int(n)));
+            break;
+        }
+    }
+    for (key, field) in [
+        ("gen_ai.request.temperature", "temperature"),
+        ("gen_ai.request.top_p", "top_p"),
+    ] {
+        if let Some(x) = request.get(field).and_then(Value::as_f64) {
+            attrs.push(attr(key, json!({ "doubleValue": x })));
+        }
+    }
+    let (input, system) = input_messages(api, request);
+    attrs.push(attr(
+        "gen_ai.input.messages",
+        s(Value::Array(input).to_string()),
+    ));
+    if let Some(sys) = system {
+        attrs.push(attr("gen_ai.system_instructions", s(sys.to_string())));
+    }
+    let tools = tool_definitions(request);
+    if !tools.is_empty() {
+        attrs.push(attr(
+            "gen_ai.tool.definitions",
+            s(Value::Array(tools).to_string()),
+        ));
+    }
+}
+
+/// Output messages, response model, finish reasons and token usage of the reply.
+fn reply_attributes(attrs: &mut Vec<Value>, m: &AssistantMessage, timings: Option<&Value>) {
+    attrs.push(attr(
+        "gen_ai.output.messages",
+        s(Value::Array(output_messages(m)).to_string()),
+    ));
+    if let Some(rm) = &m.model {
+        attrs.push(attr("gen_ai.response.model", s(rm.clone())));
+    }
+    if let Some(fr) = &m.finish_reason {
+        attrs.push(attr(
+            "gen_ai.response.finish_reasons",
+            json!({"arrayValue": {"values": [{"stringValue": fr}]}}),
+        ));
+    }
+    if let Some(u) = m.usage.as_ref().or(timings) {
+        let (i, o) = usage_tokens(u);
+        if let Some(i) = i {
+            attrs.push(attr("gen_ai.usage.input_tokens", int(i)));
+        }
+        if let Some(o) = o {
+            attrs.push(attr("gen_ai.usage.output_tokens", int(o)));
+        }
+    }
+}
+
+/// HTTP method, path and status, and the exchange's id and label.
+fn exchange_attributes(attrs: &mut Vec<Value>, ex: &Exchange) {
     attrs.push(attr("http.request.method", s(ex.request.method.clone())));
     attrs.push(attr("url.path", s(ex.request.path.clone())));
     if let Some(r) = &ex.response {
@@ -350,7 +444,12 @@ pub fn exchange_span(
     if let Some(l) = &ex.label {
         attrs.push(attr("toolscope.exchange.label", s(l.clone())));
     }
-    let events: Vec<Value> = findings
+}
+
+/// One `toolscope.finding` event per finding, at its stream event's receive time when it
+/// points at one (else at the span's start).
+fn finding_events(findings: &[Finding], event_times: &[Option<u64>], start: u128) -> Vec<Value> {
+    findings
         .iter()
         .map(|f| {
             let t = f
@@ -375,12 +474,17 @@ pub fn exchange_span(
             }
             json!({"timeUnixNano": t.to_string(), "name": "toolscope.finding", "attributes": a})
         })
-        .collect();
+        .collect()
+}
+
+/// ERROR (code 2) for an HTTP status ≥ 400, a partial exchange or a finding of severity
+/// error; else UNSET (code 0).
+fn span_status(ex: &Exchange, findings: &[Finding]) -> Value {
     let http_failed = ex.response.as_ref().is_none_or(|r| r.status >= 400);
     let error_finding = findings
         .iter()
         .any(|f| f.severity == crate::finding::Severity::Error);
-    let status = if http_failed || ex.is_partial() || error_finding {
+    if http_failed || ex.is_partial() || error_finding {
         let msg = ex.error.clone().unwrap_or_else(|| {
             if http_failed {
                 format!("HTTP {}", ex.response.as_ref().map_or(0, |r| r.status))
@@ -391,23 +495,137 @@ pub fn exchange_span(
         json!({"code": 2, "message": msg})
     } else {
         json!({"code": 0})
+    }
+}
+
+fn links_json(links: &[(String, String)]) -> Value {
+    Value::Array(
+        links
+            .iter()
+            .map(|(t, s)| json!({"traceId": t, "spanId": s}))
+            .collect(),
+    )
+}
+
+/// One exchange's span with its reply decoded here ([`crate::stream::decode_exchange`]):
+/// the stream events' receive times for the findings' events, and llama-server's `timings`
+/// (the last chunk of a stream, or the body) for the token counts. `export --format otel`
+/// and `proxy --otlp` both build their exchange spans through this.
+pub fn span_of_exchange(
+    place: &SpanPlace,
+    provider: Option<&str>,
+    ex: &Exchange,
+    findings: &[Finding],
+) -> Value {
+    let decoded = crate::stream::decode_exchange(ex);
+    let times: Vec<Option<u64>> = decoded
+        .as_ref()
+        .map(|r| r.events.iter().map(|e| e.t_us).collect())
+        .unwrap_or_default();
+    let timings = decoded
+        .as_ref()
+        .and_then(|r| {
+            r.events.iter().rev().find_map(|e| {
+                serde_json::from_str::<Value>(&e.data)
+                    .ok()?
+                    .get("timings")
+                    .cloned()
+            })
+        })
+        .or_else(|| {
+            let body = ex.response.as_ref()?.body.as_ref()?.json().ok()?;
+            body.get("timings").cloned()
+        });
+    placed_exchange_span(
+        place,
+        provider,
+        ex,
+        decoded.as_ref().map(|r| &r.message),
+        timings.as_ref(),
+        &times,
+        findings,
+    )
+}
+
+/// The findings of one exchange, as `check` computes them (server render and template from
+/// `header` and the exchange's `annotations`), with the exchange handed back. Exchanges that
+/// are not generations have none.
+pub fn findings_of(
+    header: &Header,
+    annotations: &[crate::session::Annotation],
+    ex: Exchange,
+) -> (Vec<Finding>, Exchange) {
+    if !ex.api().is_generation() {
+        return (Vec::new(), ex);
+    }
+    // The one analysed exchange (issue #17): the same findings as `check` and the inspector.
+    let ctx = crate::analysis::Context {
+        header,
+        annotations,
     };
-    let name = match (op, &model) {
-        (Some(op), Some(m)) => format!("{op} {m}"),
-        (Some(op), None) => op.to_owned(),
-        (None, _) => format!("{} {}", ex.request.method, ex.request.path),
-    };
-    json!({
-        "traceId": trace,
-        "spanId": span_id(trace, ex.id),
-        "name": name,
-        "kind": SPAN_KIND_CLIENT,
-        "startTimeUnixNano": start.to_string(),
-        "endTimeUnixNano": end.to_string(),
-        "attributes": attrs,
-        "events": events,
-        "status": status,
-    })
+    let a = crate::analysis::analyse(ex, ctx, crate::analysis::Depth::Findings);
+    (a.findings, a.exchange)
+}
+
+/// OTLP `Span.SpanKind` INTERNAL.
+pub const SPAN_KIND_INTERNAL: u64 = 1;
+
+/// The execution of one tool call between two turns, as an OTLP/JSON span at `place`: from
+/// `start_ns` (the end of the exchange whose reply made the call) to `end_ns` (the start of
+/// the request that carried its result). GenAI conventions: span name `execute_tool {name}`,
+/// kind INTERNAL, `gen_ai.operation.name` `execute_tool`, `gen_ai.tool.name`,
+/// `gen_ai.tool.type` `function`, `gen_ai.tool.call.id`, `gen_ai.tool.call.arguments`,
+/// `gen_ai.tool.call.result` (the result's text, shortened to 200 bytes); and
+/// `toolscope.exchange.id` (the exchange that made the call), `toolscope.call.index`,
+/// `toolscope.result.exchange.id` (the exchange whose request carried the result).
+pub fn tool_span(
+    place: &SpanPlace,
+    link: &crate::conversation::CallLink,
+    start_ns: u128,
+    end_ns: u128,
+) -> Value {
+    let mut attrs = vec![
+        attr("gen_ai.operation.name", s("execute_tool")),
+        attr("gen_ai.tool.name", s(link.call.name.clone())),
+        attr("gen_ai.tool.type", s("function")),
+    ];
+    if let Some(id) = &link.call.id {
+        attrs.push(attr("gen_ai.tool.call.id", s(id.clone())));
+    }
+    attrs.push(attr(
+        "gen_ai.tool.call.arguments",
+        s(link.call.arguments.clone()),
+    ));
+    if let Some(r) = &link.result_text {
+        attrs.push(attr("gen_ai.tool.call.result", s(r.clone())));
+    }
+    attrs.push(attr("toolscope.exchange.id", int(link.exchange)));
+    attrs.push(attr("toolscope.call.index", int(link.index as u64)));
+    if let Some((ex, _)) = link.result {
+        attrs.push(attr("toolscope.result.exchange.id", int(ex)));
+    }
+    let mut span = serde_json::Map::new();
+    span.insert("traceId".into(), json!(place.trace));
+    span.insert("spanId".into(), json!(place.span));
+    if let Some(p) = &place.parent {
+        span.insert("parentSpanId".into(), json!(p));
+    }
+    span.insert(
+        "name".into(),
+        json!(format!("execute_tool {}", link.call.name)),
+    );
+    span.insert("kind".into(), json!(SPAN_KIND_INTERNAL));
+    span.insert("startTimeUnixNano".into(), json!(start_ns.to_string()));
+    span.insert(
+        "endTimeUnixNano".into(),
+        json!(end_ns.max(start_ns).to_string()),
+    );
+    span.insert("attributes".into(), Value::Array(attrs));
+    if !place.links.is_empty() {
+        span.insert("links".into(), links_json(&place.links));
+    }
+    span.insert("status".into(), json!({"code": 0}));
+    Value::Object(span)
 }
 
 /// The `ExportTraceServiceRequest` around `spans`: one resource (`service.name` `toolscope`,

@@ -12,12 +12,14 @@
 //! * [`spill`] — bounded memory for recorded bodies (temporary file beyond 1 MiB).
 //! * [`summary`] — one-line exchange summaries (`--headless`).
 //! * [`serve`] — answers requests from a recorded session (`toolscope serve`).
+//! * [`otlp`] — live traces (`proxy --otlp`): OTLP/HTTP spans sent as exchanges end.
 //! * [`websocket`] — WebSocket pass-through and recording (the Responses API's WebSocket mode).
 
 pub mod annotate;
 pub mod anthropic;
 pub mod client;
 pub mod llama;
+pub mod otlp;
 pub mod probe;
 pub mod proxy;
 pub mod recorder;

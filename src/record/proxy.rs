@@ -89,6 +89,11 @@ pub struct ProxyConfig {
     /// The proxy is `send`'s internal hop: the recorded `host` header is the upstream's (what
     /// a direct request carries), not the hop's ephemeral loopback port.
     pub direct: bool,
+    /// `--otlp URL`: send OTLP/HTTP JSON spans to this collector as exchanges end
+    /// ([`crate::record::otlp`]); `None`: no live traces, requests go upstream untouched.
+    pub otlp: Option<String>,
+    /// Timeout of each collector POST (`--otlp-timeout`).
+    pub otlp_timeout: Duration,
 }
 
 impl ProxyConfig {
@@ -103,6 +108,8 @@ impl ProxyConfig {
             detect_engine: true,
             regenerate: false,
             direct: false,
+            otlp: None,
+            otlp_timeout: crate::record::otlp::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -123,6 +130,8 @@ pub struct ProxyHandle {
     cut: CancellationToken,
     conns: Arc<ConnCount>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// How long a shutdown waits for the OTLP exporter to drain.
+    otlp_wait: Duration,
 }
 
 /// How a shutdown went.
@@ -132,6 +141,8 @@ pub struct ShutdownReport {
     pub settled: bool,
     /// Exchanges cut and recorded as [`Outcome::Shutdown`].
     pub cut: usize,
+    /// `--otlp`: spans sent and dropped, once the exporter has drained.
+    pub otlp: Option<crate::record::otlp::OtlpStats>,
 }
 
 /// Open client connections, to wait for them after the cut.
@@ -336,6 +347,14 @@ impl Proxy {
             .and_then(|p| p.get("bos_token"))
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
+        let otlp = match &cfg.otlp {
+            Some(url) => Some(crate::record::otlp::Otlp::start(
+                url,
+                cfg.otlp_timeout,
+                header.clone(),
+            )?),
+            None => None,
+        };
         let recorder = Recorder::open(
             RecorderConfig {
                 session: cfg.session.clone(),
@@ -347,6 +366,7 @@ impl Proxy {
                 regenerate: cfg.regenerate,
                 ollama_show_from,
                 regenerate_on,
+                otlp,
             },
             &header,
             events,
@@ -409,6 +429,7 @@ impl Proxy {
             cut,
             conns,
             task: Some(task),
+            otlp_wait: cfg.otlp_timeout * 2 + Duration::from_secs(1),
         })
     }
 }
@@ -432,6 +453,11 @@ impl ProxyHandle {
     /// The header line written for this session (engine detected, props snapshot).
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// The live trace exporter (`--otlp`), for its [`crate::record::otlp::Otlp::stats`].
+    pub fn otlp(&self) -> Option<&crate::record::otlp::Otlp> {
+        self.recorder.otlp()
     }
 
     /// The recorder (to wait for exchanges with [`Recorder::settle`]).
@@ -476,7 +502,13 @@ impl ProxyHandle {
         let cut = self.recorder.cut_count();
         let rec = self.recorder.clone();
         let _ = tokio::task::spawn_blocking(move || rec.close()).await;
-        ShutdownReport { settled, cut }
+        // every ended exchange has been offered: drain the exporter (each POST is bounded by
+        // its timeout; what is still queued after two of them is counted as dropped)
+        let otlp = match self.recorder.otlp() {
+            Some(o) => Some(o.finish(self.otlp_wait).await),
+            None => None,
+        };
+        ShutdownReport { settled, cut, otlp }
     }
 }
 
@@ -795,33 +827,17 @@ async fn handle(
     // mid-upload still records what arrived.
     let mut active = rec.begin_request(parts.method.as_str(), &path, req_headers);
     let sink = active.request_sink();
-    let mut frames = std::collections::VecDeque::new();
-    let mut size = 0usize;
-    let mut whole = false;
-    while size <= SPILL_AT {
-        match body.frame().await {
-            None => {
-                whole = true;
-                break;
-            }
-            Some(Ok(frame)) => {
-                if let Ok(d) = frame.into_data() {
-                    sink.push(&d);
-                    size += d.len();
-                    frames.push_back(d);
-                }
-            }
-            Some(Err(e)) => {
-                // The client went away (or sent a broken body) before the request was complete.
-                let msg = format!("reading the request body failed after {size} bytes: {e}");
-                active.finish(Outcome::ClientDisconnected, Some(msg.clone()));
-                return Ok(text_response(
-                    StatusCode::BAD_REQUEST,
-                    format!("toolscope proxy: {msg}\n"),
-                ));
-            }
+    let (frames, size, whole) = match read_body_start(&mut body, &sink).await {
+        Ok(r) => r,
+        Err(msg) => {
+            // The client went away (or sent a broken body) before the request was complete.
+            active.finish(Outcome::ClientDisconnected, Some(msg.clone()));
+            return Ok(text_response(
+                StatusCode::BAD_REQUEST,
+                format!("toolscope proxy: {msg}\n"),
+            ));
         }
-    }
+    };
     // live view: the request (its body while it is in memory)
     active.request_done();
     let client_error = Arc::new(Mutex::new(None::<String>));
@@ -834,82 +850,39 @@ async fn handle(
         }
         b.freeze()
     });
-    let mut streaming = match &buffered {
+    let streaming = match &buffered {
         Some(_) => None,
         None => Some(StreamingRequest {
-            prefix: std::mem::take(&mut frames),
+            prefix: frames,
             inner: body,
             sink: sink.clone(),
             client_error: client_error.clone(),
         }),
     };
-
-    let target = format!("{}{}", upstream.prefix, path);
-    let build = |b: UpBody| {
-        let mut up = HRequest::builder()
-            .method(parts.method.clone())
-            .uri(&target);
-        if let Some(h) = up.headers_mut() {
-            for (k, v) in parts.headers.iter() {
-                if !is_hop(k.as_str()) && k != hyper::header::HOST {
-                    h.append(k.clone(), v.clone());
-                }
-            }
-            if let Ok(host) = HeaderValue::from_str(&upstream.authority) {
-                h.insert(hyper::header::HOST, host);
-            }
-            if let Some(auth) = &upstream.basic_auth
-                && !h.contains_key(hyper::header::AUTHORIZATION)
-            {
-                h.insert(hyper::header::AUTHORIZATION, auth.clone());
-            }
-        }
-        up.body(b)
+    // proxy --otlp: the exchange span's place, propagated upstream as `traceparent`
+    let traceparent = rec.otlp().map(|o| {
+        let t = o.route(&path, &header_pairs(&parts.headers), buffered.as_deref());
+        let v = HeaderValue::from_str(&t.upstream_header()).ok();
+        active.set_trace(t);
+        v
+    });
+    let out = Outgoing {
+        parts: &parts,
+        target: format!("{}{}", upstream.prefix, path),
+        upstream: &upstream,
+        traceparent: traceparent.flatten(),
     };
-    let next_body = |streaming: &mut Option<StreamingRequest>| -> Option<UpBody> {
-        match &buffered {
-            Some(b) => Some(full_body(b.clone())),
-            None => streaming.take().map(|s| s.boxed()),
-        }
-    };
-    let first = match build(next_body(&mut streaming).expect("a body")) {
+    let (resp, conn) = match forward(&out, buffered, streaming, &slot).await {
         Ok(r) => r,
-        Err(e) => {
+        Err(Forward::Build(e)) => {
             let msg = format!(
-                "toolscope proxy: cannot build the upstream request for {}{target}: {e}",
-                upstream.base
+                "toolscope proxy: cannot build the upstream request for {}{}: {e}",
+                upstream.base, out.target
             );
             active.finish(Outcome::UpstreamError, Some(msg.clone()));
             return Ok(text_response(StatusCode::BAD_GATEWAY, msg + "\n"));
         }
-    };
-    let kept = slot.lock().ok().and_then(|mut s| s.take());
-    let mut first = Some(first);
-    let mut sent = match kept {
-        // A kept connection the upstream closed meanwhile fails before the request is
-        // written: send it again on a fresh connection (buffered bodies only).
-        Some(conn) if buffered.is_some() => match conn.send(first.take().expect("unused")).await {
-            Err(SendError::NotSent(_)) => None,
-            r => Some(r.map_err(SendError::into_inner)),
-        },
-        _ => None,
-    };
-    if sent.is_none() {
-        let req = match first.take() {
-            Some(r) => Some(r),
-            None => next_body(&mut streaming).and_then(|b| build(b).ok()),
-        };
-        sent = Some(
-            match (req, UpstreamConn::connect(&upstream.connect).await) {
-                (Some(req), Ok(conn)) => conn.send(req).await.map_err(SendError::into_inner),
-                (None, _) => Err("the request body could not be sent again".into()),
-                (_, Err(e)) => Err(e),
-            },
-        );
-    }
-    let (resp, conn) = match sent.expect("set above") {
-        Ok(r) => r,
-        Err(e) => {
+        Err(Forward::Failed(e)) => {
             if let Some(c) = client_error.lock().ok().and_then(|mut c| c.take()) {
                 active.finish(Outcome::ClientDisconnected, Some(c.clone()));
                 return Ok(text_response(
@@ -926,6 +899,137 @@ async fn handle(
             return Ok(text_response(StatusCode::BAD_GATEWAY, msg + "\n"));
         }
     };
+    Ok(respond(resp, conn, slot, active))
+}
+
+/// Reads a request body up to [`SPILL_AT`] bytes (or its end), each frame recorded in `sink`:
+/// the frames, their size, and whether that was the whole body. `Err`: the client's body
+/// failed first.
+async fn read_body_start(
+    body: &mut Incoming,
+    sink: &RequestSink,
+) -> Result<(std::collections::VecDeque<Bytes>, usize, bool), String> {
+    let mut frames = std::collections::VecDeque::new();
+    let mut size = 0usize;
+    while size <= SPILL_AT {
+        match body.frame().await {
+            None => return Ok((frames, size, true)),
+            Some(Ok(frame)) => {
+                if let Ok(d) = frame.into_data() {
+                    sink.push(&d);
+                    size += d.len();
+                    frames.push_back(d);
+                }
+            }
+            Some(Err(e)) => {
+                return Err(format!(
+                    "reading the request body failed after {size} bytes: {e}"
+                ));
+            }
+        }
+    }
+    Ok((frames, size, false))
+}
+
+/// The request as it goes upstream: the client's method and headers (hop-by-hop ones
+/// dropped), the upstream's `Host`, Basic credentials from the upstream URL when the client
+/// sent none, and the `traceparent` of `proxy --otlp`.
+struct Outgoing<'a> {
+    parts: &'a hyper::http::request::Parts,
+    target: String,
+    upstream: &'a Upstream,
+    traceparent: Option<HeaderValue>,
+}
+
+impl Outgoing<'_> {
+    fn build(&self, b: UpBody) -> Result<HRequest<UpBody>, hyper::http::Error> {
+        let mut up = HRequest::builder()
+            .method(self.parts.method.clone())
+            .uri(&self.target);
+        if let Some(h) = up.headers_mut() {
+            for (k, v) in self.parts.headers.iter() {
+                if !is_hop(k.as_str()) && k != hyper::header::HOST {
+                    h.append(k.clone(), v.clone());
+                }
+            }
+            if let Ok(host) = HeaderValue::from_str(&self.upstream.authority) {
+                h.insert(hyper::header::HOST, host);
+            }
+            if let Some(auth) = &self.upstream.basic_auth
+                && !h.contains_key(hyper::header::AUTHORIZATION)
+            {
+                h.insert(hyper::header::AUTHORIZATION, auth.clone());
+            }
+            if let Some(tp) = &self.traceparent {
+                h.insert(HeaderName::from_static("traceparent"), tp.clone());
+            }
+        }
+        up.body(b)
+    }
+}
+
+/// Why [`forward`] got no response head.
+enum Forward {
+    /// The upstream request could not be built (a bad target).
+    Build(hyper::http::Error),
+    /// Sending failed (connect, write, or no answer).
+    Failed(BoxError),
+}
+
+/// Sends the request upstream and waits for the response head: on the client connection's
+/// kept upstream connection when it has one (a buffered body only), again on a fresh
+/// connection when the kept one turns out closed before the request was written.
+async fn forward(
+    out: &Outgoing<'_>,
+    buffered: Option<Bytes>,
+    mut streaming: Option<StreamingRequest>,
+    slot: &Slot,
+) -> Result<(HResponse<Incoming>, Option<UpstreamConn>), Forward> {
+    let mut next_body = || -> Option<UpBody> {
+        match &buffered {
+            Some(b) => Some(full_body(b.clone())),
+            None => streaming.take().map(|s| s.boxed()),
+        }
+    };
+    let first = out
+        .build(next_body().expect("a body"))
+        .map_err(Forward::Build)?;
+    let kept = slot.lock().ok().and_then(|mut s| s.take());
+    let mut first = Some(first);
+    let sent = match kept {
+        // A kept connection the upstream closed meanwhile fails before the request is
+        // written: send it again on a fresh connection (buffered bodies only).
+        Some(conn) if buffered.is_some() => match conn.send(first.take().expect("unused")).await {
+            Err(SendError::NotSent(_)) => None,
+            r => Some(r.map_err(SendError::into_inner)),
+        },
+        _ => None,
+    };
+    let sent = match sent {
+        Some(r) => r,
+        None => {
+            let req = match first.take() {
+                Some(r) => Some(r),
+                None => next_body().and_then(|b| out.build(b).ok()),
+            };
+            match (req, UpstreamConn::connect(&out.upstream.connect).await) {
+                (Some(req), Ok(conn)) => conn.send(req).await.map_err(SendError::into_inner),
+                (None, _) => Err("the request body could not be sent again".into()),
+                (_, Err(e)) => Err(e),
+            }
+        }
+    };
+    sent.map_err(Forward::Failed)
+}
+
+/// The client's response: the upstream's status and headers (hop-by-hop ones dropped,
+/// recorded), and its body forwarded and recorded frame by frame ([`RecordingBody`]).
+fn respond(
+    resp: HResponse<Incoming>,
+    conn: Option<UpstreamConn>,
+    slot: Slot,
+    mut active: ActiveExchange,
+) -> HResponse<BoxBody<Bytes, BoxError>> {
     let (rparts, rbody) = resp.into_parts();
     let mut out = HResponse::builder()
         .status(rparts.status)
@@ -945,11 +1049,11 @@ async fn handle(
     active.head(rparts.status.as_u16(), forwarded);
     let body = RecordingBody::new(rbody, conn, slot, active);
     match out.body(body.boxed()) {
-        Ok(r) => Ok(r),
-        Err(e) => Ok(text_response(
+        Ok(r) => r,
+        Err(e) => text_response(
             StatusCode::BAD_GATEWAY,
             format!("toolscope proxy: bad upstream response head: {e}\n"),
-        )),
+        ),
     }
 }
 

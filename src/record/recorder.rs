@@ -96,6 +96,9 @@ pub struct RecorderConfig {
     /// for `vllm` or `ollama` (engines that render a chat request themselves;
     /// [`crate::record::regenerate::regenerate_on_engine`]).
     pub regenerate_on: Option<(String, String)>,
+    /// `proxy --otlp`: the live trace exporter each ended exchange is offered to (from the
+    /// writer thread, never the client's path; [`crate::record::otlp`]).
+    pub otlp: Option<crate::record::otlp::Otlp>,
 }
 
 enum WriterMsg {
@@ -116,6 +119,8 @@ struct RawExchange {
     /// `Some` for `text/event-stream`: per chunk, its end offset in `body` and receive µs
     /// ([`mark_bytes`] records).
     marks: Option<Spill>,
+    /// `proxy --otlp`: where the exchange's span goes.
+    trace: Option<crate::record::otlp::ExchangeTrace>,
 }
 
 /// Stand-ins serialized where the streamed bodies go; JSON text never contains them outside
@@ -308,6 +313,7 @@ impl Recorder {
         let rt = tokio::runtime::Handle::try_current().ok();
         let rt2 = rt.clone();
         let path = cfg.session.clone();
+        let otlp = cfg.otlp.clone();
         let thread = std::thread::Builder::new()
             .name("toolscope-session-writer".into())
             .spawn(move || {
@@ -315,9 +321,13 @@ impl Recorder {
                 for msg in rx {
                     let result = match msg {
                         WriterMsg::Line(line) => writer.append(&line),
-                        WriterMsg::Ended(raw) => {
-                            if let Some(ev) = &events2 {
-                                let ex = raw.event_exchange();
+                        WriterMsg::Ended(mut raw) => {
+                            let ex =
+                                (events2.is_some() || otlp.is_some()).then(|| raw.event_exchange());
+                            if let (Some(o), Some(ex)) = (&otlp, &ex) {
+                                o.offer(ex.clone(), raw.trace.take());
+                            }
+                            if let (Some(ev), Some(ex)) = (&events2, ex) {
                                 emit_to(ev, rt2.as_ref(), RecordEvent::Ended(Box::new(ex)));
                             }
                             raw.write(&mut writer)
@@ -401,6 +411,11 @@ impl Recorder {
     /// Exchanges started and not yet queued for writing, plus pending annotation fetches.
     pub fn in_flight(&self) -> usize {
         self.inner.busy.load(Ordering::SeqCst)
+    }
+
+    /// The live trace exporter (`proxy --otlp`), when there is one.
+    pub fn otlp(&self) -> Option<&crate::record::otlp::Otlp> {
+        self.inner.cfg.otlp.as_ref()
     }
 
     /// The session file.
@@ -508,6 +523,7 @@ impl Recorder {
             last_chunk_us: None,
             tail: Vec::new(),
             heads: Default::default(),
+            trace: None,
         }
     }
 
@@ -655,6 +671,8 @@ pub struct ActiveExchange {
     /// The start of the stream's last event: names a Responses terminal event longer than
     /// [`TAIL`] (`response.completed` repeats the whole output).
     heads: crate::stream::sse::EventHeads,
+    /// `proxy --otlp`: where the exchange's span goes ([`ActiveExchange::set_trace`]).
+    trace: Option<crate::record::otlp::ExchangeTrace>,
 }
 
 /// How much of a response body's end [`ActiveExchange`] keeps in memory for the terminal-event
@@ -742,6 +760,11 @@ impl ActiveExchange {
             started: ex.started.clone(),
             request,
         });
+    }
+
+    /// Sets where the exchange's span goes (`proxy --otlp`, decided when the request arrived).
+    pub fn set_trace(&mut self, trace: crate::record::otlp::ExchangeTrace) {
+        self.trace = Some(trace);
     }
 
     /// Records the response status line and headers (redacted unless `keep_secrets`).
@@ -845,6 +868,7 @@ impl ActiveExchange {
             req,
             body,
             marks,
+            trace: self.trace.take(),
         });
     }
 }

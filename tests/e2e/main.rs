@@ -11,6 +11,7 @@ mod template_support;
 
 mod diff_e2e;
 mod e2e_loop;
+mod e2e_otlp;
 mod e2e_probe;
 mod e2e_raw;
 mod e2e_record_llama;

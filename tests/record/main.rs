@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod record_otlp;
 mod record_proxy_faults;
 mod record_raw;
 mod record_responses;
