@@ -486,140 +486,12 @@ impl Fold {
         let keys = HistoryKeys::of(&t.messages);
         let parent = self.index.parent_of(&keys, &t.messages);
         let me = self.turns.len();
-        let (conv, reply_kept, new_from) = match parent {
-            Some(p) => {
-                let pk = &self.turns[p];
-                let n = pk.input.messages.len();
-                let kept = match (&pk.input.reply, t.messages.get(n)) {
-                    (Some(r), Some(m)) => r.key() == m.key(),
-                    _ => false,
-                };
-                (pk.conv, kept, n)
-            }
-            None => {
-                let id = self.out.conversations.len();
-                let started_by = self.subagent_of(&t);
-                if let Some((ex, idx)) = started_by
-                    && let Some(li) = self
-                        .out
-                        .calls
-                        .iter()
-                        .position(|c| c.exchange == ex && c.index == idx)
-                {
-                    self.out.calls[li].subagents.push(id);
-                }
-                self.out.conversations.push(Conversation {
-                    id,
-                    started_by,
-                    turns: Vec::new(),
-                });
-                (id, false, 0)
-            }
-        };
-        // Results in this request's new messages, linked to the parent's calls.
-        let mut known_ids: Vec<&str> = t
-            .messages
-            .iter()
-            .flat_map(|m| m.calls.iter().filter_map(|c| c.id.as_deref()))
-            .collect();
-        if let Some(p) = parent
-            && let Some(r) = &self.turns[p].input.reply
-        {
-            known_ids.extend(r.calls.iter().filter_map(|c| c.id.as_deref()));
-        }
-        for (i, m) in t.messages.iter().enumerate().skip(new_from) {
-            if !m.is_result() {
-                continue;
-            }
-            if let Some(id) = &m.call_id {
-                // an id no assistant message before it (nor the parent's reply) called
-                let earlier: Vec<&str> = t.messages[..i]
-                    .iter()
-                    .flat_map(|m| m.calls.iter().filter_map(|c| c.id.as_deref()))
-                    .chain(
-                        parent
-                            .and_then(|p| self.turns[p].input.reply.as_ref())
-                            .into_iter()
-                            .flat_map(|r| r.calls.iter().filter_map(|c| c.id.as_deref())),
-                    )
-                    .collect();
-                if !earlier.contains(&id.as_str()) {
-                    self.out.unknown_results.push((t.exchange, i, id.clone()));
-                }
-            }
-        }
+        let (conv, reply_kept, new_from) = self.place(&t, parent);
+        self.note_unknown_results(&t, parent, new_from);
         if let Some(p) = parent {
-            let pk = &mut self.turns[p];
-            pk.continued = true;
-            self.pending.retain(|&x| x != p);
-            let pos = pk.pos;
-            let links: Vec<usize> = self.out.conversations[pk.conv].turns[pos].calls.clone();
-            let results: Vec<(usize, &Msg)> = t
-                .messages
-                .iter()
-                .enumerate()
-                .skip(new_from)
-                .filter(|(_, m)| m.is_result())
-                .collect();
-            let mut used = vec![false; results.len()];
-            // by id first
-            for &li in &links {
-                let link = &mut self.out.calls[li];
-                link.next_turn.get_or_insert(t.exchange);
-                if link.result.is_some() {
-                    continue;
-                }
-                if let Some(id) = &link.call.id
-                    && let Some(k) = results
-                        .iter()
-                        .position(|(_, m)| m.call_id.as_deref() == Some(id.as_str()))
-                {
-                    used[k] = true;
-                    link.result = Some((t.exchange, results[k].0));
-                    link.result_text = Some(short(&results[k].1.text, 200));
-                }
-            }
-            // then by position, for results without an id (Ollama) and calls without one
-            for &li in &links {
-                let link = &mut self.out.calls[li];
-                if link.result.is_some() {
-                    continue;
-                }
-                if let Some(k) = (0..results.len()).find(|&k| {
-                    !used[k]
-                        && results[k].1.call_id.is_none()
-                        && (link.call.id.is_none() || results[k].1.call_id.is_none())
-                        && results[k]
-                            .1
-                            .tool_name
-                            .as_deref()
-                            .is_none_or(|n| n == link.call.name)
-                }) {
-                    used[k] = true;
-                    link.result = Some((t.exchange, results[k].0));
-                    link.result_text = Some(short(&results[k].1.text, 200));
-                }
-            }
+            self.link_results(p, &t, new_from);
         }
-        // This turn's calls.
-        let mut call_links = Vec::new();
-        if let Some(r) = &t.reply {
-            for (i, c) in r.calls.iter().enumerate() {
-                call_links.push(self.out.calls.len());
-                self.out.calls.push(CallLink {
-                    exchange: t.exchange,
-                    index: i,
-                    call: c.clone(),
-                    next_turn: None,
-                    result: None,
-                    result_text: None,
-                    subagents: Vec::new(),
-                });
-            }
-            if !r.calls.is_empty() {
-                self.pending.push(me);
-            }
-        }
+        let call_links = self.add_calls(&t, me);
         let (parent_ex, tool_us, reuse) = match parent {
             Some(p) => {
                 let pin = &self.turns[p].input;
@@ -652,6 +524,159 @@ impl Fold {
             input: t,
             continued: false,
         });
+    }
+
+    /// Where `t` goes: its parent's conversation (with whether the parent's reply is kept in
+    /// `t`'s messages, and where `t`'s new messages start) or a new conversation, linked to the
+    /// call that started it when it is a sub-agent.
+    fn place(&mut self, t: &TurnInput, parent: Option<usize>) -> (usize, bool, usize) {
+        match parent {
+            Some(p) => {
+                let pk = &self.turns[p];
+                let n = pk.input.messages.len();
+                let kept = match (&pk.input.reply, t.messages.get(n)) {
+                    (Some(r), Some(m)) => r.key() == m.key(),
+                    _ => false,
+                };
+                (pk.conv, kept, n)
+            }
+            None => {
+                let id = self.out.conversations.len();
+                let started_by = self.subagent_of(t);
+                if let Some((ex, idx)) = started_by
+                    && let Some(li) = self
+                        .out
+                        .calls
+                        .iter()
+                        .position(|c| c.exchange == ex && c.index == idx)
+                {
+                    self.out.calls[li].subagents.push(id);
+                }
+                self.out.conversations.push(Conversation {
+                    id,
+                    started_by,
+                    turns: Vec::new(),
+                });
+                (id, false, 0)
+            }
+        }
+    }
+
+    /// Results in `t`'s new messages (from `new_from`) under an id no assistant message before
+    /// them, nor the parent's reply, called: `unknown_results`.
+    fn note_unknown_results(&mut self, t: &TurnInput, parent: Option<usize>, new_from: usize) {
+        // Results in this request's new messages, linked to the parent's calls.
+        let mut known_ids: Vec<&str> = t
+            .messages
+            .iter()
+            .flat_map(|m| m.calls.iter().filter_map(|c| c.id.as_deref()))
+            .collect();
+        if let Some(p) = parent
+            && let Some(r) = &self.turns[p].input.reply
+        {
+            known_ids.extend(r.calls.iter().filter_map(|c| c.id.as_deref()));
+        }
+        for (i, m) in t.messages.iter().enumerate().skip(new_from) {
+            if !m.is_result() {
+                continue;
+            }
+            if let Some(id) = &m.call_id {
+                // an id no assistant message before it (nor the parent's reply) called
+                let earlier: Vec<&str> = t.messages[..i]
+                    .iter()
+                    .flat_map(|m| m.calls.iter().filter_map(|c| c.id.as_deref()))
+                    .chain(
+                        parent
+                            .and_then(|p| self.turns[p].input.reply.as_ref())
+                            .into_iter()
+                            .flat_map(|r| r.calls.iter().filter_map(|c| c.id.as_deref())),
+                    )
+                    .collect();
+                if !earlier.contains(&id.as_str()) {
+                    self.out.unknown_results.push((t.exchange, i, id.clone()));
+                }
+            }
+        }
+    }
+
+    /// Links the calls of turn `p` (the parent) to the results in `t`'s new messages: by id
+    /// first, then by position for results or calls without one (Ollama).
+    fn link_results(&mut self, p: usize, t: &TurnInput, new_from: usize) {
+        let pk = &mut self.turns[p];
+        pk.continued = true;
+        self.pending.retain(|&x| x != p);
+        let pos = pk.pos;
+        let links: Vec<usize> = self.out.conversations[pk.conv].turns[pos].calls.clone();
+        let results: Vec<(usize, &Msg)> = t
+            .messages
+            .iter()
+            .enumerate()
+            .skip(new_from)
+            .filter(|(_, m)| m.is_result())
+            .collect();
+        let mut used = vec![false; results.len()];
+        // by id first
+        for &li in &links {
+            let link = &mut self.out.calls[li];
+            link.next_turn.get_or_insert(t.exchange);
+            if link.result.is_some() {
+                continue;
+            }
+            if let Some(id) = &link.call.id
+                && let Some(k) = results
+                    .iter()
+                    .position(|(_, m)| m.call_id.as_deref() == Some(id.as_str()))
+            {
+                used[k] = true;
+                link.result = Some((t.exchange, results[k].0));
+                link.result_text = Some(short(&results[k].1.text, 200));
+            }
+        }
+        // then by position, for results without an id (Ollama) and calls without one
+        for &li in &links {
+            let link = &mut self.out.calls[li];
+            if link.result.is_some() {
+                continue;
+            }
+            if let Some(k) = (0..results.len()).find(|&k| {
+                !used[k]
+                    && results[k].1.call_id.is_none()
+                    && (link.call.id.is_none() || results[k].1.call_id.is_none())
+                    && results[k]
+                        .1
+                        .tool_name
+                        .as_deref()
+                        .is_none_or(|n| n == link.call.name)
+            }) {
+                used[k] = true;
+                link.result = Some((t.exchange, results[k].0));
+                link.result_text = Some(short(&results[k].1.text, 200));
+            }
+        }
+    }
+
+    /// Adds the calls of `t`'s reply as links (turn `me` pending until a later turn answers
+    /// them); their indices in `out.calls`.
+    fn add_calls(&mut self, t: &TurnInput, me: usize) -> Vec<usize> {
+        let mut call_links = Vec::new();
+        if let Some(r) = &t.reply {
+            for (i, c) in r.calls.iter().enumerate() {
+                call_links.push(self.out.calls.len());
+                self.out.calls.push(CallLink {
+                    exchange: t.exchange,
+                    index: i,
+                    call: c.clone(),
+                    next_turn: None,
+                    result: None,
+                    result_text: None,
+                    subagents: Vec::new(),
+                });
+            }
+            if !r.calls.is_empty() {
+                self.pending.push(me);
+            }
+        }
+        call_links
     }
 
     /// The pending call a new conversation answers to, when it is a sub-agent: the latest turn
