@@ -274,10 +274,15 @@ impl RunOutcome {
         )
     }
 
-    /// One line: `tool_calls get_time({"city":"Vienna"}) ✓`.
+    /// One line: `tool_calls get_time({"city":"Vienna"}) ✓`; a run without a call shows the
+    /// start of its content (`completed no call: "Use the Python code…"`), so two outcomes that
+    /// differ only in their text read differently.
     pub fn line(&self) -> String {
         let calls = if self.calls.is_empty() {
-            "no call".to_owned()
+            match self.content.trim() {
+                "" => "no call".to_owned(),
+                text => format!("no call: {:?}", cut(text, 60)),
+            }
         } else {
             self.calls.join(", ")
         };
@@ -755,6 +760,28 @@ mod tests {
         ];
         let t = Tally::of(&mixed);
         assert!(t.unstable());
+        // Runs without a call that differ only in their text say so in their lines.
+        let text = |c: &str| RunOutcome {
+            content: c.into(),
+            ..run(&[], "stop", false)
+        };
+        let t = Tally::of(&[
+            text("Use the tool."),
+            text("Use the tool."),
+            text("I can't."),
+        ]);
+        let lines: Vec<(&str, usize)> = texts
+            .outcomes
+            .iter()
+            .map(|(l, n)| (l.as_str(), *n))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("stop no call: \"Use the tool.\"", 2),
+                ("stop no call: \"I can't.\"", 1)
+            ]
+        );
         assert_eq!(t.outcomes[0].1, 2);
         assert_eq!(t.finish_line(), "tool_calls ×2, length ×1");
         assert_eq!(t.findings_line(), "tool_choice.required_ignored ×1");
