@@ -18,6 +18,7 @@ mod parser_cli;
 mod regenerate_engines;
 mod replay_export;
 mod responses_session;
+mod run_agent;
 mod safe_cli;
 mod safe_inputs;
 mod safe_templates;
