@@ -84,32 +84,49 @@ pub fn is_codex(agent: &OsStr) -> bool {
 
 /// The `-c key=value` overrides put before a Codex agent's ARGS (values are TOML): a model
 /// provider [`CODEX_PROVIDER`] at `http://127.0.0.1:PORT/v1` on the Responses API over HTTP,
-/// selected as the model provider. Codex 0.169.0 speaks only `wire_api = "responses"`, and
-/// dials WebSocket only for a provider that declares `supports_websockets`; `false` says it
-/// outright. Overrides in ARGS come later and win (`-c model_providers.toolscope.KEY=…`).
-pub fn codex_overrides(port: u16) -> Vec<String> {
+/// selected as the model provider, and `model` = the model the upstream reports (`model`,
+/// when the proxy learnt one at start: llama-server's `/props` `model_path`, vLLM's and
+/// SGLang's first `/v1/models` id; none for Ollama).
+/// Codex 0.169.0 speaks only `wire_api = "responses"`, and dials WebSocket only for a provider
+/// that declares `supports_websockets`; `false` says it outright. Its default model
+/// (`gpt-6.1-sol`) sends its tools as an `additional_tools` input item, which llama-server
+/// b11434 answers with HTTP 400 "Cannot determine type of 'item'"; under the upstream's own
+/// model name Codex uses its generic model settings (top-level `tools`). Overrides in ARGS
+/// come later and win (`-m MODEL`, `-c model_providers.toolscope.KEY=…`).
+pub fn codex_overrides(port: u16, model: Option<&str>) -> Vec<String> {
     let p = CODEX_PROVIDER;
-    [
+    let mut kv = vec![
         format!("model_provider=\"{p}\""),
         format!("model_providers.{p}.name=\"{p}\""),
         format!("model_providers.{p}.base_url=\"http://127.0.0.1:{port}/v1\""),
         format!("model_providers.{p}.wire_api=\"responses\""),
         format!("model_providers.{p}.supports_websockets=false"),
-    ]
-    .into_iter()
-    .flat_map(|kv| ["-c".to_owned(), kv])
-    .collect()
+    ];
+    if let Some(m) = model.filter(|m| !m.is_empty()) {
+        // a JSON string is a TOML basic string (the same escapes: \" \\ \n \uXXXX)
+        let quoted = serde_json::Value::String(m.to_owned()).to_string();
+        kv.push(format!("model={quoted}"));
+    }
+    kv.into_iter()
+        .flat_map(|kv| ["-c".to_owned(), kv])
+        .collect()
 }
 
-/// The agent's arguments: ARGS without a leading `--`, after [`codex_overrides`] for Codex.
-pub fn agent_args(agent: &OsStr, args: &[OsString], port: u16) -> Vec<OsString> {
+/// The agent's arguments: ARGS without a leading `--`, after [`codex_overrides`] for Codex
+/// (`model`: the upstream's model, when known).
+pub fn agent_args(
+    agent: &OsStr,
+    args: &[OsString],
+    port: u16,
+    model: Option<&str>,
+) -> Vec<OsString> {
     let args = match args.first() {
         Some(a) if a == "--" => &args[1..],
         _ => args,
     };
     let mut out: Vec<OsString> = Vec::new();
     if is_codex(agent) {
-        out.extend(codex_overrides(port).into_iter().map(OsString::from));
+        out.extend(codex_overrides(port, model).into_iter().map(OsString::from));
     }
     out.extend(args.iter().cloned());
     out
@@ -211,6 +228,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             grace,
         } = super::proxy::start(&args.proxy, listen).await?;
         let port = proxy.local_addr().port();
+        let model = proxy.header().engine.as_ref().and_then(|e| e.model.clone());
         let shown_agent = args.agent.to_string_lossy().into_owned();
         // stdout is the agent's; on a terminal stderr is its screen too: the per-exchange
         // lines wait until it exits
@@ -220,7 +238,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Lines::Stderr
         };
         let spawned = std::process::Command::new(&args.agent)
-            .args(agent_args(&args.agent, &args.args, port))
+            .args(agent_args(&args.agent, &args.args, port, model.as_deref()))
             .envs(agent_env(port, env_is_set))
             .spawn();
         let code = match spawned {
@@ -309,7 +327,7 @@ mod tests {
     #[test]
     fn codex_gets_a_provider_before_its_args_and_others_get_their_args() {
         let args: Vec<OsString> = ["--", "exec", "-m", "x"].map(OsString::from).to_vec();
-        let got = agent_args(OsStr::new("/opt/bin/codex"), &args, 9);
+        let got = agent_args(OsStr::new("/opt/bin/codex"), &args, 9, None);
         let got: Vec<&str> = got.iter().map(|a| a.to_str().unwrap()).collect();
         assert_eq!(
             got,
@@ -330,12 +348,18 @@ mod tests {
             ]
         );
         for other in ["claude", "python", "./codex-wrapper", "codex/agent"] {
-            let got = agent_args(OsStr::new(other), &args[1..], 9);
+            let got = agent_args(OsStr::new(other), &args[1..], 9, Some("m"));
             assert_eq!(got, &args[1..], "{other}");
         }
         // only one leading `--` is toolscope's
         let twice: Vec<OsString> = ["--", "--", "a"].map(OsString::from).to_vec();
-        assert_eq!(agent_args(OsStr::new("sh"), &twice, 9), &twice[1..]);
+        assert_eq!(agent_args(OsStr::new("sh"), &twice, 9, None), &twice[1..]);
+        // the upstream's model, as a TOML string (quotes and backslashes escaped)
+        let with = agent_args(OsStr::new("codex"), &[], 9, Some(r#"/m/a "b"\c.gguf"#));
+        let with: Vec<&str> = with.iter().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(with[10..], ["-c", r#"model="/m/a \"b\"\\c.gguf""#]);
+        let parsed: toml::Table = toml::from_str(with[11]).unwrap();
+        assert_eq!(parsed["model"].as_str(), Some(r#"/m/a "b"\c.gguf"#));
         assert!(is_codex(OsStr::new("codex.exe")) && !is_codex(OsStr::new("codexx")));
     }
 

@@ -18,10 +18,13 @@ use toolscope::session::read_session;
 const ANSWER: &str = r#"{"id":"c-run","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"answer-from-upstream"},"finish_reason":"stop"}]}"#;
 
 /// A fake OpenAI upstream on loopback (its own thread and tokio runtime): `POST
-/// /v1/chat/completions` gets [`ANSWER`], anything else (the proxy's engine probes) a 404;
-/// each connection closes after one answer. Every request it got goes to the receiver as
-/// (request line, body).
-fn fake_upstream() -> (String, std::sync::mpsc::Receiver<(String, Vec<u8>)>) {
+/// /v1/chat/completions` gets [`ANSWER`], `GET /props` gets `props` when given (a
+/// llama-server look-alike), anything else (the proxy's other engine probes) a 404; each
+/// connection closes after one answer. Every request it got goes to the receiver as (request
+/// line, body).
+fn fake_upstream_with(
+    props: Option<&'static str>,
+) -> (String, std::sync::mpsc::Receiver<(String, Vec<u8>)>) {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
     let url = format!("http://{}", l.local_addr().unwrap());
@@ -44,11 +47,12 @@ fn fake_upstream() -> (String, std::sync::mpsc::Receiver<(String, Vec<u8>)>) {
                     };
                     let line = head.lines().next().unwrap_or("").to_owned();
                     let chat = line.starts_with("POST /v1/chat/completions ");
+                    let is_props = line.starts_with("GET /props ");
                     let _ = tx.send((line, body));
-                    let (status, body) = if chat {
-                        ("200 OK", ANSWER)
-                    } else {
-                        ("404 Not Found", "not found")
+                    let (status, body) = match (chat, is_props.then_some(props).flatten()) {
+                        (true, _) => ("200 OK", ANSWER),
+                        (false, Some(p)) => ("200 OK", p),
+                        _ => ("404 Not Found", "not found"),
                     };
                     let reply = format!(
                         "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -61,6 +65,11 @@ fn fake_upstream() -> (String, std::sync::mpsc::Receiver<(String, Vec<u8>)>) {
         });
     });
     (url, rx)
+}
+
+/// [`fake_upstream_with`] no `/props`: an engine the proxy does not know.
+fn fake_upstream() -> (String, std::sync::mpsc::Receiver<(String, Vec<u8>)>) {
+    fake_upstream_with(None)
 }
 
 /// Writes an executable `sh` script `dir/name`.
@@ -203,8 +212,9 @@ exit 3
 }
 
 /// Codex (an AGENT whose file name is `codex`) gets a model provider at the proxy as `-c`
-/// overrides before its ARGS; Claude Code (`claude`) and others get ARGS unchanged. An agent
-/// that cannot be found exits 127 and the session is still written.
+/// overrides before its ARGS, and the upstream's model when the upstream reports one; Claude
+/// Code (`claude`) and others get ARGS unchanged. An agent that cannot be found exits 127 and
+/// the session is still written.
 #[test]
 fn codex_gets_a_provider_before_its_args_and_claude_only_the_env() {
     let dir = tempfile::tempdir().unwrap();
@@ -220,10 +230,10 @@ echo "base $OPENAI_BASE_URL"
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
-    let run = |agent: &Path, session: &str| {
+    let run = |agent: &Path, session: &str, upstream: &str| {
         let out = Command::new(support::bin())
             .current_dir(dir.path())
-            .args(["run", "--upstream", &upstream, "--session", session])
+            .args(["run", "--upstream", upstream, "--session", session])
             .arg(agent)
             .args([
                 "--",
@@ -253,7 +263,7 @@ echo "base $OPENAI_BASE_URL"
     };
     let theirs = ["exec", "--skip-git-repo-check", "-m", "smollm2", "say hi"];
 
-    let (port, args, base, (_, path)) = run(&codex, "codex.jsonl");
+    let (port, args, base, (_, path)) = run(&codex, "codex.jsonl", &upstream);
     let provider = format!("model_providers.toolscope.base_url=\"http://127.0.0.1:{port}/v1\"");
     let mut want: Vec<String> = [
         "-c",
@@ -274,9 +284,20 @@ echo "base $OPENAI_BASE_URL"
     assert_eq!(base, format!("http://127.0.0.1:{port}/v1"));
     assert_eq!(path, "codex.jsonl");
 
-    let (port, args, base, _) = run(&claude, "claude.jsonl");
+    let (port, args, base, _) = run(&claude, "claude.jsonl", &upstream);
     assert_eq!(args, theirs);
     assert_eq!(base, format!("http://127.0.0.1:{port}/v1"));
+
+    // an upstream that reports its model (llama-server's /props model_path): Codex is told
+    // that model, after the provider and before ARGS (whose -m would win)
+    let (llama, _got) = fake_upstream_with(Some(
+        r#"{"build_info":"b11434-test","model_path":"/models/Small \"LM\".gguf","chat_template":""}"#,
+    ));
+    let (port, args, _, _) = run(&codex, "codex-model.jsonl", &llama);
+    let provider = format!("model_providers.toolscope.base_url=\"http://127.0.0.1:{port}/v1\"");
+    assert_eq!(args[5], provider);
+    assert_eq!(args[10..12], ["-c", r#"model="/models/Small \"LM\".gguf""#]);
+    assert_eq!(args[12..], theirs);
 
     let out = Command::new(support::bin())
         .current_dir(dir.path())

@@ -113,7 +113,9 @@ fn run_records_codex_exec_with_no_other_configuration() {
             model,
             chat_template_file: Some(corpus.join("Qwen-Qwen3-0.6B.jinja")),
             verbose: false,
-            extra_args: vec![],
+            // the server's own cap on each reply (a 135M model on 2 shared cores writes about
+            // 1–3 tokens/s under load): bounds the run, configures nothing in Codex
+            extra_args: vec!["-n".into(), "96".into()],
             ctx: 32768,
         },
         toolscope::record::llama::free_port().unwrap(),
@@ -154,12 +156,22 @@ fn run_records_codex_exec_with_no_other_configuration() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let port = proxy_port(&stderr);
     let s = toolscope::session::read_session(&session).unwrap();
+    let model = s.header.engine.as_ref().and_then(|e| e.model.clone());
+    let model = model.expect("the proxy learnt the upstream's model");
     // Codex talked to the proxy `run` defined for it: its requests carry the proxy's host
     for ex in s
         .exchanges
         .iter()
         .filter(|e| e.request.path.ends_with("/responses"))
     {
+        // the upstream's model, as `run` told Codex (not Codex's default model, whose tools
+        // llama-server b11434 rejects: HTTP 400)
+        assert_eq!(
+            ex.request_json().unwrap()["model"],
+            model.as_str(),
+            "#{}",
+            ex.id
+        );
         let host = ex
             .request
             .headers
