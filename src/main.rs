@@ -30,6 +30,10 @@ enum Command {
     Open(cli::browse::OpenArgs),
     /// Run a recording reverse proxy in front of an inference server.
     Proxy(cli::proxy::Args),
+    /// Run an agent with the recording proxy in front of it: the proxy headless on a free
+    /// loopback port, the agent pointed at it through its environment (and Codex's model
+    /// provider), the session path printed at the end; exit code: the agent's.
+    Run(cli::run::Args),
     /// Send one request directly and record it.
     Send(cli::send::Args),
     /// Convert a HAR 1.2 file into a session.
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         None => cli::browse::run_with_theme(Vec::new(), cli.theme),
         Some(Command::Open(a)) => cli::browse::run_with_theme(a.files, a.theme.or(cli.theme)),
         Some(Command::Proxy(a)) => cli::proxy::run(a),
+        Some(Command::Run(a)) => cli::run::run(a),
         Some(Command::Send(a)) => cli::send::run(a),
         Some(Command::Import(a)) => cli::import::run(a),
         Some(Command::Render(a)) => cli::render::run(a),

@@ -760,12 +760,15 @@ mod tests {
         ];
         let t = Tally::of(&mixed);
         assert!(t.unstable());
+        assert_eq!(t.outcomes[0].1, 2);
+        assert_eq!(t.finish_line(), "tool_calls ×2, length ×1");
+        assert_eq!(t.findings_line(), "tool_choice.required_ignored ×1");
         // Runs without a call that differ only in their text say so in their lines.
         let text = |c: &str| RunOutcome {
             content: c.into(),
             ..run(&[], "stop", false)
         };
-        let t = Tally::of(&[
+        let texts = Tally::of(&[
             text("Use the tool."),
             text("Use the tool."),
             text("I can't."),
@@ -782,8 +785,5 @@ mod tests {
                 ("stop no call: \"I can't.\"", 1)
             ]
         );
-        assert_eq!(t.outcomes[0].1, 2);
-        assert_eq!(t.finish_line(), "tool_calls ×2, length ×1");
-        assert_eq!(t.findings_line(), "tool_choice.required_ignored ×1");
     }
 }

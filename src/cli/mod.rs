@@ -16,6 +16,8 @@ pub mod probe;
 pub mod proxy;
 pub mod regenerate;
 pub mod render;
+// `toolscope run AGENT -- ARGS`: the proxy in front of one agent run
+pub mod run;
 pub mod send;
 // replay, export and re-send of recorded sessions (docs/replay.md)
 pub mod export;

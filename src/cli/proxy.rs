@@ -11,25 +11,17 @@ use crate::record::proxy::{Proxy, ProxyConfig};
 use crate::record::recorder::RecordEvent;
 use crate::record::summary::one_line;
 
-/// Arguments of `toolscope proxy`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
+/// The recording options `toolscope proxy` and `toolscope run` share (flattened into both
+/// argument sets): a flag added here reaches `run` with no change to it, and
+/// [`ProxyOptions::config`] is the one place that turns them into a [`ProxyConfig`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProxyOptions {
     /// Upstream inference server base URL, e.g. http://127.0.0.1:8080 (plain HTTP).
     #[arg(long)]
     pub upstream: String,
-    /// Address to listen on. Loopback by default; a non-loopback address exposes the proxy
-    /// (and your upstream) to the network.
-    #[arg(long, default_value = "127.0.0.1:8081")]
-    pub listen: SocketAddr,
     /// Session file to write (appended to when it exists). Default: sessions/<UTC time>.jsonl.
     #[arg(long)]
     pub session: Option<PathBuf>,
-    /// Print one line per exchange instead of the live inspector.
-    #[arg(long)]
-    pub headless: bool,
-    /// Colour theme of the live inspector (dark, light, high-contrast, or a .toml path).
-    #[arg(long, value_name = "NAME|PATH", env = "TOOLSCOPE_THEME")]
-    pub theme: Option<String>,
     /// Record credentials verbatim: secret headers (authorization, x-api-key, api-key,
     /// x-goog-api-key, cookies, …), secret query parameters (key, api_key, access_token,
     /// token, …) and URL userinfo (default: redacted; see docs/session-format.md).
@@ -68,6 +60,54 @@ fn parse_otlp_timeout(s: &str) -> Result<f64, String> {
         .ok_or_else(|| "expected seconds from 0.1 to 600".to_owned())
 }
 
+impl ProxyOptions {
+    /// The session file: `--session`, else [`default_session_path`].
+    pub fn session_path(&self) -> PathBuf {
+        self.session.clone().unwrap_or_else(default_session_path)
+    }
+
+    /// How long stopping waits for the exchanges in flight: `--grace`, and with
+    /// `--regenerate` at least 600 s (regenerations run after their exchange and take as long
+    /// as a generation; a second signal still cuts at once).
+    pub fn grace(&self) -> Duration {
+        let grace = Duration::from_secs_f64(self.grace);
+        if self.regenerate {
+            grace.max(Duration::from_secs(600))
+        } else {
+            grace
+        }
+    }
+
+    /// The proxy's settings: these options, listening on `listen`, recording to `session`.
+    pub fn config(&self, listen: SocketAddr, session: PathBuf) -> ProxyConfig {
+        let mut cfg = ProxyConfig::new(&self.upstream, session);
+        cfg.listen = listen;
+        cfg.keep_secrets = self.keep_secrets;
+        cfg.regenerate = self.regenerate;
+        cfg.otlp = self.otlp.clone();
+        cfg.otlp_timeout = Duration::from_secs_f64(self.otlp_timeout);
+        cfg
+    }
+}
+
+/// Arguments of `toolscope proxy`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// What is recorded and how (shared with `toolscope run`).
+    #[command(flatten)]
+    pub proxy: ProxyOptions,
+    /// Address to listen on. Loopback by default; a non-loopback address exposes the proxy
+    /// (and your upstream) to the network.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub listen: SocketAddr,
+    /// Print one line per exchange instead of the live inspector.
+    #[arg(long)]
+    pub headless: bool,
+    /// Colour theme of the live inspector (dark, light, high-contrast, or a .toml path).
+    #[arg(long, value_name = "NAME|PATH", env = "TOOLSCOPE_THEME")]
+    pub theme: Option<String>,
+}
+
 /// `--grace`: a number of seconds from 0 to 86,400 (`inf`, `1e300`, `NaN`, negative refused:
 /// clap exits 2 naming the flag).
 fn parse_grace(s: &str) -> Result<f64, String> {
@@ -86,59 +126,138 @@ pub fn default_session_path() -> PathBuf {
     PathBuf::from("sessions").join(format!("{stamp}.jsonl"))
 }
 
-/// Runs `toolscope proxy` until Ctrl-C. Exit 0 on a clean stop.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let session = args.session.clone().unwrap_or_else(default_session_path);
-    if !args.listen.ip().is_loopback() {
+/// Where a headless proxy prints its one line per exchange: stdout for `proxy --headless`,
+/// stderr for `run` (whose stdout is the agent's), or held until [`Lines::release`] (`run`
+/// with an agent on the terminal, whose screen the lines would break into).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lines {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+    /// Kept, for stderr later.
+    Held(Vec<String>),
+}
+
+impl Lines {
+    /// Prints (or holds) one exchange's line through the sanitiser: the client's model field
+    /// and path are shown, never obeyed by the terminal.
+    fn print(&mut self, ex: &crate::session::Exchange) {
+        let line = crate::text::visible_line(&one_line(ex)).into_owned();
+        match self {
+            Lines::Stdout => crate::outln!("{line}"),
+            Lines::Stderr => crate::errln!("{line}"),
+            Lines::Held(held) => held.push(line),
+        }
+    }
+
+    /// Prints the held lines on stderr; from now on lines go to stderr.
+    pub fn release(&mut self) {
+        if let Lines::Held(held) = std::mem::replace(self, Lines::Stderr) {
+            for line in held {
+                crate::errln!("{line}");
+            }
+        }
+    }
+}
+
+/// A recording proxy started from [`ProxyOptions`]: its handle, its event stream, the session
+/// it writes and the grace period it stops with.
+pub struct Started {
+    /// The running proxy.
+    pub proxy: crate::record::proxy::ProxyHandle,
+    /// One [`RecordEvent`] per exchange start, chunk, end, annotation and warning.
+    pub events: tokio::sync::mpsc::Receiver<RecordEvent>,
+    /// The session file being written.
+    pub session: PathBuf,
+    /// [`ProxyOptions::grace`].
+    pub grace: Duration,
+}
+
+/// Starts the recording proxy of `proxy` and `run` on `listen` and prints its start line on
+/// stderr (`toolscope proxy: http://ADDR → UPSTREAM (engine: …), recording to SESSION`; the
+/// upstream without its credentials).
+///
+/// # Errors
+/// As [`Proxy::spawn`]: an upstream URL that is not `http://…`, an address that cannot be
+/// bound, a session file that cannot be opened.
+pub async fn start(opts: &ProxyOptions, listen: SocketAddr) -> anyhow::Result<Started> {
+    let session = opts.session_path();
+    if !listen.ip().is_loopback() {
         crate::errln!(
-            "toolscope proxy: warning: listening on non-loopback {} — anyone on the network can use the upstream through it",
-            args.listen
+            "toolscope proxy: warning: listening on non-loopback {listen} — anyone on the network can use the upstream through it"
         );
     }
-    let grace = Duration::from_secs_f64(args.grace);
-    // Regenerations run after their exchange and take as long as a generation: with
-    // --regenerate, stopping waits for them too (up to 10 min; a second signal cuts at once).
-    let grace = if args.regenerate {
-        grace.max(Duration::from_secs(600))
-    } else {
-        grace
-    };
     // the upstream as printed: never its credentials
-    let shown_upstream = crate::session::redact::redact_url(&args.upstream).into_owned();
-    let rt = super::runtime();
-    rt.block_on(async move {
-        let mut signals = super::signals::Signals::new()?;
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordEvent>(1024);
-        let mut cfg = ProxyConfig::new(&args.upstream, session.clone());
-        cfg.listen = args.listen;
-        cfg.keep_secrets = args.keep_secrets;
-        cfg.regenerate = args.regenerate;
-        cfg.otlp = args.otlp.clone();
-        cfg.otlp_timeout = Duration::from_secs_f64(args.otlp_timeout);
-        let proxy = Proxy::spawn(cfg, Some(tx))
-            .await
-            .context("starting the proxy")?;
-        let engine = proxy.header().engine.clone().unwrap_or_default();
+    let shown_upstream = crate::session::redact::redact_url(&opts.upstream).into_owned();
+    let (tx, events) = tokio::sync::mpsc::channel::<RecordEvent>(1024);
+    let proxy = Proxy::spawn(opts.config(listen, session.clone()), Some(tx))
+        .await
+        .context("starting the proxy")?;
+    let engine = proxy.header().engine.clone().unwrap_or_default();
+    crate::errln!(
+        "{}",
+        crate::text::visible(&format!(
+            "toolscope proxy: http://{} → {} (engine: {}{}), recording to {}",
+            proxy.local_addr(),
+            shown_upstream,
+            engine.kind,
+            engine.version.map(|v| format!(" {v}")).unwrap_or_default(),
+            session.display()
+        ))
+    );
+    if let Some(o) = proxy.otlp() {
         crate::errln!(
             "{}",
             crate::text::visible(&format!(
-                "toolscope proxy: http://{} → {} (engine: {}{}), recording to {}",
-                proxy.local_addr(),
-                shown_upstream,
-                engine.kind,
-                engine.version.map(|v| format!(" {v}")).unwrap_or_default(),
-                session.display()
+                "toolscope proxy: live traces to {} (OTLP/HTTP JSON)",
+                o.endpoint()
             ))
         );
-        if let Some(o) = proxy.otlp() {
-            crate::errln!(
-                "{}",
-                crate::text::visible(&format!(
-                    "toolscope proxy: live traces to {} (OTLP/HTTP JSON)",
-                    o.endpoint()
-                ))
-            );
+    }
+    Ok(Started {
+        proxy,
+        events,
+        session,
+        grace: opts.grace(),
+    })
+}
+
+/// The headless proxy's loop: one line per ended exchange (to `lines`) and each warning (to
+/// stderr) until `until` completes, whose output is returned; `None` when the event stream
+/// ended first (the proxy is gone).
+pub async fn print_until<F: std::future::Future>(
+    events: &mut tokio::sync::mpsc::Receiver<RecordEvent>,
+    lines: &mut Lines,
+    until: F,
+) -> Option<F::Output> {
+    let mut until = std::pin::pin!(until);
+    loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Some(RecordEvent::Ended(ex)) => lines.print(&ex),
+                Some(RecordEvent::Warning(w)) => {
+                    crate::errln!("toolscope proxy: {}", crate::text::visible(&w))
+                }
+                Some(_) => {}
+                None => return None,
+            },
+            out = &mut until => return Some(out),
         }
+    }
+}
+
+/// Runs `toolscope proxy` until Ctrl-C. Exit 0 on a clean stop.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let rt = super::runtime();
+    rt.block_on(async move {
+        let mut signals = super::signals::Signals::new()?;
+        let Started {
+            proxy,
+            mut events,
+            session,
+            grace,
+        } = start(&args.proxy, args.listen).await?;
         let tty = std::io::IsTerminal::is_terminal(&std::io::stdout())
             && std::io::IsTerminal::is_terminal(&std::io::stdin());
         if !args.headless && !tty {
@@ -158,7 +277,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 r = crate::tui::run_live_records(
                     session.display().to_string(),
                     proxy.header().clone(),
-                    rx,
+                    events,
                     &opts,
                 ) => r,
                 _ = signals.next() => Ok(()),
@@ -167,23 +286,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             result?;
             return Ok(ExitCode::SUCCESS);
         }
-        loop {
-            tokio::select! {
-                ev = rx.recv() => match ev {
-                    // the client's model field and path are shown, never obeyed by the terminal
-                    Some(RecordEvent::Ended(ex)) => {
-                        crate::outln!("{}", crate::text::visible_line(&one_line(&ex)))
-                    }
-                    Some(RecordEvent::Warning(w)) => {
-                        crate::errln!("toolscope proxy: {}", crate::text::visible(&w))
-                    }
-                    Some(_) => {}
-                    None => break,
-                },
-                _ = signals.next() => break,
-            }
-        }
-        stop(proxy, grace, &mut signals, &session, Some(&mut rx)).await;
+        let mut lines = Lines::Stdout;
+        print_until(&mut events, &mut lines, signals.next()).await;
+        stop(
+            proxy,
+            grace,
+            &mut signals,
+            &session,
+            Some((&mut events, &mut lines)),
+        )
+        .await;
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -191,12 +303,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Shuts the proxy down: stop accepting, wait up to `grace` (a second signal cuts at once),
 /// record what is still running as `shutdown`, flush; prints the remaining exchange lines
 /// (headless) and what was cut.
-async fn stop(
+pub async fn stop(
     proxy: crate::record::proxy::ProxyHandle,
     grace: Duration,
     signals: &mut super::signals::Signals,
     session: &std::path::Path,
-    rx: Option<&mut tokio::sync::mpsc::Receiver<RecordEvent>>,
+    rx: Option<(&mut tokio::sync::mpsc::Receiver<RecordEvent>, &mut Lines)>,
 ) {
     let running = proxy.recorder().in_flight();
     crate::errln!(
@@ -209,10 +321,10 @@ async fn stop(
             crate::errln!("toolscope proxy: {sig} again: cutting the exchanges in flight now");
         })
         .await;
-    if let Some(rx) = rx {
+    if let Some((rx, lines)) = rx {
         while let Ok(ev) = rx.try_recv() {
             if let RecordEvent::Ended(ex) = ev {
-                crate::outln!("{}", crate::text::visible_line(&one_line(&ex)));
+                lines.print(&ex);
             }
         }
     }

@@ -8,10 +8,10 @@
 mod support;
 
 mod check_cases;
-mod claude_code_fixture;
 mod check_inputs;
 mod check_sessions;
 mod check_vocab;
+mod claude_code_fixture;
 mod diagnose_probe_offline;
 mod diff_cli;
 mod docs_fixes;
@@ -20,6 +20,7 @@ mod parser_cli;
 mod regenerate_engines;
 mod replay_export;
 mod responses_session;
+mod run_agent;
 mod safe_cli;
 mod safe_inputs;
 mod safe_templates;

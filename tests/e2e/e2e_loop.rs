@@ -103,16 +103,17 @@ fn reuse_vs_engine(l: &Loop) -> Vec<(u64, usize, u64)> {
         .collect()
 }
 
-#[test]
-#[ignore = "e2e: needs llama-server"]
-fn a_real_agent_loop_is_linked_and_its_prompt_reuse_matches_cache_n() {
+/// llama-server for the loop (SmolLM2, the Qwen3-0.6B corpus template, one slot, slots
+/// debug on, 8192 tokens of context), and the client venv's Python; `None` when setup is
+/// missing (a skip, or a panic under [`support::setup_required`]).
+pub(crate) fn loop_server() -> Option<(LlamaServer, std::path::PathBuf)> {
     let (Some((model, _)), Some(python), Some(src)) = (
         support::smollm2_and_corpus(),
         support::sdk_python(),
         support::llama_src(),
     ) else {
         assert!(!support::setup_required(), "setup artefacts missing");
-        return;
+        return None;
     };
     let template = src.join("models/templates/Qwen-Qwen3-0.6B.jinja");
     let server = LlamaServer::start_on(
@@ -127,12 +128,28 @@ fn a_real_agent_loop_is_linked_and_its_prompt_reuse_matches_cache_n() {
         &[("LLAMA_SERVER_SLOTS_DEBUG", "1")],
     )
     .expect("llama-server starts");
+    Some((server, python))
+}
+
+#[test]
+#[ignore = "e2e: needs llama-server"]
+fn a_real_agent_loop_is_linked_and_its_prompt_reuse_matches_cache_n() {
+    let Some((server, python)) = loop_server() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("loop.jsonl");
     let (proxy, base) = start_proxy(&server.base_url(), &session);
     let main = agent(&python, &base, "loop");
     stop_proxy(proxy);
+    loop_recorded(&main, &session);
+}
 
+/// What the `loop` mode's run must have recorded (shared with `toolscope run`,
+/// tests/e2e/e2e_run.rs), against `main`, the agent's own lines: a parallel reply and a `task`
+/// call that ran the sub-agent; one turn per main request; every call linked to its result; the
+/// sub-agent started by the `task` call; per-turn reuse equal to `timings.cache_n`.
+pub(crate) fn loop_recorded(main: &[Value], session: &Path) {
     // what the SDK saw: a parallel reply, then a task call that ran the sub-agent
     let calls: Vec<usize> = main
         .iter()
@@ -146,7 +163,7 @@ fn a_real_agent_loop_is_linked_and_its_prompt_reuse_matches_cache_n() {
         "{main:#?}"
     );
 
-    let s = read_session(&session).unwrap();
+    let s = read_session(session).unwrap();
     let l = of_session(&s);
     let conv = &l.conversations[0];
     assert_eq!(conv.turns.len(), calls.len(), "{l:#?}");

@@ -449,7 +449,7 @@ fn a_zstd_bomb_through_the_proxy_stays_under_the_memory_cap() {
 }
 
 /// The Codex CLI binary installed by scripts/setup.sh (`$TOOLSCOPE_CODEX`).
-fn codex() -> Option<PathBuf> {
+pub(crate) fn codex() -> Option<PathBuf> {
     let p = std::env::var_os("TOOLSCOPE_CODEX")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -523,7 +523,16 @@ fn codex_exec_through_the_proxy_to_llama_server() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let s = read_session(&session).unwrap();
+    codex_session_analysed(&session, &log);
+}
+
+/// What a Codex session recorded through the proxy to llama-server must hold (shared with
+/// `toolscope run codex`, tests/e2e/e2e_run.rs): Codex's Responses exchanges, each `complete`
+/// with its request (input items, `reasoning`, function and non-function tools), the server
+/// render and the slot's raw text; the analysis names exactly the tools the server `log` says
+/// it skipped; `toolscope check` exits 1 with at least two `input.tool_dropped`.
+pub(crate) fn codex_session_analysed(session: &Path, log: &str) {
+    let s = read_session(session).unwrap();
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
     let responses: Vec<&Exchange> = s
         .exchanges
@@ -570,13 +579,13 @@ fn codex_exec_through_the_proxy_to_llama_server() {
     );
     // The server log is the independent source of what was dropped: the tool types it
     // skipped (tools/server/server-chat.cpp, one line per tool per request).
-    let skipped = skipped_tool_types(&log);
+    let skipped = skipped_tool_types(log);
     for ex in &responses {
         codex_exchange_analysed(&s, ex, &skipped);
     }
     let check = Command::new(support::bin())
         .args(["check", "--format", "json"])
-        .arg(&session)
+        .arg(session)
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&check.stdout).unwrap();

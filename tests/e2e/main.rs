@@ -18,6 +18,7 @@ mod e2e_record_llama;
 mod e2e_record_proxy;
 mod e2e_replay;
 mod e2e_responses;
+mod e2e_run;
 mod e2e_try;
 mod engine_builds_e2e;
 mod engines_llama;

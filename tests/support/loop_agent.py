@@ -2,6 +2,9 @@
 
 Usage: python loop_agent.py BASE_URL MODE
 
+BASE_URL `env` takes no configuration at all: the SDK reads `OPENAI_BASE_URL` and
+`OPENAI_API_KEY` itself, as an agent run by `toolscope run` does.
+
 MODE:
   loop       a travel agent: the model calls get_weather and get_time in one reply (parallel
              calls), then `task` (which runs a sub-agent: a second conversation with its own
@@ -27,7 +30,11 @@ import sys
 import openai
 
 BASE, MODE = sys.argv[1], sys.argv[2]
-client = openai.OpenAI(base_url=BASE.rstrip("/") + "/v1", api_key="sk-none", max_retries=0)
+if BASE == "env":
+    # base URL and key from the environment (OPENAI_BASE_URL, OPENAI_API_KEY), as any SDK user
+    client = openai.OpenAI(max_retries=0)
+else:
+    client = openai.OpenAI(base_url=BASE.rstrip("/") + "/v1", api_key="sk-none", max_retries=0)
 
 
 def fn(name, desc, **props):
