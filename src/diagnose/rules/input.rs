@@ -22,32 +22,56 @@ use serde_json::Value;
 use crate::diagnose::ExchangeContext;
 use crate::finding::{Evidence, Finding, Pane, Rule, Severity};
 
+/// Request texts shorter than this (bytes, trimmed) mark no span: a one-word message (`"search"`,
+/// `"a"`) would otherwise cover the template's own text wherever that word stands (a printed
+/// tool's `"name": "search"`), and each of its thousands of occurrences would be a span.
+pub const MIN_SPAN_TEXT: usize = 16;
+
 /// Where each request text was found in the prompt: `(start, end)` byte spans of message
-/// contents and tool descriptions that occur verbatim (or JSON-escaped). Used by the marker
-/// rules to tell the agent's own text from the template's markers.
+/// contents and tool descriptions that occur verbatim (or JSON-escaped), sorted by start and
+/// merged where they overlap. Texts shorter than [`MIN_SPAN_TEXT`] and repeated texts count
+/// once or not at all. Used by the marker rules and the tool rules to tell the agent's own text
+/// from what the template printed. Cost: O(distinct texts · prompt length).
 pub fn request_text_spans(
     request: &Value,
     api: crate::session::Api,
     prompt: &str,
 ) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for t in request_texts(request, api) {
-        let mut from = 0;
-        while let Some(at) = prompt[from..].find(t.as_str()) {
-            out.push((from + at, from + at + t.len()));
-            from += at + t.len().max(1);
-            if from >= prompt.len() {
-                break;
-            }
+        if t.len() < MIN_SPAN_TEXT || !seen.insert(t.clone()) {
+            continue;
         }
+        out.extend(
+            prompt
+                .match_indices(t.as_str())
+                .map(|(at, m)| (at, at + m.len())),
+        );
         let esc = json_escaped(&t);
-        if esc != t
-            && let Some(at) = prompt.find(esc.as_str())
-        {
-            out.push((at, at + esc.len()));
+        if esc != t {
+            out.extend(
+                prompt
+                    .match_indices(esc.as_str())
+                    .map(|(at, m)| (at, at + m.len())),
+            );
         }
     }
-    out
+    out.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(out.len());
+    for (s, e) in out {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
+/// Whether `[at, at + len)` lies inside one of `spans` (sorted, merged: [`request_text_spans`]).
+pub fn inside_spans(spans: &[(usize, usize)], at: usize, len: usize) -> bool {
+    let k = spans.partition_point(|&(s, _)| s <= at);
+    k > 0 && at + len <= spans[k - 1].1
 }
 
 /// Every text the agent wrote into the request: message contents (system included) and tool
@@ -120,9 +144,9 @@ pub fn prompt_contains(prompt: &str, text: &str) -> bool {
         && (prompt.contains(tail) || prompt.contains(json_escaped(tail).as_str()))
 }
 
-/// Whether a content given as two or more text parts stands in `prompt` part by part: the
-/// template or the API conversion joins parts with its own separator (llama-server b11434
-/// joins Anthropic text blocks with `\n`), so the joined text need not occur verbatim.
+/// Whether a content given as two or more text parts stands in `prompt` joined by a separator:
+/// the template or the API conversion joins parts with its own (llama-server b11434 joins
+/// Anthropic text blocks with `\n`), so the parts joined with nothing need not occur verbatim.
 fn parts_in(prompt: &str, content: Option<&Value>) -> bool {
     let Some(parts) = content.and_then(Value::as_array) else {
         return false;
@@ -132,7 +156,12 @@ fn parts_in(prompt: &str, content: Option<&Value>) -> bool {
         .filter_map(|p| p.as_str().or_else(|| p.get("text").and_then(Value::as_str)))
         .filter(|t| !t.trim().is_empty())
         .collect();
-    texts.len() > 1 && texts.iter().all(|t| prompt_contains(prompt, t))
+    // The parts joined as a template or conversion joins them, in their order: each part alone
+    // would be found anywhere (`"Run"`, `"ls"` in a system prompt that says "Run ls").
+    texts.len() > 1
+        && ["\n", "\n\n"]
+            .iter()
+            .any(|sep| prompt_contains(prompt, &texts.join(sep)))
 }
 
 /// `input.message_dropped`, `loop.result_unrendered` and the reasoning note. Empty without a
@@ -269,8 +298,12 @@ pub fn dropped_tools(cx: &ExchangeContext) -> Vec<Finding> {
                 .and_then(Value::as_str)
                 .is_some_and(|t| t != "function")
     };
+    let tools = tool_names(req);
+    if tools.is_empty() {
+        return Vec::new();
+    }
     let spans = request_text_spans(req, cx.api, prompt);
-    tool_names(req)
+    tools
         .into_iter()
         .filter(|(name, pointer)| !printed(prompt, name, &spans) && !converted_away(pointer))
         .map(|(name, pointer)| {
@@ -295,8 +328,12 @@ pub fn dropped_tools(cx: &ExchangeContext) -> Vec<Finding> {
 /// leave those tools to `input.tool_dropped`). `api` is the request's API (its messages are
 /// read in their chat shape to find the agent's own text).
 pub fn tools_not_printed(req: &Value, api: crate::session::Api, prompt: &str) -> Vec<String> {
+    let tools = tool_names(req);
+    if tools.is_empty() {
+        return Vec::new();
+    }
     let spans = request_text_spans(req, api, prompt);
-    tool_names(req)
+    tools
         .into_iter()
         .filter(|(n, _)| !printed(prompt, n, &spans))
         .map(|(n, _)| n)
@@ -307,8 +344,7 @@ pub fn tools_not_printed(req: &Value, api: crate::session::Api, prompt: &str) ->
 /// text (`spans`, from [`request_text_spans`]). Claude Code's system prompt names its tools in
 /// prose ("use the Read tool"), so a name found only there is not a printed tool definition.
 fn printed(prompt: &str, name: &str, spans: &[(usize, usize)]) -> bool {
-    let inside = |at: usize| spans.iter().any(|&(s, e)| s <= at && at + name.len() <= e);
-    word_offsets(prompt, name).any(|at| !inside(at))
+    word_offsets(prompt, name).any(|at| !inside_spans(spans, at, name.len()))
 }
 
 /// Byte offsets where `name` occurs in `s` with no identifier character on either side.
@@ -401,6 +437,35 @@ mod tests {
         // A template that prints the definition: `Bash` stands outside the agent's text.
         let printed = format!("{{\"name\": \"Bash\"}}\n{prompt}");
         assert_eq!(tools_not_printed(&req, Api::Anthropic, &printed), ["Read"]);
+    }
+
+    /// A one-word message equal to a tool's name does not hide the template's printed tool, and
+    /// a message of short parts the template dropped is not found through words elsewhere
+    /// (review of the Claude Code change: "search" as a user turn; parts "Run", "ls").
+    #[test]
+    fn short_agent_texts_hide_nothing() {
+        let req = json!({"messages": [
+            {"role": "system", "content": "Run ls to list the files."},
+            {"role": "user", "content": "search"},
+            {"role": "user", "content": [{"type": "text", "text": "Run"}, {"type": "text", "text": "ls"}]}],
+            "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]});
+        let prompt = "<|im_start|>system\nRun ls to list the files.\n<tools>{\"name\": \"search\"}</tools><|im_end|>\n<|im_start|>user\nsearch<|im_end|>\n<|im_start|>assistant\n";
+        let cx = ExchangeContext {
+            server_prompt: Some(prompt.into()),
+            ..crate::analysis::facts::from_pair(Api::Openai, Some(req.clone()), None)
+        };
+        assert!(dropped_tools(&cx).is_empty(), "{:#?}", dropped_tools(&cx));
+        let dropped: Vec<_> = dropped_messages(&cx)
+            .into_iter()
+            .filter_map(|f| f.evidence.pointer)
+            .collect();
+        assert_eq!(dropped, ["/messages/2"]);
+        // Spans are merged and sorted; a repeated long text counts once per occurrence.
+        let long = "x".repeat(20);
+        let req = json!({"messages": [{"role": "user", "content": long}, {"role": "user", "content": long}]});
+        let spans = request_text_spans(&req, Api::Openai, &format!("{long}|{long}"));
+        assert_eq!(spans, [(0, 20), (21, 41)]);
+        assert!(inside_spans(&spans, 21, 20) && !inside_spans(&spans, 19, 3));
     }
 
     #[test]

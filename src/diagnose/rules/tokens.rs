@@ -125,7 +125,7 @@ fn template_markers<'a>(
         .as_ref()
         .map(|r| super::input::request_text_spans(r, cx.api, prompt))
         .unwrap_or_default();
-    let inside = move |at: usize, len: usize| spans.iter().any(|&(s, e)| s <= at && at + len <= e);
+    let inside = move |at: usize, len: usize| super::input::inside_spans(&spans, at, len);
     found.into_iter().filter_map(move |mut f| {
         let (Some(at), Some(text)) = (f.evidence.offset, f.evidence.excerpt.clone()) else {
             return Some(f);
