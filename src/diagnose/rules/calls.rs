@@ -565,8 +565,10 @@ mod tests {
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
         .collect();
-        let mut cx = ExchangeContext::new(crate::session::Api::Responses);
-        cx.request = Some(req);
+        let mut cx = ExchangeContext {
+            request: Some(req),
+            ..ExchangeContext::new(crate::session::Api::Responses)
+        };
         crate::analysis::facts::set_stream(&mut cx, &body);
         let f = args(&cx);
         assert_eq!(
