@@ -594,6 +594,8 @@ impl<'t> Exec<'t> {
         Ok(())
     }
 
+    /// A builtin or Ollama function call: the name checked, then one helper per function (the
+    /// arguments evaluated as Go does for that function, its arity checked, its result built).
     fn eval_function(
         &mut self,
         dot: &Value,
@@ -608,24 +610,11 @@ impl<'t> Exec<'t> {
             return Err(self.err(pos, name, format!("{name:?} is not a defined function")));
         }
         let nargs = args.len() + usize::from(final_.is_some());
-        // and/or short-circuit (Go 1.18+): the first false/true argument, else the last
-        if name == "and" || name == "or" {
-            self.arity(pos, name, nargs, 1, true)?;
-            let mut last = Value::Invalid;
-            for a in args {
-                last = self.eval_arg(dot, a)?;
-                if last.truth() == (name == "or") {
-                    return Ok(last);
-                }
-            }
-            if let Some(f) = final_ {
-                last = f;
-            }
-            return Ok(last);
-        }
-        let call_err =
-            |e: &Self, msg: String| e.err(pos, name, format!("error calling {name}: {msg}"));
         match name {
+            "and" | "or" => {
+                self.arity(pos, name, nargs, 1, true)?;
+                self.and_or(dot, name == "or", args, final_)
+            }
             "not" => {
                 self.arity(pos, name, nargs, 1, false)?;
                 let v = self.eval_args(dot, args, final_)?;
@@ -634,167 +623,21 @@ impl<'t> Exec<'t> {
             "len" => {
                 self.arity(pos, name, nargs, 1, false)?;
                 let v = self.eval_args(dot, args, final_)?;
-                match &v[0] {
-                    Value::Str(s) => Ok(Value::Int(s.len() as i64)),
-                    Value::List(l) => Ok(Value::Int(l.items.len() as i64)),
-                    Value::Map(m) if !m.ordered => Ok(Value::Int(m.entries.len() as i64)),
-                    Value::Invalid | Value::Nil => Err(call_err(self, "len of nil pointer".into())),
-                    o => Err(call_err(self, format!("len of type {}", o.type_name()))),
-                }
+                self.len_of(pos, name, &v[0])
             }
             "index" => {
                 self.arity(pos, name, nargs, 1, true)?;
                 let v = self.eval_args(dot, args, final_)?;
-                let mut item = v[0].clone();
-                for ix in &v[1..] {
-                    item = match (&item, ix) {
-                        (Value::List(l), Value::Int(i)) => {
-                            if *i < 0 || *i as usize >= l.items.len() {
-                                return Err(call_err(self, format!("index out of range: {i}")));
-                            }
-                            l.items[*i as usize].clone()
-                        }
-                        (Value::Str(s), Value::Int(i)) => {
-                            if *i < 0 || *i as usize >= s.len() {
-                                return Err(call_err(self, format!("index out of range: {i}")));
-                            }
-                            Value::Int(s.as_bytes()[*i as usize] as i64)
-                        }
-                        (Value::Map(m), Value::Str(k)) if !m.ordered => {
-                            m.get(k).cloned().unwrap_or(Value::Nil)
-                        }
-                        (Value::Invalid | Value::Nil, _) => {
-                            return Err(call_err(self, "index of untyped nil".into()));
-                        }
-                        (Value::List(_) | Value::Str(_), o) => {
-                            return Err(call_err(
-                                self,
-                                format!("cannot index slice/array with type {}", o.type_name()),
-                            ));
-                        }
-                        (Value::Map(m), o) => {
-                            return Err(call_err(
-                                self,
-                                format!(
-                                    "value has type {}; should be string (map {})",
-                                    o.type_name(),
-                                    m.type_name
-                                ),
-                            ));
-                        }
-                        (o, _) => {
-                            return Err(call_err(
-                                self,
-                                format!("can't index item of type {}", o.type_name()),
-                            ));
-                        }
-                    };
-                }
-                Ok(item)
+                self.index_of(pos, name, &v)
             }
             "slice" => {
                 self.arity(pos, name, nargs, 1, true)?;
                 let v = self.eval_args(dot, args, final_)?;
-                let mut idx = Vec::new();
-                for x in &v[1..] {
-                    match x {
-                        Value::Int(i) => idx.push(*i),
-                        o => {
-                            return Err(call_err(
-                                self,
-                                format!("cannot index slice/array with type {}", o.type_name()),
-                            ));
-                        }
-                    }
-                }
-                let len = match &v[0] {
-                    Value::Str(s) => {
-                        if idx.len() > 2 {
-                            return Err(call_err(self, "cannot 3-index slice a string".into()));
-                        }
-                        s.len() as i64
-                    }
-                    Value::List(l) => l.items.len() as i64,
-                    Value::Invalid | Value::Nil => {
-                        return Err(call_err(self, "slice of untyped nil".into()));
-                    }
-                    o => {
-                        return Err(call_err(
-                            self,
-                            format!("can't slice item of type {}", o.type_name()),
-                        ));
-                    }
-                };
-                if idx.len() > 3 {
-                    return Err(call_err(
-                        self,
-                        format!("too many slice indexes: {}", idx.len()),
-                    ));
-                }
-                let lo = idx.first().copied().unwrap_or(0);
-                let hi = idx.get(1).copied().unwrap_or(len);
-                if lo < 0 || lo > len {
-                    return Err(call_err(self, format!("index out of range: {lo}")));
-                }
-                if hi < 0 || hi > len {
-                    return Err(call_err(self, format!("index out of range: {hi}")));
-                }
-                if lo > hi {
-                    return Err(call_err(self, format!("invalid slice index: {lo} > {hi}")));
-                }
-                match &v[0] {
-                    Value::Str(s) => match s.get(lo as usize..hi as usize) {
-                        Some(t) => Ok(Value::str(t)),
-                        None => Err(call_err(
-                            self,
-                            "slice splits a UTF-8 character (unsupported)".into(),
-                        )),
-                    },
-                    Value::List(l) => Ok(Value::List(Rc::new(List {
-                        type_name: l.type_name,
-                        items: l.items[lo as usize..hi as usize].to_vec(),
-                        nil: false,
-                        stringer: l.stringer,
-                    }))),
-                    _ => unreachable!("checked above"),
-                }
+                self.slice_of(pos, name, &v)
             }
             "eq" | "ne" | "lt" | "le" | "gt" | "ge" => {
                 let v = self.eval_args(dot, args, final_)?;
-                let r = match name {
-                    "eq" => {
-                        self.arity(pos, name, nargs, 1, true)?;
-                        eq(&v[0], &v[1..])
-                    }
-                    "ne" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        eq(&v[0], &v[1..2]).map(|b| !b)
-                    }
-                    "lt" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1])
-                    }
-                    "le" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1])
-                            .and_then(|l| if l { Ok(true) } else { eq(&v[0], &v[1..2]) })
-                    }
-                    "gt" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1]).and_then(|l| {
-                            if l {
-                                Ok(false)
-                            } else {
-                                eq(&v[0], &v[1..2]).map(|e| !e)
-                            }
-                        })
-                    }
-                    _ => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1]).map(|l| !l)
-                    }
-                };
-                r.map(Value::Bool).map_err(|m| call_err(self, m))
+                self.compare(pos, name, nargs, &v)
             }
             "print" | "println" => {
                 let v = self.eval_any_args(dot, args, final_, 0)?;
@@ -809,34 +652,11 @@ impl<'t> Exec<'t> {
             "printf" => {
                 self.arity(pos, name, nargs, 1, true)?;
                 let v = self.eval_any_args(dot, args, final_, 1)?;
-                let Value::Str(f) = &v[0] else {
-                    return Err(self.err(
-                        pos,
-                        name,
-                        format!(
-                            "wrong type for value; expected string; got {}",
-                            v[0].type_name()
-                        ),
-                    ));
-                };
-                let budget = self.opts.budget.max_bytes().saturating_sub(self.created);
-                let s = sprintf(f, &v[1..], budget).map_err(|m| self.err(pos, name, m))?;
-                self.charge(pos, s.len())?;
-                Ok(Value::str(s))
+                self.printf(pos, name, &v)
             }
             "html" | "js" | "urlquery" => {
                 let v = self.eval_any_args(dot, args, final_, 0)?;
-                let s = match v.as_slice() {
-                    [Value::Str(s)] => s.to_string(),
-                    _ => sprint(&v),
-                };
-                let r = match name {
-                    "html" => html_escape(&s),
-                    "js" => js_escape(&s),
-                    _ => query_escape(&s),
-                };
-                self.charge(pos, r.len())?;
-                Ok(Value::str(r))
+                self.escape(pos, name, &v)
             }
             "call" => Err(self.err(
                 pos,
@@ -852,25 +672,7 @@ impl<'t> Exec<'t> {
             }
             "currentDate" | "yesterdayDate" => {
                 let v = self.eval_args(dot, args, final_)?;
-                if let Some(o) = v.iter().find(|x| !matches!(x, Value::Str(_))) {
-                    return Err(self.err(
-                        pos,
-                        name,
-                        format!(
-                            "wrong type for value; expected string; got {}",
-                            o.type_name()
-                        ),
-                    ));
-                }
-                let Some(d) = self.opts.today else {
-                    return Err(self.err(pos, name, format!("error calling {name}: no date given (the renderer has no clock: pass the exchange's date)")));
-                };
-                let d = if name == "yesterdayDate" {
-                    add_days(d, -1)
-                } else {
-                    d
-                };
-                Ok(Value::str(format!("{:04}-{:02}-{:02}", d.0, d.1, d.2)))
+                self.date(pos, name, &v)
             }
             "toTypeScriptType" => {
                 self.arity(pos, name, nargs, 1, false)?;
@@ -882,6 +684,230 @@ impl<'t> Exec<'t> {
             }
             _ => Err(self.err(pos, name, format!("{name:?} is not a defined function"))),
         }
+    }
+
+    /// funcs.go's "error calling NAME: …" for a function that failed on its arguments.
+    fn call_err(&self, pos: Pos, name: &str, msg: impl std::fmt::Display) -> GoTemplateError {
+        self.err(pos, name, format!("error calling {name}: {msg}"))
+    }
+
+    /// `and`/`or` short-circuit (Go 1.18+): the first false (`and`) or true (`or`) argument,
+    /// else the last; a piped-in final value is the last without being tested.
+    fn and_or(&mut self, dot: &Value, or: bool, args: &[Arg], final_: Option<Value>) -> R<Value> {
+        let mut last = Value::Invalid;
+        for a in args {
+            last = self.eval_arg(dot, a)?;
+            if last.truth() == or {
+                return Ok(last);
+            }
+        }
+        if let Some(f) = final_ {
+            last = f;
+        }
+        Ok(last)
+    }
+
+    /// `len`: bytes of a string, items of a slice, entries of a map.
+    fn len_of(&self, pos: Pos, name: &str, v: &Value) -> R<Value> {
+        match v {
+            Value::Str(s) => Ok(Value::Int(s.len() as i64)),
+            Value::List(l) => Ok(Value::Int(l.items.len() as i64)),
+            Value::Map(m) if !m.ordered => Ok(Value::Int(m.entries.len() as i64)),
+            Value::Invalid | Value::Nil => Err(self.call_err(pos, name, "len of nil pointer")),
+            o => Err(self.call_err(pos, name, format!("len of type {}", o.type_name()))),
+        }
+    }
+
+    /// `index X i j …`: `v[0]` indexed by each of `v[1..]` in turn.
+    fn index_of(&self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let mut item = v[0].clone();
+        for ix in &v[1..] {
+            item = self.index_once(pos, name, &item, ix)?;
+        }
+        Ok(item)
+    }
+
+    /// One step of `index`: a slice or string by an int, a map by a string key.
+    fn index_once(&self, pos: Pos, name: &str, item: &Value, ix: &Value) -> R<Value> {
+        let err = |msg: String| Err(self.call_err(pos, name, msg));
+        match (item, ix) {
+            (Value::List(l), Value::Int(i)) => {
+                if *i < 0 || *i as usize >= l.items.len() {
+                    return err(format!("index out of range: {i}"));
+                }
+                Ok(l.items[*i as usize].clone())
+            }
+            (Value::Str(s), Value::Int(i)) => {
+                if *i < 0 || *i as usize >= s.len() {
+                    return err(format!("index out of range: {i}"));
+                }
+                Ok(Value::Int(s.as_bytes()[*i as usize] as i64))
+            }
+            (Value::Map(m), Value::Str(k)) if !m.ordered => {
+                Ok(m.get(k).cloned().unwrap_or(Value::Nil))
+            }
+            (Value::Invalid | Value::Nil, _) => err("index of untyped nil".into()),
+            (Value::List(_) | Value::Str(_), o) => err(format!(
+                "cannot index slice/array with type {}",
+                o.type_name()
+            )),
+            (Value::Map(m), o) => err(format!(
+                "value has type {}; should be string (map {})",
+                o.type_name(),
+                m.type_name
+            )),
+            (o, _) => err(format!("can't index item of type {}", o.type_name())),
+        }
+    }
+
+    /// `slice X i j k`: a substring or a sub-slice, bounds checked as funcs.go does.
+    fn slice_of(&self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let err = |msg: String| Err(self.call_err(pos, name, msg));
+        let mut idx = Vec::new();
+        for x in &v[1..] {
+            match x {
+                Value::Int(i) => idx.push(*i),
+                o => {
+                    return err(format!(
+                        "cannot index slice/array with type {}",
+                        o.type_name()
+                    ));
+                }
+            }
+        }
+        let len = match &v[0] {
+            Value::Str(s) => {
+                if idx.len() > 2 {
+                    return err("cannot 3-index slice a string".into());
+                }
+                s.len() as i64
+            }
+            Value::List(l) => l.items.len() as i64,
+            Value::Invalid | Value::Nil => return err("slice of untyped nil".into()),
+            o => return err(format!("can't slice item of type {}", o.type_name())),
+        };
+        if idx.len() > 3 {
+            return err(format!("too many slice indexes: {}", idx.len()));
+        }
+        let lo = idx.first().copied().unwrap_or(0);
+        let hi = idx.get(1).copied().unwrap_or(len);
+        if lo < 0 || lo > len {
+            return err(format!("index out of range: {lo}"));
+        }
+        if hi < 0 || hi > len {
+            return err(format!("index out of range: {hi}"));
+        }
+        if lo > hi {
+            return err(format!("invalid slice index: {lo} > {hi}"));
+        }
+        match &v[0] {
+            Value::Str(s) => match s.get(lo as usize..hi as usize) {
+                Some(t) => Ok(Value::str(t)),
+                None => err("slice splits a UTF-8 character (unsupported)".into()),
+            },
+            Value::List(l) => Ok(Value::List(Rc::new(List {
+                type_name: l.type_name,
+                items: l.items[lo as usize..hi as usize].to_vec(),
+                nil: false,
+                stringer: l.stringer,
+            }))),
+            _ => unreachable!("checked above"),
+        }
+    }
+
+    /// `eq ne lt le gt ge` on evaluated arguments (each checks its own arity after the
+    /// arguments are evaluated, as funcs.go's do).
+    fn compare(&self, pos: Pos, name: &str, nargs: usize, v: &[Value]) -> R<Value> {
+        let r = match name {
+            "eq" => {
+                self.arity(pos, name, nargs, 1, true)?;
+                eq(&v[0], &v[1..])
+            }
+            "ne" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                eq(&v[0], &v[1..2]).map(|b| !b)
+            }
+            "lt" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1])
+            }
+            "le" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1]).and_then(|l| if l { Ok(true) } else { eq(&v[0], &v[1..2]) })
+            }
+            "gt" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1]).and_then(|l| {
+                    if l {
+                        Ok(false)
+                    } else {
+                        eq(&v[0], &v[1..2]).map(|e| !e)
+                    }
+                })
+            }
+            _ => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1]).map(|l| !l)
+            }
+        };
+        r.map(Value::Bool).map_err(|m| self.call_err(pos, name, m))
+    }
+
+    /// `printf FORMAT args…`: the widths and precisions limited to the bytes the budget has
+    /// left, the result charged to it.
+    fn printf(&mut self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let Value::Str(f) = &v[0] else {
+            return Err(self.err(
+                pos,
+                name,
+                format!(
+                    "wrong type for value; expected string; got {}",
+                    v[0].type_name()
+                ),
+            ));
+        };
+        let budget = self.opts.budget.max_bytes().saturating_sub(self.created);
+        let s = sprintf(f, &v[1..], budget).map_err(|m| self.err(pos, name, m))?;
+        self.charge(pos, s.len())?;
+        Ok(Value::str(s))
+    }
+
+    /// `html`, `js`, `urlquery`: one string argument escaped as is, several printed first.
+    fn escape(&mut self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let s = match v {
+            [Value::Str(s)] => s.to_string(),
+            _ => sprint(v),
+        };
+        let r = match name {
+            "html" => html_escape(&s),
+            "js" => js_escape(&s),
+            _ => query_escape(&s),
+        };
+        self.charge(pos, r.len())?;
+        Ok(Value::str(r))
+    }
+
+    /// Ollama's `currentDate` / `yesterdayDate`: the date the caller passed (no clock here).
+    fn date(&self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        if let Some(o) = v.iter().find(|x| !matches!(x, Value::Str(_))) {
+            return Err(self.err(
+                pos,
+                name,
+                format!(
+                    "wrong type for value; expected string; got {}",
+                    o.type_name()
+                ),
+            ));
+        }
+        let Some(d) = self.opts.today else {
+            return Err(self.err(pos, name, format!("error calling {name}: no date given (the renderer has no clock: pass the exchange's date)")));
+        };
+        let d = if name == "yesterdayDate" {
+            add_days(d, -1)
+        } else {
+            d
+        };
+        Ok(Value::str(format!("{:04}-{:02}-{:02}", d.0, d.1, d.2)))
     }
 }
 
