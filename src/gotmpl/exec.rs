@@ -1074,57 +1074,11 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
             continue;
         }
         i += 1;
-        let (mut minus, mut plus, mut zero, mut space, mut sharp) =
-            (false, false, false, false, false);
-        while i < b.len() {
-            match b[i] {
-                b'-' => minus = true,
-                b'+' => plus = true,
-                b'0' => zero = true,
-                b' ' => space = true,
-                b'#' => sharp = true,
-                _ => break,
-            }
-            i += 1;
-        }
-        // fmt's parsenum: a number past 10^6 is "crazy long" — Go stops parsing the verb
-        // there (the rest of the format is consumed: `%!(NOVERB)`), so no width or precision
-        // exceeds 10,000,009 (Go 1.24 `fmt/print.go`: `tooLarge`, `parsenum`)
-        let parsenum = |i: &mut usize| -> Option<Option<usize>> {
-            let mut num: Option<usize> = None;
-            while *i < b.len() && b[*i].is_ascii_digit() {
-                if num.is_some_and(|n| n > 1_000_000) {
-                    *i = b.len();
-                    return None;
-                }
-                num = Some(num.unwrap_or(0) * 10 + (b[*i] - b'0') as usize);
-                *i += 1;
-            }
-            Some(num)
-        };
-        let Some(width) = parsenum(&mut i) else {
+        let Some(spec) = parse_spec(b, &mut i) else {
             out.push_str("%!(NOVERB)");
             break;
         };
-        let mut prec: Option<usize> = None;
-        if i < b.len() && b[i] == b'.' {
-            i += 1;
-            let Some(p) = parsenum(&mut i) else {
-                out.push_str("%!(NOVERB)");
-                break;
-            };
-            prec = Some(p.unwrap_or(0));
-        }
-        // the widths and precisions of all verbs together draw on the one budget: what this
-        // verb may build (padding plus precision digits) is checked before it is built
-        let asked = (out.len() as u64)
-            .saturating_add(width.unwrap_or(0) as u64)
-            .saturating_add(prec.unwrap_or(0) as u64);
-        if asked > budget {
-            return Err(format!(
-                "{MARK}: printf widths and precisions ask for {asked} bytes, more than the {budget} bytes left"
-            ));
-        }
+        spec.check_budget(out.len(), budget)?;
         let Some(verb) = f[i..].chars().next() else {
             out.push_str("%!(NOVERB)");
             break;
@@ -1139,139 +1093,252 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
             continue;
         };
         ai += 1;
-        let bad = |arg: &Value| {
-            if matches!(arg, Value::Nil | Value::Invalid) {
-                // fmt's badVerb for a nil operand
-                return format!("%!{verb}(<nil>)");
-            }
-            let mut s = String::new();
-            operand(arg, &mut s);
-            format!("%!{verb}({}={s})", arg.type_name())
-        };
-        let mut numeric = false;
-        let body = match (verb, arg) {
-            ('v', a)
-            | ('s', a @ (Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Struct(_))) => {
-                let mut s = String::new();
-                operand(a, &mut s);
-                if verb == 's'
-                    && let Some(p) = prec
-                {
-                    s = s.chars().take(p).collect();
-                }
-                numeric = matches!(a, Value::Int(_) | Value::Float(_));
-                s
-            }
-            ('q', Value::Str(s)) => match prec {
-                // the precision cuts the string before it is quoted
-                Some(p) => go_quote(&s.chars().take(p).collect::<String>()),
-                None => go_quote(s),
-            },
-            ('q', Value::Int(n)) => {
-                // strconv.QuoteRune
-                let c = char::from_u32(*n as u32).unwrap_or('\u{fffd}');
-                match c {
-                    '\'' => "'\\''".to_owned(),
-                    '"' => "'\"'".to_owned(),
-                    c => {
-                        let q = go_quote(&c.to_string());
-                        format!("'{}'", &q[1..q.len() - 1])
-                    }
-                }
-            }
-            ('o' | 'O' | 'b', Value::Int(n)) => {
-                numeric = true;
-                let digits = match verb {
-                    'b' => format!("{:b}", n.unsigned_abs()),
-                    _ => format!("{:o}", n.unsigned_abs()),
-                };
-                let prefix = match verb {
-                    'O' => "0o",
-                    'o' if sharp => "0",
-                    _ => "",
-                };
-                let s = format!("{prefix}{digits}");
-                sign(if *n < 0 { format!("-{s}") } else { s }, plus, space)
-            }
-            ('U', Value::Int(n)) => format!("U+{:04X}", *n as u32),
-            ('T', a) => match a {
-                Value::Nil | Value::Invalid => "<nil>".to_owned(),
-                a => a.type_name(),
-            },
-            ('t', Value::Bool(b)) => b.to_string(),
-            ('d', Value::Int(n)) => {
-                numeric = true;
-                sign(n.to_string(), plus, space)
-            }
-            ('c', Value::Int(n)) => char::from_u32(*n as u32).unwrap_or('\u{fffd}').to_string(),
-            ('x' | 'X', Value::Int(n)) => {
-                numeric = true;
-                let s = if *n < 0 {
-                    format!("-{:x}", n.unsigned_abs())
-                } else {
-                    format!("{n:x}")
-                };
-                let s = if sharp { format!("0x{s}") } else { s };
-                if verb == 'X' { s.to_uppercase() } else { s }
-            }
-            ('x' | 'X', Value::Str(s)) => {
-                let h: String = s.bytes().map(|b| format!("{b:02x}")).collect();
-                if verb == 'X' { h.to_uppercase() } else { h }
-            }
-            ('f' | 'F', Value::Float(x)) => {
-                numeric = true;
-                sign(fixed(*x, prec.unwrap_or(6)), plus, space)
-            }
-            ('e', Value::Float(x)) => {
-                numeric = true;
-                sign(go_exp(*x, prec.unwrap_or(6)), plus, space)
-            }
-            ('g', Value::Float(x)) => {
-                numeric = true;
-                sign(
-                    go_float_shortest(*x, 21.min(prec.map(|p| p as i32).unwrap_or(21))),
-                    plus,
-                    space,
-                )
-            }
-            (_, a) => bad(a),
-        };
-        let w = width.unwrap_or(0);
+        let (body, numeric) = format_verb(verb, arg, &spec);
+        spec.pad(&mut out, &body, numeric);
+    }
+    if ai < args.len() {
+        extra_args(&mut out, &args[ai..]);
+    }
+    Ok(out)
+}
+
+/// The flags, width and precision of one `%` directive.
+struct Spec {
+    minus: bool,
+    plus: bool,
+    zero: bool,
+    space: bool,
+    sharp: bool,
+    width: Option<usize>,
+    prec: Option<usize>,
+}
+
+/// The flags, width and precision after a `%` at `b[*i]`, leaving `*i` at the verb; `None`
+/// when a number is "crazy long" (Go stops parsing the verb there: `%!(NOVERB)`).
+fn parse_spec(b: &[u8], i: &mut usize) -> Option<Spec> {
+    let (mut minus, mut plus, mut zero, mut space, mut sharp) = (false, false, false, false, false);
+    while *i < b.len() {
+        match b[*i] {
+            b'-' => minus = true,
+            b'+' => plus = true,
+            b'0' => zero = true,
+            b' ' => space = true,
+            b'#' => sharp = true,
+            _ => break,
+        }
+        *i += 1;
+    }
+    let width = parsenum(b, i)?;
+    let mut prec: Option<usize> = None;
+    if *i < b.len() && b[*i] == b'.' {
+        *i += 1;
+        prec = Some(parsenum(b, i)?.unwrap_or(0));
+    }
+    Some(Spec {
+        minus,
+        plus,
+        zero,
+        space,
+        sharp,
+        width,
+        prec,
+    })
+}
+
+/// fmt's parsenum: a number past 10^6 is "crazy long" — Go stops parsing the verb there (the
+/// rest of the format is consumed: `%!(NOVERB)`), so no width or precision exceeds 10,000,009
+/// (Go 1.24 `fmt/print.go`: `tooLarge`, `parsenum`). `Some(None)`: no digits.
+fn parsenum(b: &[u8], i: &mut usize) -> Option<Option<usize>> {
+    let mut num: Option<usize> = None;
+    while *i < b.len() && b[*i].is_ascii_digit() {
+        if num.is_some_and(|n| n > 1_000_000) {
+            *i = b.len();
+            return None;
+        }
+        num = Some(num.unwrap_or(0) * 10 + (b[*i] - b'0') as usize);
+        *i += 1;
+    }
+    Some(num)
+}
+
+impl Spec {
+    /// The widths and precisions of all verbs together draw on the one budget: what this verb
+    /// may build (padding plus precision digits) is checked before it is built; `written`: the
+    /// bytes already formatted.
+    fn check_budget(&self, written: usize, budget: u64) -> Result<(), String> {
+        let asked = (written as u64)
+            .saturating_add(self.width.unwrap_or(0) as u64)
+            .saturating_add(self.prec.unwrap_or(0) as u64);
+        if asked > budget {
+            return Err(format!(
+                "{MARK}: printf widths and precisions ask for {asked} bytes, more than the {budget} bytes left"
+            ));
+        }
+        Ok(())
+    }
+
+    /// `body` padded to the width: spaces on the left (`-`: on the right), zeros after the
+    /// sign for a number with `0`.
+    fn pad(&self, out: &mut String, body: &str, numeric: bool) {
+        let w = self.width.unwrap_or(0);
         let n = body.chars().count();
         if n < w {
             let pad = w - n;
-            if minus {
-                out.push_str(&body);
+            if self.minus {
+                out.push_str(body);
                 out.push_str(&" ".repeat(pad));
-            } else if zero && numeric {
+            } else if self.zero && numeric {
                 let (sgn, digits) = match body.strip_prefix('-') {
                     Some(d) => ("-", d),
-                    None => ("", body.as_str()),
+                    None => ("", body),
                 };
                 out.push_str(sgn);
                 out.push_str(&"0".repeat(pad));
                 out.push_str(digits);
             } else {
                 out.push_str(&" ".repeat(pad));
-                out.push_str(&body);
+                out.push_str(body);
             }
         } else {
-            out.push_str(&body);
+            out.push_str(body);
         }
     }
-    if ai < args.len() {
-        out.push_str("%!(EXTRA ");
-        for (k, a) in args[ai..].iter().enumerate() {
-            if k > 0 {
-                out.push_str(", ");
-            }
+}
+
+/// One verb applied to one operand, before padding: the text, and whether it is a number
+/// (zero padding applies). A verb that does not fit the operand is Go's `%!verb(type=value)`.
+fn format_verb(verb: char, arg: &Value, spec: &Spec) -> (String, bool) {
+    let Spec {
+        plus,
+        space,
+        sharp,
+        prec,
+        ..
+    } = *spec;
+    let mut numeric = false;
+    let body = match (verb, arg) {
+        ('v', a)
+        | ('s', a @ (Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Struct(_))) => {
             let mut s = String::new();
             operand(a, &mut s);
-            let _ = write!(out, "{}={s}", a.type_name());
+            if verb == 's'
+                && let Some(p) = prec
+            {
+                s = s.chars().take(p).collect();
+            }
+            numeric = matches!(a, Value::Int(_) | Value::Float(_));
+            s
         }
-        out.push(')');
+        ('q', Value::Str(s)) => match prec {
+            // the precision cuts the string before it is quoted
+            Some(p) => go_quote(&s.chars().take(p).collect::<String>()),
+            None => go_quote(s),
+        },
+        ('q', Value::Int(n)) => quote_rune(*n),
+        ('o' | 'O' | 'b', Value::Int(n)) => {
+            numeric = true;
+            int_in_base(verb, *n, spec)
+        }
+        ('U', Value::Int(n)) => format!("U+{:04X}", *n as u32),
+        ('T', a) => match a {
+            Value::Nil | Value::Invalid => "<nil>".to_owned(),
+            a => a.type_name(),
+        },
+        ('t', Value::Bool(b)) => b.to_string(),
+        ('d', Value::Int(n)) => {
+            numeric = true;
+            sign(n.to_string(), plus, space)
+        }
+        ('c', Value::Int(n)) => char::from_u32(*n as u32).unwrap_or('\u{fffd}').to_string(),
+        ('x' | 'X', Value::Int(n)) => {
+            numeric = true;
+            let s = if *n < 0 {
+                format!("-{:x}", n.unsigned_abs())
+            } else {
+                format!("{n:x}")
+            };
+            let s = if sharp { format!("0x{s}") } else { s };
+            if verb == 'X' { s.to_uppercase() } else { s }
+        }
+        ('x' | 'X', Value::Str(s)) => {
+            let h: String = s.bytes().map(|b| format!("{b:02x}")).collect();
+            if verb == 'X' { h.to_uppercase() } else { h }
+        }
+        ('f' | 'F', Value::Float(x)) => {
+            numeric = true;
+            sign(fixed(*x, prec.unwrap_or(6)), plus, space)
+        }
+        ('e', Value::Float(x)) => {
+            numeric = true;
+            sign(go_exp(*x, prec.unwrap_or(6)), plus, space)
+        }
+        ('g', Value::Float(x)) => {
+            numeric = true;
+            sign(
+                go_float_shortest(*x, 21.min(prec.map(|p| p as i32).unwrap_or(21))),
+                plus,
+                space,
+            )
+        }
+        (_, a) => bad_verb(verb, a),
+    };
+    (body, numeric)
+}
+
+/// fmt's badVerb: `%!verb(type=value)`, `%!verb(<nil>)` for a nil operand.
+fn bad_verb(verb: char, arg: &Value) -> String {
+    if matches!(arg, Value::Nil | Value::Invalid) {
+        return format!("%!{verb}(<nil>)");
     }
-    Ok(out)
+    let mut s = String::new();
+    operand(arg, &mut s);
+    format!("%!{verb}({}={s})", arg.type_name())
+}
+
+/// `%q` of an int: strconv.QuoteRune.
+fn quote_rune(n: i64) -> String {
+    let c = char::from_u32(n as u32).unwrap_or('\u{fffd}');
+    match c {
+        '\'' => "'\\''".to_owned(),
+        '"' => "'\"'".to_owned(),
+        c => {
+            let q = go_quote(&c.to_string());
+            format!("'{}'", &q[1..q.len() - 1])
+        }
+    }
+}
+
+/// `%b`, `%o`, `%O` of an int (`#`: `0` before octal; `%O`: `0o`), signed.
+fn int_in_base(verb: char, n: i64, spec: &Spec) -> String {
+    let digits = match verb {
+        'b' => format!("{:b}", n.unsigned_abs()),
+        _ => format!("{:o}", n.unsigned_abs()),
+    };
+    let prefix = match verb {
+        'O' => "0o",
+        'o' if spec.sharp => "0",
+        _ => "",
+    };
+    let s = format!("{prefix}{digits}");
+    sign(
+        if n < 0 { format!("-{s}") } else { s },
+        spec.plus,
+        spec.space,
+    )
+}
+
+/// fmt's `%!(EXTRA type=value, …)` for the operands no verb used.
+fn extra_args(out: &mut String, rest: &[Value]) {
+    out.push_str("%!(EXTRA ");
+    for (k, a) in rest.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        let mut s = String::new();
+        operand(a, &mut s);
+        let _ = write!(out, "{}={s}", a.type_name());
+    }
+    out.push(')');
 }
 
 fn sign(s: String, plus: bool, space: bool) -> String {
