@@ -16,7 +16,6 @@ ALLOW=(
   "src/parser/engine.rs:step"          # parser: one method per mode by arch-moves (arch-parser)
   "src/parser/engines/profile.rs:vllm"    # a table: one profile per family (vLLM 0.33.0)
   "src/parser/engines/profile.rs:sglang"  # a table: one profile per family (SGLang 0.5.23)
-  "src/parser/engines.rs:by_profile"   # parser/ (arch-parser's area), new on branch engines
   "src/record/proxy.rs:handle"         # being edited on resp-b (Responses API, WebSocket)
   "src/cli/parse.rs:run"               # being edited on engines, sec
   "src/cli/regenerate.rs:run"          # being edited on sec, try
