@@ -17,7 +17,6 @@ ALLOW=(
   "src/parser/engines/profile.rs:vllm"    # a table: one profile per family (vLLM 0.33.0)
   "src/parser/engines/profile.rs:sglang"  # a table: one profile per family (SGLang 0.5.23)
   "src/record/proxy.rs:handle"         # being edited on resp-b (Responses API, WebSocket)
-  "src/cli/regenerate.rs:run"          # being edited on sec, try
   "src/export/otel.rs:exchange_span"   # being edited on resp-a, resp-b
   "src/template/responses.rs:convert_item"         # new with the Responses API (resp-a, resp-b)
   "src/conversation/mod.rs:push"       # debt: new with the agent loop (#25), to cut per link kind
