@@ -18,7 +18,6 @@ ALLOW=(
   "src/parser/engines/profile.rs:sglang"  # a table: one profile per family (SGLang 0.5.23)
   "src/record/proxy.rs:handle"         # being edited on resp-b (Responses API, WebSocket)
   "src/export/otel.rs:exchange_span"   # being edited on resp-a, resp-b
-  "src/template/responses.rs:convert_item"         # new with the Responses API (resp-a, resp-b)
   "src/conversation/mod.rs:push"       # debt: new with the agent loop (#25), to cut per link kind
   "src/schema/loss.rs:findings"        # debt: grew past 150 with the per-tool type_lost (#25)
 )
