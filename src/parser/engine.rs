@@ -842,95 +842,8 @@ impl Parser {
     fn step(&mut self, src: &str, pos: &mut usize, eof: bool, out: &mut impl Sink) -> bool {
         let len = src.len();
         match self.mode.clone() {
-            Mode::Start => {
-                let s = &src[*pos..];
-                let t = s.trim_start();
-                if t.is_empty() {
-                    if eof {
-                        self.emit_content(s, out);
-                        *pos = len;
-                    }
-                    return false;
-                }
-                let lead = s.len() - t.len();
-                if t.starts_with('{') {
-                    self.mode = Mode::HoldJson;
-                    return true;
-                }
-                // functionary v3.2: the prompt ends with `>>>`, so the reply is the first element
-                if self.syntax == Some(Syntax::FunctionaryV32) && self.calls == 0 {
-                    self.mode = Mode::Block {
-                        marker: &FUNCTIONARY_START,
-                        start: *pos + lead,
-                        body: *pos + lead,
-                        scan: *pos + lead,
-                        name: None,
-                        mistral: body::MistralEnd::default(),
-                    };
-                    *pos += lead;
-                    return true;
-                }
-                // pythonic call list `[name(…), …]` (Llama 3.2 / 4, Olmo): held to the end
-                if t.starts_with('[')
-                    && matches!(self.syntax, None | Some(Syntax::Pythonic | Syntax::Llama3))
-                {
-                    match body::pythonic_prefix(t) {
-                        Some(true) => {
-                            self.mode = Mode::HoldPythonic;
-                            return true;
-                        }
-                        None if !eof => return false,
-                        _ => {}
-                    }
-                }
-                // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
-                if self.set.harmony {
-                    const TO: &str = "to=";
-                    if t.len() < TO.len() && TO.starts_with(t) && !eof {
-                        return false;
-                    }
-                    if t.starts_with(TO) {
-                        self.emit_content_ws(&s[..lead]);
-                        self.mode = Mode::Header {
-                            start: *pos + lead,
-                            body: *pos + lead,
-                            scan: *pos + lead,
-                        };
-                        return true;
-                    }
-                }
-                self.mode = Mode::Text;
-                true
-            }
-            Mode::Text => {
-                let s = &src[*pos..];
-                if s.is_empty() {
-                    return false;
-                }
-                match self.find_marker(s, eof) {
-                    Ok((at, m)) => {
-                        self.emit_content(&s[..at], out);
-                        *pos += at;
-                        self.enter_marker(m, pos, out);
-                        true
-                    }
-                    Err(Some(at)) => {
-                        if eof {
-                            self.emit_content(s, out);
-                            *pos = len;
-                        } else {
-                            self.emit_content(&s[..at], out);
-                            *pos += at;
-                        }
-                        false
-                    }
-                    Err(None) => {
-                        self.emit_content(s, out);
-                        *pos = len;
-                        false
-                    }
-                }
-            }
+            Mode::Start => self.step_start(src, pos, eof, out),
+            Mode::Text => self.step_text(src, pos, eof, out),
             Mode::Reasoning { ends, calls } => {
                 let s = &src[*pos..];
                 let end = find_any(s, ends);
@@ -1096,53 +1009,8 @@ impl Parser {
                 self.decide_bare_json(src, pos, out);
                 true
             }
-            Mode::HoldPythonic => {
-                if !eof {
-                    return false;
-                }
-                let s = &src[*pos..];
-                let lead = s.len() - s.trim_start().len();
-                let abs = self.base + *pos + lead;
-                match body::pythonic_list(s.trim(), Syntax::Pythonic) {
-                    Ok(calls) if !calls.is_empty() => {
-                        let span = (abs, abs + s.trim().len());
-                        for c in calls {
-                            self.emit_call(c, span, out);
-                        }
-                        *pos = len;
-                        self.mode = Mode::Text;
-                    }
-                    _ => {
-                        // not a call list: ordinary text
-                        self.bare_json_failed = true;
-                        self.mode = Mode::Text;
-                    }
-                }
-                true
-            }
-            Mode::AfterBlock => {
-                let s = &src[*pos..];
-                let t = s.trim_start();
-                if t.is_empty() {
-                    if eof {
-                        self.mode = self.text_mode();
-                        return true;
-                    }
-                    return false;
-                }
-                let lead = s.len() - t.len();
-                if t.starts_with('}') || t.starts_with(']') {
-                    let c = &t[..1];
-                    out.event(Event::Repair(Repair {
-                        kind: "stray_closer".into(),
-                        message: format!("dropped one stray `{c}` after the call block"),
-                        offset: self.base + *pos + lead,
-                    }));
-                    *pos += lead + 1;
-                }
-                self.mode = self.text_mode();
-                true
-            }
+            Mode::HoldPythonic => self.step_hold_pythonic(src, pos, eof, out),
+            Mode::AfterBlock => self.step_after_block(src, pos, eof, out),
             Mode::Block {
                 marker,
                 start,
@@ -1244,6 +1112,165 @@ impl Parser {
                 }
             }
         }
+    }
+
+    /// [`Parser::step`] in `Mode::Start`: Nothing released yet: bare JSON, a functionary v3.2 first element, a pythonic call list or a harmony recipient may start the reply; else text.
+    fn step_start(&mut self, src: &str, pos: &mut usize, eof: bool, out: &mut impl Sink) -> bool {
+        let len = src.len();
+        let s = &src[*pos..];
+        let t = s.trim_start();
+        if t.is_empty() {
+            if eof {
+                self.emit_content(s, out);
+                *pos = len;
+            }
+            return false;
+        }
+        let lead = s.len() - t.len();
+        if t.starts_with('{') {
+            self.mode = Mode::HoldJson;
+            return true;
+        }
+        // functionary v3.2: the prompt ends with `>>>`, so the reply is the first element
+        if self.syntax == Some(Syntax::FunctionaryV32) && self.calls == 0 {
+            self.mode = Mode::Block {
+                marker: &FUNCTIONARY_START,
+                start: *pos + lead,
+                body: *pos + lead,
+                scan: *pos + lead,
+                name: None,
+                mistral: body::MistralEnd::default(),
+            };
+            *pos += lead;
+            return true;
+        }
+        // pythonic call list `[name(…), …]` (Llama 3.2 / 4, Olmo): held to the end
+        if t.starts_with('[')
+            && matches!(self.syntax, None | Some(Syntax::Pythonic | Syntax::Llama3))
+        {
+            match body::pythonic_prefix(t) {
+                Some(true) => {
+                    self.mode = Mode::HoldPythonic;
+                    return true;
+                }
+                None if !eof => return false,
+                _ => {}
+            }
+        }
+        // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
+        if self.set.harmony {
+            const TO: &str = "to=";
+            if t.len() < TO.len() && TO.starts_with(t) && !eof {
+                return false;
+            }
+            if t.starts_with(TO) {
+                self.emit_content_ws(&s[..lead]);
+                self.mode = Mode::Header {
+                    start: *pos + lead,
+                    body: *pos + lead,
+                    scan: *pos + lead,
+                };
+                return true;
+            }
+        }
+        self.mode = Mode::Text;
+        true
+    }
+
+    /// [`Parser::step`] in `Mode::Text`: Content up to the next marker (a partial one at the end is held).
+    fn step_text(&mut self, src: &str, pos: &mut usize, eof: bool, out: &mut impl Sink) -> bool {
+        let len = src.len();
+        let s = &src[*pos..];
+        if s.is_empty() {
+            return false;
+        }
+        match self.find_marker(s, eof) {
+            Ok((at, m)) => {
+                self.emit_content(&s[..at], out);
+                *pos += at;
+                self.enter_marker(m, pos, out);
+                true
+            }
+            Err(Some(at)) => {
+                if eof {
+                    self.emit_content(s, out);
+                    *pos = len;
+                } else {
+                    self.emit_content(&s[..at], out);
+                    *pos += at;
+                }
+                false
+            }
+            Err(None) => {
+                self.emit_content(s, out);
+                *pos = len;
+                false
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::HoldPythonic`: A reply that starts like a pythonic call list, read whole at the end of the text.
+    fn step_hold_pythonic(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+    ) -> bool {
+        let len = src.len();
+        if !eof {
+            return false;
+        }
+        let s = &src[*pos..];
+        let lead = s.len() - s.trim_start().len();
+        let abs = self.base + *pos + lead;
+        match body::pythonic_list(s.trim(), Syntax::Pythonic) {
+            Ok(calls) if !calls.is_empty() => {
+                let span = (abs, abs + s.trim().len());
+                for c in calls {
+                    self.emit_call(c, span, out);
+                }
+                *pos = len;
+                self.mode = Mode::Text;
+            }
+            _ => {
+                // not a call list: ordinary text
+                self.bare_json_failed = true;
+                self.mode = Mode::Text;
+            }
+        }
+        true
+    }
+
+    /// [`Parser::step`] in `Mode::AfterBlock`: Right after a call block: one stray `}` or `]` is dropped (a repair).
+    fn step_after_block(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+    ) -> bool {
+        let s = &src[*pos..];
+        let t = s.trim_start();
+        if t.is_empty() {
+            if eof {
+                self.mode = self.text_mode();
+                return true;
+            }
+            return false;
+        }
+        let lead = s.len() - t.len();
+        if t.starts_with('}') || t.starts_with(']') {
+            let c = &t[..1];
+            out.event(Event::Repair(Repair {
+                kind: "stray_closer".into(),
+                message: format!("dropped one stray `{c}` after the call block"),
+                offset: self.base + *pos + lead,
+            }));
+            *pos += lead + 1;
+        }
+        self.mode = self.text_mode();
+        true
     }
 
     fn emit_content_ws(&mut self, _ws: &str) {
