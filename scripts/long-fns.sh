@@ -13,7 +13,6 @@ ALLOW=(
   "src/tui/keymap.rs:default"          # a table: one line per default key binding
   "src/tui/doc.rs:template"            # TUI: split per area by arch-moves (arch-tui)
   "src/tui/state.rs:session_action"    # TUI: split per area by arch-moves (arch-tui)
-  "src/parser/engine.rs:step"          # parser: one method per mode by arch-moves (arch-parser)
   "src/parser/engines/profile.rs:vllm"    # a table: one profile per family (vLLM 0.33.0)
   "src/parser/engines/profile.rs:sglang"  # a table: one profile per family (SGLang 0.5.23)
   "src/record/proxy.rs:handle"         # being edited on resp-b (Responses API, WebSocket)

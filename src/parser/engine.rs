@@ -844,163 +844,12 @@ impl Parser {
         match self.mode.clone() {
             Mode::Start => self.step_start(src, pos, eof, out),
             Mode::Text => self.step_text(src, pos, eof, out),
-            Mode::Reasoning { ends, calls } => {
-                let s = &src[*pos..];
-                let end = find_any(s, ends);
-                // a call block opening before the reasoning end (or before the end of the text)
-                if calls {
-                    let lim = match end {
-                        Ok((at, _)) => at,
-                        Err(_) => s.len(),
-                    };
-                    match self.find_marker_in(&s[..lim], eof, true) {
-                        Ok((at, _)) => {
-                            self.emit_reasoning(&s[..at], out);
-                            *pos += at;
-                            self.mode = Mode::ReasoningCall {
-                                ends,
-                                start: *pos,
-                                scan: *pos,
-                            };
-                            return true;
-                        }
-                        Err(Some(at)) if !eof && let Err(hold) = end => {
-                            // maybe the start of a call marker (or of the reasoning end): hold it
-                            let at = hold.map_or(at, |h| h.min(at));
-                            self.emit_reasoning(&s[..at], out);
-                            *pos += at;
-                            return false;
-                        }
-                        Err(_) => {}
-                    }
-                }
-                match end {
-                    Ok((at, end)) => {
-                        self.emit_reasoning(&s[..at], out);
-                        *pos += at;
-                        if !NON_CONSUMED.contains(&end) {
-                            *pos += end.len();
-                        }
-                        self.mode = self.text_mode();
-                        true
-                    }
-                    Err(hold) => {
-                        let cut = if eof {
-                            s.len()
-                        } else {
-                            hold.unwrap_or(s.len())
-                        };
-                        self.emit_reasoning(&s[..cut], out);
-                        *pos += cut;
-                        false
-                    }
-                }
+            Mode::Reasoning { ends, calls } => self.step_reasoning(src, pos, eof, out, ends, calls),
+            Mode::ReasoningCall { ends, start, scan } => {
+                self.step_reasoning_call(src, pos, eof, out, ends, start, scan)
             }
-            Mode::ReasoningCall { ends, start, scan } => match find_any(&src[scan..], ends) {
-                Ok((at, end)) => {
-                    // a reasoning end follows: the call was part of the reasoning
-                    let e = scan + at;
-                    self.emit_reasoning(&src[start..e], out);
-                    *pos = e;
-                    if !NON_CONSUMED.contains(&end) {
-                        *pos += end.len();
-                    }
-                    self.mode = self.text_mode();
-                    true
-                }
-                Err(_) if eof => {
-                    // no reasoning end: the call ended the reasoning
-                    *pos = start;
-                    self.mode = self.text_mode();
-                    true
-                }
-                Err(hold) => {
-                    let n = src.len() - scan;
-                    self.mode = Mode::ReasoningCall {
-                        ends,
-                        start,
-                        scan: scan + hold.unwrap_or(n),
-                    };
-                    *pos = start;
-                    false
-                }
-            },
             Mode::Header { start, body, scan } => {
-                let s = &src[body..];
-                let from = scan - body;
-                match find_any(&s[from..], HARMONY_HDR_ENDS) {
-                    Ok((at, end)) => {
-                        let at = from + at;
-                        let h = body::harmony_header(&s[..at]);
-                        *pos = body + at + end.len();
-                        if self.syntax == Some(Syntax::MuseGlimmer) {
-                            // Muse Glimmer: ` to=self` reasoning, ` to=user` (or none) content,
-                            // any other recipient a call (llama.cpp common/parsers/muse-glimmer.cpp)
-                            match h.recipient.as_deref() {
-                                Some("self") => {
-                                    self.saw_reasoning = true;
-                                    self.mode = Mode::Reasoning {
-                                        ends: MUSE_ENDS,
-                                        calls: false,
-                                    };
-                                }
-                                None | Some("user") => self.mode = self.text_mode(),
-                                Some(r) => {
-                                    self.mode = Mode::Block {
-                                        marker: &MUSE_CALL,
-                                        start,
-                                        body: *pos,
-                                        scan: *pos,
-                                        name: Some(r.to_string()),
-                                        mistral: body::MistralEnd::default(),
-                                    };
-                                }
-                            }
-                            return true;
-                        }
-                        if let Some(name) = h.recipient {
-                            // `functions.N` is a call of tool N; any other recipient is a built-in
-                            // tool (python, browser.*, container.*), marked with a leading `!`
-                            let name = match name.strip_prefix("functions.") {
-                                Some(n) => n.to_string(),
-                                None => format!("!{name}"),
-                            };
-                            self.mode = Mode::Block {
-                                marker: &HARMONY_CALL,
-                                start,
-                                body: *pos,
-                                scan: *pos,
-                                name: Some(name),
-                                mistral: body::MistralEnd::default(),
-                            };
-                        } else if h.channel.as_deref() == Some("analysis") {
-                            self.saw_reasoning = true;
-                            self.mode = Mode::Reasoning {
-                                ends: HARMONY_REASONING_ENDS,
-                                calls: false,
-                            };
-                        } else {
-                            self.mode = self.text_mode();
-                        }
-                        true
-                    }
-                    Err(_) if eof => {
-                        // unterminated header: keep as text
-                        self.emit_content(&src[start..], out);
-                        *pos = len;
-                        self.mode = Mode::Text;
-                        false
-                    }
-                    Err(hold) => {
-                        self.mode = Mode::Header {
-                            start,
-                            body,
-                            scan: scan + hold.unwrap_or(s.len() - from),
-                        };
-                        *pos = start;
-                        false
-                    }
-                }
+                self.step_header(src, pos, eof, out, start, body, scan)
             }
             Mode::HoldJson => {
                 if !eof {
@@ -1110,6 +959,201 @@ impl Parser {
                         false
                     }
                 }
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::Reasoning`: Reasoning up to one of `ends`; with `calls`, a call block opening first ends it (held as [`Mode::ReasoningCall`]).
+    fn step_reasoning(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+        ends: &'static [&'static str],
+        calls: bool,
+    ) -> bool {
+        let s = &src[*pos..];
+        let end = find_any(s, ends);
+        // a call block opening before the reasoning end (or before the end of the text)
+        if calls {
+            let lim = match end {
+                Ok((at, _)) => at,
+                Err(_) => s.len(),
+            };
+            match self.find_marker_in(&s[..lim], eof, true) {
+                Ok((at, _)) => {
+                    self.emit_reasoning(&s[..at], out);
+                    *pos += at;
+                    self.mode = Mode::ReasoningCall {
+                        ends,
+                        start: *pos,
+                        scan: *pos,
+                    };
+                    return true;
+                }
+                Err(Some(at)) if !eof && let Err(hold) = end => {
+                    // maybe the start of a call marker (or of the reasoning end): hold it
+                    let at = hold.map_or(at, |h| h.min(at));
+                    self.emit_reasoning(&s[..at], out);
+                    *pos += at;
+                    return false;
+                }
+                Err(_) => {}
+            }
+        }
+        match end {
+            Ok((at, end)) => {
+                self.emit_reasoning(&s[..at], out);
+                *pos += at;
+                if !NON_CONSUMED.contains(&end) {
+                    *pos += end.len();
+                }
+                self.mode = self.text_mode();
+                true
+            }
+            Err(hold) => {
+                let cut = if eof {
+                    s.len()
+                } else {
+                    hold.unwrap_or(s.len())
+                };
+                self.emit_reasoning(&s[..cut], out);
+                *pos += cut;
+                false
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::ReasoningCall`: A call block inside reasoning, held until a reasoning end (it was reasoning) or the end of the text (the call ended the reasoning).
+    #[allow(clippy::too_many_arguments)] // the mode's fields, as `step` destructures them
+    fn step_reasoning_call(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+        ends: &'static [&'static str],
+        start: usize,
+        scan: usize,
+    ) -> bool {
+        match find_any(&src[scan..], ends) {
+            Ok((at, end)) => {
+                // a reasoning end follows: the call was part of the reasoning
+                let e = scan + at;
+                self.emit_reasoning(&src[start..e], out);
+                *pos = e;
+                if !NON_CONSUMED.contains(&end) {
+                    *pos += end.len();
+                }
+                self.mode = self.text_mode();
+                true
+            }
+            Err(_) if eof => {
+                // no reasoning end: the call ended the reasoning
+                *pos = start;
+                self.mode = self.text_mode();
+                true
+            }
+            Err(hold) => {
+                let n = src.len() - scan;
+                self.mode = Mode::ReasoningCall {
+                    ends,
+                    start,
+                    scan: scan + hold.unwrap_or(n),
+                };
+                *pos = start;
+                false
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::Header`: A harmony role header up to `<|message|>`: its recipient and channel pick the next mode (a call, reasoning or content; Muse Glimmer's own recipients).
+    #[allow(clippy::too_many_arguments)] // the mode's fields, as `step` destructures them
+    fn step_header(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+        start: usize,
+        body: usize,
+        scan: usize,
+    ) -> bool {
+        let len = src.len();
+        let s = &src[body..];
+        let from = scan - body;
+        match find_any(&s[from..], HARMONY_HDR_ENDS) {
+            Ok((at, end)) => {
+                let at = from + at;
+                let h = body::harmony_header(&s[..at]);
+                *pos = body + at + end.len();
+                if self.syntax == Some(Syntax::MuseGlimmer) {
+                    // Muse Glimmer: ` to=self` reasoning, ` to=user` (or none) content,
+                    // any other recipient a call (llama.cpp common/parsers/muse-glimmer.cpp)
+                    match h.recipient.as_deref() {
+                        Some("self") => {
+                            self.saw_reasoning = true;
+                            self.mode = Mode::Reasoning {
+                                ends: MUSE_ENDS,
+                                calls: false,
+                            };
+                        }
+                        None | Some("user") => self.mode = self.text_mode(),
+                        Some(r) => {
+                            self.mode = Mode::Block {
+                                marker: &MUSE_CALL,
+                                start,
+                                body: *pos,
+                                scan: *pos,
+                                name: Some(r.to_string()),
+                                mistral: body::MistralEnd::default(),
+                            };
+                        }
+                    }
+                    return true;
+                }
+                if let Some(name) = h.recipient {
+                    // `functions.N` is a call of tool N; any other recipient is a built-in
+                    // tool (python, browser.*, container.*), marked with a leading `!`
+                    let name = match name.strip_prefix("functions.") {
+                        Some(n) => n.to_string(),
+                        None => format!("!{name}"),
+                    };
+                    self.mode = Mode::Block {
+                        marker: &HARMONY_CALL,
+                        start,
+                        body: *pos,
+                        scan: *pos,
+                        name: Some(name),
+                        mistral: body::MistralEnd::default(),
+                    };
+                } else if h.channel.as_deref() == Some("analysis") {
+                    self.saw_reasoning = true;
+                    self.mode = Mode::Reasoning {
+                        ends: HARMONY_REASONING_ENDS,
+                        calls: false,
+                    };
+                } else {
+                    self.mode = self.text_mode();
+                }
+                true
+            }
+            Err(_) if eof => {
+                // unterminated header: keep as text
+                self.emit_content(&src[start..], out);
+                *pos = len;
+                self.mode = Mode::Text;
+                false
+            }
+            Err(hold) => {
+                self.mode = Mode::Header {
+                    start,
+                    body,
+                    scan: scan + hold.unwrap_or(s.len() - from),
+                };
+                *pos = start;
+                false
             }
         }
     }
