@@ -1,13 +1,15 @@
 //! `toolscope parse`: raw model text → tool calls, with the step-by-step parser trace.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::bail;
 use serde_json::{Value, json};
 
+use crate::parser::engines::EngineOutcome;
 use crate::parser::trace::{Trace, check_chunkings, cut};
-use crate::parser::{Collector, ParserOptions, StateKind, Syntax};
+use crate::parser::{Collector, ParseOutput, ParserOptions, StateKind, Syntax};
 
 /// Arguments of `toolscope parse`.
 ///
@@ -94,8 +96,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (syntax, how) = if args.syntax.eq_ignore_ascii_case("auto") {
-        match &args.template {
+    let (syntax, how) = resolve_syntax(&args)?;
+    let tools = match &args.tools {
+        Some(p) => Some(read_tools(p)?),
+        None => None,
+    };
+    let chunks = read_chunks(&args)?;
+    let opts = ParserOptions {
+        reasoning_open: args.reasoning_open,
+        ..ParserOptions::default()
+    };
+    let trace = Trace::record_with(&chunks, syntax, tools.as_ref(), opts);
+    let mut col = Collector::default();
+    for e in trace.events() {
+        col.apply(e);
+    }
+    let out = col.into_output();
+    // the family the engines would be configured for: given / from the template / the calls read
+    let family = crate::parser::engines::family_for(syntax, &out, &chunks.concat());
+    let engines = if args.engines {
+        family.map(|f| crate::parser::engines::expected(f, &chunks.concat(), tools.as_ref()).1)
+    } else {
+        None
+    };
+    if args.format == "json" {
+        let mut v = json_report(&out, &trace);
+        if args.engines {
+            v["engines"] = json!({
+                "family": family.map(Syntax::name),
+                "outcomes": engines,
+            });
+        }
+        crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut s = String::new();
+    write_result(&mut s, syntax, how, &chunks.concat(), &out);
+    write_steps(&mut s, &trace);
+    if chunks.len() > 1 || chunks.first().is_some_and(|c| c.len() < 100_000) {
+        write_recut_checks(&mut s, &chunks, syntax, tools.as_ref(), opts);
+    }
+    if args.engines {
+        write_engines(&mut s, family, engines.as_deref());
+    }
+    crate::text::print_out(&s);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--syntax`: the syntax (`None`: auto, every syntax's markers) and how it was chosen.
+fn resolve_syntax(args: &Args) -> anyhow::Result<(Option<Syntax>, String)> {
+    if args.syntax.eq_ignore_ascii_case("auto") {
+        return Ok(match &args.template {
             Some(t) => {
                 let src = template_text(t)?;
                 match Syntax::detect_from_template(&src) {
@@ -113,34 +164,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
             None => (None, "auto: every syntax's markers active".to_string()),
+        });
+    }
+    match Syntax::from_name(&args.syntax) {
+        Some(s) => Ok((Some(s), "given".to_string())),
+        None => {
+            let names: Vec<&str> = Syntax::ALL.iter().map(|s| s.name()).collect();
+            bail!(
+                "--syntax {:?}: unknown syntax (known: auto, {})",
+                args.syntax,
+                names.join(", ")
+            )
         }
-    } else {
-        match Syntax::from_name(&args.syntax) {
-            Some(s) => (Some(s), "given".to_string()),
-            None => {
-                let names: Vec<&str> = Syntax::ALL.iter().map(|s| s.name()).collect();
-                bail!(
-                    "--syntax {:?}: unknown syntax (known: auto, {})",
-                    args.syntax,
-                    names.join(", ")
-                )
-            }
-        }
-    };
-    let tools = match &args.tools {
-        Some(p) => {
-            let v = json_file(p)?;
-            if !(v.is_array() || v.get("tools").is_some()) {
-                bail!(
-                    "{}: expected a tools array or a request with `tools`",
-                    p.display()
-                );
-            }
-            Some(v)
-        }
-        None => None,
-    };
-    let chunks: Vec<String> = match (&args.chunks, &args.raw) {
+    }
+}
+
+/// `--tools FILE`: a tools array, or a request with `tools`.
+fn read_tools(p: &Path) -> anyhow::Result<Value> {
+    let v = json_file(p)?;
+    if !(v.is_array() || v.get("tools").is_some()) {
+        bail!(
+            "{}: expected a tools array or a request with `tools`",
+            p.display()
+        );
+    }
+    Ok(v)
+}
+
+/// The text as it arrived: the `--chunks` array's strings, or the raw file as one chunk.
+fn read_chunks(args: &Args) -> anyhow::Result<Vec<String>> {
+    Ok(match (&args.chunks, &args.raw) {
         (Some(p), _) => {
             let v = json_file(p)?;
             let Value::Array(items) = v else {
@@ -161,53 +214,37 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         (None, Some(p)) => vec![utf8(p, read_file(p)?)?],
         (None, None) => bail!("give --chunks FILE.json, a raw text file, or - for stdin"),
-    };
-    let opts = ParserOptions {
-        reasoning_open: args.reasoning_open,
-        ..ParserOptions::default()
-    };
-    let trace = Trace::record_with(&chunks, syntax, tools.as_ref(), opts);
-    let mut col = Collector::default();
-    for e in trace.events() {
-        col.apply(e);
-    }
-    let out = col.into_output();
-    // the family the engines would be configured for: given / from the template / the calls read
-    let family = crate::parser::engines::family_for(syntax, &out, &chunks.concat());
-    let engines = if args.engines {
-        family.map(|f| crate::parser::engines::expected(f, &chunks.concat(), tools.as_ref()).1)
-    } else {
-        None
-    };
-    if args.format == "json" {
-        let calls: Vec<Value> = out
-            .tool_calls
-            .iter()
-            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
-            .collect();
-        let v = json!({
-            "content": out.content,
-            "reasoning": out.reasoning,
-            "tool_calls": calls,
-            "malformed": out.malformed,
-            "repairs": out.repairs,
-            "steps": trace.steps_json(),
-        });
-        let mut v = v;
-        if args.engines {
-            v["engines"] = json!({
-                "family": family.map(Syntax::name),
-                "outcomes": engines,
-            });
-        }
-        crate::text::print_json(&format!("{}\n", serde_json::to_string_pretty(&v)?));
-        return Ok(ExitCode::SUCCESS);
-    }
-    // text
-    let mut s = String::new();
-    use std::fmt::Write;
+    })
+}
+
+/// `--format json`: the parse and its steps (the engines are added by the caller).
+fn json_report(out: &ParseOutput, trace: &Trace) -> Value {
+    let calls: Vec<Value> = out
+        .tool_calls
+        .iter()
+        .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+        .collect();
+    json!({
+        "content": out.content,
+        "reasoning": out.reasoning,
+        "tool_calls": calls,
+        "malformed": out.malformed,
+        "repairs": out.repairs,
+        "steps": trace.steps_json(),
+    })
+}
+
+/// The text report's head: the syntax and how it was chosen, content, reasoning, the calls,
+/// repairs and malformed blocks.
+fn write_result(
+    s: &mut String,
+    syntax: Option<Syntax>,
+    how: String,
+    text: &str,
+    out: &ParseOutput,
+) {
     let sx = syntax.map(Syntax::name).unwrap_or("auto");
-    let how = match (syntax, Syntax::detect_from_text(&chunks.concat())) {
+    let how = match (syntax, Syntax::detect_from_text(text)) {
         (None, Some(t)) => format!("{how}; the text looks like {t}"),
         _ => how,
     };
@@ -243,6 +280,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             cut(&m.text, 80)
         );
     }
+}
+
+/// Every parser step: the chunk, the state after it, what it holds back, its events.
+fn write_steps(s: &mut String, trace: &Trace) {
     let _ = writeln!(s, "\nsteps ({})", trace.len());
     for i in 0..trace.len() {
         let v = trace.state_at(i);
@@ -261,64 +302,70 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let _ = writeln!(s, "         → {}", e);
         }
     }
-    if chunks.len() > 1 || chunks.first().is_some_and(|c| c.len() < 100_000) {
-        let findings: Vec<_> = check_chunkings(&chunks, None, syntax, tools.as_ref(), opts)
-            .iter()
-            .map(|(c, d)| crate::diagnose::rules::replay::cut_divergence(c, d))
-            .collect();
+}
+
+/// The same text re-cut (per character, per recorded chunk, every 2 and 8 chunks) parses as
+/// one-shot does, or the divergences.
+fn write_recut_checks(
+    s: &mut String,
+    chunks: &[String],
+    syntax: Option<Syntax>,
+    tools: Option<&Value>,
+    opts: ParserOptions,
+) {
+    let findings: Vec<_> = check_chunkings(chunks, None, syntax, tools, opts)
+        .iter()
+        .map(|(c, d)| crate::diagnose::rules::replay::cut_divergence(c, d))
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nre-cut checks (per character, per recorded chunk, every 2 and 8 chunks): {}",
+        if findings.is_empty() {
+            "same result as one-shot"
+        } else {
+            "DIVERGENCE"
+        }
+    );
+    for f in findings {
+        let _ = writeln!(s, "  {}: {}", f.rule, f.message);
+    }
+}
+
+/// `--engines`: what each engine's parser for `family` would return, and where they differ.
+fn write_engines(s: &mut String, family: Option<Syntax>, engines: Option<&[EngineOutcome]>) {
+    let _ = writeln!(s, "\nwhat each engine would return");
+    let (Some(f), Some(list)) = (family, engines) else {
         let _ = writeln!(
             s,
-            "\nre-cut checks (per character, per recorded chunk, every 2 and 8 chunks): {}",
-            if findings.is_empty() {
-                "same result as one-shot"
-            } else {
-                "DIVERGENCE"
-            }
+            "  no family: give --syntax or --template (the text has no call markers)"
         );
-        for f in findings {
-            let _ = writeln!(s, "  {}: {}", f.rule, f.message);
-        }
-    }
-    if args.engines {
-        let _ = writeln!(s, "\nwhat each engine would return");
-        match (family, &engines) {
-            (Some(f), Some(list)) => {
-                let _ = writeln!(s, "  family {f}");
-                for e in list {
-                    let what = e.outcome.summary();
-                    let _ = writeln!(
-                        s,
-                        "  {:<10} {:<18} {:<26} {what}",
-                        e.engine.name(),
-                        e.release,
-                        e.parser.unwrap_or("(no parser)"),
-                    );
-                    if !matches!(e.outcome, crate::parser::engines::Outcome::Error { .. }) {
-                        for line in e.outcome.detail(100) {
-                            let _ = writeln!(s, "             {line}");
-                        }
-                    }
-                    if let Some(d) = e.defect {
-                        let _ = writeln!(s, "             engine defect: {d}");
-                    }
-                    let _ = writeln!(s, "             {}", e.why);
-                }
-                let differ = crate::parser::engines::disagreements(list);
-                if differ.is_empty() {
-                    let _ = writeln!(s, "  the engines agree");
-                }
-                for d in differ {
-                    let _ = writeln!(s, "  {d}");
-                }
-            }
-            _ => {
-                let _ = writeln!(
-                    s,
-                    "  no family: give --syntax or --template (the text has no call markers)"
-                );
+        return;
+    };
+    let _ = writeln!(s, "  family {f}");
+    for e in list {
+        let what = e.outcome.summary();
+        let _ = writeln!(
+            s,
+            "  {:<10} {:<18} {:<26} {what}",
+            e.engine.name(),
+            e.release,
+            e.parser.unwrap_or("(no parser)"),
+        );
+        if !matches!(e.outcome, crate::parser::engines::Outcome::Error { .. }) {
+            for line in e.outcome.detail(100) {
+                let _ = writeln!(s, "             {line}");
             }
         }
+        if let Some(d) = e.defect {
+            let _ = writeln!(s, "             engine defect: {d}");
+        }
+        let _ = writeln!(s, "             {}", e.why);
     }
-    crate::text::print_out(&s);
-    Ok(ExitCode::SUCCESS)
+    let differ = crate::parser::engines::disagreements(list);
+    if differ.is_empty() {
+        let _ = writeln!(s, "  the engines agree");
+    }
+    for d in differ {
+        let _ = writeln!(s, "  {d}");
+    }
 }

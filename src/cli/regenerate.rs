@@ -73,64 +73,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let name = args.session.display().to_string();
     let session = read_session(&args.session).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let targets: Vec<_> = session
-        .exchanges
-        .iter()
-        .filter(|e| match args.exchange {
-            Some(n) => e.id == n,
-            None => is_parse_error(e),
-        })
-        .cloned()
-        .collect();
-    if session.exchanges.is_empty() {
-        bail!("{name}: the session has no exchanges to regenerate");
-    }
-    if targets.is_empty() {
-        match args.exchange {
-            Some(n) => bail!("{name}: no exchange #{n}"),
-            None => bail!(
-                "{name}: no exchange failed in the server's parser (HTTP 500 \"does not match the expected … format\"); name one with --exchange N"
-            ),
-        }
-    }
+    let targets = targets(&session, args.exchange, &name)?;
     let engine = args
         .engine
         .clone()
         .or_else(|| session.header.engine.as_ref().map(|e| e.kind.clone()))
         .filter(|k| k != "unknown")
         .unwrap_or_else(|| "llama-server".into());
-    // the raw endpoints that exist on one engine only
-    match args.endpoint {
-        Some(Endpoint::Completion) if matches!(engine.as_str(), "vllm" | "sglang" | "ollama") => {
-            bail!(
-                "--endpoint completion is llama-server's own POST /completion; {engine} has none (use --endpoint {}, or --engine llama-server if --url is a llama-server)",
-                if engine == "ollama" {
-                    "ollama-generate"
-                } else {
-                    "v1-completions"
-                }
-            )
-        }
-        Some(Endpoint::OllamaGenerate) if engine != "ollama" => bail!(
-            "--endpoint ollama-generate is Ollama's POST /api/generate; {engine} has none (use --engine ollama if --url is an Ollama server)"
-        ),
-        _ => {}
-    }
+    check_endpoint(args.endpoint, &engine)?;
     let local = match &args.template {
         Some(src) => Some(crate::cli::render::load_template(src)?),
         None => None,
     };
     let file_prompt = match &args.prompt_file {
-        Some(p) => {
-            let bytes = crate::input::read_file(p)?;
-            let text = String::from_utf8(bytes)
-                .map_err(|e| anyhow::anyhow!("{}: not UTF-8: {e}", p.display()))?;
-            Some(Prompt {
-                text,
-                token_ids: None,
-                from: format!("file {}", p.display()),
-            })
-        }
+        Some(p) => Some(file_prompt(p)?),
         None => None,
     };
     let template = local.as_ref().map(|s| s.template.clone()).or_else(|| {
@@ -175,56 +131,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         };
         recorded += 1;
-        let tools = ex.request_json().and_then(|b| b.get("tools").cloned());
-        let syntax = template
-            .as_deref()
-            .and_then(Syntax::detect_from_template)
-            .or_else(|| Syntax::detect_from_text(&r.raw_text));
-        let out = parse(&r.raw_text, syntax, tools.as_ref());
-        crate::outln!(
-            "#{} → #{} ({}): {} bytes of raw text, syntax {}",
-            ex.id,
-            r.exchange.id,
-            r.exchange.label.as_deref().unwrap_or(""),
-            r.raw_text.len(),
-            syntax.map_or("auto", |s| s.name())
-        );
-        if let crate::session::Annotation::RawText {
-            prompt_from: Some(f),
-            ..
-        } = &r.annotation
-        {
-            crate::outln!("  prompt from: {f}");
-        }
-        crate::outln!("  raw: {:?}", r.raw_text);
-        if let toolscope_raw::RawOutput::Text { source, .. } =
-            toolscope_raw::raw_output(ex, std::slice::from_ref(&r.annotation))
-        {
-            crate::outln!("  as the model's output: {}", source.label());
-        }
-        for c in &out.tool_calls {
-            crate::outln!("  call:      {}({})", c.name, c.arguments);
-        }
-        for m in &out.malformed {
+        if report(ex, &r, template.as_deref()) {
             bad = true;
-            crate::outln!(
-                "  malformed: at byte {} ({}): {} — {:?}",
-                m.offset,
-                m.syntax,
-                m.message,
-                m.text
-            );
-        }
-        for p in &out.repairs {
-            crate::outln!(
-                "  repair:    at byte {} ({}): {}",
-                p.offset,
-                p.kind,
-                p.message
-            );
-        }
-        if !out.content.is_empty() {
-            crate::outln!("  content:   {:?}", out.content);
         }
     }
     if recorded == 0 {
@@ -236,6 +144,126 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::from(u8::from(bad)))
+}
+
+/// The exchanges to regenerate: exchange `only`, else every one the server's parser rejected.
+fn targets(
+    session: &crate::session::read::Session,
+    only: Option<u64>,
+    name: &str,
+) -> anyhow::Result<Vec<crate::session::Exchange>> {
+    let targets: Vec<_> = session
+        .exchanges
+        .iter()
+        .filter(|e| match only {
+            Some(n) => e.id == n,
+            None => is_parse_error(e),
+        })
+        .cloned()
+        .collect();
+    if session.exchanges.is_empty() {
+        bail!("{name}: the session has no exchanges to regenerate");
+    }
+    if targets.is_empty() {
+        match only {
+            Some(n) => bail!("{name}: no exchange #{n}"),
+            None => bail!(
+                "{name}: no exchange failed in the server's parser (HTTP 500 \"does not match the expected … format\"); name one with --exchange N"
+            ),
+        }
+    }
+    Ok(targets)
+}
+
+/// The raw endpoints that exist on one engine only: `--endpoint` refused on another.
+fn check_endpoint(endpoint: Option<Endpoint>, engine: &str) -> anyhow::Result<()> {
+    match endpoint {
+        Some(Endpoint::Completion) if matches!(engine, "vllm" | "sglang" | "ollama") => {
+            bail!(
+                "--endpoint completion is llama-server's own POST /completion; {engine} has none (use --endpoint {}, or --engine llama-server if --url is a llama-server)",
+                if engine == "ollama" {
+                    "ollama-generate"
+                } else {
+                    "v1-completions"
+                }
+            )
+        }
+        Some(Endpoint::OllamaGenerate) if engine != "ollama" => bail!(
+            "--endpoint ollama-generate is Ollama's POST /api/generate; {engine} has none (use --engine ollama if --url is an Ollama server)"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// `--prompt-file`: the file's bytes as the prompt, verbatim.
+fn file_prompt(p: &std::path::Path) -> anyhow::Result<Prompt> {
+    let bytes = crate::input::read_file(p)?;
+    let text =
+        String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: not UTF-8: {e}", p.display()))?;
+    Ok(Prompt {
+        text,
+        token_ids: None,
+        from: format!("file {}", p.display()),
+    })
+}
+
+/// Prints one regeneration (`ex` re-run as `r`) and toolscope's parse of its raw text; true
+/// when that text has a malformed call block.
+fn report(
+    ex: &crate::session::Exchange,
+    r: &crate::record::regenerate::Regenerated,
+    template: Option<&str>,
+) -> bool {
+    let tools = ex.request_json().and_then(|b| b.get("tools").cloned());
+    let syntax = template
+        .and_then(Syntax::detect_from_template)
+        .or_else(|| Syntax::detect_from_text(&r.raw_text));
+    let out = parse(&r.raw_text, syntax, tools.as_ref());
+    crate::outln!(
+        "#{} → #{} ({}): {} bytes of raw text, syntax {}",
+        ex.id,
+        r.exchange.id,
+        r.exchange.label.as_deref().unwrap_or(""),
+        r.raw_text.len(),
+        syntax.map_or("auto", |s| s.name())
+    );
+    if let crate::session::Annotation::RawText {
+        prompt_from: Some(f),
+        ..
+    } = &r.annotation
+    {
+        crate::outln!("  prompt from: {f}");
+    }
+    crate::outln!("  raw: {:?}", r.raw_text);
+    if let toolscope_raw::RawOutput::Text { source, .. } =
+        toolscope_raw::raw_output(ex, std::slice::from_ref(&r.annotation))
+    {
+        crate::outln!("  as the model's output: {}", source.label());
+    }
+    for c in &out.tool_calls {
+        crate::outln!("  call:      {}({})", c.name, c.arguments);
+    }
+    for m in &out.malformed {
+        crate::outln!(
+            "  malformed: at byte {} ({}): {} — {:?}",
+            m.offset,
+            m.syntax,
+            m.message,
+            m.text
+        );
+    }
+    for p in &out.repairs {
+        crate::outln!(
+            "  repair:    at byte {} ({}): {}",
+            p.offset,
+            p.kind,
+            p.message
+        );
+    }
+    if !out.content.is_empty() {
+        crate::outln!("  content:   {:?}", out.content);
+    }
+    !out.malformed.is_empty()
 }
 
 /// toolscope's render of exchange `ex`'s chat body under template source `src` (the source's

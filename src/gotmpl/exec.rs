@@ -594,6 +594,8 @@ impl<'t> Exec<'t> {
         Ok(())
     }
 
+    /// A builtin or Ollama function call: the name checked, then one helper per function (the
+    /// arguments evaluated as Go does for that function, its arity checked, its result built).
     fn eval_function(
         &mut self,
         dot: &Value,
@@ -608,24 +610,11 @@ impl<'t> Exec<'t> {
             return Err(self.err(pos, name, format!("{name:?} is not a defined function")));
         }
         let nargs = args.len() + usize::from(final_.is_some());
-        // and/or short-circuit (Go 1.18+): the first false/true argument, else the last
-        if name == "and" || name == "or" {
-            self.arity(pos, name, nargs, 1, true)?;
-            let mut last = Value::Invalid;
-            for a in args {
-                last = self.eval_arg(dot, a)?;
-                if last.truth() == (name == "or") {
-                    return Ok(last);
-                }
-            }
-            if let Some(f) = final_ {
-                last = f;
-            }
-            return Ok(last);
-        }
-        let call_err =
-            |e: &Self, msg: String| e.err(pos, name, format!("error calling {name}: {msg}"));
         match name {
+            "and" | "or" => {
+                self.arity(pos, name, nargs, 1, true)?;
+                self.and_or(dot, name == "or", args, final_)
+            }
             "not" => {
                 self.arity(pos, name, nargs, 1, false)?;
                 let v = self.eval_args(dot, args, final_)?;
@@ -634,167 +623,21 @@ impl<'t> Exec<'t> {
             "len" => {
                 self.arity(pos, name, nargs, 1, false)?;
                 let v = self.eval_args(dot, args, final_)?;
-                match &v[0] {
-                    Value::Str(s) => Ok(Value::Int(s.len() as i64)),
-                    Value::List(l) => Ok(Value::Int(l.items.len() as i64)),
-                    Value::Map(m) if !m.ordered => Ok(Value::Int(m.entries.len() as i64)),
-                    Value::Invalid | Value::Nil => Err(call_err(self, "len of nil pointer".into())),
-                    o => Err(call_err(self, format!("len of type {}", o.type_name()))),
-                }
+                self.len_of(pos, name, &v[0])
             }
             "index" => {
                 self.arity(pos, name, nargs, 1, true)?;
                 let v = self.eval_args(dot, args, final_)?;
-                let mut item = v[0].clone();
-                for ix in &v[1..] {
-                    item = match (&item, ix) {
-                        (Value::List(l), Value::Int(i)) => {
-                            if *i < 0 || *i as usize >= l.items.len() {
-                                return Err(call_err(self, format!("index out of range: {i}")));
-                            }
-                            l.items[*i as usize].clone()
-                        }
-                        (Value::Str(s), Value::Int(i)) => {
-                            if *i < 0 || *i as usize >= s.len() {
-                                return Err(call_err(self, format!("index out of range: {i}")));
-                            }
-                            Value::Int(s.as_bytes()[*i as usize] as i64)
-                        }
-                        (Value::Map(m), Value::Str(k)) if !m.ordered => {
-                            m.get(k).cloned().unwrap_or(Value::Nil)
-                        }
-                        (Value::Invalid | Value::Nil, _) => {
-                            return Err(call_err(self, "index of untyped nil".into()));
-                        }
-                        (Value::List(_) | Value::Str(_), o) => {
-                            return Err(call_err(
-                                self,
-                                format!("cannot index slice/array with type {}", o.type_name()),
-                            ));
-                        }
-                        (Value::Map(m), o) => {
-                            return Err(call_err(
-                                self,
-                                format!(
-                                    "value has type {}; should be string (map {})",
-                                    o.type_name(),
-                                    m.type_name
-                                ),
-                            ));
-                        }
-                        (o, _) => {
-                            return Err(call_err(
-                                self,
-                                format!("can't index item of type {}", o.type_name()),
-                            ));
-                        }
-                    };
-                }
-                Ok(item)
+                self.index_of(pos, name, &v)
             }
             "slice" => {
                 self.arity(pos, name, nargs, 1, true)?;
                 let v = self.eval_args(dot, args, final_)?;
-                let mut idx = Vec::new();
-                for x in &v[1..] {
-                    match x {
-                        Value::Int(i) => idx.push(*i),
-                        o => {
-                            return Err(call_err(
-                                self,
-                                format!("cannot index slice/array with type {}", o.type_name()),
-                            ));
-                        }
-                    }
-                }
-                let len = match &v[0] {
-                    Value::Str(s) => {
-                        if idx.len() > 2 {
-                            return Err(call_err(self, "cannot 3-index slice a string".into()));
-                        }
-                        s.len() as i64
-                    }
-                    Value::List(l) => l.items.len() as i64,
-                    Value::Invalid | Value::Nil => {
-                        return Err(call_err(self, "slice of untyped nil".into()));
-                    }
-                    o => {
-                        return Err(call_err(
-                            self,
-                            format!("can't slice item of type {}", o.type_name()),
-                        ));
-                    }
-                };
-                if idx.len() > 3 {
-                    return Err(call_err(
-                        self,
-                        format!("too many slice indexes: {}", idx.len()),
-                    ));
-                }
-                let lo = idx.first().copied().unwrap_or(0);
-                let hi = idx.get(1).copied().unwrap_or(len);
-                if lo < 0 || lo > len {
-                    return Err(call_err(self, format!("index out of range: {lo}")));
-                }
-                if hi < 0 || hi > len {
-                    return Err(call_err(self, format!("index out of range: {hi}")));
-                }
-                if lo > hi {
-                    return Err(call_err(self, format!("invalid slice index: {lo} > {hi}")));
-                }
-                match &v[0] {
-                    Value::Str(s) => match s.get(lo as usize..hi as usize) {
-                        Some(t) => Ok(Value::str(t)),
-                        None => Err(call_err(
-                            self,
-                            "slice splits a UTF-8 character (unsupported)".into(),
-                        )),
-                    },
-                    Value::List(l) => Ok(Value::List(Rc::new(List {
-                        type_name: l.type_name,
-                        items: l.items[lo as usize..hi as usize].to_vec(),
-                        nil: false,
-                        stringer: l.stringer,
-                    }))),
-                    _ => unreachable!("checked above"),
-                }
+                self.slice_of(pos, name, &v)
             }
             "eq" | "ne" | "lt" | "le" | "gt" | "ge" => {
                 let v = self.eval_args(dot, args, final_)?;
-                let r = match name {
-                    "eq" => {
-                        self.arity(pos, name, nargs, 1, true)?;
-                        eq(&v[0], &v[1..])
-                    }
-                    "ne" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        eq(&v[0], &v[1..2]).map(|b| !b)
-                    }
-                    "lt" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1])
-                    }
-                    "le" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1])
-                            .and_then(|l| if l { Ok(true) } else { eq(&v[0], &v[1..2]) })
-                    }
-                    "gt" => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1]).and_then(|l| {
-                            if l {
-                                Ok(false)
-                            } else {
-                                eq(&v[0], &v[1..2]).map(|e| !e)
-                            }
-                        })
-                    }
-                    _ => {
-                        self.arity(pos, name, nargs, 2, false)?;
-                        lt(&v[0], &v[1]).map(|l| !l)
-                    }
-                };
-                r.map(Value::Bool).map_err(|m| call_err(self, m))
+                self.compare(pos, name, nargs, &v)
             }
             "print" | "println" => {
                 let v = self.eval_any_args(dot, args, final_, 0)?;
@@ -809,34 +652,11 @@ impl<'t> Exec<'t> {
             "printf" => {
                 self.arity(pos, name, nargs, 1, true)?;
                 let v = self.eval_any_args(dot, args, final_, 1)?;
-                let Value::Str(f) = &v[0] else {
-                    return Err(self.err(
-                        pos,
-                        name,
-                        format!(
-                            "wrong type for value; expected string; got {}",
-                            v[0].type_name()
-                        ),
-                    ));
-                };
-                let budget = self.opts.budget.max_bytes().saturating_sub(self.created);
-                let s = sprintf(f, &v[1..], budget).map_err(|m| self.err(pos, name, m))?;
-                self.charge(pos, s.len())?;
-                Ok(Value::str(s))
+                self.printf(pos, name, &v)
             }
             "html" | "js" | "urlquery" => {
                 let v = self.eval_any_args(dot, args, final_, 0)?;
-                let s = match v.as_slice() {
-                    [Value::Str(s)] => s.to_string(),
-                    _ => sprint(&v),
-                };
-                let r = match name {
-                    "html" => html_escape(&s),
-                    "js" => js_escape(&s),
-                    _ => query_escape(&s),
-                };
-                self.charge(pos, r.len())?;
-                Ok(Value::str(r))
+                self.escape(pos, name, &v)
             }
             "call" => Err(self.err(
                 pos,
@@ -852,25 +672,7 @@ impl<'t> Exec<'t> {
             }
             "currentDate" | "yesterdayDate" => {
                 let v = self.eval_args(dot, args, final_)?;
-                if let Some(o) = v.iter().find(|x| !matches!(x, Value::Str(_))) {
-                    return Err(self.err(
-                        pos,
-                        name,
-                        format!(
-                            "wrong type for value; expected string; got {}",
-                            o.type_name()
-                        ),
-                    ));
-                }
-                let Some(d) = self.opts.today else {
-                    return Err(self.err(pos, name, format!("error calling {name}: no date given (the renderer has no clock: pass the exchange's date)")));
-                };
-                let d = if name == "yesterdayDate" {
-                    add_days(d, -1)
-                } else {
-                    d
-                };
-                Ok(Value::str(format!("{:04}-{:02}-{:02}", d.0, d.1, d.2)))
+                self.date(pos, name, &v)
             }
             "toTypeScriptType" => {
                 self.arity(pos, name, nargs, 1, false)?;
@@ -882,6 +684,230 @@ impl<'t> Exec<'t> {
             }
             _ => Err(self.err(pos, name, format!("{name:?} is not a defined function"))),
         }
+    }
+
+    /// funcs.go's "error calling NAME: …" for a function that failed on its arguments.
+    fn call_err(&self, pos: Pos, name: &str, msg: impl std::fmt::Display) -> GoTemplateError {
+        self.err(pos, name, format!("error calling {name}: {msg}"))
+    }
+
+    /// `and`/`or` short-circuit (Go 1.18+): the first false (`and`) or true (`or`) argument,
+    /// else the last; a piped-in final value is the last without being tested.
+    fn and_or(&mut self, dot: &Value, or: bool, args: &[Arg], final_: Option<Value>) -> R<Value> {
+        let mut last = Value::Invalid;
+        for a in args {
+            last = self.eval_arg(dot, a)?;
+            if last.truth() == or {
+                return Ok(last);
+            }
+        }
+        if let Some(f) = final_ {
+            last = f;
+        }
+        Ok(last)
+    }
+
+    /// `len`: bytes of a string, items of a slice, entries of a map.
+    fn len_of(&self, pos: Pos, name: &str, v: &Value) -> R<Value> {
+        match v {
+            Value::Str(s) => Ok(Value::Int(s.len() as i64)),
+            Value::List(l) => Ok(Value::Int(l.items.len() as i64)),
+            Value::Map(m) if !m.ordered => Ok(Value::Int(m.entries.len() as i64)),
+            Value::Invalid | Value::Nil => Err(self.call_err(pos, name, "len of nil pointer")),
+            o => Err(self.call_err(pos, name, format!("len of type {}", o.type_name()))),
+        }
+    }
+
+    /// `index X i j …`: `v[0]` indexed by each of `v[1..]` in turn.
+    fn index_of(&self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let mut item = v[0].clone();
+        for ix in &v[1..] {
+            item = self.index_once(pos, name, &item, ix)?;
+        }
+        Ok(item)
+    }
+
+    /// One step of `index`: a slice or string by an int, a map by a string key.
+    fn index_once(&self, pos: Pos, name: &str, item: &Value, ix: &Value) -> R<Value> {
+        let err = |msg: String| Err(self.call_err(pos, name, msg));
+        match (item, ix) {
+            (Value::List(l), Value::Int(i)) => {
+                if *i < 0 || *i as usize >= l.items.len() {
+                    return err(format!("index out of range: {i}"));
+                }
+                Ok(l.items[*i as usize].clone())
+            }
+            (Value::Str(s), Value::Int(i)) => {
+                if *i < 0 || *i as usize >= s.len() {
+                    return err(format!("index out of range: {i}"));
+                }
+                Ok(Value::Int(s.as_bytes()[*i as usize] as i64))
+            }
+            (Value::Map(m), Value::Str(k)) if !m.ordered => {
+                Ok(m.get(k).cloned().unwrap_or(Value::Nil))
+            }
+            (Value::Invalid | Value::Nil, _) => err("index of untyped nil".into()),
+            (Value::List(_) | Value::Str(_), o) => err(format!(
+                "cannot index slice/array with type {}",
+                o.type_name()
+            )),
+            (Value::Map(m), o) => err(format!(
+                "value has type {}; should be string (map {})",
+                o.type_name(),
+                m.type_name
+            )),
+            (o, _) => err(format!("can't index item of type {}", o.type_name())),
+        }
+    }
+
+    /// `slice X i j k`: a substring or a sub-slice, bounds checked as funcs.go does.
+    fn slice_of(&self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let err = |msg: String| Err(self.call_err(pos, name, msg));
+        let mut idx = Vec::new();
+        for x in &v[1..] {
+            match x {
+                Value::Int(i) => idx.push(*i),
+                o => {
+                    return err(format!(
+                        "cannot index slice/array with type {}",
+                        o.type_name()
+                    ));
+                }
+            }
+        }
+        let len = match &v[0] {
+            Value::Str(s) => {
+                if idx.len() > 2 {
+                    return err("cannot 3-index slice a string".into());
+                }
+                s.len() as i64
+            }
+            Value::List(l) => l.items.len() as i64,
+            Value::Invalid | Value::Nil => return err("slice of untyped nil".into()),
+            o => return err(format!("can't slice item of type {}", o.type_name())),
+        };
+        if idx.len() > 3 {
+            return err(format!("too many slice indexes: {}", idx.len()));
+        }
+        let lo = idx.first().copied().unwrap_or(0);
+        let hi = idx.get(1).copied().unwrap_or(len);
+        if lo < 0 || lo > len {
+            return err(format!("index out of range: {lo}"));
+        }
+        if hi < 0 || hi > len {
+            return err(format!("index out of range: {hi}"));
+        }
+        if lo > hi {
+            return err(format!("invalid slice index: {lo} > {hi}"));
+        }
+        match &v[0] {
+            Value::Str(s) => match s.get(lo as usize..hi as usize) {
+                Some(t) => Ok(Value::str(t)),
+                None => err("slice splits a UTF-8 character (unsupported)".into()),
+            },
+            Value::List(l) => Ok(Value::List(Rc::new(List {
+                type_name: l.type_name,
+                items: l.items[lo as usize..hi as usize].to_vec(),
+                nil: false,
+                stringer: l.stringer,
+            }))),
+            _ => unreachable!("checked above"),
+        }
+    }
+
+    /// `eq ne lt le gt ge` on evaluated arguments (each checks its own arity after the
+    /// arguments are evaluated, as funcs.go's do).
+    fn compare(&self, pos: Pos, name: &str, nargs: usize, v: &[Value]) -> R<Value> {
+        let r = match name {
+            "eq" => {
+                self.arity(pos, name, nargs, 1, true)?;
+                eq(&v[0], &v[1..])
+            }
+            "ne" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                eq(&v[0], &v[1..2]).map(|b| !b)
+            }
+            "lt" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1])
+            }
+            "le" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1]).and_then(|l| if l { Ok(true) } else { eq(&v[0], &v[1..2]) })
+            }
+            "gt" => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1]).and_then(|l| {
+                    if l {
+                        Ok(false)
+                    } else {
+                        eq(&v[0], &v[1..2]).map(|e| !e)
+                    }
+                })
+            }
+            _ => {
+                self.arity(pos, name, nargs, 2, false)?;
+                lt(&v[0], &v[1]).map(|l| !l)
+            }
+        };
+        r.map(Value::Bool).map_err(|m| self.call_err(pos, name, m))
+    }
+
+    /// `printf FORMAT args…`: the widths and precisions limited to the bytes the budget has
+    /// left, the result charged to it.
+    fn printf(&mut self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let Value::Str(f) = &v[0] else {
+            return Err(self.err(
+                pos,
+                name,
+                format!(
+                    "wrong type for value; expected string; got {}",
+                    v[0].type_name()
+                ),
+            ));
+        };
+        let budget = self.opts.budget.max_bytes().saturating_sub(self.created);
+        let s = sprintf(f, &v[1..], budget).map_err(|m| self.err(pos, name, m))?;
+        self.charge(pos, s.len())?;
+        Ok(Value::str(s))
+    }
+
+    /// `html`, `js`, `urlquery`: one string argument escaped as is, several printed first.
+    fn escape(&mut self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        let s = match v {
+            [Value::Str(s)] => s.to_string(),
+            _ => sprint(v),
+        };
+        let r = match name {
+            "html" => html_escape(&s),
+            "js" => js_escape(&s),
+            _ => query_escape(&s),
+        };
+        self.charge(pos, r.len())?;
+        Ok(Value::str(r))
+    }
+
+    /// Ollama's `currentDate` / `yesterdayDate`: the date the caller passed (no clock here).
+    fn date(&self, pos: Pos, name: &str, v: &[Value]) -> R<Value> {
+        if let Some(o) = v.iter().find(|x| !matches!(x, Value::Str(_))) {
+            return Err(self.err(
+                pos,
+                name,
+                format!(
+                    "wrong type for value; expected string; got {}",
+                    o.type_name()
+                ),
+            ));
+        }
+        let Some(d) = self.opts.today else {
+            return Err(self.err(pos, name, format!("error calling {name}: no date given (the renderer has no clock: pass the exchange's date)")));
+        };
+        let d = if name == "yesterdayDate" {
+            add_days(d, -1)
+        } else {
+            d
+        };
+        Ok(Value::str(format!("{:04}-{:02}-{:02}", d.0, d.1, d.2)))
     }
 }
 
@@ -1048,57 +1074,11 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
             continue;
         }
         i += 1;
-        let (mut minus, mut plus, mut zero, mut space, mut sharp) =
-            (false, false, false, false, false);
-        while i < b.len() {
-            match b[i] {
-                b'-' => minus = true,
-                b'+' => plus = true,
-                b'0' => zero = true,
-                b' ' => space = true,
-                b'#' => sharp = true,
-                _ => break,
-            }
-            i += 1;
-        }
-        // fmt's parsenum: a number past 10^6 is "crazy long" — Go stops parsing the verb
-        // there (the rest of the format is consumed: `%!(NOVERB)`), so no width or precision
-        // exceeds 10,000,009 (Go 1.24 `fmt/print.go`: `tooLarge`, `parsenum`)
-        let parsenum = |i: &mut usize| -> Option<Option<usize>> {
-            let mut num: Option<usize> = None;
-            while *i < b.len() && b[*i].is_ascii_digit() {
-                if num.is_some_and(|n| n > 1_000_000) {
-                    *i = b.len();
-                    return None;
-                }
-                num = Some(num.unwrap_or(0) * 10 + (b[*i] - b'0') as usize);
-                *i += 1;
-            }
-            Some(num)
-        };
-        let Some(width) = parsenum(&mut i) else {
+        let Some(spec) = parse_spec(b, &mut i) else {
             out.push_str("%!(NOVERB)");
             break;
         };
-        let mut prec: Option<usize> = None;
-        if i < b.len() && b[i] == b'.' {
-            i += 1;
-            let Some(p) = parsenum(&mut i) else {
-                out.push_str("%!(NOVERB)");
-                break;
-            };
-            prec = Some(p.unwrap_or(0));
-        }
-        // the widths and precisions of all verbs together draw on the one budget: what this
-        // verb may build (padding plus precision digits) is checked before it is built
-        let asked = (out.len() as u64)
-            .saturating_add(width.unwrap_or(0) as u64)
-            .saturating_add(prec.unwrap_or(0) as u64);
-        if asked > budget {
-            return Err(format!(
-                "{MARK}: printf widths and precisions ask for {asked} bytes, more than the {budget} bytes left"
-            ));
-        }
+        spec.check_budget(out.len(), budget)?;
         let Some(verb) = f[i..].chars().next() else {
             out.push_str("%!(NOVERB)");
             break;
@@ -1113,139 +1093,252 @@ pub fn sprintf(f: &str, args: &[Value], budget: u64) -> Result<String, String> {
             continue;
         };
         ai += 1;
-        let bad = |arg: &Value| {
-            if matches!(arg, Value::Nil | Value::Invalid) {
-                // fmt's badVerb for a nil operand
-                return format!("%!{verb}(<nil>)");
-            }
-            let mut s = String::new();
-            operand(arg, &mut s);
-            format!("%!{verb}({}={s})", arg.type_name())
-        };
-        let mut numeric = false;
-        let body = match (verb, arg) {
-            ('v', a)
-            | ('s', a @ (Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Struct(_))) => {
-                let mut s = String::new();
-                operand(a, &mut s);
-                if verb == 's'
-                    && let Some(p) = prec
-                {
-                    s = s.chars().take(p).collect();
-                }
-                numeric = matches!(a, Value::Int(_) | Value::Float(_));
-                s
-            }
-            ('q', Value::Str(s)) => match prec {
-                // the precision cuts the string before it is quoted
-                Some(p) => go_quote(&s.chars().take(p).collect::<String>()),
-                None => go_quote(s),
-            },
-            ('q', Value::Int(n)) => {
-                // strconv.QuoteRune
-                let c = char::from_u32(*n as u32).unwrap_or('\u{fffd}');
-                match c {
-                    '\'' => "'\\''".to_owned(),
-                    '"' => "'\"'".to_owned(),
-                    c => {
-                        let q = go_quote(&c.to_string());
-                        format!("'{}'", &q[1..q.len() - 1])
-                    }
-                }
-            }
-            ('o' | 'O' | 'b', Value::Int(n)) => {
-                numeric = true;
-                let digits = match verb {
-                    'b' => format!("{:b}", n.unsigned_abs()),
-                    _ => format!("{:o}", n.unsigned_abs()),
-                };
-                let prefix = match verb {
-                    'O' => "0o",
-                    'o' if sharp => "0",
-                    _ => "",
-                };
-                let s = format!("{prefix}{digits}");
-                sign(if *n < 0 { format!("-{s}") } else { s }, plus, space)
-            }
-            ('U', Value::Int(n)) => format!("U+{:04X}", *n as u32),
-            ('T', a) => match a {
-                Value::Nil | Value::Invalid => "<nil>".to_owned(),
-                a => a.type_name(),
-            },
-            ('t', Value::Bool(b)) => b.to_string(),
-            ('d', Value::Int(n)) => {
-                numeric = true;
-                sign(n.to_string(), plus, space)
-            }
-            ('c', Value::Int(n)) => char::from_u32(*n as u32).unwrap_or('\u{fffd}').to_string(),
-            ('x' | 'X', Value::Int(n)) => {
-                numeric = true;
-                let s = if *n < 0 {
-                    format!("-{:x}", n.unsigned_abs())
-                } else {
-                    format!("{n:x}")
-                };
-                let s = if sharp { format!("0x{s}") } else { s };
-                if verb == 'X' { s.to_uppercase() } else { s }
-            }
-            ('x' | 'X', Value::Str(s)) => {
-                let h: String = s.bytes().map(|b| format!("{b:02x}")).collect();
-                if verb == 'X' { h.to_uppercase() } else { h }
-            }
-            ('f' | 'F', Value::Float(x)) => {
-                numeric = true;
-                sign(fixed(*x, prec.unwrap_or(6)), plus, space)
-            }
-            ('e', Value::Float(x)) => {
-                numeric = true;
-                sign(go_exp(*x, prec.unwrap_or(6)), plus, space)
-            }
-            ('g', Value::Float(x)) => {
-                numeric = true;
-                sign(
-                    go_float_shortest(*x, 21.min(prec.map(|p| p as i32).unwrap_or(21))),
-                    plus,
-                    space,
-                )
-            }
-            (_, a) => bad(a),
-        };
-        let w = width.unwrap_or(0);
+        let (body, numeric) = format_verb(verb, arg, &spec);
+        spec.pad(&mut out, &body, numeric);
+    }
+    if ai < args.len() {
+        extra_args(&mut out, &args[ai..]);
+    }
+    Ok(out)
+}
+
+/// The flags, width and precision of one `%` directive.
+struct Spec {
+    minus: bool,
+    plus: bool,
+    zero: bool,
+    space: bool,
+    sharp: bool,
+    width: Option<usize>,
+    prec: Option<usize>,
+}
+
+/// The flags, width and precision after a `%` at `b[*i]`, leaving `*i` at the verb; `None`
+/// when a number is "crazy long" (Go stops parsing the verb there: `%!(NOVERB)`).
+fn parse_spec(b: &[u8], i: &mut usize) -> Option<Spec> {
+    let (mut minus, mut plus, mut zero, mut space, mut sharp) = (false, false, false, false, false);
+    while *i < b.len() {
+        match b[*i] {
+            b'-' => minus = true,
+            b'+' => plus = true,
+            b'0' => zero = true,
+            b' ' => space = true,
+            b'#' => sharp = true,
+            _ => break,
+        }
+        *i += 1;
+    }
+    let width = parsenum(b, i)?;
+    let mut prec: Option<usize> = None;
+    if *i < b.len() && b[*i] == b'.' {
+        *i += 1;
+        prec = Some(parsenum(b, i)?.unwrap_or(0));
+    }
+    Some(Spec {
+        minus,
+        plus,
+        zero,
+        space,
+        sharp,
+        width,
+        prec,
+    })
+}
+
+/// fmt's parsenum: a number past 10^6 is "crazy long" — Go stops parsing the verb there (the
+/// rest of the format is consumed: `%!(NOVERB)`), so no width or precision exceeds 10,000,009
+/// (Go 1.24 `fmt/print.go`: `tooLarge`, `parsenum`). `Some(None)`: no digits.
+fn parsenum(b: &[u8], i: &mut usize) -> Option<Option<usize>> {
+    let mut num: Option<usize> = None;
+    while *i < b.len() && b[*i].is_ascii_digit() {
+        if num.is_some_and(|n| n > 1_000_000) {
+            *i = b.len();
+            return None;
+        }
+        num = Some(num.unwrap_or(0) * 10 + (b[*i] - b'0') as usize);
+        *i += 1;
+    }
+    Some(num)
+}
+
+impl Spec {
+    /// The widths and precisions of all verbs together draw on the one budget: what this verb
+    /// may build (padding plus precision digits) is checked before it is built; `written`: the
+    /// bytes already formatted.
+    fn check_budget(&self, written: usize, budget: u64) -> Result<(), String> {
+        let asked = (written as u64)
+            .saturating_add(self.width.unwrap_or(0) as u64)
+            .saturating_add(self.prec.unwrap_or(0) as u64);
+        if asked > budget {
+            return Err(format!(
+                "{MARK}: printf widths and precisions ask for {asked} bytes, more than the {budget} bytes left"
+            ));
+        }
+        Ok(())
+    }
+
+    /// `body` padded to the width: spaces on the left (`-`: on the right), zeros after the
+    /// sign for a number with `0`.
+    fn pad(&self, out: &mut String, body: &str, numeric: bool) {
+        let w = self.width.unwrap_or(0);
         let n = body.chars().count();
         if n < w {
             let pad = w - n;
-            if minus {
-                out.push_str(&body);
+            if self.minus {
+                out.push_str(body);
                 out.push_str(&" ".repeat(pad));
-            } else if zero && numeric {
+            } else if self.zero && numeric {
                 let (sgn, digits) = match body.strip_prefix('-') {
                     Some(d) => ("-", d),
-                    None => ("", body.as_str()),
+                    None => ("", body),
                 };
                 out.push_str(sgn);
                 out.push_str(&"0".repeat(pad));
                 out.push_str(digits);
             } else {
                 out.push_str(&" ".repeat(pad));
-                out.push_str(&body);
+                out.push_str(body);
             }
         } else {
-            out.push_str(&body);
+            out.push_str(body);
         }
     }
-    if ai < args.len() {
-        out.push_str("%!(EXTRA ");
-        for (k, a) in args[ai..].iter().enumerate() {
-            if k > 0 {
-                out.push_str(", ");
-            }
+}
+
+/// One verb applied to one operand, before padding: the text, and whether it is a number
+/// (zero padding applies). A verb that does not fit the operand is Go's `%!verb(type=value)`.
+fn format_verb(verb: char, arg: &Value, spec: &Spec) -> (String, bool) {
+    let Spec {
+        plus,
+        space,
+        sharp,
+        prec,
+        ..
+    } = *spec;
+    let mut numeric = false;
+    let body = match (verb, arg) {
+        ('v', a)
+        | ('s', a @ (Value::Str(_) | Value::List(_) | Value::Map(_) | Value::Struct(_))) => {
             let mut s = String::new();
             operand(a, &mut s);
-            let _ = write!(out, "{}={s}", a.type_name());
+            if verb == 's'
+                && let Some(p) = prec
+            {
+                s = s.chars().take(p).collect();
+            }
+            numeric = matches!(a, Value::Int(_) | Value::Float(_));
+            s
         }
-        out.push(')');
+        ('q', Value::Str(s)) => match prec {
+            // the precision cuts the string before it is quoted
+            Some(p) => go_quote(&s.chars().take(p).collect::<String>()),
+            None => go_quote(s),
+        },
+        ('q', Value::Int(n)) => quote_rune(*n),
+        ('o' | 'O' | 'b', Value::Int(n)) => {
+            numeric = true;
+            int_in_base(verb, *n, spec)
+        }
+        ('U', Value::Int(n)) => format!("U+{:04X}", *n as u32),
+        ('T', a) => match a {
+            Value::Nil | Value::Invalid => "<nil>".to_owned(),
+            a => a.type_name(),
+        },
+        ('t', Value::Bool(b)) => b.to_string(),
+        ('d', Value::Int(n)) => {
+            numeric = true;
+            sign(n.to_string(), plus, space)
+        }
+        ('c', Value::Int(n)) => char::from_u32(*n as u32).unwrap_or('\u{fffd}').to_string(),
+        ('x' | 'X', Value::Int(n)) => {
+            numeric = true;
+            let s = if *n < 0 {
+                format!("-{:x}", n.unsigned_abs())
+            } else {
+                format!("{n:x}")
+            };
+            let s = if sharp { format!("0x{s}") } else { s };
+            if verb == 'X' { s.to_uppercase() } else { s }
+        }
+        ('x' | 'X', Value::Str(s)) => {
+            let h: String = s.bytes().map(|b| format!("{b:02x}")).collect();
+            if verb == 'X' { h.to_uppercase() } else { h }
+        }
+        ('f' | 'F', Value::Float(x)) => {
+            numeric = true;
+            sign(fixed(*x, prec.unwrap_or(6)), plus, space)
+        }
+        ('e', Value::Float(x)) => {
+            numeric = true;
+            sign(go_exp(*x, prec.unwrap_or(6)), plus, space)
+        }
+        ('g', Value::Float(x)) => {
+            numeric = true;
+            sign(
+                go_float_shortest(*x, 21.min(prec.map(|p| p as i32).unwrap_or(21))),
+                plus,
+                space,
+            )
+        }
+        (_, a) => bad_verb(verb, a),
+    };
+    (body, numeric)
+}
+
+/// fmt's badVerb: `%!verb(type=value)`, `%!verb(<nil>)` for a nil operand.
+fn bad_verb(verb: char, arg: &Value) -> String {
+    if matches!(arg, Value::Nil | Value::Invalid) {
+        return format!("%!{verb}(<nil>)");
     }
-    Ok(out)
+    let mut s = String::new();
+    operand(arg, &mut s);
+    format!("%!{verb}({}={s})", arg.type_name())
+}
+
+/// `%q` of an int: strconv.QuoteRune.
+fn quote_rune(n: i64) -> String {
+    let c = char::from_u32(n as u32).unwrap_or('\u{fffd}');
+    match c {
+        '\'' => "'\\''".to_owned(),
+        '"' => "'\"'".to_owned(),
+        c => {
+            let q = go_quote(&c.to_string());
+            format!("'{}'", &q[1..q.len() - 1])
+        }
+    }
+}
+
+/// `%b`, `%o`, `%O` of an int (`#`: `0` before octal; `%O`: `0o`), signed.
+fn int_in_base(verb: char, n: i64, spec: &Spec) -> String {
+    let digits = match verb {
+        'b' => format!("{:b}", n.unsigned_abs()),
+        _ => format!("{:o}", n.unsigned_abs()),
+    };
+    let prefix = match verb {
+        'O' => "0o",
+        'o' if spec.sharp => "0",
+        _ => "",
+    };
+    let s = format!("{prefix}{digits}");
+    sign(
+        if n < 0 { format!("-{s}") } else { s },
+        spec.plus,
+        spec.space,
+    )
+}
+
+/// fmt's `%!(EXTRA type=value, …)` for the operands no verb used.
+fn extra_args(out: &mut String, rest: &[Value]) {
+    out.push_str("%!(EXTRA ");
+    for (k, a) in rest.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        let mut s = String::new();
+        operand(a, &mut s);
+        let _ = write!(out, "{}={s}", a.type_name());
+    }
+    out.push(')');
 }
 
 fn sign(s: String, plus: bool, space: bool) -> String {

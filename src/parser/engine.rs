@@ -842,252 +842,14 @@ impl Parser {
     fn step(&mut self, src: &str, pos: &mut usize, eof: bool, out: &mut impl Sink) -> bool {
         let len = src.len();
         match self.mode.clone() {
-            Mode::Start => {
-                let s = &src[*pos..];
-                let t = s.trim_start();
-                if t.is_empty() {
-                    if eof {
-                        self.emit_content(s, out);
-                        *pos = len;
-                    }
-                    return false;
-                }
-                let lead = s.len() - t.len();
-                if t.starts_with('{') {
-                    self.mode = Mode::HoldJson;
-                    return true;
-                }
-                // functionary v3.2: the prompt ends with `>>>`, so the reply is the first element
-                if self.syntax == Some(Syntax::FunctionaryV32) && self.calls == 0 {
-                    self.mode = Mode::Block {
-                        marker: &FUNCTIONARY_START,
-                        start: *pos + lead,
-                        body: *pos + lead,
-                        scan: *pos + lead,
-                        name: None,
-                        mistral: body::MistralEnd::default(),
-                    };
-                    *pos += lead;
-                    return true;
-                }
-                // pythonic call list `[name(…), …]` (Llama 3.2 / 4, Olmo): held to the end
-                if t.starts_with('[')
-                    && matches!(self.syntax, None | Some(Syntax::Pythonic | Syntax::Llama3))
-                {
-                    match body::pythonic_prefix(t) {
-                        Some(true) => {
-                            self.mode = Mode::HoldPythonic;
-                            return true;
-                        }
-                        None if !eof => return false,
-                        _ => {}
-                    }
-                }
-                // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
-                if self.set.harmony {
-                    const TO: &str = "to=";
-                    if t.len() < TO.len() && TO.starts_with(t) && !eof {
-                        return false;
-                    }
-                    if t.starts_with(TO) {
-                        self.emit_content_ws(&s[..lead]);
-                        self.mode = Mode::Header {
-                            start: *pos + lead,
-                            body: *pos + lead,
-                            scan: *pos + lead,
-                        };
-                        return true;
-                    }
-                }
-                self.mode = Mode::Text;
-                true
+            Mode::Start => self.step_start(src, pos, eof, out),
+            Mode::Text => self.step_text(src, pos, eof, out),
+            Mode::Reasoning { ends, calls } => self.step_reasoning(src, pos, eof, out, ends, calls),
+            Mode::ReasoningCall { ends, start, scan } => {
+                self.step_reasoning_call(src, pos, eof, out, ends, start, scan)
             }
-            Mode::Text => {
-                let s = &src[*pos..];
-                if s.is_empty() {
-                    return false;
-                }
-                match self.find_marker(s, eof) {
-                    Ok((at, m)) => {
-                        self.emit_content(&s[..at], out);
-                        *pos += at;
-                        self.enter_marker(m, pos, out);
-                        true
-                    }
-                    Err(Some(at)) => {
-                        if eof {
-                            self.emit_content(s, out);
-                            *pos = len;
-                        } else {
-                            self.emit_content(&s[..at], out);
-                            *pos += at;
-                        }
-                        false
-                    }
-                    Err(None) => {
-                        self.emit_content(s, out);
-                        *pos = len;
-                        false
-                    }
-                }
-            }
-            Mode::Reasoning { ends, calls } => {
-                let s = &src[*pos..];
-                let end = find_any(s, ends);
-                // a call block opening before the reasoning end (or before the end of the text)
-                if calls {
-                    let lim = match end {
-                        Ok((at, _)) => at,
-                        Err(_) => s.len(),
-                    };
-                    match self.find_marker_in(&s[..lim], eof, true) {
-                        Ok((at, _)) => {
-                            self.emit_reasoning(&s[..at], out);
-                            *pos += at;
-                            self.mode = Mode::ReasoningCall {
-                                ends,
-                                start: *pos,
-                                scan: *pos,
-                            };
-                            return true;
-                        }
-                        Err(Some(at)) if !eof && let Err(hold) = end => {
-                            // maybe the start of a call marker (or of the reasoning end): hold it
-                            let at = hold.map_or(at, |h| h.min(at));
-                            self.emit_reasoning(&s[..at], out);
-                            *pos += at;
-                            return false;
-                        }
-                        Err(_) => {}
-                    }
-                }
-                match end {
-                    Ok((at, end)) => {
-                        self.emit_reasoning(&s[..at], out);
-                        *pos += at;
-                        if !NON_CONSUMED.contains(&end) {
-                            *pos += end.len();
-                        }
-                        self.mode = self.text_mode();
-                        true
-                    }
-                    Err(hold) => {
-                        let cut = if eof {
-                            s.len()
-                        } else {
-                            hold.unwrap_or(s.len())
-                        };
-                        self.emit_reasoning(&s[..cut], out);
-                        *pos += cut;
-                        false
-                    }
-                }
-            }
-            Mode::ReasoningCall { ends, start, scan } => match find_any(&src[scan..], ends) {
-                Ok((at, end)) => {
-                    // a reasoning end follows: the call was part of the reasoning
-                    let e = scan + at;
-                    self.emit_reasoning(&src[start..e], out);
-                    *pos = e;
-                    if !NON_CONSUMED.contains(&end) {
-                        *pos += end.len();
-                    }
-                    self.mode = self.text_mode();
-                    true
-                }
-                Err(_) if eof => {
-                    // no reasoning end: the call ended the reasoning
-                    *pos = start;
-                    self.mode = self.text_mode();
-                    true
-                }
-                Err(hold) => {
-                    let n = src.len() - scan;
-                    self.mode = Mode::ReasoningCall {
-                        ends,
-                        start,
-                        scan: scan + hold.unwrap_or(n),
-                    };
-                    *pos = start;
-                    false
-                }
-            },
             Mode::Header { start, body, scan } => {
-                let s = &src[body..];
-                let from = scan - body;
-                match find_any(&s[from..], HARMONY_HDR_ENDS) {
-                    Ok((at, end)) => {
-                        let at = from + at;
-                        let h = body::harmony_header(&s[..at]);
-                        *pos = body + at + end.len();
-                        if self.syntax == Some(Syntax::MuseGlimmer) {
-                            // Muse Glimmer: ` to=self` reasoning, ` to=user` (or none) content,
-                            // any other recipient a call (llama.cpp common/parsers/muse-glimmer.cpp)
-                            match h.recipient.as_deref() {
-                                Some("self") => {
-                                    self.saw_reasoning = true;
-                                    self.mode = Mode::Reasoning {
-                                        ends: MUSE_ENDS,
-                                        calls: false,
-                                    };
-                                }
-                                None | Some("user") => self.mode = self.text_mode(),
-                                Some(r) => {
-                                    self.mode = Mode::Block {
-                                        marker: &MUSE_CALL,
-                                        start,
-                                        body: *pos,
-                                        scan: *pos,
-                                        name: Some(r.to_string()),
-                                        mistral: body::MistralEnd::default(),
-                                    };
-                                }
-                            }
-                            return true;
-                        }
-                        if let Some(name) = h.recipient {
-                            // `functions.N` is a call of tool N; any other recipient is a built-in
-                            // tool (python, browser.*, container.*), marked with a leading `!`
-                            let name = match name.strip_prefix("functions.") {
-                                Some(n) => n.to_string(),
-                                None => format!("!{name}"),
-                            };
-                            self.mode = Mode::Block {
-                                marker: &HARMONY_CALL,
-                                start,
-                                body: *pos,
-                                scan: *pos,
-                                name: Some(name),
-                                mistral: body::MistralEnd::default(),
-                            };
-                        } else if h.channel.as_deref() == Some("analysis") {
-                            self.saw_reasoning = true;
-                            self.mode = Mode::Reasoning {
-                                ends: HARMONY_REASONING_ENDS,
-                                calls: false,
-                            };
-                        } else {
-                            self.mode = self.text_mode();
-                        }
-                        true
-                    }
-                    Err(_) if eof => {
-                        // unterminated header: keep as text
-                        self.emit_content(&src[start..], out);
-                        *pos = len;
-                        self.mode = Mode::Text;
-                        false
-                    }
-                    Err(hold) => {
-                        self.mode = Mode::Header {
-                            start,
-                            body,
-                            scan: scan + hold.unwrap_or(s.len() - from),
-                        };
-                        *pos = start;
-                        false
-                    }
-                }
+                self.step_header(src, pos, eof, out, start, body, scan)
             }
             Mode::HoldJson => {
                 if !eof {
@@ -1096,53 +858,8 @@ impl Parser {
                 self.decide_bare_json(src, pos, out);
                 true
             }
-            Mode::HoldPythonic => {
-                if !eof {
-                    return false;
-                }
-                let s = &src[*pos..];
-                let lead = s.len() - s.trim_start().len();
-                let abs = self.base + *pos + lead;
-                match body::pythonic_list(s.trim(), Syntax::Pythonic) {
-                    Ok(calls) if !calls.is_empty() => {
-                        let span = (abs, abs + s.trim().len());
-                        for c in calls {
-                            self.emit_call(c, span, out);
-                        }
-                        *pos = len;
-                        self.mode = Mode::Text;
-                    }
-                    _ => {
-                        // not a call list: ordinary text
-                        self.bare_json_failed = true;
-                        self.mode = Mode::Text;
-                    }
-                }
-                true
-            }
-            Mode::AfterBlock => {
-                let s = &src[*pos..];
-                let t = s.trim_start();
-                if t.is_empty() {
-                    if eof {
-                        self.mode = self.text_mode();
-                        return true;
-                    }
-                    return false;
-                }
-                let lead = s.len() - t.len();
-                if t.starts_with('}') || t.starts_with(']') {
-                    let c = &t[..1];
-                    out.event(Event::Repair(Repair {
-                        kind: "stray_closer".into(),
-                        message: format!("dropped one stray `{c}` after the call block"),
-                        offset: self.base + *pos + lead,
-                    }));
-                    *pos += lead + 1;
-                }
-                self.mode = self.text_mode();
-                true
-            }
+            Mode::HoldPythonic => self.step_hold_pythonic(src, pos, eof, out),
+            Mode::AfterBlock => self.step_after_block(src, pos, eof, out),
             Mode::Block {
                 marker,
                 start,
@@ -1244,6 +961,360 @@ impl Parser {
                 }
             }
         }
+    }
+
+    /// [`Parser::step`] in `Mode::Reasoning`: Reasoning up to one of `ends`; with `calls`, a call block opening first ends it (held as [`Mode::ReasoningCall`]).
+    fn step_reasoning(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+        ends: &'static [&'static str],
+        calls: bool,
+    ) -> bool {
+        let s = &src[*pos..];
+        let end = find_any(s, ends);
+        // a call block opening before the reasoning end (or before the end of the text)
+        if calls {
+            let lim = match end {
+                Ok((at, _)) => at,
+                Err(_) => s.len(),
+            };
+            match self.find_marker_in(&s[..lim], eof, true) {
+                Ok((at, _)) => {
+                    self.emit_reasoning(&s[..at], out);
+                    *pos += at;
+                    self.mode = Mode::ReasoningCall {
+                        ends,
+                        start: *pos,
+                        scan: *pos,
+                    };
+                    return true;
+                }
+                Err(Some(at)) if !eof && let Err(hold) = end => {
+                    // maybe the start of a call marker (or of the reasoning end): hold it
+                    let at = hold.map_or(at, |h| h.min(at));
+                    self.emit_reasoning(&s[..at], out);
+                    *pos += at;
+                    return false;
+                }
+                Err(_) => {}
+            }
+        }
+        match end {
+            Ok((at, end)) => {
+                self.emit_reasoning(&s[..at], out);
+                *pos += at;
+                if !NON_CONSUMED.contains(&end) {
+                    *pos += end.len();
+                }
+                self.mode = self.text_mode();
+                true
+            }
+            Err(hold) => {
+                let cut = if eof {
+                    s.len()
+                } else {
+                    hold.unwrap_or(s.len())
+                };
+                self.emit_reasoning(&s[..cut], out);
+                *pos += cut;
+                false
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::ReasoningCall`: A call block inside reasoning, held until a reasoning end (it was reasoning) or the end of the text (the call ended the reasoning).
+    #[allow(clippy::too_many_arguments)] // the mode's fields, as `step` destructures them
+    fn step_reasoning_call(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+        ends: &'static [&'static str],
+        start: usize,
+        scan: usize,
+    ) -> bool {
+        match find_any(&src[scan..], ends) {
+            Ok((at, end)) => {
+                // a reasoning end follows: the call was part of the reasoning
+                let e = scan + at;
+                self.emit_reasoning(&src[start..e], out);
+                *pos = e;
+                if !NON_CONSUMED.contains(&end) {
+                    *pos += end.len();
+                }
+                self.mode = self.text_mode();
+                true
+            }
+            Err(_) if eof => {
+                // no reasoning end: the call ended the reasoning
+                *pos = start;
+                self.mode = self.text_mode();
+                true
+            }
+            Err(hold) => {
+                let n = src.len() - scan;
+                self.mode = Mode::ReasoningCall {
+                    ends,
+                    start,
+                    scan: scan + hold.unwrap_or(n),
+                };
+                *pos = start;
+                false
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::Header`: A harmony role header up to `<|message|>`: its recipient and channel pick the next mode (a call, reasoning or content; Muse Glimmer's own recipients).
+    #[allow(clippy::too_many_arguments)] // the mode's fields, as `step` destructures them
+    fn step_header(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+        start: usize,
+        body: usize,
+        scan: usize,
+    ) -> bool {
+        let len = src.len();
+        let s = &src[body..];
+        let from = scan - body;
+        match find_any(&s[from..], HARMONY_HDR_ENDS) {
+            Ok((at, end)) => {
+                let at = from + at;
+                let h = body::harmony_header(&s[..at]);
+                *pos = body + at + end.len();
+                if self.syntax == Some(Syntax::MuseGlimmer) {
+                    // Muse Glimmer: ` to=self` reasoning, ` to=user` (or none) content,
+                    // any other recipient a call (llama.cpp common/parsers/muse-glimmer.cpp)
+                    match h.recipient.as_deref() {
+                        Some("self") => {
+                            self.saw_reasoning = true;
+                            self.mode = Mode::Reasoning {
+                                ends: MUSE_ENDS,
+                                calls: false,
+                            };
+                        }
+                        None | Some("user") => self.mode = self.text_mode(),
+                        Some(r) => {
+                            self.mode = Mode::Block {
+                                marker: &MUSE_CALL,
+                                start,
+                                body: *pos,
+                                scan: *pos,
+                                name: Some(r.to_string()),
+                                mistral: body::MistralEnd::default(),
+                            };
+                        }
+                    }
+                    return true;
+                }
+                if let Some(name) = h.recipient {
+                    // `functions.N` is a call of tool N; any other recipient is a built-in
+                    // tool (python, browser.*, container.*), marked with a leading `!`
+                    let name = match name.strip_prefix("functions.") {
+                        Some(n) => n.to_string(),
+                        None => format!("!{name}"),
+                    };
+                    self.mode = Mode::Block {
+                        marker: &HARMONY_CALL,
+                        start,
+                        body: *pos,
+                        scan: *pos,
+                        name: Some(name),
+                        mistral: body::MistralEnd::default(),
+                    };
+                } else if h.channel.as_deref() == Some("analysis") {
+                    self.saw_reasoning = true;
+                    self.mode = Mode::Reasoning {
+                        ends: HARMONY_REASONING_ENDS,
+                        calls: false,
+                    };
+                } else {
+                    self.mode = self.text_mode();
+                }
+                true
+            }
+            Err(_) if eof => {
+                // unterminated header: keep as text
+                self.emit_content(&src[start..], out);
+                *pos = len;
+                self.mode = Mode::Text;
+                false
+            }
+            Err(hold) => {
+                self.mode = Mode::Header {
+                    start,
+                    body,
+                    scan: scan + hold.unwrap_or(s.len() - from),
+                };
+                *pos = start;
+                false
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::Start`: Nothing released yet: bare JSON, a functionary v3.2 first element, a pythonic call list or a harmony recipient may start the reply; else text.
+    fn step_start(&mut self, src: &str, pos: &mut usize, eof: bool, out: &mut impl Sink) -> bool {
+        let len = src.len();
+        let s = &src[*pos..];
+        let t = s.trim_start();
+        if t.is_empty() {
+            if eof {
+                self.emit_content(s, out);
+                *pos = len;
+            }
+            return false;
+        }
+        let lead = s.len() - t.len();
+        if t.starts_with('{') {
+            self.mode = Mode::HoldJson;
+            return true;
+        }
+        // functionary v3.2: the prompt ends with `>>>`, so the reply is the first element
+        if self.syntax == Some(Syntax::FunctionaryV32) && self.calls == 0 {
+            self.mode = Mode::Block {
+                marker: &FUNCTIONARY_START,
+                start: *pos + lead,
+                body: *pos + lead,
+                scan: *pos + lead,
+                name: None,
+                mistral: body::MistralEnd::default(),
+            };
+            *pos += lead;
+            return true;
+        }
+        // pythonic call list `[name(…), …]` (Llama 3.2 / 4, Olmo): held to the end
+        if t.starts_with('[')
+            && matches!(self.syntax, None | Some(Syntax::Pythonic | Syntax::Llama3))
+        {
+            match body::pythonic_prefix(t) {
+                Some(true) => {
+                    self.mode = Mode::HoldPythonic;
+                    return true;
+                }
+                None if !eof => return false,
+                _ => {}
+            }
+        }
+        // harmony: a reply starting with the recipient of the role header (` to=functions.N…`)
+        if self.set.harmony {
+            const TO: &str = "to=";
+            if t.len() < TO.len() && TO.starts_with(t) && !eof {
+                return false;
+            }
+            if t.starts_with(TO) {
+                self.emit_content_ws(&s[..lead]);
+                self.mode = Mode::Header {
+                    start: *pos + lead,
+                    body: *pos + lead,
+                    scan: *pos + lead,
+                };
+                return true;
+            }
+        }
+        self.mode = Mode::Text;
+        true
+    }
+
+    /// [`Parser::step`] in `Mode::Text`: Content up to the next marker (a partial one at the end is held).
+    fn step_text(&mut self, src: &str, pos: &mut usize, eof: bool, out: &mut impl Sink) -> bool {
+        let len = src.len();
+        let s = &src[*pos..];
+        if s.is_empty() {
+            return false;
+        }
+        match self.find_marker(s, eof) {
+            Ok((at, m)) => {
+                self.emit_content(&s[..at], out);
+                *pos += at;
+                self.enter_marker(m, pos, out);
+                true
+            }
+            Err(Some(at)) => {
+                if eof {
+                    self.emit_content(s, out);
+                    *pos = len;
+                } else {
+                    self.emit_content(&s[..at], out);
+                    *pos += at;
+                }
+                false
+            }
+            Err(None) => {
+                self.emit_content(s, out);
+                *pos = len;
+                false
+            }
+        }
+    }
+
+    /// [`Parser::step`] in `Mode::HoldPythonic`: A reply that starts like a pythonic call list, read whole at the end of the text.
+    fn step_hold_pythonic(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+    ) -> bool {
+        let len = src.len();
+        if !eof {
+            return false;
+        }
+        let s = &src[*pos..];
+        let lead = s.len() - s.trim_start().len();
+        let abs = self.base + *pos + lead;
+        match body::pythonic_list(s.trim(), Syntax::Pythonic) {
+            Ok(calls) if !calls.is_empty() => {
+                let span = (abs, abs + s.trim().len());
+                for c in calls {
+                    self.emit_call(c, span, out);
+                }
+                *pos = len;
+                self.mode = Mode::Text;
+            }
+            _ => {
+                // not a call list: ordinary text
+                self.bare_json_failed = true;
+                self.mode = Mode::Text;
+            }
+        }
+        true
+    }
+
+    /// [`Parser::step`] in `Mode::AfterBlock`: Right after a call block: one stray `}` or `]` is dropped (a repair).
+    fn step_after_block(
+        &mut self,
+        src: &str,
+        pos: &mut usize,
+        eof: bool,
+        out: &mut impl Sink,
+    ) -> bool {
+        let s = &src[*pos..];
+        let t = s.trim_start();
+        if t.is_empty() {
+            if eof {
+                self.mode = self.text_mode();
+                return true;
+            }
+            return false;
+        }
+        let lead = s.len() - t.len();
+        if t.starts_with('}') || t.starts_with(']') {
+            let c = &t[..1];
+            out.event(Event::Repair(Repair {
+                kind: "stray_closer".into(),
+                message: format!("dropped one stray `{c}` after the call block"),
+                offset: self.base + *pos + lead,
+            }));
+            *pos += lead + 1;
+        }
+        self.mode = self.text_mode();
+        true
     }
 
     fn emit_content_ws(&mut self, _ws: &str) {

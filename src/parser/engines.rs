@@ -498,193 +498,19 @@ fn by_profile(
     index: &ToolIndex,
     tools: Option<&Value>,
 ) -> (Outcome, String) {
-    let empty = |before: &str| Outcome::Calls {
-        content: before.trim().to_string(),
-        reasoning: String::new(),
-        tool_calls: Vec::new(),
+    let a = Apply {
+        family,
+        text,
+        ours,
+        sit,
+        p,
+        index,
     };
-    let broken = |b: Broken, what: &str| -> (Outcome, String) {
-        match b {
-            Broken::Whole => (
-                whole_unmarked(text, p),
-                format!("{what}: the parser fails and the text is returned as content"),
-            ),
-            Broken::Empty => (
-                empty(&sit_cut_before(family, text, sit)),
-                format!("{what}: the call markup is dropped, no call is returned"),
-            ),
-            Broken::Half | Broken::HalfRaw => {
-                let before = sit_cut_before(family, text, sit);
-                match half_read(
-                    family,
-                    text,
-                    sit,
-                    index,
-                    b == Broken::HalfRaw,
-                    p.half_needs_args,
-                ) {
-                    Some(call) => (
-                        message(p, family, text, &before, "", vec![call], &[], index).0,
-                        format!("{what}: the open call is closed and returned half-read"),
-                    ),
-                    None => (
-                        empty(&before),
-                        format!("{what}: the call markup is dropped, no call is returned"),
-                    ),
-                }
-            }
-            Broken::NoArgs => {
-                let calls = ours
-                    .tool_calls
-                    .iter()
-                    .cloned()
-                    .map(|mut c| {
-                        c.arguments = Value::Object(Default::default());
-                        c
-                    })
-                    .collect();
-                let (o, why) = message(
-                    p,
-                    family,
-                    text,
-                    &sit.before,
-                    &sit.after,
-                    calls,
-                    &sit.unknown,
-                    index,
-                );
-                (
-                    o,
-                    format!("{what}: the call is read without its arguments; {why}"),
-                )
-            }
-            Broken::DropLast | Broken::DropLastOrWhole | Broken::DropLastToContent => {
-                let mut calls = ours.tool_calls.clone();
-                let last = calls.pop();
-                if calls.is_empty() && b != Broken::DropLast {
-                    return (
-                        whole(text),
-                        format!("{what}: the parser fails and the text is returned as content"),
-                    );
-                }
-                let markup = match (b, last.and_then(|c| c.span)) {
-                    (Broken::DropLastToContent, Some((start, _))) => {
-                        let prev_end = calls.last().and_then(|c| c.span).map_or(start, |s| s.1);
-                        text.get(prev_end..).unwrap_or("").to_string()
-                    }
-                    _ => String::new(),
-                };
-                let keep_unknown: Vec<usize> = sit
-                    .unknown
-                    .iter()
-                    .copied()
-                    .filter(|&i| i < calls.len())
-                    .collect();
-                let (mut o, why) = message(
-                    p,
-                    family,
-                    text,
-                    &sit.before,
-                    "",
-                    calls,
-                    &keep_unknown,
-                    index,
-                );
-                if let Outcome::Calls { content, .. } = &mut o
-                    && !markup.trim().is_empty()
-                {
-                    content.push_str(markup.trim());
-                }
-                (
-                    o,
-                    format!("{what}: the unterminated last call is dropped; {why}"),
-                )
-            }
-            Broken::ArgsAsString => {
-                let calls = ours
-                    .tool_calls
-                    .iter()
-                    .cloned()
-                    .map(|mut c| {
-                        let written = c
-                            .span
-                            .and_then(|(a, b)| text.get(a..b))
-                            .and_then(arguments_string);
-                        c.arguments = Value::String(written.unwrap_or(c.arguments.to_string()));
-                        c
-                    })
-                    .collect();
-                let (o, why) = message(
-                    p,
-                    family,
-                    text,
-                    &sit.before,
-                    &sit.after,
-                    calls,
-                    &sit.unknown,
-                    index,
-                );
-                (
-                    o,
-                    format!("{what}: the arguments string is returned undecoded; {why}"),
-                )
-            }
-            Broken::Accept => {
-                let (o, why) = message(
-                    p,
-                    family,
-                    text,
-                    &sit.before,
-                    &sit.after,
-                    ours.tool_calls.clone(),
-                    &sit.unknown,
-                    index,
-                );
-                (o, format!("{what}: accepted; {why}"))
-            }
-        }
-    };
-
     if let Some(f) = p.forms.iter().find(|f| (f.matches)(text)) {
-        return broken(f.then, f.why);
+        return a.broken(f.then, f.why);
     }
     if ours.tool_calls.is_empty() {
-        // calls followed by text the family's grammar does not allow (toolscope: one malformed
-        // block to the end): the engines read the calls and treat the rest as trailing text
-        if sit.cut.is_some()
-            && let Some((before, calls, after)) = prefix_read(family, text, tools)
-        {
-            let unknown = unknown_of(&calls, index);
-            return message(p, family, text, &before, &after, calls, &unknown, index);
-        }
-        if p.finds_in_prose
-            && let Some((before, calls, after)) = in_prose(family, text, tools)
-        {
-            let unknown = unknown_of(&calls, index);
-            let (o, why) = message(p, family, text, &before, &after, calls, &unknown, index);
-            return (o, format!("a call inside the prose is found; {why}"));
-        }
-        if sit.cut.is_some() {
-            return broken(p.cut, "the text ends inside a call");
-        }
-        if sit.malformed.is_some() {
-            return broken(p.malformed, "a call block does not parse");
-        }
-        if p.plain_text_dropped {
-            let kept = if text.contains("<|START_RESPONSE|>") || text.contains("<|START_TEXT|>") {
-                ours.content.clone()
-            } else {
-                String::new()
-            };
-            return (
-                empty(&kept),
-                "text outside the response wrapper is not content".to_string(),
-            );
-        }
-        return (
-            whole(text),
-            "no call in the family's syntax: the text is content".to_string(),
-        );
+        return a.without_calls(tools);
     }
     if let Some(k) = &sit.drift {
         let b = match k.as_str() {
@@ -696,22 +522,232 @@ fn by_profile(
                 .map_or(p.drift, |(_, b)| *b),
         };
         if b != Broken::Accept {
-            return broken(b, &format!("drift `{k}`"));
+            return a.broken(b, &format!("drift `{k}`"));
         }
     }
     if sit.missing_end && p.missing_end != Broken::Accept {
-        return broken(p.missing_end, "the text ends before the block's end marker");
+        return a.broken(p.missing_end, "the text ends before the block's end marker");
     }
-    message(
-        p,
-        family,
-        text,
+    a.message(
         &sit.before,
         &sit.after,
         ours.tool_calls.clone(),
         &sit.unknown,
-        index,
     )
+}
+
+/// No call returned: the text before the call markup, trimmed, is the content.
+fn no_call(before: &str) -> Outcome {
+    Outcome::Calls {
+        content: before.trim().to_string(),
+        reasoning: String::new(),
+        tool_calls: Vec::new(),
+    }
+}
+
+/// One profile applied to one text (what [`by_profile`]'s steps share).
+struct Apply<'a> {
+    family: Syntax,
+    text: &'a str,
+    ours: &'a ParseOutput,
+    sit: &'a Situation,
+    p: &'a Profile,
+    index: &'a ToolIndex,
+}
+
+impl Apply<'_> {
+    /// [`message`] under this profile, for this text.
+    fn message(
+        &self,
+        before: &str,
+        after: &str,
+        calls: Vec<ParsedCall>,
+        unknown: &[usize],
+    ) -> (Outcome, String) {
+        message(
+            self.p,
+            self.family,
+            self.text,
+            before,
+            after,
+            calls,
+            unknown,
+            self.index,
+        )
+    }
+
+    /// toolscope read no call: calls before text the grammar does not allow, a call in the
+    /// prose, a cut or malformed block (the profile's verdict on it), or plain content.
+    fn without_calls(&self, tools: Option<&Value>) -> (Outcome, String) {
+        let (family, text, sit, p) = (self.family, self.text, self.sit, self.p);
+        // calls followed by text the family's grammar does not allow (toolscope: one malformed
+        // block to the end): the engines read the calls and treat the rest as trailing text
+        if sit.cut.is_some()
+            && let Some((before, calls, after)) = prefix_read(family, text, tools)
+        {
+            let unknown = unknown_of(&calls, self.index);
+            return self.message(&before, &after, calls, &unknown);
+        }
+        if p.finds_in_prose
+            && let Some((before, calls, after)) = in_prose(family, text, tools)
+        {
+            let unknown = unknown_of(&calls, self.index);
+            let (o, why) = self.message(&before, &after, calls, &unknown);
+            return (o, format!("a call inside the prose is found; {why}"));
+        }
+        if sit.cut.is_some() {
+            return self.broken(p.cut, "the text ends inside a call");
+        }
+        if sit.malformed.is_some() {
+            return self.broken(p.malformed, "a call block does not parse");
+        }
+        if p.plain_text_dropped {
+            let kept = if text.contains("<|START_RESPONSE|>") || text.contains("<|START_TEXT|>") {
+                self.ours.content.clone()
+            } else {
+                String::new()
+            };
+            return (
+                no_call(&kept),
+                "text outside the response wrapper is not content".to_string(),
+            );
+        }
+        (
+            whole(text),
+            "no call in the family's syntax: the text is content".to_string(),
+        )
+    }
+
+    /// What the engine returns for a reply it handles as `b`; `what` says what went wrong.
+    fn broken(&self, b: Broken, what: &str) -> (Outcome, String) {
+        let sit = self.sit;
+        match b {
+            Broken::Whole => (
+                whole_unmarked(self.text, self.p),
+                format!("{what}: the parser fails and the text is returned as content"),
+            ),
+            Broken::Empty => (
+                no_call(&sit_cut_before(self.family, self.text, sit)),
+                format!("{what}: the call markup is dropped, no call is returned"),
+            ),
+            Broken::Half | Broken::HalfRaw => self.half_read(b == Broken::HalfRaw, what),
+            Broken::NoArgs => {
+                let calls = self
+                    .ours
+                    .tool_calls
+                    .iter()
+                    .cloned()
+                    .map(|mut c| {
+                        c.arguments = Value::Object(Default::default());
+                        c
+                    })
+                    .collect();
+                let (o, why) = self.message(&sit.before, &sit.after, calls, &sit.unknown);
+                (
+                    o,
+                    format!("{what}: the call is read without its arguments; {why}"),
+                )
+            }
+            Broken::DropLast | Broken::DropLastOrWhole | Broken::DropLastToContent => {
+                self.drop_last(b, what)
+            }
+            Broken::ArgsAsString => self.args_as_string(what),
+            Broken::Accept => {
+                let (o, why) = self.message(
+                    &sit.before,
+                    &sit.after,
+                    self.ours.tool_calls.clone(),
+                    &sit.unknown,
+                );
+                (o, format!("{what}: accepted; {why}"))
+            }
+        }
+    }
+
+    /// [`Broken::Half`] / [`Broken::HalfRaw`]: the open call closed and returned half-read,
+    /// or no call when there is nothing to read.
+    fn half_read(&self, raw: bool, what: &str) -> (Outcome, String) {
+        let before = sit_cut_before(self.family, self.text, self.sit);
+        match half_read(
+            self.family,
+            self.text,
+            self.sit,
+            self.index,
+            raw,
+            self.p.half_needs_args,
+        ) {
+            Some(call) => (
+                self.message(&before, "", vec![call], &[]).0,
+                format!("{what}: the open call is closed and returned half-read"),
+            ),
+            None => (
+                no_call(&before),
+                format!("{what}: the call markup is dropped, no call is returned"),
+            ),
+        }
+    }
+
+    /// [`Broken::DropLast`] and its variants: the unterminated last call dropped (its markup
+    /// kept as content for `DropLastToContent`; the whole text as content when it was the only
+    /// call, except for `DropLast`).
+    fn drop_last(&self, b: Broken, what: &str) -> (Outcome, String) {
+        let (text, sit) = (self.text, self.sit);
+        let mut calls = self.ours.tool_calls.clone();
+        let last = calls.pop();
+        if calls.is_empty() && b != Broken::DropLast {
+            return (
+                whole(text),
+                format!("{what}: the parser fails and the text is returned as content"),
+            );
+        }
+        let markup = match (b, last.and_then(|c| c.span)) {
+            (Broken::DropLastToContent, Some((start, _))) => {
+                let prev_end = calls.last().and_then(|c| c.span).map_or(start, |s| s.1);
+                text.get(prev_end..).unwrap_or("").to_string()
+            }
+            _ => String::new(),
+        };
+        let keep_unknown: Vec<usize> = sit
+            .unknown
+            .iter()
+            .copied()
+            .filter(|&i| i < calls.len())
+            .collect();
+        let (mut o, why) = self.message(&sit.before, "", calls, &keep_unknown);
+        if let Outcome::Calls { content, .. } = &mut o
+            && !markup.trim().is_empty()
+        {
+            content.push_str(markup.trim());
+        }
+        (
+            o,
+            format!("{what}: the unterminated last call is dropped; {why}"),
+        )
+    }
+
+    /// [`Broken::ArgsAsString`]: each call's arguments as the string the model wrote.
+    fn args_as_string(&self, what: &str) -> (Outcome, String) {
+        let (text, sit) = (self.text, self.sit);
+        let calls = self
+            .ours
+            .tool_calls
+            .iter()
+            .cloned()
+            .map(|mut c| {
+                let written = c
+                    .span
+                    .and_then(|(a, b)| text.get(a..b))
+                    .and_then(arguments_string);
+                c.arguments = Value::String(written.unwrap_or(c.arguments.to_string()));
+                c
+            })
+            .collect();
+        let (o, why) = self.message(&sit.before, &sit.after, calls, &sit.unknown);
+        (
+            o,
+            format!("{what}: the arguments string is returned undecoded; {why}"),
+        )
+    }
 }
 
 fn unknown_of(calls: &[ParsedCall], index: &ToolIndex) -> Vec<usize> {

@@ -179,164 +179,186 @@ impl LossReport {
         let mut out = Vec::new();
         for t in &self.tools {
             if t.span.is_none() {
-                if t.params.iter().any(|p| !p.facts.is_empty()) {
-                    out.push(finding(
-                        Rule::SchemaTypeLost,
-                        &t.tool,
-                        "",
-                        None,
-                        rendered,
-                        format!(
-                            "tool `{}` does not appear in the rendered prompt: none of its parameter types reach the model",
-                            t.tool
-                        ),
-                        "this template does not print tools (or prints them elsewhere); use a template with tool support",
-                    ));
-                }
+                out.extend(tool_absent(t, rendered));
                 continue;
             }
             // The tool's name is in the prompt (a tool list, or only the agent's own prose)
             // but none of its top-level parameters is: one finding for the tool, not one per
             // parameter.
-            let top: Vec<&ParamLoss> = t
-                .params
-                .iter()
-                .filter(|p| !p.name.is_empty() && p.pointer.matches("/properties/").count() == 1)
-                .collect();
-            if top.len() > 1
-                && top.iter().all(|p| {
-                    p.facts
-                        .iter()
-                        .any(|f| f.kind == FactKind::Name && !f.reached)
-                })
-            {
-                let names: Vec<&str> = top.iter().map(|p| p.name.as_str()).collect();
-                out.push(finding(
-                    Rule::SchemaTypeLost,
-                    &t.tool,
-                    "",
-                    t.span,
-                    rendered,
-                    format!(
-                        "none of the {} parameters of `{}` ({}) reached the prompt: the template never printed this tool's parameters",
-                        names.len(),
-                        t.tool,
-                        names.join(", ")
-                    ),
-                    "use a template that prints tool parameters (the model's own tool-calling template)",
-                ));
+            if let Some(f) = no_parameter_reached(t, rendered) {
+                out.push(f);
                 continue;
             }
             for p in &t.params {
-                let lost: Vec<&FactCheck> = p.lost().collect();
-                if lost.is_empty() {
-                    continue;
-                }
-                let label = if p.name == "[]" {
-                    format!("items of `{}`", parent_name(&p.pointer))
-                } else {
-                    format!("parameter `{}`", p.name)
-                };
-                if let Some(f) = lost.iter().find(|f| f.kind == FactKind::Name) {
-                    out.push(finding(
-                        Rule::SchemaTypeLost,
-                        &t.tool,
-                        &f.pointer,
-                        p.span,
-                        rendered,
-                        format!("{label} of `{}` never reached the prompt (the template skipped it)", t.tool),
-                        "rename the parameter or flatten the schema so the template prints it (toolscope flatten --template)",
-                    ));
-                    continue;
-                }
-                if let Some(f) = lost.iter().find(|f| f.kind == FactKind::Ref) {
-                    out.push(finding(
-                        Rule::SchemaRefUnresolved,
-                        &t.tool,
-                        &f.pointer,
-                        p.span,
-                        rendered,
-                        format!(
-                            "{label} of `{}` is a `$ref` to {} that the prompt never resolves{}",
-                            t.tool,
-                            f.expected,
-                            f.detail
-                                .as_deref()
-                                .map(|d| format!(" ({d})"))
-                                .unwrap_or_default()
-                        ),
-                        "inline the reference: toolscope flatten",
-                    ));
-                }
-                if let Some(f) = lost.iter().find(|f| f.kind == FactKind::Type) {
-                    let also_null = lost.iter().any(|x| x.kind == FactKind::Nullable);
-                    out.push(finding(
-                        Rule::SchemaTypeLost,
-                        &t.tool,
-                        &f.pointer,
-                        p.span,
-                        rendered,
-                        format!(
-                            "{label} of `{}`: declared type {}{} never reached the prompt{}",
-                            t.tool,
-                            f.expected,
-                            if also_null { " (nullable)" } else { "" },
-                            f.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
-                        ),
-                        "flatten the schema for this template: toolscope flatten --template SRC picks a rewrite it can print",
-                    ));
-                }
-                let type_lost = lost.iter().any(|f| f.kind == FactKind::Type);
-                for f in lost
-                    .iter()
-                    .filter(|f| matches!(f.kind, FactKind::Alternative | FactKind::Nullable))
-                {
-                    if type_lost {
-                        continue;
-                    }
-                    out.push(finding(
-                        Rule::SchemaAlternativeDropped,
-                        &t.tool,
-                        &f.pointer,
-                        p.span,
-                        rendered,
-                        format!(
-                            "{label} of `{}`: the alternative {} never reached the prompt; the model will not produce it",
-                            t.tool, f.expected
-                        ),
-                        "write the alternatives into the description (toolscope flatten --strategy first-type-with-note)",
-                    ));
-                }
-                let enums: Vec<&FactCheck> = lost
-                    .iter()
-                    .filter(|f| f.kind == FactKind::EnumValue)
-                    .copied()
-                    .collect();
-                if !enums.is_empty() {
-                    let vals: Vec<&str> = enums.iter().map(|f| f.expected.as_str()).collect();
-                    let ptr = enums[0]
-                        .pointer
-                        .rsplit_once('/')
-                        .map(|(a, _)| a.to_string())
-                        .unwrap_or_default();
-                    out.push(finding(
-                        Rule::SchemaAlternativeDropped,
-                        &t.tool,
-                        &ptr,
-                        p.span,
-                        rendered,
-                        format!(
-                            "{label} of `{}`: allowed value{} {} never reached the prompt",
-                            t.tool,
-                            if vals.len() == 1 { "" } else { "s" },
-                            vals.join(", ")
-                        ),
-                        "list the allowed values in the description",
-                    ));
-                }
+                param_findings(t, p, rendered, &mut out);
             }
         }
         out
+    }
+}
+
+/// A tool whose name is not in the prompt: one finding when it has facts to lose.
+fn tool_absent(t: &ToolLoss, rendered: &str) -> Option<Finding> {
+    if !t.params.iter().any(|p| !p.facts.is_empty()) {
+        return None;
+    }
+    Some(finding(
+        Rule::SchemaTypeLost,
+        &t.tool,
+        "",
+        None,
+        rendered,
+        format!(
+            "tool `{}` does not appear in the rendered prompt: none of its parameter types reach the model",
+            t.tool
+        ),
+        "this template does not print tools (or prints them elsewhere); use a template with tool support",
+    ))
+}
+
+/// The tool's name is in the prompt but none of its (several) top-level parameters is: one
+/// finding for the tool.
+fn no_parameter_reached(t: &ToolLoss, rendered: &str) -> Option<Finding> {
+    let top: Vec<&ParamLoss> = t
+        .params
+        .iter()
+        .filter(|p| !p.name.is_empty() && p.pointer.matches("/properties/").count() == 1)
+        .collect();
+    if top.len() > 1
+        && top.iter().all(|p| {
+            p.facts
+                .iter()
+                .any(|f| f.kind == FactKind::Name && !f.reached)
+        })
+    {
+        let names: Vec<&str> = top.iter().map(|p| p.name.as_str()).collect();
+        return Some(finding(
+            Rule::SchemaTypeLost,
+            &t.tool,
+            "",
+            t.span,
+            rendered,
+            format!(
+                "none of the {} parameters of `{}` ({}) reached the prompt: the template never printed this tool's parameters",
+                names.len(),
+                t.tool,
+                names.join(", ")
+            ),
+            "use a template that prints tool parameters (the model's own tool-calling template)",
+        ));
+    }
+    None
+}
+
+/// The findings for one parameter's lost facts: its name (alone: nothing else can reach), an
+/// unresolved `$ref`, its type, dropped alternatives (when the type itself survived) and
+/// dropped enum values.
+fn param_findings(t: &ToolLoss, p: &ParamLoss, rendered: &str, out: &mut Vec<Finding>) {
+    let lost: Vec<&FactCheck> = p.lost().collect();
+    if lost.is_empty() {
+        return;
+    }
+    let label = if p.name == "[]" {
+        format!("items of `{}`", parent_name(&p.pointer))
+    } else {
+        format!("parameter `{}`", p.name)
+    };
+    if let Some(f) = lost.iter().find(|f| f.kind == FactKind::Name) {
+        out.push(finding(
+            Rule::SchemaTypeLost,
+            &t.tool,
+            &f.pointer,
+            p.span,
+            rendered,
+            format!("{label} of `{}` never reached the prompt (the template skipped it)", t.tool),
+            "rename the parameter or flatten the schema so the template prints it (toolscope flatten --template)",
+        ));
+        return;
+    }
+    if let Some(f) = lost.iter().find(|f| f.kind == FactKind::Ref) {
+        out.push(finding(
+            Rule::SchemaRefUnresolved,
+            &t.tool,
+            &f.pointer,
+            p.span,
+            rendered,
+            format!(
+                "{label} of `{}` is a `$ref` to {} that the prompt never resolves{}",
+                t.tool,
+                f.expected,
+                f.detail
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ),
+            "inline the reference: toolscope flatten",
+        ));
+    }
+    if let Some(f) = lost.iter().find(|f| f.kind == FactKind::Type) {
+        let also_null = lost.iter().any(|x| x.kind == FactKind::Nullable);
+        out.push(finding(
+            Rule::SchemaTypeLost,
+            &t.tool,
+            &f.pointer,
+            p.span,
+            rendered,
+            format!(
+                "{label} of `{}`: declared type {}{} never reached the prompt{}",
+                t.tool,
+                f.expected,
+                if also_null { " (nullable)" } else { "" },
+                f.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+            ),
+            "flatten the schema for this template: toolscope flatten --template SRC picks a rewrite it can print",
+        ));
+    }
+    let type_lost = lost.iter().any(|f| f.kind == FactKind::Type);
+    for f in lost
+        .iter()
+        .filter(|f| matches!(f.kind, FactKind::Alternative | FactKind::Nullable))
+    {
+        if type_lost {
+            continue;
+        }
+        out.push(finding(
+            Rule::SchemaAlternativeDropped,
+            &t.tool,
+            &f.pointer,
+            p.span,
+            rendered,
+            format!(
+                "{label} of `{}`: the alternative {} never reached the prompt; the model will not produce it",
+                t.tool, f.expected
+            ),
+            "write the alternatives into the description (toolscope flatten --strategy first-type-with-note)",
+        ));
+    }
+    let enums: Vec<&FactCheck> = lost
+        .iter()
+        .filter(|f| f.kind == FactKind::EnumValue)
+        .copied()
+        .collect();
+    if !enums.is_empty() {
+        let vals: Vec<&str> = enums.iter().map(|f| f.expected.as_str()).collect();
+        let ptr = enums[0]
+            .pointer
+            .rsplit_once('/')
+            .map(|(a, _)| a.to_string())
+            .unwrap_or_default();
+        out.push(finding(
+            Rule::SchemaAlternativeDropped,
+            &t.tool,
+            &ptr,
+            p.span,
+            rendered,
+            format!(
+                "{label} of `{}`: allowed value{} {} never reached the prompt",
+                t.tool,
+                if vals.len() == 1 { "" } else { "s" },
+                vals.join(", ")
+            ),
+            "list the allowed values in the description",
+        ));
     }
 }
 

@@ -363,7 +363,6 @@ fn convert_item(
     reasoning_from: &mut Vec<Option<String>>,
     dropped: &mut Vec<Dropped>,
 ) -> Result<(), ConvertError> {
-    let fail = |p: String, kind| Err(ConvertError { pointer: p, kind });
     // line 44: merge into the previous message when that one is an assistant message
     let merge_prev = messages
         .last()
@@ -379,26 +378,7 @@ fn convert_item(
 
     if is_array(&item, "content") && matches!(role, Some("user" | "system" | "developer")) {
         // lines 58–107: input message
-        let mut parts = Vec::new();
-        for (j, part) in item["content"].as_array().into_iter().flatten().enumerate() {
-            let p = format!("{at}/content/{j}");
-            match json_value_str(part, "type") {
-                "input_text" => {
-                    let Some(text) = part.get("text") else {
-                        return fail(p, ConvertErrorKind::InputTextRequiresText);
-                    };
-                    parts.push(json!({"text": text, "type": "text"}));
-                }
-                "input_image" => {
-                    let Some(url) = part.get("image_url") else {
-                        return fail(p, ConvertErrorKind::ImageUrlRequired);
-                    };
-                    parts.push(json!({"image_url": {"url": url}, "type": "image_url"}));
-                }
-                "input_file" => return fail(p, ConvertErrorKind::InputFileUnsupported),
-                _ => return fail(format!("{p}/type"), ConvertErrorKind::InputPartType),
-            }
-        }
+        let parts = input_parts(&item, at)?;
         let obj = item.as_object_mut().expect("has content, so an object");
         obj.shift_remove("type");
         obj.shift_remove("status");
@@ -407,27 +387,7 @@ fn convert_item(
         reasoning_from.push(None);
     } else if role == Some("assistant") && ty == Some("message") {
         // lines 108–165: output message
-        let mut parts = Vec::new();
-        if let Some(content) = item.get("content").and_then(Value::as_array) {
-            for (j, part) in content.iter().enumerate() {
-                let p = format!("{at}/content/{j}");
-                match json_value_str(part, "type") {
-                    "output_text" | "input_text" => {
-                        if !is_str(part, "text") {
-                            return fail(p, ConvertErrorKind::OutputTextRequiresText);
-                        }
-                        parts.push(json!({"text": part["text"], "type": "text"}));
-                    }
-                    "refusal" => {
-                        if !is_str(part, "refusal") {
-                            return fail(p, ConvertErrorKind::RefusalRequiresRefusal);
-                        }
-                        parts.push(json!({"refusal": part["refusal"], "type": "refusal"}));
-                    }
-                    _ => return fail(format!("{p}/type"), ConvertErrorKind::OutputPartType),
-                }
-            }
-        }
+        let parts = output_parts(&item, at)?;
         if merge_prev {
             let prev = messages.last_mut().expect("merge_prev");
             if !is_array(prev, "content") {
@@ -450,116 +410,205 @@ fn convert_item(
         && ty == Some("function_call")
     {
         // lines 166–193: function tool call
-        let call = json!({
-            "function": {"arguments": item["arguments"], "name": item["name"]},
-            "id": item["call_id"],
-            "type": "function",
-        });
-        if merge_prev {
-            let prev = messages.last_mut().expect("merge_prev");
-            if !is_array(prev, "tool_calls") {
-                prev["tool_calls"] = json!([]);
-            }
-            if let Some(c) = prev["tool_calls"].as_array_mut() {
-                c.push(call);
-            }
-        } else {
-            messages.push(json!({"role": "assistant", "tool_calls": [call]}));
-            reasoning_from.push(None);
-        }
+        function_call(&item, merge_prev, messages, reasoning_from);
     } else if is_str(&item, "call_id")
         && (is_str(&item, "output") || is_array(&item, "output"))
         && ty == Some("function_call_output")
     {
         // lines 194–230: function tool call output
-        if item["output"].is_string() {
-            messages.push(json!({
-                "content": item["output"],
-                "role": "tool",
-                "tool_call_id": item["call_id"],
-            }));
-        } else {
-            let mut outputs = item["output"].clone();
-            for (j, o) in outputs
-                .as_array_mut()
-                .expect("checked")
-                .iter_mut()
-                .enumerate()
-            {
-                let p = format!("{at}/output/{j}");
-                let Some(t) = o.get("type") else {
-                    return fail(p, ConvertErrorKind::ToolOutputMissingType);
-                };
-                let t = t.as_str().unwrap_or_default();
-                match t {
-                    "input_text" => o["type"] = json!("text"),
-                    "input_image" => {
-                        let Some(url) = o.get("image_url").cloned() else {
-                            return fail(p, ConvertErrorKind::ImageUrlRequired);
-                        };
-                        o["type"] = json!("image_url");
-                        o["image_url"] = json!({"url": url});
-                    }
-                    _ => return fail(format!("{p}/type"), ConvertErrorKind::ToolOutputType),
-                }
-            }
-            messages.push(json!({
-                "content": outputs,
-                "role": "tool",
-                "tool_call_id": item["call_id"],
-            }));
-        }
+        messages.push(tool_message(&item, at)?);
         reasoning_from.push(None);
     } else if is_array(&item, "summary") && ty == Some("reasoning") {
         // lines 231–254: reasoning
-        let Some(content) = item.get("content").and_then(Value::as_array) else {
-            return fail(
-                format!("{at}/content"),
-                ConvertErrorKind::ReasoningContentNotArray,
-            );
-        };
-        let Some(first) = content.first() else {
-            return fail(
-                format!("{at}/content"),
-                ConvertErrorKind::ReasoningContentEmpty,
-            );
-        };
-        if !is_str(first, "text") {
-            return fail(
-                format!("{at}/content/0"),
-                ConvertErrorKind::ReasoningTextNotString,
-            );
+        reasoning(&item, at, merge_prev, messages, reasoning_from, dropped)?;
+    } else {
+        return fail(at.to_owned(), ConvertErrorKind::UnknownItem);
+    }
+    Ok(())
+}
+
+/// A conversion error at `pointer`.
+fn fail<T>(pointer: String, kind: ConvertErrorKind) -> Result<T, ConvertError> {
+    Err(ConvertError { pointer, kind })
+}
+
+/// An input message's parts as chat parts (lines 58–107): `input_text` → `text`,
+/// `input_image` → `image_url`; a file or another part type is an error.
+fn input_parts(item: &Value, at: &str) -> Result<Vec<Value>, ConvertError> {
+    let mut parts = Vec::new();
+    for (j, part) in item["content"].as_array().into_iter().flatten().enumerate() {
+        let p = format!("{at}/content/{j}");
+        match json_value_str(part, "type") {
+            "input_text" => {
+                let Some(text) = part.get("text") else {
+                    return fail(p, ConvertErrorKind::InputTextRequiresText);
+                };
+                parts.push(json!({"text": text, "type": "text"}));
+            }
+            "input_image" => {
+                let Some(url) = part.get("image_url") else {
+                    return fail(p, ConvertErrorKind::ImageUrlRequired);
+                };
+                parts.push(json!({"image_url": {"url": url}, "type": "image_url"}));
+            }
+            "input_file" => return fail(p, ConvertErrorKind::InputFileUnsupported),
+            _ => return fail(format!("{p}/type"), ConvertErrorKind::InputPartType),
         }
-        if content.len() > 1 {
+    }
+    Ok(parts)
+}
+
+/// An output message's parts as chat parts (lines 108–165): `output_text`/`input_text` →
+/// `text`, `refusal` kept; another part type is an error.
+fn output_parts(item: &Value, at: &str) -> Result<Vec<Value>, ConvertError> {
+    let mut parts = Vec::new();
+    if let Some(content) = item.get("content").and_then(Value::as_array) {
+        for (j, part) in content.iter().enumerate() {
+            let p = format!("{at}/content/{j}");
+            match json_value_str(part, "type") {
+                "output_text" | "input_text" => {
+                    if !is_str(part, "text") {
+                        return fail(p, ConvertErrorKind::OutputTextRequiresText);
+                    }
+                    parts.push(json!({"text": part["text"], "type": "text"}));
+                }
+                "refusal" => {
+                    if !is_str(part, "refusal") {
+                        return fail(p, ConvertErrorKind::RefusalRequiresRefusal);
+                    }
+                    parts.push(json!({"refusal": part["refusal"], "type": "refusal"}));
+                }
+                _ => return fail(format!("{p}/type"), ConvertErrorKind::OutputPartType),
+            }
+        }
+    }
+    Ok(parts)
+}
+
+/// A `function_call` item (lines 166–193): a tool call added to the previous assistant
+/// message, or a new assistant message with it.
+fn function_call(
+    item: &Value,
+    merge_prev: bool,
+    messages: &mut Vec<Value>,
+    reasoning_from: &mut Vec<Option<String>>,
+) {
+    let call = json!({
+        "function": {"arguments": item["arguments"], "name": item["name"]},
+        "id": item["call_id"],
+        "type": "function",
+    });
+    if merge_prev {
+        let prev = messages.last_mut().expect("merge_prev");
+        if !is_array(prev, "tool_calls") {
+            prev["tool_calls"] = json!([]);
+        }
+        if let Some(c) = prev["tool_calls"].as_array_mut() {
+            c.push(call);
+        }
+    } else {
+        messages.push(json!({"role": "assistant", "tool_calls": [call]}));
+        reasoning_from.push(None);
+    }
+}
+
+/// A `function_call_output` item as a `tool` message (lines 194–230): a string output as is,
+/// an array's `input_text` / `input_image` parts as chat parts.
+fn tool_message(item: &Value, at: &str) -> Result<Value, ConvertError> {
+    if item["output"].is_string() {
+        return Ok(json!({
+            "content": item["output"],
+            "role": "tool",
+            "tool_call_id": item["call_id"],
+        }));
+    }
+    let mut outputs = item["output"].clone();
+    for (j, o) in outputs
+        .as_array_mut()
+        .expect("checked")
+        .iter_mut()
+        .enumerate()
+    {
+        let p = format!("{at}/output/{j}");
+        let Some(t) = o.get("type") else {
+            return fail(p, ConvertErrorKind::ToolOutputMissingType);
+        };
+        let t = t.as_str().unwrap_or_default();
+        match t {
+            "input_text" => o["type"] = json!("text"),
+            "input_image" => {
+                let Some(url) = o.get("image_url").cloned() else {
+                    return fail(p, ConvertErrorKind::ImageUrlRequired);
+                };
+                o["type"] = json!("image_url");
+                o["image_url"] = json!({"url": url});
+            }
+            _ => return fail(format!("{p}/type"), ConvertErrorKind::ToolOutputType),
+        }
+    }
+    Ok(json!({
+        "content": outputs,
+        "role": "tool",
+        "tool_call_id": item["call_id"],
+    }))
+}
+
+/// A `reasoning` item (lines 231–254): its first content part's text as the previous
+/// assistant message's `reasoning_content` (an earlier one overwritten is reported), or a new
+/// assistant message; parts after the first are dropped (reported).
+fn reasoning(
+    item: &Value,
+    at: &str,
+    merge_prev: bool,
+    messages: &mut Vec<Value>,
+    reasoning_from: &mut Vec<Option<String>>,
+    dropped: &mut Vec<Dropped>,
+) -> Result<(), ConvertError> {
+    let Some(content) = item.get("content").and_then(Value::as_array) else {
+        return fail(
+            format!("{at}/content"),
+            ConvertErrorKind::ReasoningContentNotArray,
+        );
+    };
+    let Some(first) = content.first() else {
+        return fail(
+            format!("{at}/content"),
+            ConvertErrorKind::ReasoningContentEmpty,
+        );
+    };
+    if !is_str(first, "text") {
+        return fail(
+            format!("{at}/content/0"),
+            ConvertErrorKind::ReasoningTextNotString,
+        );
+    }
+    if content.len() > 1 {
+        dropped.push(Dropped {
+            pointer: at.to_owned(),
+            what: DroppedKind::ReasoningParts {
+                parts: content.len() - 1,
+            },
+        });
+    }
+    let text = first["text"].clone();
+    if merge_prev {
+        let prev = messages.last_mut().expect("merge_prev");
+        let from = reasoning_from.last_mut().expect("one per message");
+        if prev.get("reasoning_content").is_some()
+            && let Some(earlier) = from.clone()
+        {
             dropped.push(Dropped {
                 pointer: at.to_owned(),
-                what: DroppedKind::ReasoningParts {
-                    parts: content.len() - 1,
+                what: DroppedKind::ReasoningOverwritten {
+                    overwritten: earlier,
                 },
             });
         }
-        let text = first["text"].clone();
-        if merge_prev {
-            let prev = messages.last_mut().expect("merge_prev");
-            let from = reasoning_from.last_mut().expect("one per message");
-            if prev.get("reasoning_content").is_some()
-                && let Some(earlier) = from.clone()
-            {
-                dropped.push(Dropped {
-                    pointer: at.to_owned(),
-                    what: DroppedKind::ReasoningOverwritten {
-                        overwritten: earlier,
-                    },
-                });
-            }
-            prev["reasoning_content"] = text;
-            *from = Some(at.to_owned());
-        } else {
-            messages.push(json!({"role": "assistant", "content": [], "reasoning_content": text}));
-            reasoning_from.push(Some(at.to_owned()));
-        }
+        prev["reasoning_content"] = text;
+        *from = Some(at.to_owned());
     } else {
-        return fail(at.to_owned(), ConvertErrorKind::UnknownItem);
+        messages.push(json!({"role": "assistant", "content": [], "reasoning_content": text}));
+        reasoning_from.push(Some(at.to_owned()));
     }
     Ok(())
 }
