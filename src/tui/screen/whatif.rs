@@ -529,14 +529,17 @@ fn build(v: &WhatIfView, theme: &Theme) -> Doc {
             &mut d,
             vec![
                 Span::styled("  finish:   ", st.muted),
-                Span::styled(t.finish_line(), st.base),
+                Span::styled(crate::text::visible(&t.finish_line()).into_owned(), st.base),
             ],
         );
         line(
             &mut d,
             vec![
                 Span::styled("  findings: ", st.muted),
-                Span::styled(t.findings_line(), st.base),
+                Span::styled(
+                    crate::text::visible(&t.findings_line()).into_owned(),
+                    st.base,
+                ),
             ],
         );
         if t.unstable() {
