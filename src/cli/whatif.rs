@@ -96,6 +96,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             original.id
         )
     })?;
+    refuse_redacted(
+        &name,
+        args.url.as_deref(),
+        session.header.upstream.as_deref(),
+    )?;
     let url = args
         .url
         .clone()
@@ -216,6 +221,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The recorded upstream's credentials were redacted (`http://[redacted]@host`): running
+/// against it would send the placeholder, so without `--url` it is refused.
+fn refuse_redacted(name: &str, url: Option<&str>, upstream: Option<&str>) -> anyhow::Result<()> {
+    if url.is_none() && upstream.is_some_and(|u| u.contains(crate::session::redact::REDACTED)) {
+        bail!("{name}: the session's upstream credentials were redacted when recorded; pass --url");
+    }
+    Ok(())
 }
 
 /// One finished run on stderr: `[3/10] original run 3/5: length no call`.
