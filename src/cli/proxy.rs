@@ -277,6 +277,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 r = crate::tui::run_live_records(
                     session.display().to_string(),
                     proxy.header().clone(),
+                    args.proxy.upstream.clone(),
                     events,
                     &opts,
                 ) => r,

@@ -96,6 +96,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             original.id
         )
     })?;
+    refuse_redacted(
+        &name,
+        args.url.as_deref(),
+        session.header.upstream.as_deref(),
+    )?;
     let url = args
         .url
         .clone()
@@ -218,6 +223,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The recorded upstream's credentials were redacted (`http://[redacted]@host`): running
+/// against it would send the placeholder, so without `--url` it is refused.
+fn refuse_redacted(name: &str, url: Option<&str>, upstream: Option<&str>) -> anyhow::Result<()> {
+    if url.is_none() && upstream.is_some_and(|u| u.contains(crate::session::redact::REDACTED)) {
+        bail!("{name}: the session's upstream credentials were redacted when recorded; pass --url");
+    }
+    Ok(())
+}
+
 /// One finished run on stderr: `[3/10] original run 3/5: length no call`.
 fn print_progress(p: crate::record::whatif::Progress<'_>) {
     crate::errln!(
@@ -255,8 +269,16 @@ pub fn render_text(r: &Report) -> String {
             let _ = writeln!(s, "  fix:      {}", crate::text::visible(&f.change));
         }
         let _ = writeln!(s, "  {}", v.tally.rate_line());
-        let _ = writeln!(s, "  finish:   {}", v.tally.finish_line());
-        let _ = writeln!(s, "  findings: {}", v.tally.findings_line());
+        let _ = writeln!(
+            s,
+            "  finish:   {}",
+            crate::text::visible(&v.tally.finish_line())
+        );
+        let _ = writeln!(
+            s,
+            "  findings: {}",
+            crate::text::visible(&v.tally.findings_line())
+        );
         if v.unstable {
             let _ = writeln!(
                 s,
@@ -275,4 +297,44 @@ pub fn render_text(r: &Report) -> String {
         r.what_if, r.session, r.what_if
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::whatif::{RunOutcome, Tally};
+
+    #[test]
+    fn the_finish_line_is_sanitised() {
+        let run = RunOutcome {
+            status: Some(200),
+            valid_call: false,
+            calls: Vec::new(),
+            finish: "stop\u{1b}[2J\u{202e}x".into(),
+            rules: Vec::new(),
+            content: String::new(),
+            reasoning: String::new(),
+        };
+        let tally = Tally::of(std::slice::from_ref(&run));
+        let v = VariantReport {
+            name: "original".into(),
+            fix: None,
+            interval: tally.interval(),
+            unstable: false,
+            tally,
+            runs: vec![run],
+            exchanges: Vec::new(),
+        };
+        let r = Report {
+            session: "s.jsonl".into(),
+            exchange: 1,
+            what_if: "s.try.jsonl".into(),
+            url: "http://127.0.0.1:1".into(),
+            complete: true,
+            variants: vec![v],
+        };
+        let text = render_text(&r);
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        assert!(!text.contains('\u{202e}'), "{text:?}");
+    }
 }

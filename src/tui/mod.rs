@@ -153,10 +153,12 @@ pub fn run(files: Vec<PathBuf>, opts: &Options) -> anyhow::Result<()> {
 pub async fn run_live_records(
     name: String,
     header: crate::session::Header,
+    upstream: String,
     mut events: tokio::sync::mpsc::Receiver<crate::record::recorder::RecordEvent>,
     opts: &Options,
 ) -> anyhow::Result<()> {
-    let (state, fx) = live_state(name, header, opts)?;
+    let (mut state, fx) = live_state(name, header, opts)?;
+    state.live_upstream = Some(upstream);
     run_on_terminal(state, fx, |tx| {
         Some(tokio::spawn(async move {
             while let Some(ev) = events.recv().await {

@@ -189,6 +189,9 @@ pub struct State {
     pub layout: ListLayout,
     /// What-if jobs started so far (a job's number tells its reports from an older job's).
     pub try_jobs: u64,
+    /// `toolscope proxy`'s real upstream (credentials included; never shown): what-if runs
+    /// from the live view go there, not to the header's redacted copy.
+    pub live_upstream: Option<String>,
 }
 
 /// Analysed exchanges kept for quick re-selection: at most this many…
@@ -214,6 +217,7 @@ impl State {
             epoch: 0,
             layout: ListLayout::Fit,
             try_jobs: 0,
+            live_upstream: None,
         }
     }
 
@@ -755,6 +759,7 @@ impl State {
                 epoch,
                 self.try_jobs,
                 crate::record::whatif::DEFAULT_RUNS,
+                self.live_upstream.clone().filter(|_| s.live),
                 &theme,
             );
             self.status = status;

@@ -133,3 +133,25 @@ fn try_prints_each_variants_rate_interval_finish_and_findings() {
         "{diff}"
     );
 }
+
+#[test]
+fn try_refuses_a_recorded_upstream_whose_credentials_were_redacted() {
+    let (url, seen) = whatif::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let redacted = url.replace("http://", "http://[redacted]@");
+    let session = whatif::write_session(dir.path(), &redacted);
+    let out = Command::new(support::bin())
+        .arg("try")
+        .arg(&session)
+        .args(["--exchange", "1", "--runs", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr
+            .contains("the session's upstream credentials were redacted when recorded; pass --url"),
+        "{stderr}"
+    );
+    assert!(seen.lock().unwrap().is_empty(), "nothing is sent");
+}

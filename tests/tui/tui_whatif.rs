@@ -219,3 +219,19 @@ async fn x_in_the_live_proxy_view_runs_against_the_proxys_upstream() {
     assert!(row(&s, "max_tokens").contains(&rate(3, 3)), "{s}");
     assert_eq!(seen.lock().unwrap().len(), 16);
 }
+
+#[tokio::test]
+async fn x_refuses_a_recorded_upstream_whose_credentials_were_redacted() {
+    let (url, seen) = whatif::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let redacted = url.replace("http://", "http://[redacted]@");
+    let session = whatif::write_session(dir.path(), &redacted);
+    let mut tui = app(&session);
+    tui.run(futures::stream::iter(keys("6 x"))).await.unwrap();
+    let s = screen(&tui).replace(['\n', '│'], " ");
+    let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(s.contains("credentials were redacted when recorded"), "{s}");
+    assert!(s.contains("toolscope try"), "{s}");
+    assert!(!s.contains("SESSION --exchange"), "{s}");
+    assert!(seen.lock().unwrap().is_empty(), "nothing is sent");
+}

@@ -42,8 +42,11 @@ pub struct TryJob {
     pub fix: String,
     /// Runs per variant.
     pub runs: usize,
-    /// The engine: the session's recorded upstream.
+    /// The engine: the session's recorded upstream, or the live proxy's real one.
     pub url: Option<String>,
+    /// True when `url` is the live proxy's own upstream.
+    pub proxy: bool,
+
     /// The what-if session to record into.
     pub out: PathBuf,
 }
@@ -51,8 +54,8 @@ pub struct TryJob {
 impl PartialEq for TryJob {
     fn eq(&self, o: &TryJob) -> bool {
         (
-            self.epoch, self.job, &self.fix, self.runs, &self.url, &self.out,
-        ) == (o.epoch, o.job, &o.fix, o.runs, &o.url, &o.out)
+            self.epoch, self.job, &self.fix, self.runs, &self.url, self.proxy, &self.out,
+        ) == (o.epoch, o.job, &o.fix, o.runs, &o.url, o.proxy, &o.out)
     }
 }
 
@@ -120,6 +123,10 @@ pub struct WhatIfView {
     pub fix: Fix,
     pub runs: usize,
     pub url: Option<String>,
+    /// True when `url` is the live proxy's own upstream.
+    pub proxy: bool,
+    /// The session file (the `toolscope try` command the view prints).
+    pub session: String,
     pub out: PathBuf,
     pub phase: Phase,
     pub variants: Vec<VariantView>,
@@ -208,6 +215,7 @@ pub(crate) fn open(
     epoch: u64,
     job: u64,
     runs: usize,
+    live_upstream: Option<String>,
     theme: &Theme,
 ) -> (Vec<Effect>, Option<String>) {
     let cursor = s.panes[crate::finding::Pane::Findings.index()].cursor;
@@ -237,7 +245,9 @@ pub(crate) fn open(
         rule: f.rule.id().to_owned(),
         fix,
         runs,
-        url: s.source.header.upstream.clone(),
+        proxy: live_upstream.is_some(),
+        url: live_upstream.or_else(|| s.source.header.upstream.clone()),
+        session: s.source.name.clone(),
         out: runs::default_out(std::path::Path::new(&s.source.name)),
         phase: Phase::Running,
         variants: Vec::new(),
@@ -270,6 +280,7 @@ fn start(v: &mut WhatIfView, s: &SessionView, epoch: u64, job: u64, theme: &Them
         fix: v.fix.id().to_owned(),
         runs: v.runs,
         url: v.url.clone(),
+        proxy: v.proxy,
         out: v.out.clone(),
     }))]
 }
@@ -339,6 +350,9 @@ pub(crate) fn action(
     fx
 }
 
+/// Why a recorded session's upstream cannot be run against.
+pub const REDACTED_UPSTREAM: &str = "the session's upstream credentials were redacted when recorded; run it from a shell with --url";
+
 /// The background task of a what-if job: plans the variants and runs them as `toolscope try`
 /// does, reporting the plan, each finished run and the end to `tx`. `cancel` stops it after
 /// the runs that finished.
@@ -369,8 +383,12 @@ pub async fn run(
         )
         .map_err(|e| format!("{e:#}"))?;
         let url = job.url.clone().ok_or_else(|| {
-            "the session names no upstream to run against (toolscope try --url URL)".to_owned()
+            "the session names no upstream to run against; run it from a shell with --url"
+                .to_owned()
         })?;
+        if !job.proxy && url.contains(crate::session::redact::REDACTED) {
+            return Err(REDACTED_UPSTREAM.to_owned());
+        }
         send(TryReport::Planned {
             variants: variants
                 .iter()
@@ -451,9 +469,16 @@ fn build(v: &WhatIfView, theme: &Theme) -> Doc {
         &mut d,
         "engine",
         format!(
-            "{} (exchange #{}'s recorded upstream)",
-            v.url.as_deref().unwrap_or("none recorded"),
-            v.exchange
+            "{} ({})",
+            v.url
+                .as_deref()
+                .map(|u| crate::text::visible(&crate::session::redact::redact_url(u)).into_owned())
+                .unwrap_or_else(|| "none recorded".into()),
+            if v.proxy {
+                "the proxy's upstream".to_owned()
+            } else {
+                format!("exchange #{}'s recorded upstream", v.exchange)
+            }
         ),
     );
     field(
@@ -498,20 +523,7 @@ fn build(v: &WhatIfView, theme: &Theme) -> Doc {
         ),
     };
     line(&mut d, vec![phase]);
-    if matches!(v.phase, Phase::Failed(_)) {
-        line(
-            &mut d,
-            vec![Span::styled(
-                format!(
-                    "from a shell, with the options it needs (--template SRC, --url URL): \
-                     toolscope try SESSION --exchange {} --fix {}",
-                    v.exchange,
-                    v.fix.id()
-                ),
-                st.muted,
-            )],
-        );
-    }
+    try_hint(&mut d, v, theme);
     for x in &v.variants {
         d.lines.push(Line::default());
         let t = Tally::of(&x.outcomes);
@@ -529,14 +541,17 @@ fn build(v: &WhatIfView, theme: &Theme) -> Doc {
             &mut d,
             vec![
                 Span::styled("  finish:   ", st.muted),
-                Span::styled(t.finish_line(), st.base),
+                Span::styled(crate::text::visible(&t.finish_line()).into_owned(), st.base),
             ],
         );
         line(
             &mut d,
             vec![
                 Span::styled("  findings: ", st.muted),
-                Span::styled(t.findings_line(), st.base),
+                Span::styled(
+                    crate::text::visible(&t.findings_line()).into_owned(),
+                    st.base,
+                ),
             ],
         );
         if t.unstable() {
@@ -577,6 +592,27 @@ fn build(v: &WhatIfView, theme: &Theme) -> Doc {
     }
     d.items = vec![Some(0); d.lines.len()];
     d
+}
+
+/// A job that could not run: the `toolscope try` command to run it from a shell.
+fn try_hint(d: &mut Doc, v: &WhatIfView, theme: &Theme) {
+    let st = &theme.styles;
+    let line = |d: &mut Doc, spans: Vec<Span<'static>>| d.lines.push(Line::from(spans));
+    if matches!(v.phase, Phase::Failed(_)) {
+        line(
+            d,
+            vec![Span::styled(
+                format!(
+                    "from a shell, with the options it needs (--template SRC, --url URL): \
+                     toolscope try {} --exchange {} --fix {}",
+                    crate::text::visible(&v.session),
+                    v.exchange,
+                    v.fix.id()
+                ),
+                st.muted,
+            )],
+        );
+    }
 }
 
 /// The diff document (`o`).
