@@ -1016,6 +1016,13 @@ impl State {
                 fx
             }
             MouseEventKind::Down(MouseButton::Left) => {
+                // The what-if view covers the exchange it runs for: a click never changes the
+                // selection behind it (x would then run nothing).
+                if self.screen == Screen::Session
+                    && self.session.as_ref().is_some_and(|s| s.whatif.is_some())
+                {
+                    return Vec::new();
+                }
                 if self.screen == Screen::Browser {
                     if let Some(b) = &mut self.browser {
                         let first = areas.list.y + 2;

@@ -118,6 +118,30 @@ async fn x_runs_the_findings_fix_against_the_upstream_and_shows_the_result() {
             .collect::<Vec<_>>()
     );
 
+    // a click on the exchange list behind the view changes nothing (the selection, the focus)
+    let before = tui
+        .state
+        .session
+        .as_ref()
+        .map(|s| (s.focus, s.whatif.is_some()));
+    let click = crossterm::event::Event::Mouse(crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: 5,
+        row: 3,
+        modifiers: crossterm::event::KeyModifiers::NONE,
+    });
+    tui.run(futures::stream::iter(vec![Ok(click)]))
+        .await
+        .unwrap();
+    let after = tui
+        .state
+        .session
+        .as_ref()
+        .map(|s| (s.focus, s.whatif.is_some()));
+    assert_eq!(after, before);
+    assert_eq!(before.map(|b| b.1), Some(true));
+    assert!(shown(&tui, dir.path(), &url).contains("finished: 10/10 runs"));
+
     // o: the what-if session beside the original (diff --against)
     tui.run(futures::stream::iter(keys("o"))).await.unwrap();
     let s = shown(&tui, dir.path(), &url);
