@@ -211,7 +211,7 @@ pub async fn start(opts: &ProxyOptions, listen: SocketAddr) -> anyhow::Result<St
             "{}",
             crate::text::visible(&format!(
                 "toolscope proxy: live traces to {} (OTLP/HTTP JSON)",
-                o.endpoint()
+                o.endpoint_shown()
             ))
         );
     }

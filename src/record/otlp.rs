@@ -181,26 +181,76 @@ pub struct Otlp {
 impl std::fmt::Debug for Otlp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Otlp")
-            .field("endpoint", &self.inner.endpoint)
+            .field("endpoint", &self.endpoint_shown())
             .finish()
     }
 }
 
-/// `URL/v1/traces`, or `URL` when it already ends with `/v1/traces`. Only `http://` (the
-/// recorder has no TLS).
+/// `URL/v1/traces`, or `URL` when its path already ends with `/v1/traces`. Only `http://` (the
+/// recorder has no TLS; the scheme in any case). Errors (naming the flag, userinfo redacted):
+/// not a URL, no host, a query or fragment (it would stand before the appended path), a port
+/// over 65535.
 pub fn traces_endpoint(url: &str) -> anyhow::Result<String> {
-    let u = url.trim_end_matches('/');
-    if !u.starts_with("http://") {
-        anyhow::bail!("--otlp {url:?}: expected http://HOST:PORT[/PATH] (no TLS)");
-    }
-    let _: hyper::Uri = u
+    let shown = crate::session::redact::redact_url(url).into_owned();
+    let bad = |why: &str| anyhow::anyhow!("--otlp {shown:?}: {why}");
+    let u: hyper::Uri = url
+        .trim()
         .parse()
-        .map_err(|e| anyhow::anyhow!("--otlp {url:?}: not a URL: {e}"))?;
-    Ok(if u.ends_with("/v1/traces") {
-        u.to_owned()
+        .map_err(|e| bad(&format!("not a URL: {e}")))?;
+    if !u
+        .scheme_str()
+        .is_some_and(|s| s.eq_ignore_ascii_case("http"))
+    {
+        return Err(bad("expected http://HOST:PORT[/PATH] (no TLS)"));
+    }
+    let Some(authority) = u.authority() else {
+        return Err(bad("expected http://HOST:PORT[/PATH] (no host)"));
+    };
+    if u.query().is_some() || url.contains('#') {
+        return Err(bad(
+            "a query or fragment cannot take the /v1/traces path: drop it",
+        ));
+    }
+    // hyper takes any digits as a port; a port must fit 16 bits
+    if let Some(p) = authority.as_str().rsplit_once(':').map(|(_, p)| p)
+        && !p.is_empty()
+        && !p.ends_with(']')
+        && p.parse::<u16>().is_err()
+    {
+        return Err(bad(&format!("port {p} is not a port (1 to 65535)")));
+    }
+    let path = u.path().trim_end_matches('/');
+    let path = if path.ends_with("/v1/traces") {
+        path.to_owned()
     } else {
-        format!("{u}/v1/traces")
-    })
+        format!("{path}/v1/traces")
+    };
+    Ok(format!("http://{authority}{path}"))
+}
+
+/// Refuses a collector URL that points at the proxy itself (`listen`, the bound address): each
+/// POST of spans would be recorded as an exchange, traced and POSTed again, without end.
+/// Compares the endpoint's host (a loopback IP, `localhost`, or the listen IP) and port.
+pub fn check_not_self(endpoint: &str, listen: std::net::SocketAddr) -> anyhow::Result<()> {
+    let Ok(u) = endpoint.parse::<hyper::Uri>() else {
+        return Ok(());
+    };
+    let (Some(host), Some(port)) = (u.host(), u.port_u16().or(Some(80))) else {
+        return Ok(());
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: Option<std::net::IpAddr> = host.parse().ok();
+    let same_host = host.eq_ignore_ascii_case("localhost")
+        || ip
+            .is_some_and(|ip| ip == listen.ip() || (ip.is_loopback() && listen.ip().is_loopback()))
+        || (listen.ip().is_unspecified() && ip.is_some_and(|ip| ip.is_loopback()));
+    if same_host && port == listen.port() {
+        anyhow::bail!(
+            "--otlp {}: that is this proxy's own address ({listen}): its span POSTs would be recorded and traced without end; point --otlp at the collector",
+            crate::session::redact::redact_url(endpoint)
+        );
+    }
+    Ok(())
 }
 
 /// 64 random bits (never zero): the process's random hash keys over a counter and the clock.
@@ -275,6 +325,11 @@ impl Otlp {
     /// The collector endpoint spans are posted to.
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
+    }
+
+    /// [`Otlp::endpoint`] as printed: URL userinfo redacted.
+    pub fn endpoint_shown(&self) -> String {
+        crate::session::redact::redact_url(&self.inner.endpoint).into_owned()
     }
 
     /// Decides where a request's exchange span goes, when the request has arrived (`path`
@@ -571,5 +626,43 @@ mod tests {
         );
         assert!(traces_endpoint("https://c:4318").is_err());
         assert!(traces_endpoint("c:4318").is_err());
+        // review: a query or fragment ended up before /v1/traces; an impossible port passed
+        assert_eq!(
+            traces_endpoint("HTTP://c:4318/").unwrap(),
+            "http://c:4318/v1/traces"
+        );
+        for bad in [
+            "http://c:4318?tenant=a",
+            "http://c:4318/#x",
+            "http://c:99999",
+        ] {
+            let e = traces_endpoint(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--otlp"), "{bad}: {e}");
+        }
+        // credentials never in the message
+        let e = traces_endpoint("http://u:s3cret@c:4318?x")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn a_collector_at_the_proxys_own_address_is_refused() {
+        let listen: std::net::SocketAddr = "127.0.0.1:18904".parse().unwrap();
+        for own in [
+            "http://127.0.0.1:18904/v1/traces",
+            "http://localhost:18904/v1/traces",
+            "http://127.0.0.2:18904/v1/traces",
+        ] {
+            assert!(check_not_self(own, listen).is_err(), "{own}");
+        }
+        for other in [
+            "http://127.0.0.1:4318/v1/traces",
+            "http://10.0.0.1:18904/v1/traces",
+        ] {
+            assert!(check_not_self(other, listen).is_ok(), "{other}");
+        }
+        let any: std::net::SocketAddr = "0.0.0.0:18904".parse().unwrap();
+        assert!(check_not_self("http://127.0.0.1:18904/v1/traces", any).is_err());
     }
 }

@@ -348,11 +348,11 @@ impl Proxy {
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
         let otlp = match &cfg.otlp {
-            Some(url) => Some(crate::record::otlp::Otlp::start(
-                url,
-                cfg.otlp_timeout,
-                header.clone(),
-            )?),
+            Some(url) => {
+                let o = crate::record::otlp::Otlp::start(url, cfg.otlp_timeout, header.clone())?;
+                crate::record::otlp::check_not_self(o.endpoint(), addr)?;
+                Some(o)
+            }
             None => None,
         };
         let recorder = Recorder::open(
