@@ -259,3 +259,32 @@ async fn x_refuses_a_recorded_upstream_whose_credentials_were_redacted() {
     assert!(!s.contains("SESSION --exchange"), "{s}");
     assert!(seen.lock().unwrap().is_empty(), "nothing is sent");
 }
+
+/// A session file names any upstream: the inspector replays only to loopback (or the live
+/// proxy's upstream). Review: one key sent K×2 requests to 10.255.255.1 and a PUT with a
+/// query to the recorded path.
+#[tokio::test]
+async fn x_refuses_a_recorded_upstream_that_is_not_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = whatif::write_session(dir.path(), "http://10.255.255.1:9");
+    let mut tui = app(&session);
+    tui.run(futures::stream::iter(keys("6 x"))).await.unwrap();
+    let s = screen(&tui).replace(['\n', '│'], " ");
+    let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(s.contains("is not a loopback address"), "{s}");
+    assert!(!dir.path().join("cut.try.jsonl").exists(), "nothing ran");
+    // a non-POST exchange against loopback is refused too
+    let (url, seen) = whatif::start(Duration::ZERO);
+    let text = std::fs::read_to_string(whatif::write_session(dir.path(), &url)).unwrap();
+    std::fs::write(
+        &session,
+        text.replace("\"method\":\"POST\"", "\"method\":\"PUT\""),
+    )
+    .unwrap();
+    let mut tui = app(&session);
+    tui.run(futures::stream::iter(keys("6 x"))).await.unwrap();
+    let s = screen(&tui).replace(['\n', '│'], " ");
+    let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(s.contains("POST) only"), "{s}");
+    assert!(seen.lock().unwrap().is_empty(), "nothing is sent");
+}

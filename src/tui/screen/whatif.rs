@@ -353,6 +353,26 @@ pub(crate) fn action(
 /// Why a recorded session's upstream cannot be run against.
 pub const REDACTED_UPSTREAM: &str = "the session's upstream credentials were redacted when recorded; run it from a shell with --url";
 
+/// Why a recorded session's upstream is not run against from the inspector: a session file
+/// can come from anyone, and one key would replay its requests, K times per variant, to any
+/// host it names. The live proxy's own upstream and loopback addresses are run against.
+pub const NOT_LOOPBACK: &str = "the session's recorded upstream is not a loopback address: the inspector replays requests only to 127.0.0.1/localhost or the live proxy's upstream; run it from a shell with --url";
+
+/// Whether `url`'s host is `localhost` or a loopback IP.
+fn loopback(url: &str) -> bool {
+    let Ok(u) = url.parse::<hyper::Uri>() else {
+        return false;
+    };
+    let Some(host) = u.host() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The background task of a what-if job: plans the variants and runs them as `toolscope try`
 /// does, reporting the plan, each finished run and the end to `tx`. `cancel` stops it after
 /// the runs that finished.
@@ -388,6 +408,16 @@ pub async fn run(
         })?;
         if !job.proxy && url.contains(crate::session::redact::REDACTED) {
             return Err(REDACTED_UPSTREAM.to_owned());
+        }
+        if !job.proxy && !loopback(&url) {
+            return Err(NOT_LOOPBACK.to_owned());
+        }
+        if !original.request.method.eq_ignore_ascii_case("POST") {
+            return Err(format!(
+                "exchange #{} is a {} request: what-if runs replay chat requests (POST) only",
+                original.id,
+                crate::text::visible(&original.request.method)
+            ));
         }
         send(TryReport::Planned {
             variants: variants
