@@ -63,7 +63,7 @@ fn stop_proxy(mut child: Child) {
 }
 
 /// Runs the agent in `mode`; one JSON line per request it made.
-fn agent(python: &Path, base: &str, mode: &str) -> Vec<Value> {
+pub(crate) fn agent(python: &Path, base: &str, mode: &str) -> Vec<Value> {
     let out = Command::new(python)
         .arg(support::root().join("tests/support/loop_agent.py"))
         .args([base, mode])

@@ -121,24 +121,6 @@ fn op(span: &Value) -> &str {
         .unwrap_or("")
 }
 
-fn run_agent(python: &Path, base: &str) -> Vec<Value> {
-    let out = Command::new(python)
-        .arg(support::root().join("tests/support/loop_agent.py"))
-        .args([base, "loop"])
-        .output()
-        .expect("run the agent");
-    assert!(
-        out.status.success(),
-        "agent failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 #[ignore = "e2e: needs llama-server and the SDK venv (opentelemetry-proto)"]
 fn a_real_agent_loop_is_traced_live() {
@@ -167,7 +149,7 @@ fn a_real_agent_loop_is_traced_live() {
     let (_receiver, otlp) = start_receiver(&python, &out);
     let session = dir.path().join("loop.jsonl");
     let (mut proxy, base, stderr) = start_proxy(&server.base_url(), &session, &otlp);
-    let requests = run_agent(&python, &base);
+    let requests = super::e2e_loop::agent(&python, &base, "loop");
     assert!(requests.len() >= 5, "{requests:#?}");
 
     // the batch grouping of what was recorded: the expected traces and tool spans
