@@ -23,6 +23,7 @@
 //! no `--tool-call-parser` of that name; llama.cpp: the template is not recognised and the reply
 //! is content).
 
+pub mod llama;
 pub mod profile;
 
 use serde::Serialize;
@@ -204,7 +205,8 @@ pub fn expected(
                     ),
                     None,
                 ),
-                (Engine::LlamaCpp, Some(_), _) => llama_after_prompt(family, text, tools),
+                (Engine::LlamaCpp, Some(_), _) => llama_by_grammar(family, text, tools)
+                    .unwrap_or_else(|| llama_after_prompt(family, text, tools)),
                 (_, Some(_), Some(p)) => {
                     let (o, why) = by_profile(family, text, &ours, &sit, &p, &index, tools);
                     (o, why, p.defect)
@@ -346,6 +348,66 @@ impl Situation {
         }
         s
     }
+}
+
+/// llama.cpp's verdict from the family's grammar ([`llama::parse`]); `None` when the family has
+/// no modelled grammar.
+fn llama_by_grammar(
+    family: Syntax,
+    text: &str,
+    tools: Option<&Value>,
+) -> Option<(Outcome, String, Option<&'static str>)> {
+    let list = llama::tools_of(tools);
+    let release = Engine::LlamaCpp.release();
+    let parser = llama_parser(family).unwrap_or("peg-native");
+    Some(match llama::parse(family, text, &list)? {
+        Err(()) => (
+            Outcome::Error {
+                status: 500,
+                message: format!(
+                    "The model produced output that does not match the expected {} format",
+                    llama_format_name(family)
+                ),
+            },
+            format!(
+                "llama.cpp {release} parses the generation prompt + reply with its {parser} \
+                 grammar; the text does not match it (a lenient parse fails only on a mismatch \
+                 before the end of the text), so llama-server answers HTTP 500"
+            ),
+            None,
+        ),
+        Ok(m) => {
+            let calls: Vec<ParsedCall> = m
+                .calls
+                .iter()
+                .map(|(name, args)| ParsedCall {
+                    name: name.clone(),
+                    arguments: serde_json::from_str(args)
+                        .unwrap_or_else(|_| Value::String(args.clone())),
+                    syntax: Some(family.name().to_string()),
+                    span: None,
+                    id: None,
+                })
+                .collect();
+            let why = format!(
+                "llama.cpp {release} parses the generation prompt + reply with its {parser} \
+                 grammar (lenient: a text cut short still maps): {} call(s)",
+                calls.len()
+            );
+            let outcome = if calls.is_empty() && m.reasoning.trim().is_empty() {
+                Outcome::Content {
+                    content: m.content.trim().to_string(),
+                }
+            } else {
+                Outcome::Calls {
+                    content: m.content.trim().to_string(),
+                    reasoning: m.reasoning.trim().to_string(),
+                    tool_calls: calls,
+                }
+            };
+            (outcome, why, None)
+        }
+    })
 }
 
 /// The marker that closes the reasoning block the corpus template's generation prompt opens, for

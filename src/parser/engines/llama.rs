@@ -1,0 +1,678 @@
+//! llama.cpp's tool-call parsing (llama-server b11434; b11312 alike), modelled as data: for each
+//! family, the PEG grammar llama.cpp builds for the corpus template and the request's tools
+//! (common/chat-auto-parser-generator.cpp for the template-derived "auto" parser,
+//! common/parsers/*.cpp for the dedicated ones), run by a port of llama.cpp's lenient PEG
+//! parser and AST mapper ([`peg`]). The grammars were read from the source and checked node by
+//! node against the arena llama.cpp builds (`common_peg_arena::dump`, common/peg-parser.cpp:893)
+//! for the corpus templates; the verdicts are checked against llama.cpp's own code by
+//! tests/e2e/engines_llama.rs.
+//!
+//! What follows from the grammars, per family, is in docs/parser.md ("llama.cpp checked against
+//! its own parser code"): text after the calls is refused (HTTP 500) where the grammar ends in
+//! `End` after the calls, accepted and dropped where it does not (Qwen3-Coder, GigaChat 3); a call
+//! to an undeclared tool does not match any tool rule; a text cut inside a call comes back as
+//! that call, its arguments cut (lenient end of input, chat.cpp:1471).
+
+pub mod peg;
+
+use serde_json::Value;
+
+use self::peg::{Grammar, Id, Mapper, Message, Node};
+use crate::parser::Syntax;
+
+/// One declared tool as llama.cpp reads it (`common_chat_tools_parse_oaicompat`): its name and
+/// its parameters in declaration order (name, `"type": "string"`, may be a string, required).
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub params: Vec<Param>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    /// `"type": "string"` exactly
+    pub string: bool,
+    /// the schema admits a string (`common_chat_schema::may_be_string`): no type, or "string"
+    /// among the types, or an enum
+    pub maybe_string: bool,
+    pub required: bool,
+}
+
+/// The request's tools (OpenAI or Anthropic array, or a whole request).
+pub fn tools_of(v: Option<&Value>) -> Vec<Tool> {
+    let Some(v) = v else { return Vec::new() };
+    let arr = match v {
+        Value::Array(a) => a.as_slice(),
+        Value::Object(o) => o
+            .get("tools")
+            .and_then(Value::as_array)
+            .map_or(&[][..], |a| a.as_slice()),
+        _ => &[],
+    };
+    arr.iter()
+        .filter_map(|t| {
+            let f = t.get("function").unwrap_or(t);
+            let name = f.get("name")?.as_str()?.to_string();
+            let schema = f
+                .get("parameters")
+                .or_else(|| f.get("input_schema"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let params = schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|props| {
+                    props
+                        .iter()
+                        .map(|(k, s)| {
+                            let types = crate::schema::types::allowed_types(s);
+                            Param {
+                                name: k.clone(),
+                                string: s.get("type").and_then(Value::as_str) == Some("string"),
+                                maybe_string: types.is_empty()
+                                    || types.contains(&"string")
+                                    || s.get("enum").is_some(),
+                                required: required.contains(&k.as_str()),
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(Tool { name, params })
+        })
+        .collect()
+}
+
+/// What llama.cpp returns for `text`: `Ok(message)` or `Err(())` (HTTP 500, "The model produced
+/// output that does not match the expected <format> format"). `None`: the family is not
+/// modelled by a grammar.
+pub fn parse(family: Syntax, text: &str, tools: &[Tool]) -> Option<Result<Message, ()>> {
+    let (prompt, g) = grammar(family, tools)?;
+    let input = format!("{prompt}{text}");
+    let Some((ast, roots)) = g.parse(&input) else {
+        return Some(Err(()));
+    };
+    let mut m = Mapper::default();
+    m.map_all(&ast, &roots, &input);
+    Some(Ok(m.msg))
+}
+
+/// The generation prompt the corpus template ends with (llama.cpp parses prompt + reply,
+/// common/chat.cpp:1465) and the grammar (b11434 and b11312 build the same for these).
+fn grammar(family: Syntax, tools: &[Tool]) -> Option<(&'static str, Grammar)> {
+    use Syntax as S;
+    let mut g = Grammar::default();
+    let prompt = match family {
+        S::Hermes => {
+            g.root = hermes(&mut g, tools);
+            "<|im_start|>assistant\n"
+        }
+        S::Llama3 => {
+            g.root = llama3(&mut g, tools);
+            "<|start_header_id|>assistant<|end_header_id|>\n\n"
+        }
+        S::Mistral => {
+            g.root = mistral(&mut g, tools);
+            ""
+        }
+        S::CommandR7b => {
+            g.root = command_r7b(&mut g, tools);
+            ""
+        }
+        S::MiniMaxM1 => {
+            g.root = json_section(
+                &mut g,
+                tools,
+                "<beginning_of_sentence>ai name=assistant\n",
+                "<tool_calls>\n",
+                "",
+                "</tool_calls>",
+                JsonTool::Flat("name", "arguments", None, false),
+            );
+            "<beginning_of_sentence>ai name=assistant\n"
+        }
+        S::Apertus => {
+            g.root = json_section(
+                &mut g,
+                tools,
+                "<|assistant_start|>",
+                "<|tools_prefix|>",
+                "[",
+                "]<|tools_suffix|>",
+                JsonTool::NameIsKey,
+            );
+            "<|assistant_start|>"
+        }
+        S::GigaChat3 => {
+            g.root = gigachat3(&mut g, tools);
+            "assistant<|role_sep|>\n"
+        }
+        S::Glm45 => {
+            g.root = tagged(&mut g, tools, &GLM45);
+            "<|assistant|>"
+        }
+        S::SeedOss => {
+            g.root = tagged(&mut g, tools, &SEED_OSS);
+            "<seed:bos>assistant\n"
+        }
+        S::Qwen3Coder => {
+            g.root = qwen3_coder(&mut g, tools);
+            "<|im_start|>assistant\n"
+        }
+        _ => return None,
+    };
+    Some((prompt, g))
+}
+
+/// How a JSON tool call object is laid out (common/chat-peg-parser.cpp `standard_json_tools`).
+#[derive(Clone, Copy)]
+enum JsonTool {
+    /// `{"NAME_KEY": "name", "ARGS_KEY": {…}}` with an optional id field first (`Some(key)`,
+    /// then a `,` is required) and an optional leading `"type": "function",` (flat keys, :785)
+    Flat(&'static str, &'static str, Option<&'static str>, bool),
+    /// `{"name": "…", "arguments": {…}, "id": …}`: the id optional but the `,` before it
+    /// required (flat keys with `id` ordered last, :840)
+    FlatIdLast(&'static str, &'static str, &'static str),
+    /// `{"name": {…}}` (function_is_key, :616)
+    NameIsKey,
+}
+
+/// `"KEY" : ` then `p`.
+fn key(g: &mut Grammar, k: &str, p: Id) -> Id {
+    let kl = g.lit(&format!("\"{k}\""));
+    let (s, c) = (g.space(), g.lit(":"));
+    g.seq(&[kl, s, c, s, p])
+}
+
+/// `, ` between fields: space `,` space.
+fn comma(g: &mut Grammar) -> Id {
+    let (s, c) = (g.space(), g.lit(","));
+    g.seq(&[s, c, s])
+}
+
+/// An id field: `"KEY": "…"` or a number, atomic (chat-peg-parser.cpp:800).
+fn id_field(g: &mut Grammar, k: &str) -> Id {
+    let q = g.lit("\"");
+    let s = g.add(Node::Str(b'"'));
+    let t = g.tag("tool-id", s);
+    let t = g.atomic(t);
+    let quoted = g.seq(&[q, t, q]);
+    let n = g.json_number();
+    let n = g.tag("tool-id", n);
+    let n = g.atomic(n);
+    let v = g.choice(&[quoted, n]);
+    let f = key(g, k, v);
+    g.atomic(f)
+}
+
+fn json_tool(g: &mut Grammar, t: &Tool, how: JsonTool) -> Id {
+    let open = g.lit("{");
+    let open = g.tag("tool-open", open);
+    let open = g.atomic(open);
+    let close = g.lit("}");
+    let close = g.tag("tool-close", close);
+    let close = g.atomic(close);
+    let sp = g.space();
+    let q = g.lit("\"");
+    let nl = g.lit(&t.name);
+    let name = g.tag("tool-name", nl);
+    let name = g.atomic(name);
+    let j = g.json();
+    let args = g.tag("tool-args", j);
+    let body = match how {
+        JsonTool::NameIsKey => {
+            let colon = g.lit(":");
+            vec![open, sp, q, name, q, sp, colon, sp, args, sp, close]
+        }
+        JsonTool::Flat(nk, ak, id, typed) => {
+            let qn = g.seq(&[q, name, q]);
+            let qn = g.atomic(qn);
+            let n = key(g, nk, qn);
+            let a = key(g, ak, args);
+            let c = comma(g);
+            let mut v = vec![open, sp];
+            if typed {
+                let f = g.lit("\"function\"");
+                let tf = key(g, "type", f);
+                let tf = g.seq(&[tf, c]);
+                v.push(g.opt(tf));
+            } else {
+                v.push(g.eps());
+            }
+            if let Some(k) = id {
+                let idf = id_field(g, k);
+                v.push(g.opt(idf));
+                v.push(c);
+            }
+            v.extend([n, c, a, sp, close]);
+            v
+        }
+        JsonTool::FlatIdLast(nk, ak, ik) => {
+            let qn = g.seq(&[q, name, q]);
+            let qn = g.atomic(qn);
+            let n = key(g, nk, qn);
+            let a = key(g, ak, args);
+            let c = comma(g);
+            let idf = id_field(g, ik);
+            let idf = g.opt(idf);
+            let e = g.eps();
+            vec![open, sp, e, n, c, a, c, idf, sp, close]
+        }
+    };
+    let s = g.seq(&body);
+    g.tag("tool", s)
+}
+
+fn json_choice(g: &mut Grammar, tools: &[Tool], how: JsonTool) -> Id {
+    let v: Vec<Id> = tools.iter().map(|t| json_tool(g, t, how)).collect();
+    g.choice(&v)
+}
+
+/// `choice (space , space choice)*` (parallel calls).
+fn json_list(g: &mut Grammar, choice: Id) -> Id {
+    let c = comma(g);
+    let more = g.seq(&[c, choice]);
+    let more = g.star(more);
+    g.seq(&[choice, more])
+}
+
+/// `PROMPT space ε (content until START)? (START space OPEN space calls space CLOSE)? end`: the
+/// auto parser's JSON-native shape with a section around the calls
+/// (chat-auto-parser-generator.cpp:186-225).
+fn json_section(
+    g: &mut Grammar,
+    tools: &[Tool],
+    prompt: &str,
+    start: &str,
+    open: &str,
+    close: &str,
+    how: JsonTool,
+) -> Id {
+    let p = g.lit(prompt);
+    let sp = g.space();
+    let e = g.eps();
+    let u = g.until(&[start]);
+    let content = g.tag("content", u);
+    let content = g.opt(content);
+    let st = g.lit(start);
+    let ch = json_choice(g, tools, how);
+    let list = json_list(g, ch);
+    let mut v = vec![st, sp];
+    if !open.is_empty() {
+        // `[` … `]` then the section end, with spaces between (apertus: `]` space suffix)
+        v.push(g.lit(open));
+        v.push(sp);
+        v.push(list);
+        v.push(sp);
+        let (a, b) = close.split_at(1);
+        v.push(g.lit(a));
+        v.push(sp);
+        v.push(g.lit(b));
+    } else {
+        v.push(list);
+        v.push(sp);
+        v.push(g.lit(close));
+    }
+    let calls = g.seq(&v);
+    let calls = g.opt(calls);
+    let end = g.end();
+    g.seq(&[p, sp, e, content, calls, end])
+}
+
+/// `<think>`-style optional reasoning: `ε START [\n]? reasoning(until END) ε [\n]? END …`.
+fn think(g: &mut Grammar, start: &str, end: &str, nl_inside: bool, nl_after: usize) -> Id {
+    let e = g.eps();
+    let s = g.lit(start);
+    let nl = g.lit("\n");
+    let onl = g.opt(nl);
+    let u = g.until(&[end]);
+    let r = g.tag("reasoning", u);
+    let en = g.lit(end);
+    let mut v = vec![e, s];
+    if nl_inside {
+        v.push(onl);
+    }
+    v.extend([r, e]);
+    if nl_inside {
+        v.push(onl);
+    }
+    v.push(en);
+    for _ in 0..nl_after {
+        v.push(onl);
+    }
+    let s = g.seq(&v);
+    g.opt(s)
+}
+
+/// Qwen3 (`<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`), the auto parser's
+/// per-call JSON shape (chat-auto-parser-generator.cpp:198-201): one or more
+/// `(call)? space`, then end.
+fn hermes(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let p = g.lit("<|im_start|>assistant\n");
+    let sp = g.space();
+    let r = think(g, "<think>", "</think>", true, 2);
+    let u = g.until(&["<tool_call>\n"]);
+    let content = g.tag("content", u);
+    let content = g.opt(content);
+    let st = g.lit("<tool_call>\n");
+    let ch = json_choice(g, tools, JsonTool::Flat("name", "arguments", None, false));
+    let list = json_list(g, ch);
+    let en = g.lit("</tool_call>");
+    let call = g.seq(&[st, sp, list, sp, en]);
+    let call = g.opt(call);
+    let one = g.seq(&[call, sp]);
+    let calls = g.plus(one);
+    let end = g.end();
+    g.seq(&[p, sp, r, content, calls, end])
+}
+
+/// Llama 3.x: one bare JSON object `{"type"?: "function", "name": …, "parameters": …}` after
+/// optional content up to the first `{`; no parallel calls.
+fn llama3(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let p = g.lit("<|start_header_id|>assistant<|end_header_id|>\n\n");
+    let sp = g.space();
+    let e = g.eps();
+    let u = g.until(&["{"]);
+    let content = g.tag("content", u);
+    let content = g.opt(content);
+    let ch = json_choice(g, tools, JsonTool::Flat("name", "parameters", None, true));
+    let empty = g.lit("");
+    let call = g.seq(&[empty, sp, ch, sp, empty]);
+    let call = g.opt(call);
+    let end = g.end();
+    g.seq(&[p, sp, e, content, call, end])
+}
+
+/// Mistral Nemo: `[TOOL_CALLS][{"name": …, "arguments": …, "id": …}]`; the `,` before the
+/// optional id is required (flat keys, chat-peg-parser.cpp:840), so a call without an id fails.
+fn mistral(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let e = g.eps();
+    let sp = g.space();
+    let u = g.until(&["[TOOL_CALLS]"]);
+    let content = g.tag("content", u);
+    let content = g.opt(content);
+    let st = g.lit("[TOOL_CALLS]");
+    let (lb, rb) = (g.lit("["), g.lit("]"));
+    let ch = json_choice(g, tools, JsonTool::FlatIdLast("name", "arguments", "id"));
+    let list = json_list(g, ch);
+    let empty = g.lit("");
+    let calls = g.seq(&[st, sp, lb, sp, list, sp, rb, sp, empty]);
+    let calls = g.opt(calls);
+    let end = g.end();
+    g.seq(&[e, sp, e, content, calls, end])
+}
+
+/// Command R7B: `(<|START_THINKING|>…<|END_THINKING|>)? (<|START_RESPONSE|>…<|END_RESPONSE|>)?
+/// (<|START_ACTION|>[…]<|END_ACTION|>)? end`: content only inside the response markers, so a
+/// bare reply fails.
+fn command_r7b(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let e = g.eps();
+    let sp = g.space();
+    let r = think(g, "<|START_THINKING|>", "<|END_THINKING|>", false, 0);
+    let rs = g.lit("<|START_RESPONSE|>");
+    let u = g.until(&["<|END_RESPONSE|>"]);
+    let c = g.tag("content", u);
+    let re = g.lit("<|END_RESPONSE|>");
+    let resp = g.seq(&[rs, c, re]);
+    let resp = g.opt(resp);
+    let st = g.lit("<|START_ACTION|>");
+    let (lb, rb) = (g.lit("["), g.lit("]"));
+    let ch = json_choice(
+        g,
+        tools,
+        JsonTool::Flat("tool_name", "parameters", Some("tool_call_id"), false),
+    );
+    let list = json_list(g, ch);
+    let en = g.lit("<|END_ACTION|>");
+    let calls = g.seq(&[st, sp, lb, sp, list, sp, rb, sp, en]);
+    let calls = g.opt(calls);
+    let end = g.end();
+    g.seq(&[e, sp, r, resp, calls, end])
+}
+
+/// GigaChat 3 (common/parsers/gigachat-v3.cpp): content up to `<|message_sep|>\n\n`, then at
+/// most one `function call` message; no `end`, so anything after the call is accepted and
+/// dropped, and no tool-close tag.
+fn gigachat3(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let p = g.lit("assistant<|role_sep|>\n");
+    let u = g.until(&["<|message_sep|>\n\n"]);
+    let content = g.tag("content", u);
+    let sp = g.space();
+    let st = g.lit("<|message_sep|>\n\nfunction call<|role_sep|>\n");
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let (o, q, c, cl) = (g.lit("{"), g.lit("\""), g.lit(":"), g.lit("}"));
+            let nk = g.lit("\"name\"");
+            let nl = g.lit(&t.name);
+            let name = g.tag("tool-name", nl);
+            let name = g.atomic(name);
+            let open = g.seq(&[o, sp, nk, sp, c, sp, q, name, q]);
+            let open = g.tag("tool-open", open);
+            let open = g.atomic(open);
+            let cm = g.lit(",");
+            let ak = g.lit("\"arguments\"");
+            let j = g.json();
+            let args = g.tag("tool-args", j);
+            g.seq(&[open, sp, cm, sp, ak, sp, c, sp, args, sp, cl])
+        })
+        .collect();
+    let ch = g.choice(&v);
+    let call = g.seq(&[st, ch]);
+    let call = g.opt(call);
+    g.seq(&[p, content, sp, call])
+}
+
+/// The auto parser's tagged shape (chat-auto-parser-generator.cpp:340-478): the markers.
+struct Tagged {
+    prompt: &'static str,
+    think: (&'static str, &'static str),
+    call_start: &'static str,
+    call_end: &'static str,
+    name_prefix: &'static str,
+    name_suffix: &'static str,
+    arg_prefix: &'static str,
+    arg_suffix: &'static str,
+    value_prefix: &'static str,
+    value_suffix: &'static str,
+    /// `Some(close)`: `space close` ends a call; `None`: a peek at `call_end` does (:256)
+    func_close: Option<&'static str>,
+}
+
+/// GLM-4.6: `<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n…</tool_call>`.
+const GLM45: Tagged = Tagged {
+    prompt: "<|assistant|>",
+    think: ("<think>", "</think>"),
+    call_start: "<tool_call>",
+    call_end: "</tool_call>",
+    name_prefix: "",
+    name_suffix: "\n",
+    arg_prefix: "<arg_key>",
+    arg_suffix: "</arg_key>\n",
+    value_prefix: "<arg_value>",
+    value_suffix: "</arg_value>\n",
+    func_close: None,
+};
+
+/// Seed-OSS: `<seed:tool_call>\n<function=NAME>\n<parameter=K>V</parameter>\n</function>\n…`.
+const SEED_OSS: Tagged = Tagged {
+    prompt: "<seed:bos>assistant\n",
+    think: ("<seed:think>", "</seed:think>"),
+    call_start: "<seed:tool_call>\n",
+    call_end: "</seed:tool_call>",
+    name_prefix: "<function=",
+    name_suffix: ">\n",
+    arg_prefix: "<parameter=",
+    arg_suffix: ">",
+    value_prefix: "",
+    value_suffix: "</parameter>\n",
+    func_close: Some("</function>\n"),
+};
+
+/// One argument `PREFIX name SUFFIX VALUE_PREFIX value VALUE_SUFFIX`: a string schema reads the
+/// value verbatim up to the suffix, any other as JSON (:361-371).
+fn tagged_arg(g: &mut Grammar, p: &Param, pre: &str, suf: &str, vpre: &str, vsuf: &str) -> Id {
+    let a = g.lit(pre);
+    let nl = g.lit(&p.name);
+    let n = g.tag("tool-arg-name", nl);
+    let n = g.atomic(n);
+    let b = g.lit(suf);
+    let open = g.seq(&[a, n, b]);
+    let open = g.tag("tool-arg-open", open);
+    let open = g.atomic(open);
+    let vp = g.lit(vpre);
+    let cl = g.lit(vsuf);
+    let close = g.tag("tool-arg-close", cl);
+    let close = g.atomic(close);
+    let value = if p.maybe_string {
+        let u = g.until(&[vsuf]);
+        let v = g.tag("tool-arg-string-value", u);
+        g.seq(&[v, close])
+    } else {
+        let j = g.json();
+        let v = g.tag("tool-arg-value", j);
+        g.seq(&[v, close])
+    };
+    let s = g.seq(&[open, vp, value]);
+    g.tag("tool-arg", s)
+}
+
+fn tagged_func(g: &mut Grammar, t: &Tool, m: &Tagged) -> Id {
+    let sp = g.space();
+    let a = g.lit(m.name_prefix);
+    let nl = g.lit(&t.name);
+    let n = g.tag("tool-name", nl);
+    let n = g.atomic(n);
+    let b = g.lit(m.name_suffix);
+    let open = g.seq(&[a, n, b]);
+    let open = g.tag("tool-open", open);
+    let open = g.atomic(open);
+    let e = g.eps();
+    let mut args = vec![e];
+    let mut opts = Vec::new();
+    for p in &t.params {
+        let arg = tagged_arg(
+            g,
+            p,
+            m.arg_prefix,
+            m.arg_suffix,
+            m.value_prefix,
+            m.value_suffix,
+        );
+        if p.required {
+            if args.len() > 1 {
+                args.push(sp);
+            }
+            args.push(arg);
+        } else {
+            opts.push(arg);
+        }
+    }
+    if !opts.is_empty() {
+        let c = g.choice(&opts);
+        let s = g.seq(&[sp, c]);
+        args.push(g.star(s));
+    }
+    let args = g.seq(&args);
+    let close = match m.func_close {
+        Some(c) => {
+            let l = g.lit(c);
+            let l = g.tag("tool-close", l);
+            let l = g.atomic(l);
+            g.seq(&[sp, l])
+        }
+        None => {
+            let l = g.lit(m.call_end);
+            let pk = g.peek(l);
+            let t = g.tag("tool-close", pk);
+            g.atomic(t)
+        }
+    };
+    g.seq(&[open, e, sp, args, close])
+}
+
+fn tagged(g: &mut Grammar, tools: &[Tool], m: &Tagged) -> Id {
+    let p = g.lit(m.prompt);
+    let sp = g.space();
+    let r = think(g, m.think.0, m.think.1, false, 1);
+    let u = g.until(&[m.call_start]);
+    let content = g.tag("content", u);
+    let content = g.opt(content);
+    let v: Vec<Id> = tools.iter().map(|t| tagged_func(g, t, m)).collect();
+    let ch = g.choice(&v);
+    let st = g.lit(m.call_start);
+    let en = g.lit(m.call_end);
+    let more = g.seq(&[sp, st, sp, ch, sp, en]);
+    let more = g.star(more);
+    let calls = g.seq(&[st, sp, ch, sp, en, more, sp]);
+    let calls = g.opt(calls);
+    let end = g.end();
+    g.seq(&[p, sp, r, content, calls, end])
+}
+
+/// Qwen3-Coder (common/parsers/qwen3-coder.cpp): content up to `<tool_call>` or a
+/// `<function=NAME>`, the first `<tool_call>` optional, values between `>\n` and
+/// `\n</parameter>\n`; no `end`, so text after the calls is dropped.
+fn qwen3_coder(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let p = g.lit("<|im_start|>assistant\n");
+    let e = g.eps();
+    let sp = g.space();
+    let mut delims = vec!["<tool_call>".to_string()];
+    delims.extend(tools.iter().map(|t| format!("<function={}>", t.name)));
+    let d: Vec<&str> = delims.iter().map(String::as_str).collect();
+    let u = g.until(&d);
+    let content = g.tag("content", u);
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let a = g.lit("<function=");
+            let nl = g.lit(&t.name);
+            let n = g.tag("tool-name", nl);
+            let n = g.atomic(n);
+            let b = g.lit(">\n");
+            let open = g.seq(&[a, n, b]);
+            let open = g.tag("tool-open", open);
+            let open = g.atomic(open);
+            let mut req = Vec::new();
+            let mut opts = Vec::new();
+            for prm in &t.params {
+                let arg = tagged_arg(g, prm, "<parameter=", ">\n", "", "\n</parameter>\n");
+                if prm.required {
+                    req.push(arg);
+                } else {
+                    opts.push(arg);
+                }
+            }
+            if req.is_empty() {
+                req.push(e);
+            }
+            if !opts.is_empty() {
+                let c = g.choice(&opts);
+                req.push(g.star(c));
+            }
+            let args = g.seq(&req);
+            let args = g.tag("tool-args", args);
+            let cl = g.lit("</function>\n");
+            let close = g.tag("tool-close", cl);
+            let close = g.atomic(close);
+            let s = g.seq(&[open, args, close]);
+            g.tag("tool", s)
+        })
+        .collect();
+    let ch = g.choice(&v);
+    let st = g.lit("<tool_call>\n");
+    let ost = g.opt(st);
+    let en = g.lit("</tool_call>");
+    let first = g.seq(&[ost, ch, en, sp]);
+    let next = g.seq(&[st, ch, en, sp]);
+    let next = g.star(next);
+    let calls = g.seq(&[first, next]);
+    let calls = g.opt(calls);
+    g.seq(&[p, e, sp, content, sp, calls])
+}
