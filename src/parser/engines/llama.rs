@@ -165,6 +165,26 @@ fn grammar(family: Syntax, tools: &[Tool]) -> Option<(&'static str, Grammar)> {
             g.root = qwen3_coder(&mut g, tools);
             "<|im_start|>assistant\n"
         }
+        S::GptOss => {
+            g.root = gpt_oss(&mut g, tools);
+            "<|start|>assistant"
+        }
+        S::MuseGlimmer => {
+            g.root = muse_glimmer(&mut g, tools);
+            "<|start|>assistant"
+        }
+        S::DeepSeekV32 => {
+            g.root = deepseek_v32(&mut g, tools);
+            "<｜Assistant｜><think>"
+        }
+        S::Lfm2 => {
+            g.root = lfm2(&mut g, tools);
+            "<|im_start|>assistant\n"
+        }
+        S::KimiK2 => {
+            g.root = kimi_k2(&mut g, tools);
+            "<|im_assistant|>assistant<|im_middle|>"
+        }
         _ => return None,
     };
     Some((prompt, g))
@@ -675,4 +695,411 @@ fn qwen3_coder(g: &mut Grammar, tools: &[Tool]) -> Id {
     let calls = g.seq(&[first, next]);
     let calls = g.opt(calls);
     g.seq(&[p, e, sp, content, sp, calls])
+}
+
+/// GPT-OSS harmony (common/parsers/gpt-oss.cpp:70-135): `(start (preamble | analysis))* start
+/// (tool call | final)`, `start` = `<|start|>assistant`; a call is ` to=functions.NAME` in the
+/// role header or after the channel, then `<|message|>` and JSON arguments. No `end`: what follows
+/// the arguments is dropped.
+fn gpt_oss(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let start = g.lit("<|start|>assistant");
+    let end = g.lit("<|end|>");
+    let u = g.until(&["<|end|>"]);
+    let (com, ana) = (g.lit("commentary"), g.lit("analysis"));
+    let chan = g.lit("<|channel|>");
+    let which = g.choice(&[com, ana]);
+    let channel = g.seq(&[chan, which]);
+    let sp = g.space();
+    let cons = g.lit("<|constrain|>");
+    let cons = g.opt(cons);
+    let ctype = g.chars(
+        &[('A', 'Z'), ('a', 'z'), ('0', '9'), ('_', '_'), ('-', '-')],
+        false,
+        1,
+        None,
+    );
+    let constraint = g.seq(&[sp, cons, ctype]);
+    let constraint = g.opt(constraint);
+    let sc = g.lit("<|channel|>commentary");
+    let ta = g.lit(" to=assistant");
+    let ta = g.opt(ta);
+    let stray = g.seq(&[sc, ta]);
+    let stray = g.opt(stray);
+    let sa = g.lit("<|channel|>analysis<|message|>");
+    let r = g.tag("reasoning", u);
+    let analysis = g.seq(&[stray, sa, r, end]);
+    let pl = g.lit("<|channel|>commentary<|message|>");
+    let c = g.tag("content", u);
+    let preamble = g.seq(&[pl, c, end]);
+    let any = g.choice(&[preamble, analysis]);
+    let msg = g.lit("<|message|>");
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let to = g.lit(" to=functions.");
+            let nl = g.lit(&t.name);
+            let n = g.tag("tool-name", nl);
+            let n = g.atomic(n);
+            let j = g.json();
+            let args = g.tag("tool-args", j);
+            let o1 = g.seq(&[to, n, channel, constraint, msg]);
+            let o1 = g.tag("tool-open", o1);
+            let o1 = g.atomic(o1);
+            let r1 = g.seq(&[o1, args]);
+            let r1 = g.tag("tool", r1);
+            let o2 = g.seq(&[channel, to, n, constraint, msg]);
+            let o2 = g.tag("tool-open", o2);
+            let o2 = g.atomic(o2);
+            let r2 = g.seq(&[o2, args]);
+            let r2 = g.tag("tool", r2);
+            g.choice(&[r1, r2])
+        })
+        .collect();
+    let call = g.choice(&v);
+    let fl = g.lit("<|channel|>final<|message|>");
+    let final_msg = g.seq(&[stray, fl, c]);
+    let last = g.choice(&[call, final_msg]);
+    let head = g.seq(&[start, any]);
+    let head = g.star(head);
+    g.seq(&[head, start, last])
+}
+
+/// Muse Glimmer (common/parsers/muse-glimmer.cpp:51-125): `(start analysis)* start (calls |
+/// final (<|eom|> start calls)?)`; a call is ` to=…<|message|><atem:function_calls>
+/// <atem:invoke name="NAME"> args </atem:invoke> </atem:function_calls>`, parallel ones joined by
+/// `<|eom|><|start|>assistant`. No `end`.
+fn muse_glimmer(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let start = g.lit("<|start|>assistant");
+    let sp = g.space();
+    let al = g.lit(" to=self<|message|>");
+    let u = g.until(&["<|eom|>"]);
+    let r = g.tag("reasoning", u);
+    let eom = g.lit("<|eom|>");
+    let analysis = g.seq(&[al, r, eom]);
+    let pend = g.lit("</atem:parameter>");
+    let su = g.until(&["</atem:parameter>"]);
+    let sv = g.tag("tool-arg-string-value", su);
+    let pc = g.tag("tool-arg-close", pend);
+    let pc = g.atomic(pc);
+    let string_value = g.seq(&[sv, pc]);
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let rules: Vec<Id> = t
+                .params
+                .iter()
+                .map(|p| {
+                    let a = g.lit("<atem:parameter name=\"");
+                    let nl = g.lit(&p.name);
+                    let n = g.tag("tool-arg-name", nl);
+                    let n = g.atomic(n);
+                    let b = g.lit("\">");
+                    let open = g.seq(&[a, n, b]);
+                    let open = g.tag("tool-arg-open", open);
+                    let open = g.atomic(open);
+                    let value = if p.maybe_string {
+                        string_value
+                    } else {
+                        let j = g.json();
+                        let jv = g.tag("tool-arg-value", j);
+                        g.seq(&[jv, pc])
+                    };
+                    let s = g.seq(&[open, value]);
+                    g.tag("tool-arg", s)
+                })
+                .collect();
+            let args = if rules.is_empty() {
+                g.eps()
+            } else {
+                let c = g.choice(&rules);
+                let s = g.seq(&[c, sp]);
+                g.star(s)
+            };
+            let args = g.tag("tool-args", args);
+            let to = g.lit(" to=");
+            let um = g.until(&["<|message|>"]);
+            let fc = g.lit("<|message|><atem:function_calls>");
+            let inv = g.lit("<atem:invoke name=\"");
+            let nl = g.lit(&t.name);
+            let n = g.tag("tool-name", nl);
+            let n = g.atomic(n);
+            let q = g.lit("\">");
+            let open = g.seq(&[to, um, fc, sp, inv, n, q, sp]);
+            let open = g.tag("tool-open", open);
+            let open = g.atomic(open);
+            let ie = g.lit("</atem:invoke>");
+            let fe = g.lit("</atem:function_calls>");
+            let close = g.seq(&[ie, sp, fe]);
+            let close = g.tag("tool-close", close);
+            let close = g.atomic(close);
+            let s = g.seq(&[open, sp, args, sp, close]);
+            g.tag("tool", s)
+        })
+        .collect();
+    let choice = g.choice(&v);
+    let more = g.seq(&[eom, start, choice]);
+    let more = g.star(more);
+    let calls = g.seq(&[choice, more]);
+    let tu = g.lit(" to=user");
+    let tu = g.opt(tu);
+    let ml = g.lit("<|message|>");
+    let cu = g.until(&["<|eot|>", "<|eom|>"]);
+    let c = g.tag("content", cu);
+    let final_msg = g.seq(&[tu, ml, c]);
+    let trailing = g.seq(&[eom, start, calls]);
+    let trailing = g.opt(trailing);
+    let fin = g.seq(&[final_msg, trailing]);
+    let last = g.choice(&[calls, fin]);
+    let head = g.seq(&[start, analysis]);
+    let head = g.star(head);
+    g.seq(&[head, start, last])
+}
+
+/// DeepSeek V3.2 DSML (common/parsers/deepseek.cpp:150-260): after `<｜Assistant｜>`, either
+/// reasoning (the prompt's `<think>`) running up to the calls, or `<think>…</think>`? content up
+/// to the calls; the calls `<｜DSML｜function_calls>` invoke+ `</｜DSML｜function_calls>`, then end.
+fn deepseek_v32(g: &mut Grammar, tools: &[Tool]) -> Id {
+    const FC: &str = "<｜DSML｜function_calls>";
+    let p = g.lit("<｜Assistant｜>");
+    let sp = g.space();
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let mut req = vec![g.eps()];
+            let mut opts = Vec::new();
+            for prm in &t.params {
+                let a = g.lit("<｜DSML｜parameter name=\"");
+                let nl = g.lit(&prm.name);
+                let n = g.tag("tool-arg-name", nl);
+                let n = g.atomic(n);
+                let b = g.lit(if prm.maybe_string {
+                    "\" string=\"true\">"
+                } else {
+                    "\" string=\"false\">"
+                });
+                let open = g.seq(&[a, n, b]);
+                let open = g.tag("tool-arg-open", open);
+                let open = g.atomic(open);
+                let value = if prm.maybe_string {
+                    let u = g.until(&["</｜DSML｜parameter>"]);
+                    g.tag("tool-arg-string-value", u)
+                } else {
+                    let j = g.json();
+                    g.tag("tool-arg-value", j)
+                };
+                let cl = g.lit("</｜DSML｜parameter>");
+                let cl = g.tag("tool-arg-close", cl);
+                let cl = g.atomic(cl);
+                let s = g.seq(&[open, value, cl]);
+                let arg = g.tag("tool-arg", s);
+                if prm.required {
+                    if req.len() > 1 {
+                        req.push(sp);
+                    }
+                    req.push(arg);
+                } else {
+                    opts.push(arg);
+                }
+            }
+            if !opts.is_empty() {
+                let c = g.choice(&opts);
+                let s = g.seq(&[sp, c]);
+                req.push(g.star(s));
+            }
+            let args = g.seq(&req);
+            let a = g.lit("<｜DSML｜invoke name=\"");
+            let nl = g.lit(&t.name);
+            let n = g.tag("tool-name", nl);
+            let n = g.atomic(n);
+            let b = g.lit("\">\n");
+            let open = g.seq(&[a, n, b]);
+            let open = g.tag("tool-open", open);
+            let open = g.atomic(open);
+            let cl = g.lit("</｜DSML｜invoke>");
+            let cl = g.tag("tool-close", cl);
+            let cl = g.atomic(cl);
+            let s = g.seq(&[open, args, sp, cl]);
+            g.tag("tool", s)
+        })
+        .collect();
+    let choice = g.choice(&v);
+    let fs = g.lit(FC);
+    let fe = g.lit("</｜DSML｜function_calls>");
+    let more = g.seq(&[sp, choice]);
+    let more = g.star(more);
+    let calls = g.seq(&[fs, sp, choice, more, sp, fe]);
+    let ts = g.lit("<think>");
+    let te = g.lit("</think>");
+    let nfc = format!("\n\n{FC}");
+    let ru = g.until(&[&nfc, FC, "</think>"]);
+    let r = g.tag("reasoning", ru);
+    let a = g.seq(&[ts, r, sp, calls]);
+    let tu = g.until(&["</think>"]);
+    let tr = g.tag("reasoning", tu);
+    let th = g.seq(&[ts, tr, te]);
+    let th = g.opt(th);
+    let nt = g.not(ts);
+    let cu = g.until(&[&nfc, FC]);
+    let c = g.tag("content", cu);
+    let oc = g.opt(calls);
+    let b = g.seq(&[th, nt, c, sp, oc]);
+    let body = g.choice(&[a, b]);
+    let end = g.end();
+    g.seq(&[p, body, end])
+}
+
+/// LFM2 (common/parsers/lfm2.cpp:67-90): content up to `<|tool_call_start|>`, then the calls
+/// `[name(arg="v", n=3), …]` are required before `end` (a reply without one ends inside the
+/// content, which the lenient parse accepts). Values: a string parameter takes a quoted string,
+/// any other a Python-or-JSON value (chat-peg-parser.cpp:530).
+fn lfm2(g: &mut Grammar, tools: &[Tool]) -> Id {
+    let p = g.lit("<|im_start|>assistant\n");
+    let e = g.eps();
+    let sp = g.space();
+    let u = g.until(&["<|tool_call_start|>"]);
+    let content = g.tag("content", u);
+    let (dq, sq) = (g.lit("\""), g.lit("'"));
+    let ds = g.add(Node::Str(b'"'));
+    let ss = g.add(Node::Str(b'\''));
+    let dstr = g.seq(&[dq, ds, dq]);
+    let sstr = g.seq(&[sq, ss, sq]);
+    let pystr = g.choice(&[dstr, sstr]);
+    let value = python_or_json(g, pystr);
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let rules: Vec<Id> = t
+                .params
+                .iter()
+                .map(|prm| {
+                    let nl = g.lit(&prm.name);
+                    let n = g.tag("tool-arg-name", nl);
+                    let n = g.atomic(n);
+                    let eq = g.lit("=");
+                    let open = g.seq(&[n, eq]);
+                    let open = g.tag("tool-arg-open", open);
+                    let open = g.atomic(open);
+                    let val = g.tag("tool-arg-value", if prm.string { pystr } else { value });
+                    let cl = g.tag("tool-arg-close", e);
+                    let cl = g.atomic(cl);
+                    let s = g.seq(&[open, val, cl]);
+                    g.tag("tool-arg", s)
+                })
+                .collect();
+            let args = if rules.is_empty() {
+                e
+            } else {
+                let c = g.choice(&rules);
+                let cm = g.lit(",");
+                let m = g.seq(&[cm, sp, c]);
+                let m = g.star(m);
+                g.seq(&[c, m])
+            };
+            let args = g.tag("tool-args", args);
+            let nl = g.lit(&t.name);
+            let n = g.tag("tool-name", nl);
+            let n = g.atomic(n);
+            let lp = g.lit("(");
+            let open = g.seq(&[n, lp]);
+            let open = g.tag("tool-open", open);
+            let open = g.atomic(open);
+            let rp = g.lit(")");
+            let cl = g.tag("tool-close", rp);
+            let cl = g.atomic(cl);
+            let s = g.seq(&[open, sp, args, sp, cl]);
+            g.tag("tool", s)
+        })
+        .collect();
+    let choice = g.choice(&v);
+    let cm = g.lit(",");
+    let more = g.seq(&[cm, sp, choice]);
+    let more = g.star(more);
+    let st = g.lit("<|tool_call_start|>");
+    let (lb, rb) = (g.lit("["), g.lit("]"));
+    let en = g.lit("<|tool_call_end|>");
+    let calls = g.seq(&[st, lb, sp, choice, more, sp, rb, en]);
+    let end = g.end();
+    g.seq(&[p, e, content, calls, end])
+}
+
+/// python-or-json-value (chat-peg-parser.cpp:530).
+fn python_or_json(g: &mut Grammar, pystr: Id) -> Id {
+    let value = g.add(Node::Eps);
+    let ws = g.space();
+    let (o, c, colon, comma) = (g.lit("{"), g.lit("}"), g.lit(":"), g.lit(","));
+    let member = g.seq(&[pystr, ws, colon, ws, value]);
+    let m = g.seq(&[ws, comma, ws, member]);
+    let m = g.star(m);
+    let members = g.seq(&[member, m, ws, c]);
+    let body = g.choice(&[c, members]);
+    let dict = g.seq(&[o, ws, body, ws]);
+    let (lb, rb) = (g.lit("["), g.lit("]"));
+    let m = g.seq(&[comma, ws, value]);
+    let m = g.star(m);
+    let elements = g.seq(&[value, m, ws, rb]);
+    let body = g.choice(&[rb, elements]);
+    let array = g.seq(&[lb, ws, body, ws]);
+    let num = g.json_number();
+    let (t, f, n) = (g.lit("True"), g.lit("False"), g.lit("None"));
+    let pb = g.choice(&[t, f]);
+    let (jt, jf, jn) = (g.lit("true"), g.lit("false"), g.lit("null"));
+    let jb = g.choice(&[jt, jf]);
+    let all = g.choice(&[dict, array, pystr, num, pb, n, jb, jn]);
+    g.set(value, Node::Ref(all));
+    value
+}
+
+/// Kimi K2 (common/parsers/kimi-k2.cpp): `<think>…` optional, content up to the section or a
+/// call, `<|tool_calls_section_begin|>`? (`<|tool_call_begin|>functions.NAME:N
+/// <|tool_call_argument_begin|>{…}<|tool_call_end|>?`)* `<|tool_calls_section_end|>`? end.
+fn kimi_k2(g: &mut Grammar, tools: &[Tool]) -> Id {
+    const SB: &str = "<|tool_calls_section_begin|>";
+    const CB: &str = "<|tool_call_begin|>";
+    let p = g.lit("<|im_assistant|>assistant<|im_middle|>");
+    let ts = g.lit("<think>");
+    let ru = g.until(&["</think>", SB, CB]);
+    let r = g.tag("reasoning", ru);
+    let te = g.lit("</think>");
+    let te = g.opt(te);
+    let th = g.seq(&[ts, r, te]);
+    let th = g.opt(th);
+    let cu = g.until(&[SB, CB]);
+    let content = g.tag("content", cu);
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let f = g.lit("functions.");
+            let nl = g.lit(&t.name);
+            let n = g.tag("tool-name", nl);
+            let n = g.atomic(n);
+            let colon = g.lit(":");
+            let digits = g.chars(&[('0', '9')], false, 1, None);
+            let id = g.seq(&[f, n, colon, digits]);
+            let id = g.tag("tool-id", id);
+            let id = g.atomic(id);
+            let ab = g.lit("<|tool_call_argument_begin|>");
+            let open = g.seq(&[id, ab]);
+            let open = g.tag("tool-open", open);
+            let open = g.atomic(open);
+            let j = g.json();
+            let args = g.tag("tool-args", j);
+            let ce = g.lit("<|tool_call_end|>");
+            let ce = g.opt(ce);
+            let cl = g.tag("tool-close", ce);
+            let cl = g.atomic(cl);
+            let s = g.seq(&[open, args, cl]);
+            g.tag("tool", s)
+        })
+        .collect();
+    let choice = g.choice(&v);
+    let cb = g.lit(CB);
+    let call = g.seq(&[cb, choice]);
+    let calls = g.star(call);
+    let sb = g.lit(SB);
+    let sb = g.opt(sb);
+    let se = g.lit("<|tool_calls_section_end|>");
+    let se = g.opt(se);
+    let body = g.seq(&[sb, calls, se]);
+    let end = g.end();
+    g.seq(&[p, th, content, body, end])
 }

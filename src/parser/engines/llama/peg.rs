@@ -84,6 +84,10 @@ impl Grammar {
         self.nodes.push(n);
         self.nodes.len() - 1
     }
+    /// Replaces node `id` (ties a recursive rule's knot).
+    pub fn set(&mut self, id: Id, n: Node) {
+        self.nodes[id] = n;
+    }
     pub fn eps(&mut self) -> Id {
         self.add(Node::Eps)
     }
