@@ -357,8 +357,10 @@ fn llama_by_grammar(
     text: &str,
     tools: Option<&Value>,
 ) -> Option<(Outcome, String, Option<&'static str>)> {
-    let list = llama::tools_of(tools);
-    let release = Engine::LlamaCpp.release();
+    let mut list = llama::tools_of(tools);
+    if list.is_empty() {
+        list = llama::tools_from_calls(&parse(text, Some(family), None).tool_calls);
+    }
     let parser = llama_parser(family).unwrap_or("peg-native");
     Some(match llama::parse(family, text, &list)? {
         Err(()) => (
@@ -369,11 +371,7 @@ fn llama_by_grammar(
                     llama_format_name(family)
                 ),
             },
-            format!(
-                "llama.cpp {release} parses the generation prompt + reply with its {parser} \
-                 grammar; the text does not match it (a lenient parse fails only on a mismatch \
-                 before the end of the text), so llama-server answers HTTP 500"
-            ),
+            format!("its {parser} grammar does not match the prompt + reply: HTTP 500"),
             None,
         ),
         Ok(m) => {
@@ -389,11 +387,7 @@ fn llama_by_grammar(
                     id: None,
                 })
                 .collect();
-            let why = format!(
-                "llama.cpp {release} parses the generation prompt + reply with its {parser} \
-                 grammar (lenient: a text cut short still maps): {} call(s)",
-                calls.len()
-            );
+            let why = format!("read by its {parser} grammar (lenient at the text's end)");
             let outcome = if calls.is_empty() && m.reasoning.trim().is_empty() {
                 Outcome::Content {
                     content: m.content.trim().to_string(),

@@ -37,6 +37,8 @@ pub struct Param {
     /// among the types, or an enum
     pub maybe_string: bool,
     pub required: bool,
+    /// `"type": "array"` (MiniMax-M3 writes its items as `<item>` tags)
+    pub array: bool,
 }
 
 /// The request's tools (OpenAI or Anthropic array, or a whole request).
@@ -79,6 +81,7 @@ pub fn tools_of(v: Option<&Value>) -> Vec<Tool> {
                                     || types.contains(&"string")
                                     || s.get("enum").is_some(),
                                 required: required.contains(&k.as_str()),
+                                array: types == ["array"],
                             }
                         })
                         .collect()
@@ -87,6 +90,38 @@ pub fn tools_of(v: Option<&Value>) -> Vec<Tool> {
             Some(Tool { name, params })
         })
         .collect()
+}
+
+/// Without the request's tools (a bare `parse --engines`), the tools toolscope reads calls to,
+/// as if declared: each argument typed by its value (a string value declares a string, any
+/// other a typed parameter read as JSON), all optional.
+pub fn tools_from_calls(calls: &[crate::parser::ParsedCall]) -> Vec<Tool> {
+    let mut out: Vec<Tool> = Vec::new();
+    for c in calls {
+        if out.iter().any(|t| t.name == c.name) {
+            continue;
+        }
+        let params = c
+            .arguments
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| Param {
+                        name: k.clone(),
+                        string: v.is_string(),
+                        maybe_string: v.is_string(),
+                        required: false,
+                        array: false,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(Tool {
+            name: c.name.clone(),
+            params,
+        });
+    }
+    out
 }
 
 /// What llama.cpp returns for `text`: `Ok(message)` or `Err(())` (HTTP 500, "The model produced
@@ -184,6 +219,14 @@ fn grammar(family: Syntax, tools: &[Tool]) -> Option<(&'static str, Grammar)> {
         S::KimiK2 => {
             g.root = kimi_k2(&mut g, tools);
             "<|im_assistant|>assistant<|im_middle|>"
+        }
+        S::Granite => {
+            g.root = granite(&mut g);
+            "<|start_of_role|>assistant<|end_of_role|>"
+        }
+        S::MiniMaxM3 => {
+            g.root = minimax_m3(&mut g, tools);
+            "]~b]ai\n"
         }
         _ => return None,
     };
@@ -1010,14 +1053,12 @@ fn lfm2(g: &mut Grammar, tools: &[Tool]) -> Id {
             g.tag("tool", s)
         })
         .collect();
+    // the LFM2-8B template does not support parallel calls (caps), so one call only
     let choice = g.choice(&v);
-    let cm = g.lit(",");
-    let more = g.seq(&[cm, sp, choice]);
-    let more = g.star(more);
     let st = g.lit("<|tool_call_start|>");
     let (lb, rb) = (g.lit("["), g.lit("]"));
     let en = g.lit("<|tool_call_end|>");
-    let calls = g.seq(&[st, lb, sp, choice, more, sp, rb, en]);
+    let calls = g.seq(&[st, lb, sp, choice, sp, rb, en]);
     let end = g.end();
     g.seq(&[p, e, content, calls, end])
 }
@@ -1102,4 +1143,120 @@ fn kimi_k2(g: &mut Grammar, tools: &[Tool]) -> Id {
     let body = g.seq(&[sb, calls, se]);
     let end = g.end();
     g.seq(&[p, th, content, body, end])
+}
+
+/// Granite 3.3: the auto parser finds no tool-call syntax in the template, so the grammar reads
+/// `<think>…</think>`? and the rest as content (no call is ever read).
+fn granite(g: &mut Grammar) -> Id {
+    let p = g.lit("<|start_of_role|>assistant<|end_of_role|>");
+    let sp = g.space();
+    let r = think(g, "<think>", "</think>", false, 0);
+    let u = g.until(&[]);
+    let c = g.tag("content", u);
+    let end = g.end();
+    g.seq(&[p, sp, r, c, end])
+}
+
+/// MiniMax-M3 (common/parsers/minimax-m3.cpp): `<mm:think>…</mm:think>`? content up to the
+/// `]<]minimax[>[<tool_call>` section, invokes with one tag per argument
+/// (`]<]minimax[>[<city>Paris]<]minimax[>[</city>`; an array as `<item>` tags), then end. The
+/// arguments are mapped by the standard mapper here: llama.cpp's own MiniMax-M3 mapper
+/// (chat-peg-parser.cpp:1199) writes the same JSON for scalar and object arguments; `<item>`
+/// arrays are not modelled.
+fn minimax_m3(g: &mut Grammar, tools: &[Tool]) -> Id {
+    const NS: &str = "]<]minimax[>[";
+    let p = g.lit("]~b]ai\n");
+    let sp = g.space();
+    let ts = g.lit("<mm:think>");
+    let te = g.lit("</mm:think>");
+    let ru = g.until(&["</mm:think>"]);
+    let r = g.tag("reasoning", ru);
+    let th = g.seq(&[ts, sp, r, te]);
+    let th = g.choice(&[th, te]);
+    let th = g.opt(th);
+    let tc = format!("{NS}<tool_call>");
+    let cu = g.until(&[&tc]);
+    let content = g.tag("content", cu);
+    let v: Vec<Id> = tools
+        .iter()
+        .map(|t| {
+            let mut req = vec![g.eps()];
+            let mut opts = Vec::new();
+            for prm in &t.params {
+                let a = g.lit(&format!("{NS}<"));
+                let nl = g.lit(&prm.name);
+                let n = g.tag("tool-arg-name", nl);
+                let n = g.atomic(n);
+                let b = g.lit(">");
+                let open = g.seq(&[a, n, b]);
+                let open = g.tag("tool-arg-open", open);
+                let open = g.atomic(open);
+                let close_s = format!("{NS}</{}>", prm.name);
+                let cl = g.lit(&close_s);
+                let cl = g.tag("tool-arg-close", cl);
+                let cl = g.atomic(cl);
+                let value = if prm.array {
+                    let il = g.lit(&format!("{NS}<item>"));
+                    let ic = format!("{NS}</item>");
+                    let iu = g.until(&[&ic]);
+                    let iv = g.tag("tool-arg-string-value", iu);
+                    let icl = g.lit(&ic);
+                    let icl = g.tag("tool-arg-close", icl);
+                    let icl = g.atomic(icl);
+                    let item = g.seq(&[il, iv, icl]);
+                    let item = g.tag("tool-arg-item", item);
+                    let item = g.seq(&[sp, item]);
+                    let items = g.star(item);
+                    let items = g.tag("tool-arg-array", items);
+                    g.seq(&[items, sp, cl])
+                } else if prm.maybe_string {
+                    let u = g.until(&[&close_s]);
+                    let sv = g.tag("tool-arg-string-value", u);
+                    g.seq(&[sv, cl])
+                } else {
+                    let j = g.json();
+                    let jv = g.tag("tool-arg-value", j);
+                    g.seq(&[jv, cl])
+                };
+                let s = g.seq(&[open, value]);
+                let arg = g.tag("tool-arg", s);
+                if prm.required {
+                    if req.len() > 1 {
+                        req.push(sp);
+                    }
+                    req.push(arg);
+                } else {
+                    opts.push(arg);
+                }
+            }
+            if !opts.is_empty() {
+                let c = g.choice(&opts);
+                let s = g.seq(&[sp, c]);
+                req.push(g.star(s));
+            }
+            let args = g.seq(&req);
+            let a = g.lit(&format!("{NS}<invoke name=\""));
+            let nl = g.lit(&t.name);
+            let n = g.tag("tool-name", nl);
+            let n = g.atomic(n);
+            let b = g.lit("\">");
+            let open = g.seq(&[a, n, b]);
+            let open = g.tag("tool-open", open);
+            let open = g.atomic(open);
+            let cl = g.lit(&format!("{NS}</invoke>"));
+            let cl = g.tag("tool-close", cl);
+            let cl = g.atomic(cl);
+            let s = g.seq(&[open, sp, args, sp, cl]);
+            g.tag("tool", s)
+        })
+        .collect();
+    let choice = g.choice(&v);
+    let st = g.lit(&tc);
+    let en = g.lit(&format!("{NS}</tool_call>"));
+    let more = g.seq(&[sp, choice]);
+    let more = g.star(more);
+    let calls = g.seq(&[st, sp, choice, more, sp, en]);
+    let calls = g.opt(calls);
+    let end = g.end();
+    g.seq(&[p, th, content, calls, end])
 }
