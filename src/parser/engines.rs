@@ -9,6 +9,8 @@
 //!   template; when the whole text does not match, the final (non-streamed) parse throws
 //!   "The model produced output that does not match the expected <format> format"
 //!   (common/chat.cpp `common_chat_peg_parse`, build 11434) and llama-server answers HTTP 500.
+//!   The parse is lenient at the end of the text (chat.cpp:1471); [`llama`] models each family's
+//!   grammar as data and runs it with a port of that parser.
 //! * **vLLM 0.33.0** (`ParserManager.get_parser(…).parse(text, request, enable_auto_tools=True)`,
 //!   vllm/parser/abstract_parser.py) and **SGLang 0.5.23** (`OpenAIServingChat._process_tool_calls`
 //!   → `FunctionCallParser.parse_non_stream`, serving_chat.py:3150) differ per parser: each
@@ -170,8 +172,9 @@ pub fn llama_format_name(family: Syntax) -> &'static str {
 /// tools (OpenAI/Anthropic array or whole request), used for schema typing and for the
 /// engines' checks of undeclared tool names.
 ///
-/// llama.cpp: a text toolscope reads with no repair and no malformed block gives the same calls;
-/// otherwise HTTP 500. vLLM / SGLang: the engine's [`Profile`] applied to the situation
+/// llama.cpp: the family's grammar run by a port of llama.cpp's lenient PEG parser
+/// ([`llama::parse`]); families without one keep the generation-prompt rule
+/// (`llama_after_prompt`). vLLM / SGLang: the engine's [`Profile`] applied to the situation
 /// toolscope's read shows (see [`Situation`]).
 pub fn expected(
     family: Syntax,

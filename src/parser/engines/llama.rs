@@ -3,7 +3,7 @@
 //! (common/chat-auto-parser-generator.cpp for the template-derived "auto" parser,
 //! common/parsers/*.cpp for the dedicated ones), run by a port of llama.cpp's lenient PEG
 //! parser and AST mapper ([`peg`]). The grammars were read from the source and checked node by
-//! node against the arena llama.cpp builds (`common_peg_arena::dump`, common/peg-parser.cpp:893)
+//! node against the arena llama.cpp builds (`common_peg_arena::dump`, common/peg-parser.cpp:914)
 //! for the corpus templates; the verdicts are checked against llama.cpp's own code by
 //! tests/e2e/engines_llama.rs.
 //!
@@ -237,12 +237,12 @@ fn grammar(family: Syntax, tools: &[Tool]) -> Option<(&'static str, Grammar)> {
 #[derive(Clone, Copy)]
 enum JsonTool {
     /// `{"NAME_KEY": "name", "ARGS_KEY": {…}}` with an optional id field first (`Some(key)`,
-    /// then a `,` is required) and an optional leading `"type": "function",` (flat keys, :785)
+    /// then a `,` is required) and an optional leading `"type": "function",` (flat keys, chat-peg-parser.cpp:780)
     Flat(&'static str, &'static str, Option<&'static str>, bool),
     /// `{"name": "…", "arguments": {…}, "id": …}`: the id optional but the `,` before it
-    /// required (flat keys with `id` ordered last, :840)
+    /// required (flat keys with `id` ordered last: the separator is written between every pair of fields, chat-peg-parser.cpp:859)
     FlatIdLast(&'static str, &'static str, &'static str),
-    /// `{"name": {…}}` (function_is_key, :616)
+    /// `{"name": {…}}` (function_is_key, chat-peg-parser.cpp:629)
     NameIsKey,
 }
 
@@ -259,7 +259,7 @@ fn comma(g: &mut Grammar) -> Id {
     g.seq(&[s, c, s])
 }
 
-/// An id field: `"KEY": "…"` or a number, atomic (chat-peg-parser.cpp:800).
+/// An id field: `"KEY": "…"` or a number, atomic (chat-peg-parser.cpp:810).
 fn id_field(g: &mut Grammar, k: &str) -> Id {
     let q = g.lit("\"");
     let s = g.add(Node::Str(b'"'));
@@ -453,7 +453,7 @@ fn llama3(g: &mut Grammar, tools: &[Tool]) -> Id {
 }
 
 /// Mistral Nemo: `[TOOL_CALLS][{"name": …, "arguments": …, "id": …}]`; the `,` before the
-/// optional id is required (flat keys, chat-peg-parser.cpp:840), so a call without an id fails.
+/// optional id is required (flat keys, chat-peg-parser.cpp:859), so a call without an id fails.
 fn mistral(g: &mut Grammar, tools: &[Tool]) -> Id {
     let e = g.eps();
     let sp = g.space();
