@@ -10,6 +10,10 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${TOOLSCOPE_CACHE:-$HOME/.cache/toolscope}"
 out="$cache/engines/dynamo-parse"
+# a fresh non-login shell may not have rustup's bin folder on PATH
+if ! command -v cargo >/dev/null 2>&1 && [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
+    export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "[dynamo-parse] skip: cargo is not available" >&2
     exit 0
