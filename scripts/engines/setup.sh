@@ -4,6 +4,7 @@
 #   dl/           vllm-0.33.0 and sglang-0.5.23 wheels (`pip download --no-deps`, never installed)
 #   src/vllm-0.33.0/, src/sglang-0.5.23/   the parser folders only, unpacked from the wheels
 #   venv/         a small venv with the parser code's pure-Python dependencies, pinned below
+#   dynamo-parse  scripts/engines/dynamo's driver (dynamo-parsers 11.0.1), built in dynamo-target/
 # The stand-ins for everything else the parser code imports are committed in
 # scripts/engines/stubs/ (each names what it replaces). Run by scripts/setup.sh; alone:
 #   scripts/engines/setup.sh
@@ -78,4 +79,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # llama.cpp's own parser code: a small driver linked with the libllama-common of each release
 # scripts/setup.sh built (cached; rebuilt only when parse.cpp changes)
 "$HERE/llama/build.sh"
+# the Dynamo frontend's own parser code (dynamo-parsers from crates.io, linked in-process): a
+# small Rust driver built into $E/dynamo-parse at nice 19 (cached; skipped without cargo)
+"$HERE/dynamo/build.sh"
 log "ready: $E"

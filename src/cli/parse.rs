@@ -346,7 +346,7 @@ fn write_engines(s: &mut String, family: Option<Syntax>, engines: Option<&[Engin
         let what = e.outcome.summary();
         let _ = writeln!(
             s,
-            "  {:<10} {:<18} {:<26} {what}",
+            "  {:<10} {:<21} {:<26} {what}",
             e.engine.name(),
             e.release,
             e.parser.unwrap_or("(no parser)"),

@@ -21,10 +21,15 @@
 //!   Both are modelled as configured with `--tool-call-parser NAME` only: reasoning markup is not
 //!   split off and stays in `content`.
 //!
+//! * **Dynamo** (the frontend's `dynamo-parsers` crate 11.0.1): the family's finalize parser
+//!   inside the frontend's jail, then the aggregator's re-parse without tools ([`dynamo`];
+//!   checked by running the crate, `tests/e2e/engines_dynamo.rs`).
+//!
 //! A family an engine registers no parser for comes back from it as plain content (vLLM, SGLang:
 //! no `--tool-call-parser` of that name; llama.cpp: the template is not recognised and the reply
 //! is content).
 
+pub mod dynamo;
 pub mod llama;
 pub mod profile;
 
@@ -46,11 +51,19 @@ pub enum Engine {
     Vllm,
     /// SGLang 0.5.23 (`--tool-call-parser NAME`, sglang/srt/function_call/).
     Sglang,
+    /// The Dynamo frontend's parsers: the `dynamo-parsers` crate 11.0.1 (`--dyn-tool-call-parser
+    /// NAME`; the jail and the aggregator's re-parse, [`dynamo`]).
+    Dynamo,
 }
 
 impl Engine {
     /// Every modelled engine.
-    pub const ALL: [Engine; 3] = [Engine::LlamaCpp, Engine::Vllm, Engine::Sglang];
+    pub const ALL: [Engine; 4] = [
+        Engine::LlamaCpp,
+        Engine::Vllm,
+        Engine::Sglang,
+        Engine::Dynamo,
+    ];
 
     /// Display name: `llama.cpp`, `vLLM`, `SGLang`.
     pub fn name(self) -> &'static str {
@@ -58,6 +71,7 @@ impl Engine {
             Engine::LlamaCpp => "llama.cpp",
             Engine::Vllm => "vLLM",
             Engine::Sglang => "SGLang",
+            Engine::Dynamo => "Dynamo",
         }
     }
 
@@ -67,6 +81,7 @@ impl Engine {
             Engine::LlamaCpp => "b11434 and b11312",
             Engine::Vllm => "0.33.0",
             Engine::Sglang => "0.5.23",
+            Engine::Dynamo => "dynamo-parsers 11.0.1",
         }
     }
 }
@@ -109,12 +124,14 @@ pub struct EngineOutcome {
 /// SGLang 0.5.23 `--tool-call-parser`). llama.cpp build 11434 reads most families through its
 /// template-derived "auto" PEG parser (common/chat-auto-parser-generator.cpp) and a few through
 /// dedicated ones (common/parsers/*.cpp); the vLLM and SGLang names are the ones each release
-/// registers ([`profile::vllm`], [`profile::sglang`]).
-pub fn parsers(family: Syntax) -> [Option<&'static str>; 3] {
+/// registers ([`profile::vllm`], [`profile::sglang`]); the fourth is Dynamo's
+/// `--dyn-tool-call-parser` ([`dynamo::dynamo`]).
+pub fn parsers(family: Syntax) -> [Option<&'static str>; 4] {
     [
         llama_parser(family),
         profile::vllm(family).map(|p| p.parser),
         profile::sglang(family).map(|p| p.parser),
+        dynamo::dynamo(family).map(|p| p.parser),
     ]
 }
 
@@ -191,13 +208,16 @@ pub fn expected(
                 Engine::LlamaCpp => llama_parser(family),
                 Engine::Vllm => profile::vllm(family).map(|p| p.parser),
                 Engine::Sglang => profile::sglang(family).map(|p| p.parser),
+                Engine::Dynamo => dynamo::dynamo(family).map(|p| p.parser),
             };
             let prof = match engine {
                 Engine::LlamaCpp => None,
                 Engine::Vllm => profile::vllm(family),
                 Engine::Sglang => profile::sglang(family),
+                Engine::Dynamo => dynamo::dynamo(family),
             };
             let (outcome, why, defect) = match (engine, parser, prof) {
+                (Engine::Dynamo, _, p) => dynamo::verdict(family, text, tools, p.as_ref()),
                 (_, None, _) => (
                     whole(text),
                     format!(

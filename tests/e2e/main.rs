@@ -21,6 +21,7 @@ mod e2e_responses;
 mod e2e_run;
 mod e2e_try;
 mod engine_builds_e2e;
+mod engines_dynamo;
 mod engines_llama;
 mod engines_real;
 mod stream_regenerate;

@@ -17,7 +17,7 @@ fn a_clean_call_reads_the_same_everywhere() {
     let text = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
     let (ours, list) = expected(Syntax::Hermes, text, None);
     assert_eq!(ours.tool_calls.len(), 1);
-    assert_eq!(list.len(), 3);
+    assert_eq!(list.len(), 4);
     for e in &list {
         match &e.outcome {
             Outcome::Calls { tool_calls, .. } => {
@@ -221,7 +221,7 @@ fn every_family_names_its_engine_parsers() {
     for s in Syntax::ALL {
         let p = toolscope::parser::engines::parsers(*s);
         if matches!(s, Syntax::FunctionCall | Syntax::ToolCallFence) {
-            assert_eq!(p, [None, None, None]);
+            assert_eq!(p, [None, None, None, None]);
         }
     }
     assert_eq!(
@@ -255,6 +255,16 @@ fn parse_engines_prints_each_engine() {
         out.contains("vLLM") && out.contains("content only"),
         "{out}"
     );
+    // Dynamo's hermes reads `parameters` (config.rs:95 arguments keys); dynamo-parse gives
+    // the call f({}) with empty content for this text
+    assert!(
+        out.contains("Dynamo     dynamo-parsers 11.0.1 hermes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("vLLM and Dynamo differ: calls none vs f"),
+        "{out}"
+    );
     // JSON carries the same outcomes
     let o = Command::new(support::bin())
         .args([
@@ -272,6 +282,14 @@ fn parse_engines_prints_each_engine() {
     assert_eq!(v["engines"]["family"], "hermes");
     assert_eq!(v["engines"]["outcomes"][0]["outcome"]["kind"], "error");
     assert_eq!(v["engines"]["outcomes"][1]["outcome"]["kind"], "content");
+    let d = &v["engines"]["outcomes"][3];
+    assert_eq!(d["engine"], "dynamo");
+    assert_eq!(d["release"], "dynamo-parsers 11.0.1");
+    assert_eq!(d["parser"], "hermes");
+    assert_eq!(d["outcome"]["kind"], "calls");
+    assert_eq!(d["outcome"]["tool_calls"][0]["name"], "f");
+    assert_eq!(d["outcome"]["tool_calls"][0]["arguments"], json!({}));
+    assert_eq!(d["outcome"]["content"], "");
 }
 
 /// llama.cpp's 500 names its chat format, not the family: `peg-native` for the auto parser and
@@ -306,4 +324,98 @@ fn llama_cpp_error_names_the_chat_format() {
             "{family}"
         );
     }
+}
+
+/// Dynamo (dynamo-parsers 11.0.1): values written by hand and checked against the crate's own
+/// output (scripts/engines/dynamo's `dynamo-parse`, frontend mode, the text as one delta, these
+/// tools): the jail emits the text after `</tool_call>` as content, EOF recovery closes a cut
+/// hermes call, GLM-4.7 keeps a call to an undeclared tool, `;`-joined llama3 calls stay text.
+#[test]
+fn dynamo_keeps_trailing_text_closes_cut_json_and_keeps_undeclared_tools() {
+    let t = tools();
+    let dynamo = |family: Syntax, text: &str| {
+        let (_, list) = expected(family, text, Some(&t));
+        let d = list
+            .into_iter()
+            .find(|e| e.engine == Engine::Dynamo)
+            .unwrap();
+        assert_eq!(d.release, "dynamo-parsers 11.0.1");
+        assert!(d.why.contains("one delta"), "{}", d.why);
+        d
+    };
+    let text = "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>\nBack soon.";
+    let d = dynamo(Syntax::Hermes, text);
+    assert_eq!(d.parser, Some("hermes"));
+    assert_eq!(
+        calls(&d.outcome),
+        vec![("get_weather".to_string(), json!({"city": "Oslo"}))]
+    );
+    match &d.outcome {
+        Outcome::Calls { content, .. } => assert_eq!(content, "Sure.\n\nBack soon."),
+        other => panic!("{other:?}"),
+    }
+    // vLLM and SGLang drop the text after the call
+    let (_, list) = expected(Syntax::Hermes, text, Some(&t));
+    let differ = toolscope::parser::engines::disagreements(&list);
+    assert!(
+        differ.contains(&"vLLM and Dynamo differ: different content".to_string()),
+        "{differ:?}"
+    );
+
+    let d = dynamo(
+        Syntax::Hermes,
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Os",
+    );
+    assert_eq!(
+        calls(&d.outcome),
+        vec![("get_weather".to_string(), json!({"city": "Os"}))]
+    );
+
+    let d = dynamo(
+        Syntax::Glm45,
+        "<tool_call>launch_rocket\n<arg_key>target</arg_key>\n<arg_value>mars</arg_value>\n</tool_call>",
+    );
+    assert_eq!(d.parser, Some("glm47"));
+    assert_eq!(
+        calls(&d.outcome),
+        vec![("launch_rocket".to_string(), json!({"target": "mars"}))]
+    );
+
+    let text = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}; {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}";
+    let d = dynamo(Syntax::Llama3, text);
+    assert_eq!(
+        d.outcome,
+        Outcome::Content {
+            content: text.to_string()
+        }
+    );
+}
+
+#[test]
+fn dynamo_names_only_registered_parsers_and_says_which_path() {
+    use toolscope::parser::engines::parsers;
+    // dynamo-parsers 11.0.1 get_tool_parser_map registers none for these
+    for s in [
+        Syntax::SeedOss,
+        Syntax::Lfm2,
+        Syntax::CommandR7b,
+        Syntax::MuseGlimmer,
+        Syntax::MiniMaxM1,
+    ] {
+        assert_eq!(parsers(s)[3], None, "{s}");
+    }
+    assert_eq!(parsers(Syntax::NemotronV2)[3], Some("nemotron_deci"));
+    assert_eq!(parsers(Syntax::AnthropicXml)[3], Some("minimax_m2"));
+    let text = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
+    let (_, list) = expected(Syntax::Qwen3Coder, text, None);
+    let d = list.iter().find(|e| e.engine == Engine::Dynamo).unwrap();
+    assert!(d.why.contains("DYN_PARSER_VERSION=v1"), "{}", d.why);
+    let (_, list) = expected(Syntax::MuseGlimmer, "hello", None);
+    let d = list.iter().find(|e| e.engine == Engine::Dynamo).unwrap();
+    assert!(d.why.contains("dynamo-parsers-v2"), "{}", d.why);
+    // harmony is named but not measured
+    let (_, list) = expected(Syntax::GptOss, "hello", None);
+    let d = list.iter().find(|e| e.engine == Engine::Dynamo).unwrap();
+    assert_eq!(d.parser, Some("harmony"));
+    assert!(d.why.starts_with("not measured"), "{}", d.why);
 }

@@ -71,9 +71,12 @@ async fn e_shows_what_each_engine_would_return_for_the_raw_text() {
     let flat = right_column(&screen).join(" ");
     assert!(flat.contains(&format!("HTTP 500: {recorded}")), "{screen}");
     assert!(flat.contains("recorded"), "{screen}");
-    for engine in ["llama.cpp", "vLLM", "SGLang", "Ollama"] {
+    for engine in ["llama.cpp", "vLLM", "SGLang", "Dynamo"] {
         assert!(screen.contains(engine), "{engine}: {screen}");
     }
+    // Ollama's row (not modelled) is last, below the fold of this screen
+    let bottom = screen_after(&format!("5 e{}", " J".repeat(40))).await;
+    assert!(bottom.contains("Ollama"), "{bottom}");
     assert!(flat.contains("content only"), "{screen}");
     insta::assert_snapshot!("replay_engines_http500", screen);
 
@@ -129,7 +132,7 @@ async fn a_view_that_does_not_fit_scrolls_with_j_and_k() {
     assert!(
         down_rows
             .iter()
-            .any(|l| l.contains("SGLang") && !top_rows.contains(l)),
+            .any(|l| l.contains("Dynamo") && !top_rows.contains(l)),
         "{down}"
     );
     let up = small(&format!("5 e{}", " J K".repeat(40))).await;

@@ -154,6 +154,41 @@ pub struct Profile {
     pub forms: &'static [Form],
     /// A behaviour of the engine that is itself a defect, in words (shown with the verdict).
     pub defect: Option<&'static str>,
+    /// Dynamo: the parser's config names a non-empty end token for the tool-call section, so the
+    /// jail splits there and emits the text after it as content
+    /// (`find_tool_call_end_position`, src/tool_calling/jail/mod.rs:1385;
+    /// `handle_trailing_content`, jail/mod.rs:1094). `llama3_json` (end token `""`) and
+    /// `pythonic` have none: the parser sees the trailing text (src/tool_calling/config.rs:641,
+    /// :681).
+    pub jail_splits: bool,
+    /// Dynamo: the closing markers the jail removes from a buffer no call came out of
+    /// (`suppresses_tool_call_markup`: hermes, qwen25, jamba, inkling; jail/mod.rs:2795-2813).
+    pub jail_strips: &'static [&'static str],
+    /// Dynamo: a bare `{"name", "arguments"}` object ending the text is read as a call, the
+    /// text before it content (src/tool_calling/json/base_json_parser.rs; the aggregator's
+    /// re-parse reaches it when the jail released the text).
+    pub bare_json: bool,
+    /// Dynamo: the call markup inside a missing or misspelled outer opener is still read.
+    pub unwrapped: Option<Unwrapped>,
+    /// Dynamo: markup removed from the content (Kimi K3's think closer,
+    /// src/tool_calling/xtml/kimi_k3_parser.rs).
+    pub strips: &'static [&'static str],
+    /// Dynamo: EOF recovery closes a bare JSON call cut short (`{"city": "Par` →
+    /// `{"city": "Par"}`); when that gives no call the whole text is content (a JSON config
+    /// without `allow_name_only_call` or `strip_markup_on_recovery`:
+    /// `detect_and_parse_tool_call_with_recovery`, src/tool_calling/parsers.rs:167-216).
+    pub eof_json: bool,
+    /// Dynamo: the section's end token, where the parser needs it to tell a finished block
+    /// from a cut one: a block that does not parse but reaches it is malformed, not cut (EOF
+    /// recovery, src/tool_calling/parsers.rs:167-216, runs on unterminated text only).
+    pub end: &'static str,
+    /// Dynamo: a separator dropped from the end of the text before the block (DSML: the one
+    /// `\n\n` the encoder puts before it, src/tool_calling/dsml/parser.rs:79-84).
+    pub lead_sep: &'static str,
+    /// Dynamo: the default frontend (`DYN_PARSER_VERSION` auto or v2) sends this family to the
+    /// separate dynamo-parsers-v2 crate (ai-dynamo/dynamo lib/llm tool_parser_v2.rs); the
+    /// profile is the v1 crate's path (`DYN_PARSER_VERSION=v1`).
+    pub v2: bool,
 }
 
 /// A form of the family's syntax a parser does not read.
@@ -165,7 +200,7 @@ pub struct Form {
     pub why: &'static str,
 }
 
-const BASE: Profile = Profile {
+pub(super) const BASE: Profile = Profile {
     parser: "",
     lead: Lead::Keep,
     tail: Tail::Drop,
@@ -188,6 +223,15 @@ const BASE: Profile = Profile {
     strips_think_tags: false,
     forms: &[],
     defect: None,
+    jail_splits: false,
+    jail_strips: &[],
+    bare_json: false,
+    unwrapped: None,
+    strips: &[],
+    eof_json: false,
+    end: "",
+    lead_sep: "",
+    v2: false,
 };
 
 fn has_all(text: &str, yes: &[&str], no: &[&str]) -> bool {
@@ -594,4 +638,19 @@ pub fn sglang(family: Syntax) -> Option<Profile> {
         },
         _ => return None,
     })
+}
+
+/// Dynamo: call markup a parser reads without its outer opener (a misspelled or missing
+/// `<tool_call>`, section or block marker), read as if `open` stood right before the first
+/// `inner`.
+#[derive(Debug, Clone, Copy)]
+pub struct Unwrapped {
+    /// Where the inner call markup starts (`<function=`, `<invoke name=`, …).
+    pub inner: &'static str,
+    /// The family's outer opener.
+    pub open: &'static str,
+    /// The text before `inner` stays content (else it is dropped with the markup).
+    pub keeps_before: bool,
+    /// Where in the crate, in words.
+    pub why: &'static str,
 }

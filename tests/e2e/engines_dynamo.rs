@@ -1,0 +1,235 @@
+//! toolscope's Dynamo verdicts (`parser::engines::expected`, [`Engine::Dynamo`]) checked against
+//! the Dynamo frontend's own parser code: scripts/engines/dynamo (`dynamo-parse`) links the
+//! `dynamo-parsers` crate 11.0.1 in-process and runs, per text, what the frontend runs for a
+//! non-streamed chat completion with `--dyn-tool-call-parser NAME`: the text as one delta plus
+//! a `finish_reason: stop` delta through `apply_tool_calling_jail` (tool_choice auto, the corpus
+//! tools), folded as the frontend's DeltaAggregator folds it, then the aggregator's re-parse
+//! without tools. Needs scripts/engines/dynamo/build.sh (run by scripts/engines/setup.sh);
+//! skipped with a message when the driver is missing and TOOLSCOPE_REQUIRE_SETUP is unset.
+//!
+//! A verdict agrees when the calls (names, arguments as JSON) and the content (trimmed) are the
+//! same, or both are errors. gpt-oss (`harmony`) is not compared: the parser tokenizes with the
+//! o200k vocabulary, downloaded at first use, so offline it returns its fallback, not its
+//! verdict. Every difference must be listed in docs/parser.md as `dynamo ID` with its cause.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use toolscope::parser::Syntax;
+use toolscope::parser::engines::{Engine, Outcome, expected, parsers};
+
+/// The built driver, or a skip (a failure under TOOLSCOPE_REQUIRE_SETUP).
+fn driver() -> Option<PathBuf> {
+    let cache = std::env::var_os("TOOLSCOPE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            dirs::home_dir()
+                .unwrap_or_default()
+                .join(".cache/toolscope")
+        });
+    let p = cache.join("engines/dynamo-parse");
+    if p.exists() {
+        return Some(p);
+    }
+    if support::setup_required() {
+        panic!(
+            "dynamo-parse is missing at {}; run scripts/engines/dynamo/build.sh",
+            p.display()
+        );
+    }
+    eprintln!(
+        "SKIP: dynamo-parse is missing at {}; run scripts/engines/dynamo/build.sh",
+        p.display()
+    );
+    None
+}
+
+/// Runs the driver with `parser` on `texts` (`mode`: frontend | batch).
+fn run_driver(driver: &Path, parser: &str, mode: &str, tools: &Value, texts: &[&str]) -> Value {
+    let req = json!({"parser": parser, "mode": mode, "tools": tools, "texts": texts});
+    let mut child = Command::new(driver)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(req.to_string().as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "{} ({parser}) failed: {}",
+        driver.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// (calls as (name, arguments), content trimmed) or an error.
+#[derive(Debug, Clone, PartialEq)]
+enum Verdict {
+    Message {
+        calls: Vec<(String, Value)>,
+        content: String,
+    },
+    Error,
+}
+
+fn predicted(o: &Outcome) -> Verdict {
+    match o {
+        Outcome::Calls {
+            content,
+            tool_calls,
+            ..
+        } => Verdict::Message {
+            calls: tool_calls
+                .iter()
+                .map(|c| (c.name.clone(), c.arguments.clone()))
+                .collect(),
+            content: content.trim().to_string(),
+        },
+        Outcome::Content { content } => Verdict::Message {
+            calls: Vec::new(),
+            content: content.trim().to_string(),
+        },
+        Outcome::Error { .. } => Verdict::Error,
+    }
+}
+
+/// The driver's result for one text; argument text that is not JSON stays that text.
+fn real(r: &Value) -> Verdict {
+    if !r["error"].is_null() {
+        return Verdict::Error;
+    }
+    Verdict::Message {
+        calls: r["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let a = c["arguments"].as_str().unwrap_or("");
+                let args = serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.into()));
+                (c["name"].as_str().unwrap_or("").to_string(), args)
+            })
+            .collect(),
+        content: r["content"].as_str().unwrap_or("").trim().to_string(),
+    }
+}
+
+/// The share of verdicts that must agree (measured; see docs/parser.md "Dynamo").
+const THRESHOLD: f64 = 0.995;
+
+#[test]
+#[ignore = "e2e: needs the Dynamo frontend's parser code (scripts/engines/dynamo/build.sh)"]
+fn dynamo_verdicts_agree_with_dynamos_own_parser_code() {
+    let Some(driver) = driver() else { return };
+    let corpus: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::root().join("tests/data/engine_corpus.json")).unwrap(),
+    )
+    .unwrap();
+    let docs = std::fs::read_to_string(support::root().join("docs/parser.md")).unwrap();
+    // (family, tools) → texts, so each driver run is one request
+    let mut groups: BTreeMap<(String, String), Vec<&Value>> = BTreeMap::new();
+    for t in corpus["texts"].as_array().unwrap() {
+        let fam = t["family"].as_str().unwrap();
+        let sx = Syntax::from_name(fam).unwrap_or_else(|| panic!("family {fam}"));
+        if parsers(sx)[3].is_none() {
+            continue;
+        }
+        if sx == Syntax::GptOss {
+            continue;
+        }
+        let tools = t.get("tools").unwrap_or(&corpus["tools"]);
+        groups
+            .entry((fam.to_string(), tools.to_string()))
+            .or_default()
+            .push(t);
+    }
+    eprintln!(
+        "not compared: gpt-oss (harmony needs the o200k vocabulary, downloaded at first use)"
+    );
+    // every name toolscope gives is one the crate registers (an unknown name is an error:
+    // "Parser '…' is not implemented", tool_calling/parsers.rs:177)
+    let mut wrong_names = Vec::new();
+    for s in Syntax::ALL {
+        let Some(name) = parsers(*s)[3] else { continue };
+        let r = run_driver(&driver, name, "batch", &json!([]), &["hello"]);
+        if let Some(e) = r[0]["error"].as_str() {
+            wrong_names.push(format!("{s}: {name}: {e}"));
+        }
+    }
+    let mut by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut differences = Vec::new();
+    for ((fam, tools_s), texts) in &groups {
+        let tools: Value = serde_json::from_str(tools_s).unwrap();
+        let sx = Syntax::from_name(fam).unwrap();
+        let parser = parsers(sx)[3].unwrap();
+        let raw: Vec<&str> = texts.iter().map(|t| t["text"].as_str().unwrap()).collect();
+        let out = run_driver(&driver, parser, "frontend", &tools, &raw);
+        for (t, r) in texts.iter().zip(out.as_array().unwrap()) {
+            let id = t["id"].as_str().unwrap();
+            let text = t["text"].as_str().unwrap();
+            let (_, list) = expected(sx, text, Some(&tools));
+            let e = list.iter().find(|o| o.engine == Engine::Dynamo).unwrap();
+            let p = predicted(&e.outcome);
+            let r = real(r);
+            let tally = by.entry(fam.clone()).or_default();
+            tally.1 += 1;
+            if p == r {
+                tally.0 += 1;
+            } else {
+                differences.push(format!(
+                    "dynamo {id}\n  predicted {p:?}\n  dynamo    {r:?}\n  text {text:?}\n  why {}",
+                    e.why
+                ));
+            }
+        }
+    }
+    let mut report = String::new();
+    let (mut agree, mut total) = (0, 0);
+    for (fam, (a, n)) in &by {
+        report.push_str(&format!("dynamo {fam:16} {a:3}/{n:3}\n"));
+        agree += a;
+        total += n;
+    }
+    let share = agree as f64 / total as f64;
+    eprintln!(
+        "{report}all: {agree}/{total} ({:.1}%)\n{} differences:\n{}",
+        100.0 * share,
+        differences.len(),
+        differences.join("\n")
+    );
+    assert!(wrong_names.is_empty(), "{}", wrong_names.join("\n"));
+    let unlisted: Vec<&String> = differences
+        .iter()
+        .filter(|d| {
+            let id = d.split_whitespace().nth(1).unwrap();
+            !docs.contains(&format!("`dynamo {id}`"))
+        })
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "{} differences not listed in docs/parser.md (`dynamo ID` with the cause):\n{}",
+        unlisted.len(),
+        unlisted
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        share >= THRESHOLD,
+        "{agree}/{total} Dynamo verdicts agree ({:.1}%), below {:.0}%",
+        100.0 * share,
+        100.0 * THRESHOLD
+    );
+}
