@@ -283,7 +283,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ) => r,
                 _ = signals.next() => Ok(()),
             };
-            stop(proxy, grace, &mut signals, &session, None).await;
+            stop(proxy, grace, &mut signals, &session, None, Stopping::Signal).await;
             result?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -295,31 +295,55 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &mut signals,
             &session,
             Some((&mut events, &mut lines)),
+            Stopping::Signal,
         )
         .await;
         Ok(ExitCode::SUCCESS)
     })
 }
 
-/// Shuts the proxy down: stop accepting, wait up to `grace` (a second signal cuts at once),
-/// record what is still running as `shutdown`, flush; prints the remaining exchange lines
-/// (headless) and what was cut.
+/// Why the proxy stops ([`stop`]): the first line says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopping {
+    /// A Ctrl-C / SIGTERM (`proxy`): a second one cuts what is still in flight.
+    Signal,
+    /// The agent of `toolscope run` exited: a Ctrl-C / SIGTERM now cuts what is in flight.
+    AgentExited,
+}
+
+/// Shuts the proxy down: stop accepting, wait up to `grace` (a signal during the wait cuts at
+/// once, the OTLP export's drain too), record what is still running as `shutdown`, flush;
+/// prints the remaining exchange lines (headless) and what was cut. The first line says why it
+/// stops (`cause`); after an agent's exit with nothing in flight it is left out.
 pub async fn stop(
     proxy: crate::record::proxy::ProxyHandle,
     grace: Duration,
     signals: &mut super::signals::Signals,
     session: &std::path::Path,
     rx: Option<(&mut tokio::sync::mpsc::Receiver<RecordEvent>, &mut Lines)>,
+    cause: Stopping,
 ) {
     let running = proxy.recorder().in_flight();
-    crate::errln!(
-        "toolscope proxy: stopping: no new connections; waiting up to {:.1} s for {running} exchange(s) in flight (a second Ctrl-C/SIGTERM cuts them now)",
-        grace.as_secs_f64()
-    );
+    let wait = grace.as_secs_f64();
+    match cause {
+        Stopping::Signal => crate::errln!(
+            "toolscope proxy: stopping: no new connections; waiting up to {wait:.1} s for {running} exchange(s) in flight (a second Ctrl-C/SIGTERM cuts them now)"
+        ),
+        Stopping::AgentExited if running > 0 => crate::errln!(
+            "toolscope proxy: the agent exited; waiting up to {wait:.1} s for {running} exchange(s) in flight (Ctrl-C/SIGTERM cuts them now)"
+        ),
+        Stopping::AgentExited => {}
+    }
     let report = proxy
         .shutdown_with(grace, async {
             let sig = signals.next().await;
-            crate::errln!("toolscope proxy: {sig} again: cutting the exchanges in flight now");
+            let again = match cause {
+                Stopping::Signal => " again",
+                Stopping::AgentExited => "",
+            };
+            crate::errln!(
+                "toolscope proxy: {sig}{again}: cutting the exchanges in flight and the trace export now"
+            );
         })
         .await;
     if let Some((rx, lines)) = rx {

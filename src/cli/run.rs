@@ -157,13 +157,50 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     1
 }
 
-/// Passes a SIGINT or SIGTERM toolscope received on to the agent (still running: `child` is
-/// not reaped, so its pid is its own). A SIGINT is not passed on while toolscope is in its
-/// terminal's foreground process group: a Ctrl-C there went to the whole group, the agent
-/// included, and a second copy would read as a second Ctrl-C.
+/// Whether toolscope is in its terminal's foreground process group (any of stdin, stdout,
+/// stderr is a terminal whose foreground group is toolscope's own).
 #[cfg(unix)]
 #[allow(unsafe_code)]
-fn forward(child: &mut std::process::Child, sig: &str) {
+fn in_foreground() -> bool {
+    // SAFETY: getpgrp and tcgetpgrp read process state only (tcgetpgrp on a descriptor that
+    // is not a terminal returns -1)
+    unsafe {
+        let own = libc::getpgrp();
+        (0..3).any(|fd| libc::tcgetpgrp(fd) == own)
+    }
+}
+
+#[cfg(not(unix))]
+fn in_foreground() -> bool {
+    true
+}
+
+/// How the agent is started: in toolscope's process group when toolscope is in its terminal's
+/// foreground (an interactive agent needs the terminal, and the terminal's Ctrl-C reaches it
+/// there), else in a process group of its own (no terminal: CI, a supervisor, a background
+/// job), so that a SIGINT or SIGTERM passed on reaches the agent's children too.
+fn spawn_agent(
+    cmd: &mut std::process::Command,
+    own_group: bool,
+) -> std::io::Result<std::process::Child> {
+    #[cfg(unix)]
+    if own_group {
+        use std::os::unix::process::CommandExt as _;
+        cmd.process_group(0);
+    }
+    #[cfg(not(unix))]
+    let _ = own_group;
+    cmd.spawn()
+}
+
+/// Passes a SIGINT or SIGTERM toolscope received on to the agent (still running: `child` is
+/// not reaped, so its pid is its own): to its whole process group when it has one of its own
+/// (`own_group`, [`spawn_agent`]), else to the agent. A SIGINT is not passed on while
+/// toolscope is in its terminal's foreground process group: a Ctrl-C there went to the whole
+/// group, the agent included, and a second copy would read as a second Ctrl-C.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn forward(child: &mut std::process::Child, sig: &str, own_group: bool) {
     if !matches!(child.try_wait(), Ok(None)) {
         return;
     }
@@ -175,21 +212,20 @@ fn forward(child: &mut std::process::Child, sig: &str) {
     } else {
         libc::SIGINT
     };
-    // SAFETY: getpgrp and tcgetpgrp read process state only (tcgetpgrp on a descriptor that
-    // is not a terminal returns -1); kill signals our own child, which try_wait just found
-    // running and which nothing else reaps (it is polled on this task only).
+    if signo == libc::SIGINT && in_foreground() {
+        return;
+    }
+    let target = if own_group { -pid } else { pid };
+    // SAFETY: kill signals our own child (or the process group it leads, whose id is its
+    // pid), which try_wait just found running and which nothing else reaps (it is polled on
+    // this task only), so the pid has not been reused.
     unsafe {
-        let own = libc::getpgrp();
-        let foreground = (0..3).any(|fd| libc::tcgetpgrp(fd) == own);
-        if signo == libc::SIGINT && foreground {
-            return;
-        }
-        libc::kill(pid, signo);
+        libc::kill(target, signo);
     }
 }
 
 #[cfg(not(unix))]
-fn forward(child: &mut std::process::Child, _sig: &str) {
+fn forward(child: &mut std::process::Child, _sig: &str, _own_group: bool) {
     let _ = child.kill();
 }
 
@@ -197,6 +233,7 @@ fn forward(child: &mut std::process::Child, _sig: &str) {
 async fn wait_agent(
     child: &mut std::process::Child,
     signals: &mut super::signals::Signals,
+    own_group: bool,
 ) -> std::io::Result<std::process::ExitStatus> {
     // polled on this task alone, so the child is reaped here and nowhere else
     let mut tick = tokio::time::interval(Duration::from_millis(25));
@@ -207,7 +244,7 @@ async fn wait_agent(
                     return Ok(status);
                 }
             }
-            sig = signals.next() => forward(child, sig),
+            sig = signals.next() => forward(child, sig, own_group),
         }
     }
 }
@@ -237,14 +274,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             Lines::Stderr
         };
-        let spawned = std::process::Command::new(&args.agent)
-            .args(agent_args(&args.agent, &args.args, port, model.as_deref()))
-            .envs(agent_env(port, env_is_set))
-            .spawn();
+        let own_group = !in_foreground();
+        let spawned = spawn_agent(
+            std::process::Command::new(&args.agent)
+                .args(agent_args(&args.agent, &args.args, port, model.as_deref()))
+                .envs(agent_env(port, env_is_set)),
+            own_group,
+        );
         let code = match spawned {
             Ok(mut child) => {
                 let status = {
-                    let waiting = wait_agent(&mut child, &mut signals);
+                    let waiting = wait_agent(&mut child, &mut signals, own_group);
                     let mut waiting = std::pin::pin!(waiting);
                     let printed =
                         super::proxy::print_until(&mut events, &mut lines, waiting.as_mut());
@@ -283,6 +323,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &mut signals,
             &session,
             Some((&mut events, &mut lines)),
+            super::proxy::Stopping::AgentExited,
         )
         .await;
         crate::errln!(

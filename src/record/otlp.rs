@@ -146,6 +146,11 @@ struct Counters {
     sent: AtomicU64,
     dropped: AtomicU64,
     failed_posts: AtomicU64,
+    /// Ended exchanges accepted into the exchange queue ([`Otlp::offer`]).
+    offered: AtomicU64,
+    /// Of those, exchanges the builder task took from the queue (turned into spans, or
+    /// counted as dropped when their analysis failed).
+    built: AtomicU64,
 }
 
 /// The request-time index: conversations by history, each with its trace.
@@ -386,8 +391,11 @@ impl Otlp {
                 .is_some_and(|tx| tx.try_send(Ended { ex, trace }).is_ok()),
             Err(_) => false,
         };
-        if !sent {
-            self.inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        let c = &self.inner.counters;
+        if sent {
+            c.offered.fetch_add(1, Ordering::Relaxed);
+        } else {
+            c.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -402,8 +410,11 @@ impl Otlp {
     }
 
     /// Closes the queue and waits up to `wait` for what it holds to be posted (each POST is
-    /// bounded by the timeout). Spans still queued after that are counted as dropped.
-    pub async fn finish(&self, wait: Duration) -> OtlpStats {
+    /// bounded by the timeout), or until `hurry` completes (a second Ctrl-C / SIGTERM): then
+    /// the tasks are stopped at once. Spans still queued after that are counted as dropped,
+    /// and so is each ended exchange the builder had not yet taken from its queue (one span
+    /// each: its exchange span; the tool spans it would have opened are not counted).
+    pub async fn finish(&self, wait: Duration, hurry: impl Future<Output = ()>) -> OtlpStats {
         if let Ok(mut g) = self.inner.tx.lock() {
             g.take();
         }
@@ -411,19 +422,30 @@ impl Otlp {
             Ok(mut t) => t.drain(..).collect(),
             Err(_) => Vec::new(),
         };
+        let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
         let deadline = tokio::time::Instant::now() + wait;
-        for t in tasks {
-            let abort = t.abort_handle();
-            if tokio::time::timeout_at(deadline, t).await.is_err() {
-                abort.abort();
+        let drain = async {
+            for t in tasks {
+                let _ = tokio::time::timeout_at(deadline, t).await;
             }
+        };
+        tokio::select! {
+            () = drain => {}
+            () = hurry => {}
+        }
+        for a in &aborts {
+            a.abort();
         }
         // spans queued but never posted (the wait ran out) are dropped too
         let c = &self.inner.counters;
         let queued = c.queued.swap(0, Ordering::Relaxed);
         let done = c.sent.load(Ordering::Relaxed) + c.failed.swap(0, Ordering::Relaxed);
+        let unbuilt = c
+            .offered
+            .swap(0, Ordering::Relaxed)
+            .saturating_sub(c.built.swap(0, Ordering::Relaxed));
         c.dropped
-            .fetch_add(queued.saturating_sub(done), Ordering::Relaxed);
+            .fetch_add(queued.saturating_sub(done) + unbuilt, Ordering::Relaxed);
         self.stats()
     }
 }
@@ -483,6 +505,7 @@ async fn build_spans(
         .await;
         let Ok((ex, findings, turn)) = analysed else {
             inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            inner.counters.built.fetch_add(1, Ordering::Relaxed);
             continue;
         };
         let mut place = SpanPlace {
@@ -522,6 +545,9 @@ async fn build_spans(
                     .push((caller.trace.clone(), caller.span.clone()));
             }
         }
+        // counted as built with its span queued, no await point between: an abort of this
+        // task leaves every offered exchange either built or counted as unbuilt
+        inner.counters.built.fetch_add(1, Ordering::Relaxed);
         queue(span_of_exchange(
             &place,
             provider.as_deref(),
@@ -585,6 +611,30 @@ async fn post_spans(mut srx: mpsc::Receiver<Value>, inner: Arc<Inner>, header: H
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Exchanges still in the exchange queue when the exporter is cut are drops: on a
+    /// current-thread runtime the builder task has not run yet when `finish` stops it, so
+    /// none of the five offered exchanges became a span.
+    #[tokio::test(flavor = "current_thread")]
+    async fn exchanges_the_builder_never_took_are_counted_as_dropped() {
+        let o = Otlp::start(
+            "http://127.0.0.1:9",
+            Duration::from_secs(5),
+            Header::default(),
+        )
+        .unwrap();
+        for id in 0..5 {
+            o.offer(
+                Exchange {
+                    id,
+                    ..Default::default()
+                },
+                None,
+            );
+        }
+        let stats = o.finish(Duration::ZERO, std::future::ready(())).await;
+        assert_eq!((stats.sent, stats.dropped), (0, 5), "{stats:?}");
+    }
 
     #[test]
     fn traceparent_parse_and_format() {

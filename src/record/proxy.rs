@@ -478,7 +478,9 @@ impl ProxyHandle {
     /// `grace` passes, or `hurry` completes first (a second Ctrl-C / SIGTERM), every exchange
     /// still running is cut and recorded as [`Outcome::Shutdown`] with the request and response
     /// bytes received so far. Then everything queued is written and flushed, and the session
-    /// closed. Annotations still pending 2 s after a cut are dropped.
+    /// closed. Annotations still pending 2 s after a cut are dropped. With `--otlp`, the span
+    /// exporter is drained last ([`crate::record::otlp::Otlp::finish`]): not at all after a
+    /// hurry, and cut short when `hurry` completes during the drain.
     pub async fn shutdown_with(
         mut self,
         grace: Duration,
@@ -488,9 +490,14 @@ impl ProxyHandle {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+        let mut hurry = std::pin::pin!(hurry);
+        let mut hurried = false;
         let settled = tokio::select! {
             s = self.recorder.settle(grace) => s,
-            _ = hurry => false,
+            () = &mut hurry => {
+                hurried = true;
+                false
+            }
         };
         if !settled {
             self.recorder.cut_in_flight();
@@ -503,9 +510,11 @@ impl ProxyHandle {
         let rec = self.recorder.clone();
         let _ = tokio::task::spawn_blocking(move || rec.close()).await;
         // every ended exchange has been offered: drain the exporter (each POST is bounded by
-        // its timeout; what is still queued after two of them is counted as dropped)
+        // its timeout; what is still queued after two of them is counted as dropped). After a
+        // hurry nothing more is waited for; otherwise a hurry during the drain cuts it.
         let otlp = match self.recorder.otlp() {
-            Some(o) => Some(o.finish(self.otlp_wait).await),
+            Some(o) if hurried => Some(o.finish(Duration::ZERO, std::future::pending()).await),
+            Some(o) => Some(o.finish(self.otlp_wait, hurry).await),
             None => None,
         };
         ShutdownReport { settled, cut, otlp }
@@ -860,9 +869,14 @@ async fn handle(
         }),
     };
     // proxy --otlp: the exchange span's place, propagated upstream as `traceparent`
+    // (W3C Trace Context, "tracestate Header": a `tracestate` is the vendor data of the trace
+    // its `traceparent` names and is discarded without a valid one, so when the exchange
+    // starts a trace of its own the client's `tracestate` is not forwarded)
+    let mut restarted = false;
     let traceparent = rec.otlp().map(|o| {
         let t = o.route(&path, &header_pairs(&parts.headers), buffered.as_deref());
         let v = HeaderValue::from_str(&t.upstream_header()).ok();
+        restarted = t.parent.is_none();
         active.set_trace(t);
         v
     });
@@ -871,6 +885,7 @@ async fn handle(
         target: format!("{}{}", upstream.prefix, path),
         upstream: &upstream,
         traceparent: traceparent.flatten(),
+        drop_tracestate: restarted,
     };
     let (resp, conn) = match forward(&out, buffered, streaming, &slot).await {
         Ok(r) => r,
@@ -939,6 +954,8 @@ struct Outgoing<'a> {
     target: String,
     upstream: &'a Upstream,
     traceparent: Option<HeaderValue>,
+    /// The client's `tracestate` is left out (the exchange started a new trace).
+    drop_tracestate: bool,
 }
 
 impl Outgoing<'_> {
@@ -948,6 +965,9 @@ impl Outgoing<'_> {
             .uri(&self.target);
         if let Some(h) = up.headers_mut() {
             for (k, v) in self.parts.headers.iter() {
+                if self.drop_tracestate && k.as_str() == "tracestate" {
+                    continue;
+                }
                 if !is_hop(k.as_str()) && k != hyper::header::HOST {
                     h.append(k.clone(), v.clone());
                 }

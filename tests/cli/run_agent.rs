@@ -178,6 +178,10 @@ exit 3
 
     let (exit, path) = printed_session(&stderr);
     assert_eq!(exit, "sh exited with 3", "{stderr}");
+    // the agent exited by itself with nothing in flight: no stopping line, and nothing speaks
+    // of a second Ctrl-C (there was no first)
+    assert!(!stderr.contains("Ctrl-C"), "{stderr}");
+    assert!(!stderr.contains("stopping"), "{stderr}");
     // the default session path, under the agent's (and toolscope's) working directory
     assert!(
         path.starts_with("sessions/") && path.ends_with(".jsonl"),
@@ -360,4 +364,68 @@ exit 7
     assert!(exit.ends_with("exited with 42"), "{stderr}");
     assert_eq!(path, "int.jsonl");
     assert!(read_session(&dir.path().join("int.jsonl")).is_ok());
+}
+
+/// A SIGTERM to toolscope (no terminal: the agent runs in a process group of its own) reaches
+/// the agent's children too: the agent's background `sleep` (its pid written by the agent)
+/// is gone once toolscope exits with the agent's 143 (128 + SIGTERM).
+#[test]
+fn a_sigterm_reaches_the_agents_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let (upstream, _got) = fake_upstream();
+    let agent = script(
+        dir.path(),
+        "agent.sh",
+        r#"sleep 300 < /dev/null > /dev/null 2>&1 &
+echo $! > child.pid
+echo ready
+wait
+exit 7
+"#,
+    );
+    let mut child = Command::new(support::bin())
+        .current_dir(dir.path())
+        .args(["run", "--upstream", &upstream, "--session", "term.jsonl"])
+        .arg(&agent)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let grandchild = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
+    let grandchild = grandchild.trim().to_owned();
+    let alive = |pid: &str| {
+        Command::new("kill")
+            .args(["-0", pid])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(alive(&grandchild));
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = support::wait_guarded(&mut child, Duration::from_secs(60), "run after SIGTERM");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    // the sleep was the shell's child, not toolscope's: once it is killed, init reaps it
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        !alive(&grandchild)
+    });
+    if !gone {
+        let _ = Command::new("kill").args(["-KILL", &grandchild]).status();
+    }
+    assert!(
+        gone,
+        "the agent's child {grandchild} outlived the SIGTERM: {stderr}"
+    );
 }

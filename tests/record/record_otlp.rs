@@ -22,6 +22,7 @@ struct UpstreamSaw {
     user: String,
     messages: usize,
     traceparent: Option<String>,
+    tracestate: Option<String>,
 }
 
 fn header(head: &str, name: &str) -> Option<String> {
@@ -64,6 +65,7 @@ async fn fake_upstream(listener: TcpListener, saw: Arc<Mutex<Vec<UpstreamSaw>>>)
                     user: user.clone(),
                     messages: msgs.len(),
                     traceparent: header(&head, "traceparent"),
+                    tracestate: header(&head, "tracestate"),
                 });
                 let last_is_tool = msgs.last().is_some_and(|m| m["role"] == "tool");
                 let message = if last_is_tool {
@@ -158,13 +160,22 @@ const TOOLS: &str = r#"[{"type": "function", "function": {"name": "get_weather",
 
 /// Sends a chat request with `messages` (and a `traceparent` when given); the reply JSON.
 async fn chat(proxy: &ProxyHandle, messages: &Value, traceparent: Option<&str>) -> Value {
+    let headers: Vec<(&str, &str)> = traceparent
+        .map(|t| ("traceparent", t))
+        .into_iter()
+        .collect();
+    chat_with(proxy, messages, &headers).await
+}
+
+/// [`chat`] with any request headers.
+async fn chat_with(proxy: &ProxyHandle, messages: &Value, headers: &[(&str, &str)]) -> Value {
     let body = json!({"model": "fake", "messages": messages,
         "tools": serde_json::from_str::<Value>(TOOLS).unwrap()});
     let mut req = reqwest::Client::new()
         .post(format!("{}/v1/chat/completions", proxy.url()))
         .json(&body);
-    if let Some(tp) = traceparent {
-        req = req.header("traceparent", tp);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let r = req.send().await.unwrap();
     assert_eq!(r.status(), 200);
@@ -442,4 +453,93 @@ async fn a_collector_that_is_down_costs_counted_drops() {
     let stats = report.otlp.unwrap();
     assert_eq!((stats.sent, stats.dropped), (0, 3), "{stats:?}");
     assert!(stats.failed_posts >= 1);
+}
+
+/// A second Ctrl-C (the `hurry` future) also cuts the trace export's drain: with a collector
+/// that holds its POST and a 300 s POST timeout, the drain would wait 601 s; the hurry ends it
+/// at once and the unsent span is a counted drop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hurry_cuts_the_trace_export_drain() {
+    let (ul, upstream) = loopback().await;
+    tokio::spawn(fake_upstream(ul, Arc::default()));
+    let (cl, collector_url) = loopback().await;
+    let (got_tx, mut got) = mpsc::unbounded_channel();
+    let (_release, release_rx) = watch::channel(false);
+    tokio::spawn(hanging_collector(cl, got_tx, release_rx));
+    let (_dir, proxy) = proxy(&upstream, &collector_url, Duration::from_secs(300)).await;
+    chat(
+        &proxy,
+        &turns("Weather in Paris?", "", &Value::Null).0,
+        None,
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(60), got.recv())
+        .await
+        .expect("a POST")
+        .unwrap();
+    let hurry = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        proxy.shutdown_with(Duration::from_secs(5), hurry),
+    )
+    .await
+    .expect("the hurry cut the drain");
+    let stats = report.otlp.unwrap();
+    assert_eq!((stats.sent, stats.dropped), (0, 1), "{stats:?}");
+}
+
+/// The client's `tracestate` goes upstream with its valid `traceparent`, and is left out when
+/// its `traceparent` is not valid (the exchange then starts a trace of its own; W3C Trace
+/// Context: a `tracestate` without a valid `traceparent` is discarded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tracestate_goes_upstream_only_with_a_valid_traceparent() {
+    let (ul, upstream) = loopback().await;
+    let saw: Arc<Mutex<Vec<UpstreamSaw>>> = Arc::default();
+    tokio::spawn(fake_upstream(ul, saw.clone()));
+    let (cl, collector_url) = loopback().await;
+    tokio::spawn(collector(cl, Posts::default()));
+    let (_dir, proxy) = proxy(&upstream, &collector_url, Duration::from_secs(5)).await;
+    let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let msgs = turns("Weather in Paris?", "", &Value::Null).0;
+    chat_with(
+        &proxy,
+        &msgs,
+        &[("traceparent", valid), ("tracestate", "vendor=a1")],
+    )
+    .await;
+    chat_with(
+        &proxy,
+        &msgs,
+        &[
+            ("traceparent", "00-not-a-trace-01"),
+            ("tracestate", "vendor=b2"),
+        ],
+    )
+    .await;
+    chat_with(&proxy, &msgs, &[("tracestate", "vendor=c3")]).await;
+    let got: Vec<(Option<String>, Option<String>)> = saw
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| (s.traceparent.clone(), s.tracestate.clone()))
+        .collect();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].1.as_deref(), Some("vendor=a1"));
+    assert!(
+        got[0]
+            .0
+            .as_deref()
+            .unwrap()
+            .starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-")
+    );
+    assert_eq!(got[1].1, None, "{got:?}");
+    assert_eq!(got[2].1, None, "{got:?}");
+    // both restarted a trace: a well-formed traceparent of toolscope's own still goes up
+    for (tp, _) in &got[1..] {
+        let (trace, _) = well_formed(tp.as_deref().unwrap());
+        assert_ne!(trace, "4bf92f3577b34da6a3ce929d0e0e4736");
+    }
+    proxy.shutdown(Duration::from_secs(5)).await;
 }
