@@ -138,6 +138,9 @@ pub struct SessionView {
     /// Replay: lines the right half (server stream or engines view) is scrolled by (`J`/`K`);
     /// back to 0 when the exchange or the view changes.
     pub side_scroll: usize,
+    /// Replay: the largest useful [`Self::side_scroll`] as the right half was last drawn (its
+    /// wrapped rows below the title that do not fit; `usize::MAX` before the first draw).
+    pub side_max: std::cell::Cell<usize>,
     pub search: Option<Search>,
     pub session_findings: Vec<Finding>,
     /// Live proxy session (rows arrive while open).
@@ -330,6 +333,7 @@ impl State {
             server_doc: Doc::default(),
             replay_engines: Default::default(),
             side_scroll: 0,
+            side_max: std::cell::Cell::new(usize::MAX),
             search: None,
             session_findings,
             live,

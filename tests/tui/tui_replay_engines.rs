@@ -135,6 +135,16 @@ async fn a_view_that_does_not_fit_scrolls_with_j_and_k() {
             .any(|l| l.contains("Dynamo") && !top_rows.contains(l)),
         "{down}"
     );
+    // J scrolls by wrapped rows and stops with the last one at the bottom: the view's last
+    // row (Ollama's) is reachable, and more J's change nothing
+    let bottom = small(&format!("5 e{}", " J".repeat(120))).await;
+    let rows = right(&bottom);
+    assert!(
+        rows.iter().any(|l| l.contains("Ollama's parsers")),
+        "{bottom}"
+    );
+    let further = small(&format!("5 e{}", " J".repeat(160))).await;
+    assert_eq!(right(&further), rows, "{further}");
     let up = small(&format!("5 e{}", " J K".repeat(40))).await;
     assert!(up.contains("line 1/"), "{up}");
     let again = small(&format!("5 e{} e e", " J".repeat(5))).await;

@@ -53,8 +53,9 @@ impl EnginesView {
     }
 }
 
-/// Draws the view in `area` (the Replay pane's right half), scrolled by `scroll` lines (`J`/`K`;
-/// the title says so when the view does not fit).
+/// Draws the view in `area` (the Replay pane's right half), scrolled by `scroll` wrapped rows
+/// (`J`/`K`; the title says so when the view does not fit); returns the largest useful scroll
+/// ([`super::side::draw_side`]).
 pub fn draw(
     view: &EnginesView,
     f: &mut Frame,
@@ -62,7 +63,7 @@ pub fn draw(
     a: &ExchangeAnalysis,
     theme: &Theme,
     scroll: usize,
-) {
+) -> usize {
     let st = &theme.styles;
     let owned;
     let body = match view.lines_for(a.row) {
@@ -72,7 +73,7 @@ pub fn draw(
             &owned[..]
         }
     };
-    super::side::draw_side(f, area, " what each engine would return", body, scroll, st);
+    super::side::draw_side(f, area, " what each engine would return", body, scroll, st)
 }
 
 /// A text shown quoted and cut (model text may hold escape sequences: `{:?}` shows them

@@ -88,10 +88,11 @@ pub(crate) fn draw_replay(
         li,
     );
     if s.replay_engines.open {
-        super::engines::draw(&s.replay_engines, f, right, a, &state.theme, s.side_scroll);
+        let max = super::engines::draw(&s.replay_engines, f, right, a, &state.theme, s.side_scroll);
+        s.side_max.set(max);
         return;
     }
-    draw_side(
+    let max = draw_side(
         f,
         right,
         " server stream at the same point",
@@ -99,6 +100,7 @@ pub(crate) fn draw_replay(
         s.side_scroll,
         st,
     );
+    s.side_max.set(max);
 }
 
 pub(crate) fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) -> Vec<Effect> {
@@ -126,13 +128,9 @@ pub(crate) fn replay_action(s: &mut SessionView, action: Action, theme: &Theme) 
             s.side_scroll = 0;
         }
         Action::SideDown | Action::SideUp => {
-            // at most to the right half's last line
-            let len = match s.replay_engines.lines_for(a.row) {
-                Some(l) if s.replay_engines.open => l.len(),
-                _ => s.server_doc.lines.len(),
-            };
+            // at most until the right half's last wrapped row is at the bottom (as last drawn)
             s.side_scroll = if action == Action::SideDown {
-                (s.side_scroll + 1).min(len.saturating_sub(1))
+                (s.side_scroll + 1).min(s.side_max.get())
             } else {
                 s.side_scroll.saturating_sub(1)
             };
