@@ -77,7 +77,7 @@ pub struct Args {
     /// `llama.cpp@BUILD` (default: the template's engine — a session's /props template or a
     /// llama-server URL render as llama.cpp — else transformers).
     #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<crate::template::Engine>,
+    pub engine: Option<crate::template::Profile>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -168,7 +168,7 @@ struct VocabRenderer<'a> {
     /// `--template`, when given (else each exchange's own template from the session's `/props`).
     source: Option<&'a TemplateSource>,
     /// `--engine`, when given.
-    engine: Option<crate::template::Engine>,
+    engine: Option<crate::template::Profile>,
 }
 
 impl VocabRenderer<'_> {

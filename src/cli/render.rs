@@ -49,7 +49,7 @@ pub struct Args {
     /// Render profile: `transformers`, `llama.cpp` (build 11434) or `llama.cpp@BUILD`. Default:
     /// the source's engine (a llama-server URL → llama.cpp at its build), else transformers.
     #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<crate::template::Engine>,
+    pub engine: Option<crate::template::Profile>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -238,7 +238,7 @@ pub fn render_request_with(
     anthropic: bool,
     now: Option<time::OffsetDateTime>,
     strict: bool,
-    engine: Option<crate::template::Engine>,
+    engine: Option<crate::template::Profile>,
 ) -> anyhow::Result<(String, RenderInput)> {
     crate::diff::adapt::render_request(source, body, anthropic, now, strict, engine)
 }
@@ -254,9 +254,9 @@ pub fn render_request_with(
 pub fn apply_vocab(
     source: &mut TemplateSource,
     vocab: &VocabSource,
-    engine: Option<crate::template::Engine>,
+    engine: Option<crate::template::Profile>,
 ) -> anyhow::Result<()> {
-    let llama = engine.or(source.engine).is_some_and(|e| e.is_llama_cpp());
+    let llama = engine.or(source.profile).is_some_and(|e| e.is_llama_cpp());
     let (bos, eos, flags) = match vocab {
         VocabSource::Local(v) => (
             Some(v.bos_text().unwrap_or_default().to_owned()),

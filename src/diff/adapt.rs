@@ -18,7 +18,7 @@ use super::split::DiffToken;
 ///
 /// * profile: `opts.engine`, else the source's engine (a llama-server `/props` source: the
 ///   llama.cpp profile at its `build_info`), else transformers
-///   ([`crate::template::Engine`]);
+///   ([`crate::template::Profile`]);
 /// * template: the source's named `tool_use` template when the request has tools (both
 ///   transformers and llama.cpp pick it so), else the default;
 /// * `bos_token`/`eos_token` default to the source's when the request does not set them; for
@@ -47,8 +47,8 @@ pub fn profile_options(source: &TemplateSource, opts: &RenderOptions) -> RenderO
     if opts.name.is_none() {
         opts.name = Some(source.origin.clone());
     }
-    if opts.engine.is_none() {
-        opts.engine = Some(source.engine.unwrap_or_default());
+    if opts.profile.is_none() {
+        opts.profile = Some(source.profile.unwrap_or_default());
     }
     if opts.vocab == Default::default() {
         opts.vocab = source.vocab_flags.unwrap_or_else(|| {
@@ -108,7 +108,7 @@ pub fn render_request(
     anthropic: bool,
     now: Option<time::OffsetDateTime>,
     strict: bool,
-    engine: Option<crate::template::Engine>,
+    engine: Option<crate::template::Profile>,
 ) -> anyhow::Result<(String, crate::template::RenderInput)> {
     use crate::template::RenderInput;
     let input = if anthropic {
@@ -127,7 +127,7 @@ pub fn render_request(
             now,
             strict,
             name: Some(source.origin.clone()),
-            engine,
+            profile: engine,
             ..Default::default()
         },
     );

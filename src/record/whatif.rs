@@ -586,7 +586,7 @@ fn regenerate_plan(
     };
     // the engine's profile and tokens: the session's server, where the source does not say
     if let Some(s) = &session_source {
-        source.engine = source.engine.or(s.engine);
+        source.profile = source.profile.or(s.profile);
         source.vocab_flags = source.vocab_flags.or(s.vocab_flags);
         source.bos_token = source.bos_token.clone().or(s.bos_token.clone());
         source.eos_token = source.eos_token.clone().or(s.eos_token.clone());

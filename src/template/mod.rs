@@ -9,23 +9,23 @@
 //!   ([`responses::responses_to_chat`]).
 //! * [`mod@render`] — [`render::render`]: minijinja configured as transformers' Jinja2.
 //! * [`pyfmt`] — Python `str`/`repr`/`json.dumps`/`strftime` for template values.
-//! * [`engine`] — [`Engine`]: the render profile (transformers, or llama.cpp at a build).
+//! * [`profile`] — [`Profile`]: the render profile (transformers, or llama.cpp at a build).
 //! * [`llama`] — the llama.cpp profile: llama-server's request handling and Jinja engine.
 //! * [`ollama`] — Ollama's template handling over the Go `text/template` interpreter
 //!   ([`crate::gotmpl`]): [`ollama::render_ollama`].
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
 
 pub mod divergence;
-pub mod engine;
 pub mod input;
 pub mod llama;
 pub mod ollama;
+pub mod profile;
 pub mod pyfmt;
 pub mod render;
 pub mod responses;
 pub mod source;
 
-pub use engine::Engine;
 pub use input::RenderInput;
+pub use profile::Profile;
 pub use render::{CompiledTemplate, RenderError, RenderErrorKind, RenderOptions, render};
 pub use source::TemplateSource;

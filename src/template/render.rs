@@ -18,9 +18,9 @@ use std::io;
 use minijinja::value::{Kwargs, Value as JValue, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
-use super::engine::Engine;
 use super::input::RenderInput;
 use super::llama::{self, VocabFlags, caps::Caps};
+use super::profile::Profile;
 use super::pyfmt::{self, JsonOptions};
 
 /// Name under which the template is compiled when [`RenderOptions::name`] is unset.
@@ -47,9 +47,9 @@ pub struct RenderOptions {
     pub recursion_limit: usize,
     /// Output cap in bytes.
     pub max_output: usize,
-    /// The render profile ([`Engine`]); `None`: the caller's default (a template source's
-    /// engine, else transformers).
-    pub engine: Option<Engine>,
+    /// The render profile ([`Profile`]); `None`: the caller's default (a template source's
+    /// profile, else transformers).
+    pub profile: Option<Profile>,
     /// llama.cpp profile only: whether the engine's vocabulary adds BOS / EOS itself (a leading
     /// `bos_token` printed by the template is then removed, as llama.cpp does).
     pub vocab: VocabFlags,
@@ -64,7 +64,7 @@ impl Default for RenderOptions {
             fuel: crate::budget::Budget::default().fuel,
             recursion_limit: crate::budget::Budget::default().recursion_limit,
             max_output: 8 << 20,
-            engine: None,
+            profile: None,
             vocab: VocabFlags::default(),
         }
     }
@@ -119,7 +119,7 @@ pub struct CompiledTemplate {
     name: String,
     source: String,
     max_output: usize,
-    engine: Engine,
+    profile: Profile,
     now: time::OffsetDateTime,
     vocab: VocabFlags,
     caps: std::sync::OnceLock<Caps>,
@@ -197,13 +197,13 @@ impl CompiledTemplate {
     pub fn compile(source: &str, opts: &RenderOptions) -> Result<CompiledTemplate, RenderError> {
         let name = opts.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
         let mut env = build_env(opts);
-        let engine = opts.engine.unwrap_or_default();
+        let profile = opts.profile.unwrap_or_default();
         let patched;
         // llama.cpp profile: its binary operators as calls (llama/rewrite.rs); errors are
         // reported at the template's own offsets through the rewrite's offset map
         let mut ops = None;
-        let source = match engine {
-            Engine::LlamaCpp { .. } => {
+        let source = match profile {
+            Profile::LlamaCpp { .. } => {
                 patched = llama::patch_source(source);
                 if let Some((at, ch)) = llama::rewrite::unsupported_operator(&patched) {
                     let (line, column) = line_col(&patched, at);
@@ -221,7 +221,7 @@ impl CompiledTemplate {
                 ops = llama::rewrite::rewrite(&patched);
                 patched.as_str()
             }
-            Engine::Transformers => source,
+            Profile::Transformers => source,
         };
         let compiled = ops.as_ref().map_or(source, |r| r.text.as_str());
         let rewritten = rewrite_generation_blocks(compiled);
@@ -233,7 +233,7 @@ impl CompiledTemplate {
             name,
             source: source.to_owned(),
             max_output: opts.max_output,
-            engine,
+            profile,
             now: opts.now.unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
             vocab: opts.vocab,
             caps: std::sync::OnceLock::new(),
@@ -246,15 +246,15 @@ impl CompiledTemplate {
     /// Renders `input` under the template's profile: transformers' context
     /// ([`RenderInput::context`]), or llama-server's request handling ([`llama::render`]).
     pub fn render(&self, input: &RenderInput) -> Result<String, RenderError> {
-        match self.engine {
-            Engine::Transformers => self.render_context(&input.context()),
-            Engine::LlamaCpp { .. } => llama::render(self, input, self.now, self.vocab),
+        match self.profile {
+            Profile::Transformers => self.render_context(&input.context()),
+            Profile::LlamaCpp { .. } => llama::render(self, input, self.now, self.vocab),
         }
     }
 
     /// The profile this template was compiled for.
-    pub fn engine(&self) -> Engine {
-        self.engine
+    pub fn profile(&self) -> Profile {
+        self.profile
     }
 
     /// The template name used in messages.
@@ -527,7 +527,7 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
     env.add_function("strftime_now", move |fmt: String| {
         pyfmt::strftime(&now, &fmt)
     });
-    if let Some(Engine::LlamaCpp { build }) = opts.engine {
+    if let Some(Profile::LlamaCpp { build }) = opts.profile {
         llama::jinja::configure(&mut env, &llama::BuildRules::for_build(build), now);
     }
     env

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::engine::Engine;
 use super::input::RenderInput;
 use super::llama::VocabFlags;
 use super::ollama::OllamaModel;
+use super::profile::Profile;
 use crate::gguf::{self, GgufMetadata};
 use crate::gotmpl::{Date, ExecOptions, GoTemplateError};
 use crate::tokens::Vocab;
@@ -48,7 +48,7 @@ pub struct TemplateSource {
     pub format: TemplateFormat,
     /// The engine that serves this template, when the source says (llama-server `/props`:
     /// the llama.cpp profile at its `build_info`); renders default to it.
-    pub engine: Option<Engine>,
+    pub profile: Option<Profile>,
     /// Whether the engine's tokenizer adds BOS / EOS itself (GGUF `tokenizer.ggml.add_bos_token`;
     /// llama-server: its model's vocabulary), for the llama.cpp profile's BOS handling.
     pub vocab_flags: Option<VocabFlags>,
@@ -248,7 +248,7 @@ impl TemplateSource {
         }
         src.bos_token = token_text(v.get("bos_token"));
         src.eos_token = token_text(v.get("eos_token"));
-        src.engine = Some(Engine::from_llama_build_info(
+        src.profile = Some(Profile::from_llama_build_info(
             v.get("build_info").and_then(Value::as_str),
         ));
         Ok(src)

@@ -109,7 +109,7 @@ fn profile_vs_server(model: std::path::PathBuf, corpus: std::path::PathBuf, offl
         let mut source = if offline {
             // the offline path: `render --engine llama.cpp --template T.jinja --vocab MODEL.gguf`
             let mut s = toolscope::cli::render::load_template(&f.display().to_string()).unwrap();
-            s.engine = TemplateSource::from_props(&props).unwrap().engine;
+            s.profile = TemplateSource::from_props(&props).unwrap().profile;
             let v = toolscope::cli::render::load_vocab(&model.display().to_string()).unwrap();
             toolscope::cli::render::apply_vocab(&mut s, &v, None).unwrap();
             s
@@ -120,7 +120,7 @@ fn profile_vs_server(model: std::path::PathBuf, corpus: std::path::PathBuf, offl
             source.vocab_flags = Some(flags);
         }
         assert!(
-            source.engine.is_some_and(|e| e.is_llama_cpp()),
+            source.profile.is_some_and(|e| e.is_llama_cpp()),
             "a /props source renders under the llama.cpp profile"
         );
         for (scn, body) in template_support::scenarios() {

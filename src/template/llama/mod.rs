@@ -74,7 +74,7 @@ impl BuildRules {
     /// dispatched for `chat_format=llm-jp-harmony-v1` at common/chat.cpp:1103 in build 11434;
     /// absent in build 11312). Builds in between follow the nearer of the two.
     pub fn has_llm_jp_harmony(&self) -> bool {
-        use super::engine::{LLAMA_CPP_DEFAULT_BUILD, LLAMA_CPP_OLD_BUILD};
+        use super::profile::{LLAMA_CPP_DEFAULT_BUILD, LLAMA_CPP_OLD_BUILD};
         u64::from(self.build) * 2
             >= u64::from(LLAMA_CPP_OLD_BUILD) + u64::from(LLAMA_CPP_DEFAULT_BUILD)
     }

@@ -708,9 +708,9 @@ mod tests {
 
     #[test]
     fn rendered_through_the_profile() {
-        use crate::template::{RenderOptions, engine::Engine, render::CompiledTemplate};
+        use crate::template::{RenderOptions, profile::Profile, render::CompiledTemplate};
         let opts = RenderOptions {
-            engine: Some(Engine::LlamaCpp { build: 11434 }),
+            profile: Some(Profile::LlamaCpp { build: 11434 }),
             ..Default::default()
         };
         let render = |src: &str, ctx: serde_json::Value| {

