@@ -4,7 +4,8 @@
 
 use crate::parser::Syntax;
 use crate::session::TokenPiece;
-use crate::template::render::{RenderOptions, render as render_template};
+use crate::template::render as render_template;
+use crate::template::render::RenderOptions;
 use crate::template::source::TemplateSource;
 use crate::tokens::{self, Vocab};
 

@@ -15,6 +15,7 @@
 //!   ([`crate::gotmpl`]): [`ollama::render_ollama`].
 //! * [`divergence`] — `template.engine_divergence` against an engine's own render.
 
+pub mod compiled;
 pub mod divergence;
 pub mod input;
 pub mod llama;
@@ -25,7 +26,8 @@ pub mod render;
 pub mod responses;
 pub mod source;
 
+pub use compiled::{CompiledTemplate, render};
 pub use input::RenderInput;
 pub use profile::Profile;
-pub use render::{CompiledTemplate, RenderError, RenderErrorKind, RenderOptions, render};
+pub use render::{RenderError, RenderErrorKind, RenderOptions};
 pub use source::TemplateSource;

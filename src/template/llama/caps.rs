@@ -12,7 +12,7 @@ use minijinja::Value as JValue;
 use minijinja::value::{Enumerator, Object, ObjectRepr};
 use serde_json::{Value, json};
 
-use crate::template::render::CompiledTemplate;
+use crate::template::render::JinjaTemplate;
 
 /// What `caps_get` reports (field names as in `jinja::caps`; defaults as there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +144,7 @@ fn tracked(v: &Value, path: &str, log: &Log) -> JValue {
 
 /// Renders `tmpl` on one probe; returns (rendered or error, paths used).
 fn probe(
-    tmpl: &CompiledTemplate,
+    tmpl: &JinjaTemplate,
     ctx: Value,
     extra: &[(&str, Value)],
 ) -> (Option<String>, BTreeSet<String>) {
@@ -189,7 +189,7 @@ fn base_ctx(messages: Value, tools: Value) -> Value {
 }
 
 /// `caps_get` over a template compiled under the llama.cpp profile.
-pub fn detect(tmpl: &CompiledTemplate) -> Caps {
+pub fn detect(tmpl: &JinjaTemplate) -> Caps {
     let mut caps = Caps::default();
     let src = tmpl.source();
     // typed content: llama.cpp records `selectattr` / integer-index use of a string content;

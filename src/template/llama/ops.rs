@@ -708,7 +708,7 @@ mod tests {
 
     #[test]
     fn rendered_through_the_profile() {
-        use crate::template::{RenderOptions, profile::Profile, render::CompiledTemplate};
+        use crate::template::{CompiledTemplate, RenderOptions, profile::Profile};
         let opts = RenderOptions {
             profile: Some(Profile::LlamaCpp { build: 11434 }),
             ..Default::default()

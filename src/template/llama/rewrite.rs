@@ -734,7 +734,7 @@ mod tests {
         // single-character `*` `/` only, common/jinja/lexer.h; parser.cpp parse_primary);
         // outside expressions (strings, raw blocks, comments) the characters are text
         use crate::template::Profile;
-        use crate::template::render::{CompiledTemplate, RenderErrorKind, RenderOptions};
+        use crate::template::{CompiledTemplate, RenderErrorKind, RenderOptions};
         let opts = RenderOptions {
             profile: Some(Profile::LLAMA_CPP),
             ..Default::default()
@@ -882,7 +882,7 @@ mod long_chains {
             profile: Some(crate::template::Profile::LLAMA_CPP),
             ..Default::default()
         };
-        let out = crate::template::render::CompiledTemplate::compile(&src, &opts)
+        let out = crate::template::CompiledTemplate::compile(&src, &opts)
             .unwrap()
             .render_context(&serde_json::json!({}))
             .unwrap();
