@@ -213,7 +213,8 @@ impl VocabRenderer<'_> {
                 Ok(r) => r,
                 // a template over its memory/time budget is unusable input, not a note
                 Err(e)
-                    if e.downcast_ref::<crate::template::RenderError>()
+                    if e.downcast_ref::<crate::template::source::TemplateError>()
+                        .and_then(|t| t.render_error())
                         .is_some_and(|r| r.kind == crate::template::RenderErrorKind::Limit) =>
                 {
                     return Err(e.context(format!("{file}: exchange {}", cx.id.unwrap_or(0))));

@@ -382,7 +382,7 @@ fn run_templates(
                 profile: engine.or(opts.profile),
                 ..opts.clone()
             };
-            let prompt = diff::adapt::render(l, &input, &opts);
+            let prompt = l.render(&input, &opts).map_err(|e| e.to_string());
             let tokens = match (&vocab, &prompt, &l.vocab) {
                 (Some(VocabSource::Local(v)), Ok(p), _) => Some(diff::adapt::tokenize(v, p)),
                 (Some(VocabSource::Server(url)), Ok(p), _) => {
@@ -429,7 +429,7 @@ fn run_templates(
         source: src.to_owned(),
         kind: "template".into(),
         origin: Some(l.origin.clone()),
-        engine: Some(e.or(l.profile).unwrap_or_default().to_string()),
+        engine: Some(l.profile_for(e).to_string()),
         ..SideInfo::default()
     };
     Ok(DiffReport::new(

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::Format;
 use crate::schema::flatten::{FlattenOptions, Flattened, Strategy, flatten_tools};
-use crate::schema::rank::{Ranking, as_request, rank_strategies, render_template};
+use crate::schema::rank::{Ranking, as_request, rank_strategies, request_input};
+use crate::template::render::DEFAULT_NAME;
 use crate::template::{Profile, RenderInput, RenderOptions};
 
 /// Arguments of `toolscope flatten`.
@@ -84,31 +85,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match &args.template {
             Some(tp) => {
                 let src = super::render::load_template(tp)?;
-                let engine = args.engine.or(src.profile);
+                let profile = src.profile_for(args.engine);
                 let (ranking, best) = rank_strategies(&doc, &base, |d| {
                     let req = as_request(d);
-                    match engine {
-                        // llama.cpp profile: the one render path ([`crate::diff::adapt::render`])
-                        Some(e @ Profile::LlamaCpp { .. }) => crate::diff::adapt::render(
-                            &src,
-                            &RenderInput::from_openai_request(&req),
-                            &RenderOptions {
-                                profile: Some(e),
-                                ..Default::default()
-                            },
-                        ),
-                        _ => {
-                            let tmpl = src
-                                .select(&RenderInput::from_openai_request(&req))
-                                .to_string();
-                            render_template(
-                                &tmpl,
-                                &req,
-                                src.bos_token.as_deref(),
-                                src.eos_token.as_deref(),
-                            )
-                        }
-                    }
+                    // the llama.cpp profile reads the body as OpenAI, as llama-server does, and
+                    // names errors by the source; transformers reads it as rank does
+                    let (input, name) = if profile.is_llama_cpp() {
+                        (RenderInput::from_openai_request(&req), None)
+                    } else {
+                        (request_input(&req), Some(DEFAULT_NAME.to_owned()))
+                    };
+                    let opts = RenderOptions {
+                        name,
+                        profile: Some(profile),
+                        ..Default::default()
+                    };
+                    src.render(&input, &opts).map_err(|e| e.to_string())
                 })
                 .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
                 // nothing rendered: no strategy can be chosen (and none judged) on this template

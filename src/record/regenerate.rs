@@ -305,8 +305,8 @@ pub fn vllm_tokenize_body(chat: &Value) -> Value {
 
 /// Renders Ollama chat body `chat` as Ollama's `/api/chat` builds its prompt, from the model's
 /// `POST /api/show` answer `show` (its `template`, `system`, `messages`, thinking capability)
-/// with `today` as the template's `currentDate` (the exchange's date). The one place the Ollama
-/// renderer is called: [`crate::template::ollama::render_ollama_with`] (seam 1).
+/// with `today` as the template's `currentDate` (the exchange's date), through the one render
+/// entry point ([`crate::template::TemplateSource::render_request`], the Ollama profile).
 ///
 /// Errors: `show` has no `template`; the template fails (Go's message, with line and column).
 pub fn ollama_prompt(
@@ -314,17 +314,18 @@ pub fn ollama_prompt(
     chat: &Value,
     today: Option<(i32, u32, u32)>,
 ) -> anyhow::Result<String> {
-    use crate::gotmpl::ExecOptions;
-    use crate::template::ollama::{OllamaModel, render_ollama_with};
-    let template = show
-        .get("template")
+    use crate::template::source::{TemplateSource, midnight_of};
+    show.get("template")
         .and_then(Value::as_str)
         .context("/api/show answer has no \"template\"")?;
-    let opts = ExecOptions {
-        today,
+    let source = TemplateSource::from_ollama_show("/api/show", show)?;
+    let opts = crate::template::RenderOptions {
+        now: today.and_then(midnight_of),
         ..Default::default()
     };
-    render_ollama_with(template, chat, &OllamaModel::from_show(show), &opts)
+    source
+        .render_request(chat, false, &opts)
+        .map(|(prompt, _)| prompt)
         .map_err(|e| anyhow::anyhow!("rendering the /api/show template: {e}"))
 }
 

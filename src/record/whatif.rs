@@ -597,8 +597,11 @@ fn regenerate_plan(
     )
     .ok();
     let anthropic = original.api() == crate::session::Api::Anthropic;
-    let (text, _) =
-        crate::diff::adapt::render_request(&source, request, anthropic, now, false, None)?;
+    let opts = crate::template::RenderOptions {
+        now,
+        ..Default::default()
+    };
+    let (text, _) = source.render_request(request, anthropic, &opts)?;
     Ok(Plan::Regenerate {
         template: source.template.clone(),
         prompt: Prompt {

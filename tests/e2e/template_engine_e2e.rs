@@ -2,7 +2,7 @@
 //! `POST /apply-template`, every corpus template (forced with `--chat-template-file`, SmolLM2)
 //! × the conformance scenarios. The local side is exactly what the inspector's Template pane
 //! renders: `TemplateSource::from_props` (→ llama.cpp profile at the server's `build_info`) and
-//! `diff::adapt::render`.
+//! `TemplateSource::render`.
 //!
 //! Asserts ≥ 97 % byte-identical renders over the pairs the server renders (a pair the profile
 //! refuses counts as different), and that the requests the server refuses are the ones the
@@ -127,14 +127,15 @@ fn profile_vs_server(model: std::path::PathBuf, corpus: std::path::PathBuf, offl
             let body = without_tokens(&body);
             let engine = rt.block_on(client.apply_template(&body));
             let input = RenderInput::from_openai_request(&body);
-            let local = toolscope::diff::adapt::render(
-                &source,
-                &input,
-                &RenderOptions {
-                    now: Some(time::OffsetDateTime::now_utc()),
-                    ..Default::default()
-                },
-            );
+            let local = source
+                .render(
+                    &input,
+                    &RenderOptions {
+                        now: Some(time::OffsetDateTime::now_utc()),
+                        ..Default::default()
+                    },
+                )
+                .map_err(|e| e.to_string());
             if engine.is_ok() {
                 server_rendered += 1;
             }

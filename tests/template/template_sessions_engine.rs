@@ -26,14 +26,15 @@ fn local_render(
     let now =
         time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339)
             .ok();
-    toolscope::diff::adapt::render(
-        source,
-        &input,
-        &RenderOptions {
-            now,
-            ..Default::default()
-        },
-    )
+    source
+        .render(
+            &input,
+            &RenderOptions {
+                now,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| e.to_string())
 }
 
 #[test]
