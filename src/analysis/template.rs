@@ -115,7 +115,7 @@ pub fn ollama_render(
         header
             .engine
             .as_ref()
-            .filter(|e| e.kind == "ollama")
+            .filter(|e| e.kind == crate::session::ServerKind::Ollama)
             .and_then(|e| e.version.as_deref()),
     ))
 }

@@ -60,9 +60,9 @@ pub struct TryOptions {
     pub url: String,
     /// The what-if session file (created, or appended to).
     pub session: PathBuf,
-    /// Engine kind (`llama-server`, `vllm`, `sglang`, `ollama`; `unknown`): picks the raw
+    /// The server's kind (llama-server, vLLM, SGLang, Ollama; `unknown`): picks the raw
     /// completion endpoint and whether runs get seeds.
-    pub engine: String,
+    pub engine: crate::session::ServerKind,
     /// Run `i` (0-based) gets sampling seed `seed + i` when the engine takes seeds; `None`
     /// keeps the request's own.
     pub seed: Option<u64>,
@@ -150,11 +150,7 @@ pub async fn run_once(
                 );
             }
             let ropts = RegenOptions {
-                engine: if opts.engine == "unknown" {
-                    String::new()
-                } else {
-                    opts.engine.clone()
-                },
+                server: opts.engine.is_known().then(|| opts.engine.clone()),
                 endpoint: None,
                 prompt: Some(prompt.clone()),
                 template: Some(template.clone()),

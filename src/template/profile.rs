@@ -18,6 +18,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::session::{Server, ServerKind};
+
 /// The llama.cpp build the `llama.cpp` profile follows when no build is named.
 pub const LLAMA_CPP_DEFAULT_BUILD: u32 = 11434;
 
@@ -94,12 +96,16 @@ impl Profile {
         Profile::LlamaCpp { build }
     }
 
-    /// The profile for a recorded session's engine (`Header::engine`): llama-server → the
-    /// llama.cpp profile at its build; anything else (vLLM, Ollama, SGLang, none) →
-    /// transformers, whose Jinja2 rules those engines follow.
-    pub fn for_session_engine(kind: Option<&str>, version: Option<&str>) -> Profile {
-        match kind {
-            Some("llama-server") | Some("llama.cpp") => Profile::from_llama_build_info(version),
+    /// The profile a recorded server renders its own templates under (`Header::engine`):
+    /// llama-server → the llama.cpp profile at its build (`version`, its `build_info`); Ollama
+    /// → the Ollama profile at its version (`/api/version`); anything else (vLLM, SGLang,
+    /// unknown) → transformers, whose Jinja2 rules those engines follow.
+    pub fn for_server(server: &Server) -> Profile {
+        match server.kind {
+            ServerKind::LlamaServer => Profile::from_llama_build_info(server.version.as_deref()),
+            ServerKind::Ollama => Profile::Ollama {
+                version: server.version.as_deref().and_then(OllamaVersion::parse),
+            },
             _ => Profile::Transformers,
         }
     }
@@ -246,9 +252,22 @@ mod tests {
             Profile::from_llama_build_info(Some("b0-unknown")),
             Profile::LLAMA_CPP
         );
+        let server = |kind: ServerKind, version: &str| Server {
+            kind,
+            version: Some(version.into()),
+            model: None,
+        };
         assert_eq!(
-            Profile::for_session_engine(Some("vllm"), Some("0.11")),
+            Profile::for_server(&server(ServerKind::Vllm, "0.11")),
             Profile::Transformers
+        );
+        assert_eq!(
+            Profile::for_server(&server(ServerKind::LlamaServer, "b11312-0c1e57098")),
+            Profile::LlamaCpp { build: 11312 }
+        );
+        assert_eq!(
+            Profile::for_server(&server(ServerKind::Ollama, "0.13.5")).to_string(),
+            "ollama@0.13.5"
         );
     }
 }

@@ -57,10 +57,7 @@ fn template_pane_agrees_with_the_server_render_on_every_shipped_session() {
         let engine = s.header.engine.as_ref();
         assert_eq!(
             source.profile,
-            Some(Profile::for_session_engine(
-                engine.map(|e| e.kind.as_str()),
-                engine.and_then(|e| e.version.as_deref())
-            )),
+            Some(engine.map(Profile::for_server).unwrap_or_default()),
             "{}: the pane renders under the recorded engine's profile",
             f.display()
         );
