@@ -294,7 +294,7 @@ impl TemplateSource {
 
     /// From Ollama `POST /api/show`: the `template` field is a Go template
     /// ([`TemplateFormat::Go`]); `system`, `messages` and `capabilities` become
-    /// [`Self::ollama`]. Render it with [`Self::render_ollama`]. Errors: no `template`
+    /// [`Self::ollama`]. Render it with [`Self::render_request`] (the Ollama profile). Errors: no `template`
     /// string.
     pub fn from_ollama_show(name: &str, v: &Value) -> Result<TemplateSource, SourceError> {
         let t = v
@@ -325,7 +325,7 @@ impl TemplateSource {
     /// template source with. The renderer follows from the source's format and the profile
     /// ([`Self::profile_for`] of `opts.profile`):
     ///
-    /// * Jinja under transformers: the core renderer ([`super::render`]); under llama.cpp at a
+    /// * Jinja under transformers: the core renderer ([`mod@super::render`]); under llama.cpp at a
     ///   build: the llama.cpp profile ([`super::llama`]). The template is the source's named
     ///   `tool_use` one when the request has tools (both pick it so), else the default
     ///   ([`Self::select`]); `bos_token`/`eos_token` default to the source's when the request

@@ -5,7 +5,7 @@
 //! by its path (`messages.1.tool_calls`), and the capability rules of `caps_get` are applied to
 //! that log.
 //!
-//! The bookkeeping belongs to one probe render ([`Probe`]): the render's context carries it
+//! The bookkeeping belongs to one probe render (a `Probe`): the render's context carries it
 //! ([`PROBE_VAR`]) to the operator functions that pause it ([`untracked`]); no state outlives
 //! the render or is shared between threads.
 
@@ -68,7 +68,7 @@ impl Probe {
 
 type Log = Arc<Probe>;
 
-/// The context variable a probe render carries its [`Probe`] in (an opaque object), for
+/// The context variable a probe render carries its `Probe` in (an opaque object), for
 /// [`untracked`]; a template does not name it.
 pub const PROBE_VAR: &str = "__llama_caps_probe";
 
