@@ -324,7 +324,7 @@ pub fn ensure_print(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::render::{CompiledTemplate, RenderErrorKind, RenderOptions};
+    use crate::template::{CompiledTemplate, RenderErrorKind, RenderOptions};
     use serde_json::json;
 
     /// Every allocating call of the kind the issue lists, each asking for far more than the

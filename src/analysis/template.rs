@@ -10,7 +10,7 @@ use super::ServerRender;
 /// The Template pane's model.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TemplateView {
-    /// toolscope's own render of the request ([`crate::diff::adapt::render`]: the session's
+    /// toolscope's own render of the request ([`crate::template::TemplateSource::render`]: the session's
     /// `/props` `chat_template`, the request's messages and tools, `now` = the exchange's start
     /// time), or why it failed (`None`: the header has no `/props` template).
     pub local: Option<Result<String, String>>,
@@ -75,7 +75,7 @@ fn local_render(
         now,
         ..Default::default()
     };
-    let out = crate::diff::adapt::render(&source, &input, &opts);
+    let out = source.render(&input, &opts).map_err(|e| e.to_string());
     let model = header
         .props
         .as_ref()
@@ -115,7 +115,7 @@ pub fn ollama_render(
         header
             .engine
             .as_ref()
-            .filter(|e| e.kind == "ollama")
+            .filter(|e| e.kind == crate::session::ServerKind::Ollama)
             .and_then(|e| e.version.as_deref()),
     ))
 }

@@ -237,8 +237,8 @@ pub fn with_seed(api: Api, body: &Value, seed: u64, takes_seed: bool) -> Value {
 /// True when the engine kind (session header `engine.kind`) takes a per-request sampling seed:
 /// llama-server (`seed`, tools/server/server-task.cpp), vLLM and SGLang (`seed`), Ollama
 /// (`options.seed`).
-pub fn engine_takes_seed(kind: &str) -> bool {
-    matches!(kind, "llama-server" | "vllm" | "sglang" | "ollama")
+pub fn engine_takes_seed(kind: &crate::session::ServerKind) -> bool {
+    kind.is_known()
 }
 
 /// What one run gave.

@@ -77,7 +77,7 @@ pub struct Args {
     /// `llama.cpp@BUILD` (default: the template's engine — a session's /props template or a
     /// llama-server URL render as llama.cpp — else transformers).
     #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<crate::template::Engine>,
+    pub engine: Option<crate::template::Profile>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -168,7 +168,7 @@ struct VocabRenderer<'a> {
     /// `--template`, when given (else each exchange's own template from the session's `/props`).
     source: Option<&'a TemplateSource>,
     /// `--engine`, when given.
-    engine: Option<crate::template::Engine>,
+    engine: Option<crate::template::Profile>,
 }
 
 impl VocabRenderer<'_> {
@@ -213,7 +213,8 @@ impl VocabRenderer<'_> {
                 Ok(r) => r,
                 // a template over its memory/time budget is unusable input, not a note
                 Err(e)
-                    if e.downcast_ref::<crate::template::RenderError>()
+                    if e.downcast_ref::<crate::template::source::TemplateError>()
+                        .and_then(|t| t.render_error())
                         .is_some_and(|r| r.kind == crate::template::RenderErrorKind::Limit) =>
                 {
                     return Err(e.context(format!("{file}: exchange {}", cx.id.unwrap_or(0))));

@@ -53,7 +53,7 @@ pub struct Args {
         num_args = 1,
         conflicts_with = "servers"
     )]
-    pub engines: Vec<crate::template::Engine>,
+    pub engines: Vec<crate::template::Profile>,
     /// Session file (.jsonl): every OpenAI / Anthropic chat exchange is diffed.
     #[arg(value_name = "SESSION", required_unless_present = "request")]
     pub session: Option<PathBuf>,
@@ -336,7 +336,7 @@ fn session_template(args: &Args) -> anyhow::Result<(TemplateSource, String)> {
 fn run_templates(
     args: &Args,
     mode: &str,
-    sides: [(String, TemplateSource, Option<crate::template::Engine>); 2],
+    sides: [(String, TemplateSource, Option<crate::template::Profile>); 2],
     rt: &tokio::runtime::Runtime,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<DiffReport> {
@@ -376,13 +376,13 @@ fn run_templates(
     for item in &items {
         let input = template_input(item);
         let render = |l: &TemplateSource,
-                      engine: Option<crate::template::Engine>|
+                      engine: Option<crate::template::Profile>|
          -> anyhow::Result<Rendered> {
             let opts = RenderOptions {
-                engine: engine.or(opts.engine),
+                profile: engine.or(opts.profile),
                 ..opts.clone()
             };
-            let prompt = diff::adapt::render(l, &input, &opts);
+            let prompt = l.render(&input, &opts).map_err(|e| e.to_string());
             let tokens = match (&vocab, &prompt, &l.vocab) {
                 (Some(VocabSource::Local(v)), Ok(p), _) => Some(diff::adapt::tokenize(v, p)),
                 (Some(VocabSource::Server(url)), Ok(p), _) => {
@@ -425,11 +425,11 @@ fn run_templates(
         ));
     }
     notes.push(tokenizer_note);
-    let side = |src: &str, l: &TemplateSource, e: Option<crate::template::Engine>| SideInfo {
+    let side = |src: &str, l: &TemplateSource, e: Option<crate::template::Profile>| SideInfo {
         source: src.to_owned(),
         kind: "template".into(),
         origin: Some(l.origin.clone()),
-        engine: Some(e.or(l.engine).unwrap_or_default().to_string()),
+        engine: Some(l.profile_for(e).to_string()),
         ..SideInfo::default()
     };
     Ok(DiffReport::new(
@@ -512,11 +512,11 @@ async fn generate(
 /// ([`crate::template::llama::reply_format`]): the prompts can be identical while the same
 /// generated text parses differently (or is refused) — `--generate` shows it.
 fn reply_format_note(pa: &Value, pb: &Value) -> Option<String> {
-    use crate::template::Engine;
+    use crate::template::Profile;
     use crate::template::llama::{BuildRules, reply_format};
     let side = |p: &Value| {
         let build_info = p.get("build_info").and_then(Value::as_str);
-        let Engine::LlamaCpp { build } = Engine::from_llama_build_info(build_info) else {
+        let Profile::LlamaCpp { build } = Profile::from_llama_build_info(build_info) else {
             return None;
         };
         let template = p.get("chat_template").and_then(Value::as_str)?;

@@ -52,7 +52,7 @@ fn otel_span(
     // the analysis first, then the decode: one huge stream is held decoded once at a time,
     // and the exchange is moved through the analysis, not copied (issue #27 item 2)
     let (findings, ex) = crate::export::otel::findings_of(analysed, annotations, ex);
-    let provider = header.engine.as_ref().map(|e| e.kind.clone());
+    let provider = header.engine.as_ref().map(|e| e.kind.to_string());
     let place = crate::export::otel::SpanPlace::root(trace, ex.id);
     crate::export::otel::span_of_exchange(&place, provider.as_deref(), &ex, &findings)
 }

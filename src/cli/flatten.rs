@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 
 use super::Format;
 use crate::schema::flatten::{FlattenOptions, Flattened, Strategy, flatten_tools};
-use crate::schema::rank::{Ranking, as_request, rank_strategies, render_template};
-use crate::template::{Engine, RenderInput, RenderOptions};
+use crate::schema::rank::{Ranking, as_request, rank_strategies, request_input};
+use crate::template::render::DEFAULT_NAME;
+use crate::template::{Profile, RenderInput, RenderOptions};
 
 /// Arguments of `toolscope flatten`.
 #[derive(Debug, clap::Args)]
@@ -33,7 +34,7 @@ pub struct Args {
     /// (default: the source's engine — a llama-server URL renders as llama.cpp — else
     /// transformers).
     #[arg(long, value_name = "ENGINE", requires = "template")]
-    pub engine: Option<Engine>,
+    pub engine: Option<Profile>,
     /// How often a recursive `$ref` is expanded along one path before it is cut (0 to 64).
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=64))]
     pub recursion_depth: u64,
@@ -84,31 +85,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match &args.template {
             Some(tp) => {
                 let src = super::render::load_template(tp)?;
-                let engine = args.engine.or(src.engine);
+                let profile = src.profile_for(args.engine);
                 let (ranking, best) = rank_strategies(&doc, &base, |d| {
                     let req = as_request(d);
-                    match engine {
-                        // llama.cpp profile: the one render path ([`crate::diff::adapt::render`])
-                        Some(e @ Engine::LlamaCpp { .. }) => crate::diff::adapt::render(
-                            &src,
-                            &RenderInput::from_openai_request(&req),
-                            &RenderOptions {
-                                engine: Some(e),
-                                ..Default::default()
-                            },
-                        ),
-                        _ => {
-                            let tmpl = src
-                                .select(&RenderInput::from_openai_request(&req))
-                                .to_string();
-                            render_template(
-                                &tmpl,
-                                &req,
-                                src.bos_token.as_deref(),
-                                src.eos_token.as_deref(),
-                            )
-                        }
-                    }
+                    // the llama.cpp profile reads the body as OpenAI, as llama-server does, and
+                    // names errors by the source; transformers reads it as rank does
+                    let (input, name) = if profile.is_llama_cpp() {
+                        (RenderInput::from_openai_request(&req), None)
+                    } else {
+                        (request_input(&req), Some(DEFAULT_NAME.to_owned()))
+                    };
+                    let opts = RenderOptions {
+                        name,
+                        profile: Some(profile),
+                        ..Default::default()
+                    };
+                    src.render(&input, &opts).map_err(|e| e.to_string())
                 })
                 .map_err(|e| anyhow::anyhow!("{}: {e}", args.tools.display()))?;
                 // nothing rendered: no strategy can be chosen (and none judged) on this template

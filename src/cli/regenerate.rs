@@ -18,6 +18,7 @@
 //! malformed (or the regeneration itself failed), 2 on unusable input (no such file, no
 //! exchange to regenerate).
 
+use crate::session::ServerKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -44,10 +45,11 @@ pub struct Args {
     /// rejected).
     #[arg(long, value_name = "N")]
     pub exchange: Option<u64>,
-    /// The engine at --url: `llama-server`, `vllm`, `sglang`, `ollama` (default: the session's
-    /// engine). Picks how the prompt is rendered and the default --endpoint.
-    #[arg(long, value_name = "KIND", value_parser = ["llama-server", "vllm", "sglang", "ollama"])]
-    pub engine: Option<String>,
+    /// The server at --url: `llama-server`, `vllm`, `sglang`, `ollama` (default: the session's
+    /// server). Picks how the prompt is rendered and the default --endpoint. (`--engine KIND`,
+    /// its former name, still works.)
+    #[arg(long, alias = "engine", value_name = "KIND", value_parser = parse_server)]
+    pub server: Option<ServerKind>,
     /// The raw completion endpoint (default: the engine's: llama-server `completion`, vLLM and
     /// SGLang `v1-completions`, Ollama `ollama-generate`).
     #[arg(long, value_enum)]
@@ -63,6 +65,20 @@ pub struct Args {
     pub prompt_file: Option<PathBuf>,
 }
 
+/// `--server KIND`: one of the known server kinds (as a session names them).
+fn parse_server(s: &str) -> Result<ServerKind, String> {
+    let kind = ServerKind::parse(s);
+    if kind.is_known() {
+        Ok(kind)
+    } else {
+        let known: Vec<&str> = ServerKind::KNOWN.iter().map(ServerKind::as_str).collect();
+        Err(format!(
+            "unknown server {s:?}: expected one of {}",
+            known.join(", ")
+        ))
+    }
+}
+
 /// Runs `toolscope regenerate`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !(args.url.starts_with("http://") || args.url.starts_with("https://")) {
@@ -75,11 +91,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let session = read_session(&args.session).map_err(|e| anyhow::anyhow!("{e}"))?;
     let targets = targets(&session, args.exchange, &name)?;
     let engine = args
-        .engine
+        .server
         .clone()
         .or_else(|| session.header.engine.as_ref().map(|e| e.kind.clone()))
-        .filter(|k| k != "unknown")
-        .unwrap_or_else(|| "llama-server".into());
+        .filter(|k| !k.is_unknown())
+        .unwrap_or(ServerKind::LlamaServer);
     check_endpoint(args.endpoint, &engine)?;
     let local = match &args.template {
         Some(src) => Some(crate::cli::render::load_template(src)?),
@@ -116,7 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (None, p) => p.clone(),
         };
         let opts = RegenOptions {
-            engine: engine.clone(),
+            server: Some(engine.clone()),
             endpoint: args.endpoint,
             prompt,
             template: template.clone(),
@@ -176,20 +192,25 @@ fn targets(
 }
 
 /// The raw endpoints that exist on one engine only: `--endpoint` refused on another.
-fn check_endpoint(endpoint: Option<Endpoint>, engine: &str) -> anyhow::Result<()> {
+fn check_endpoint(endpoint: Option<Endpoint>, engine: &ServerKind) -> anyhow::Result<()> {
     match endpoint {
-        Some(Endpoint::Completion) if matches!(engine, "vllm" | "sglang" | "ollama") => {
+        Some(Endpoint::Completion)
+            if matches!(
+                engine,
+                ServerKind::Vllm | ServerKind::Sglang | ServerKind::Ollama
+            ) =>
+        {
             bail!(
-                "--endpoint completion is llama-server's own POST /completion; {engine} has none (use --endpoint {}, or --engine llama-server if --url is a llama-server)",
-                if engine == "ollama" {
+                "--endpoint completion is llama-server's own POST /completion; {engine} has none (use --endpoint {}, or --server llama-server if --url is a llama-server)",
+                if *engine == ServerKind::Ollama {
                     "ollama-generate"
                 } else {
                     "v1-completions"
                 }
             )
         }
-        Some(Endpoint::OllamaGenerate) if engine != "ollama" => bail!(
-            "--endpoint ollama-generate is Ollama's POST /api/generate; {engine} has none (use --engine ollama if --url is an Ollama server)"
+        Some(Endpoint::OllamaGenerate) if *engine != ServerKind::Ollama => bail!(
+            "--endpoint ollama-generate is Ollama's POST /api/generate; {engine} has none (use --server ollama if --url is an Ollama server)"
         ),
         _ => Ok(()),
     }

@@ -1,5 +1,5 @@
 //! `toolscope render --template SRC --request FILE [--vocab SRC] [--now T] [--strict]
-//! [--engine transformers|llama.cpp[@BUILD]] [--format text|json]`.
+//! [--engine transformers|llama.cpp[@BUILD]|ollama[@VERSION]] [--format text|json]`.
 //!
 //! `text` prints exactly the rendered prompt (no trailing newline added) and nothing else;
 //! `json` prints `{"prompt", "tokens": [{"id", "piece", "special"}], "findings": [...]}`.
@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use crate::cli::Format;
 use crate::gguf;
 use crate::record::client::ServerClient;
-use crate::template::{RenderInput, TemplateSource, source::TemplateFormat};
+use crate::template::source::{TemplateError, TemplateFormat};
+use crate::template::{RenderInput, TemplateSource};
 use crate::tokens::{self, Token, Vocab};
 
 /// Arguments of `toolscope render`.
@@ -46,10 +47,12 @@ pub struct Args {
     /// Which API the request body speaks (default: detected from its shape).
     #[arg(long, value_parser = ["openai", "anthropic"])]
     pub api: Option<String>,
-    /// Render profile: `transformers`, `llama.cpp` (build 11434) or `llama.cpp@BUILD`. Default:
-    /// the source's engine (a llama-server URL → llama.cpp at its build), else transformers.
+    /// Render profile: `transformers`, `llama.cpp` (build 11434), `llama.cpp@BUILD` (Jinja
+    /// templates), `ollama` or `ollama@VERSION` (Go templates). Default: the source's engine (a
+    /// llama-server URL → llama.cpp at its build), else transformers for a Jinja template and
+    /// Ollama for a Go template; a profile of the other language is an error.
     #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<crate::template::Engine>,
+    pub engine: Option<crate::template::Profile>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -215,11 +218,12 @@ pub fn looks_anthropic(body: &Value) -> bool {
         })
 }
 
-/// Renders a request body with a template source as the engine would: the request read as
-/// OpenAI or Anthropic ([`RenderInput`]), BOS/EOS defaulted from the source, the source's
-/// template for that input ([`TemplateSource::select`]). `now` is the `strftime_now` clock
-/// (`None`: the reproducible 1970 default). Returns the prompt and the input (its `notes` say
-/// what normalisation changed). Errors: the source has no template, or the render fails.
+/// Renders a request body with a template source as the engine would
+/// ([`TemplateSource::render_request`]: a Jinja template reads it as OpenAI or Anthropic
+/// ([`RenderInput`]) with BOS/EOS defaulted from the source; a Go template as Ollama). `now`
+/// is the `strftime_now` / `currentDate` clock (`None`: the reproducible 1970 default).
+/// Returns the prompt and the input (its `notes` say what normalisation changed). Errors: the
+/// source has no template, or the render fails.
 pub fn render_request(
     source: &TemplateSource,
     body: &Value,
@@ -230,17 +234,23 @@ pub fn render_request(
     render_request_with(source, body, anthropic, now, strict, None)
 }
 
-/// [`render_request`] under a render profile: `engine`, else the source's
-/// ([`crate::diff::adapt::profile_options`]).
+/// [`render_request`] under a render profile: `profile` (`--engine`), else the source's
+/// ([`TemplateSource::profile_for`]). Errors: as [`TemplateSource::render_request`].
 pub fn render_request_with(
     source: &TemplateSource,
     body: &Value,
     anthropic: bool,
     now: Option<time::OffsetDateTime>,
     strict: bool,
-    engine: Option<crate::template::Engine>,
+    profile: Option<crate::template::Profile>,
 ) -> anyhow::Result<(String, RenderInput)> {
-    crate::diff::adapt::render_request(source, body, anthropic, now, strict, engine)
+    let opts = crate::template::RenderOptions {
+        now,
+        strict,
+        profile,
+        ..Default::default()
+    };
+    Ok(source.render_request(body, anthropic, &opts)?)
 }
 
 /// Gives `source` the special-token texts of the `--vocab` model, as llama-server gives them to
@@ -254,9 +264,9 @@ pub fn render_request_with(
 pub fn apply_vocab(
     source: &mut TemplateSource,
     vocab: &VocabSource,
-    engine: Option<crate::template::Engine>,
+    engine: Option<crate::template::Profile>,
 ) -> anyhow::Result<()> {
-    let llama = engine.or(source.engine).is_some_and(|e| e.is_llama_cpp());
+    let llama = engine.or(source.profile).is_some_and(|e| e.is_llama_cpp());
     let (bos, eos, flags) = match vocab {
         VocabSource::Local(v) => (
             Some(v.bos_text().unwrap_or_default().to_owned()),
@@ -377,20 +387,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         apply_vocab(&mut source, v, args.engine)?;
     }
+    let opts = crate::template::RenderOptions {
+        now: Some(now),
+        strict: args.strict,
+        profile: args.engine,
+        ..Default::default()
+    };
+    // the one render entry point picks the renderer: an Ollama Go template (the request an
+    // Ollama /api/chat or /api/generate body, rendered as Ollama's server does, issue #14)
+    // under a Jinja profile, or a Jinja template under the Ollama profile, is an error there
+    let (prompt, input) = source
+        .render_request(&body, anthropic, &opts)
+        .map_err(|e| match e {
+            TemplateError::Go(e) => anyhow::anyhow!("{req_name}: {} ({e})", source.origin),
+            e => e.into(),
+        })?;
     if source.format == TemplateFormat::Go {
-        // An Ollama Go template: the request is an Ollama /api/chat (or /api/generate) body,
-        // rendered as Ollama's server does (crate::template::ollama, issue #14). A Jinja
-        // profile cannot render it: saying so beats ignoring the flag.
-        if let Some(engine) = args.engine {
-            bail!(
-                "{}: an Ollama Go template, rendered as Ollama renders it; --engine {engine} is a Jinja render profile: drop --engine",
-                source.origin
-            );
-        }
-        let today = Some((now.year(), u8::from(now.month()) as u32, now.day() as u32));
-        let prompt = source
-            .render_ollama(&body, today)
-            .map_err(|e| anyhow::anyhow!("{req_name}: {} ({e})", source.origin))?;
         match args.format {
             Format::Text => {
                 let mut out = std::io::stdout().lock();
@@ -404,14 +416,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    let (prompt, input) = render_request_with(
-        &source,
-        &body,
-        anthropic,
-        Some(now),
-        args.strict,
-        args.engine,
-    )?;
     for n in &input.notes {
         let note = format!("toolscope: note: {req_name}: {n}");
         crate::errln!("{}", crate::text::visible(&note));

@@ -156,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .engine
         .as_ref()
         .map(|e| e.kind.clone())
-        .unwrap_or_else(|| "unknown".into());
+        .unwrap_or_else(crate::session::ServerKind::unknown);
     let opts = TryOptions {
         url: url.clone(),
         session: out.clone(),

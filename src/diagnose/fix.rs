@@ -390,12 +390,10 @@ fn parser_fix(cx: &ExchangeContext) -> Option<Fix> {
     let (ours, engines) = expected(family, text, tools);
     // the recorded server's own parser rejected this text (that is the finding): another
     // engine's is the fix, even where the model of the server's parser reads a call
-    let server = match cx.engine.as_deref() {
-        Some("llama-server") => Some(crate::parser::engines::Engine::LlamaCpp),
-        Some("vllm") => Some(crate::parser::engines::Engine::Vllm),
-        Some("sglang") => Some(crate::parser::engines::Engine::Sglang),
-        _ => None,
-    };
+    let server = cx
+        .engine
+        .as_ref()
+        .and_then(super::ServerParser::parser_engine);
     if let Some(e) = engines.iter().find(|e| {
         Some(e.engine) != server
             && matches!(&e.outcome, Outcome::Calls { tool_calls, .. } if !tool_calls.is_empty())

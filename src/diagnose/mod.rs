@@ -35,9 +35,9 @@ pub struct ExchangeContext {
     pub id: Option<u64>,
     /// API the exchange speaks.
     pub api: Api,
-    /// The engine behind the exchange (the session header's `engine.kind`: `llama-server`,
-    /// `vllm`, `ollama`, `sglang`, `unknown`), `None` when not known (a bare pair).
-    pub engine: Option<String>,
+    /// The server behind the exchange (the session header's `engine.kind`: llama-server,
+    /// vLLM, Ollama, SGLang, `unknown`), `None` when not known (a bare pair).
+    pub engine: Option<crate::session::ServerKind>,
     /// Request body (JSON).
     pub request: Option<Value>,
     /// HTTP status of the response, when there was one.
@@ -504,6 +504,27 @@ pub fn check_exchange_traced(
         );
     }
     (out, traces)
+}
+
+/// The modelled tool-call parser of a recorded server ([`crate::parser::engines`]): the one
+/// mapping from a server kind to the parser engine it runs.
+pub trait ServerParser {
+    /// llama-server → llama.cpp's parser, vLLM → vLLM's, SGLang → SGLang's; `None` for a server
+    /// whose parser is not modelled (Ollama, others).
+    fn parser_engine(&self) -> Option<crate::parser::engines::Engine>;
+}
+
+impl ServerParser for crate::session::ServerKind {
+    fn parser_engine(&self) -> Option<crate::parser::engines::Engine> {
+        use crate::parser::engines::Engine;
+        use crate::session::ServerKind;
+        match self {
+            ServerKind::LlamaServer => Some(Engine::LlamaCpp),
+            ServerKind::Vllm => Some(Engine::Vllm),
+            ServerKind::Sglang => Some(Engine::Sglang),
+            ServerKind::Ollama | ServerKind::Other(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,62 +1,14 @@
-//! The stages `diff` builds on, in one place: template rendering ([`crate::template::render()`]),
-//! tool-call syntax detection
-//! ([`crate::parser::Syntax::detect_from_template`]) and tokenization ([`crate::tokens`]). Pure.
+//! The stages `diff` builds on, in one place: tool-call syntax detection
+//! ([`crate::parser::Syntax::detect_from_template`]) and tokenization ([`crate::tokens`]).
+//! Rendering is the template source's own ([`crate::template::TemplateSource::render`]). Pure.
 
 use crate::parser::Syntax;
 use crate::session::TokenPiece;
-use crate::template::render::{RenderOptions, render as render_template};
-use crate::template::source::TemplateSource;
 use crate::tokens::{self, Vocab};
 
 pub use crate::template::input::RenderInput;
 
 use super::split::DiffToken;
-
-/// Renders `source` for `input` under a render profile — the one function every caller (the
-/// inspector's Template pane, `render`, `check`, `flatten`, `diff`) renders a request from a
-/// template source with:
-///
-/// * profile: `opts.engine`, else the source's engine (a llama-server `/props` source: the
-///   llama.cpp profile at its `build_info`), else transformers
-///   ([`crate::template::Engine`]);
-/// * template: the source's named `tool_use` template when the request has tools (both
-///   transformers and llama.cpp pick it so), else the default;
-/// * `bos_token`/`eos_token` default to the source's when the request does not set them; for
-///   the llama.cpp profile the source's vocabulary flags (adds BOS/EOS) apply unless
-///   `opts.vocab` was set.
-///
-/// `opts.name` defaults to the source's origin.
-///
-/// Errors: the render error as one line, `NAME:LINE:COLUMN: message`.
-pub fn render(
-    source: &TemplateSource,
-    input: &RenderInput,
-    opts: &RenderOptions,
-) -> Result<String, String> {
-    let input = input
-        .clone()
-        .with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
-    let opts = profile_options(source, opts);
-    render_template(source.select(&input), &input, &opts).map_err(|e| e.to_string())
-}
-
-/// `opts` completed from `source` as [`render`] does: the name, the profile
-/// (`opts.engine` → the source's engine → transformers) and the vocabulary flags.
-pub fn profile_options(source: &TemplateSource, opts: &RenderOptions) -> RenderOptions {
-    let mut opts = opts.clone();
-    if opts.name.is_none() {
-        opts.name = Some(source.origin.clone());
-    }
-    if opts.engine.is_none() {
-        opts.engine = Some(source.engine.unwrap_or_default());
-    }
-    if opts.vocab == Default::default() {
-        opts.vocab = source.vocab_flags.unwrap_or_else(|| {
-            crate::template::llama::VocabFlags::guess_from_bos(source.bos_token.as_deref())
-        });
-    }
-    opts
-}
 
 /// The tool-call syntax a template implies for the parser: the name of the family the
 /// parser's own detection picks ([`Syntax::detect_from_template`], named by [`Syntax::name`]:
@@ -94,45 +46,6 @@ fn diff_tokens(toks: Vec<tokens::Token>) -> Vec<DiffToken> {
             id: Some(t.id),
         })
         .collect()
-}
-
-/// The prompt `source` renders for a chat request `body` (OpenAI, or Anthropic when
-/// `anthropic`) under a render profile: `engine`, else the source's ([`profile_options`]);
-/// `now` is `strftime_now`'s time. The input is returned with it. `render --request`,
-/// `check`'s local render and `try`'s template fix render through this.
-///
-/// Errors: the source has no chat template; the template fails to render.
-pub fn render_request(
-    source: &TemplateSource,
-    body: &serde_json::Value,
-    anthropic: bool,
-    now: Option<time::OffsetDateTime>,
-    strict: bool,
-    engine: Option<crate::template::Engine>,
-) -> anyhow::Result<(String, crate::template::RenderInput)> {
-    use crate::template::RenderInput;
-    let input = if anthropic {
-        RenderInput::from_anthropic_request(body)
-    } else {
-        RenderInput::from_openai_request(body)
-    };
-    let input = input.with_default_tokens(source.bos_token.as_deref(), source.eos_token.as_deref());
-    let template = source.select(&input);
-    if template.is_empty() {
-        anyhow::bail!("{}: the source has no chat template", source.origin);
-    }
-    let opts = crate::diff::adapt::profile_options(
-        source,
-        &RenderOptions {
-            now,
-            strict,
-            name: Some(source.origin.clone()),
-            engine,
-            ..Default::default()
-        },
-    );
-    let prompt = crate::template::render(template, &input, &opts)?;
-    Ok((prompt, input))
 }
 
 #[cfg(test)]

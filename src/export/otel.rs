@@ -633,7 +633,7 @@ pub fn tool_span(
 pub fn export_request(header: &Header, spans: Vec<Value>) -> Value {
     let mut res = vec![attr("service.name", s("toolscope"))];
     if let Some(e) = &header.engine {
-        res.push(attr("toolscope.engine.kind", s(e.kind.clone())));
+        res.push(attr("toolscope.engine.kind", s(e.kind.to_string())));
         if let Some(v) = &e.version {
             res.push(attr("toolscope.engine.version", s(v.clone())));
         }

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use super::recorder::{RecordEvent, Recorder, emit_to};
 use crate::record::client::ServerClient;
-use crate::session::{Annotation, Api, Engine, Exchange, Line, Outcome, RawTextSource, Request};
+use crate::session::{
+    Annotation, Api, Exchange, Line, Outcome, RawTextSource, Request, Server, ServerKind,
+};
 
 /// A llama-server upstream, known when the recorder opened or learnt later.
 #[derive(Debug, Clone)]
@@ -30,7 +32,7 @@ pub(super) struct Enrichment {
     /// Ollama upstream base and model: fetch the model's `/api/show` (once per model).
     pub(super) ollama: Option<(String, String)>,
     /// `--regenerate` on a vLLM / Ollama upstream: `(base, engine kind)` and the exchange.
-    pub(super) other: Option<((String, String), Exchange)>,
+    pub(super) other: Option<((String, ServerKind), Exchange)>,
     /// The llama-server upstream, when known.
     pub(super) llama: Option<Llama>,
     /// Where to retry engine detection, while the engine is unknown.
@@ -133,7 +135,7 @@ impl Recorder {
         }
         let (engine, props) = detect_engine(base).await;
         self.inner.learning.store(false, Ordering::SeqCst);
-        if engine.kind == "unknown" {
+        if engine.kind.is_unknown() {
             return None;
         }
         if let Ok(mut l) = self.inner.learn_from.lock() {
@@ -149,7 +151,7 @@ impl Recorder {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        let llama = (engine.kind == "llama-server").then(|| Llama {
+        let llama = (engine.kind == ServerKind::LlamaServer).then(|| Llama {
             client: ServerClient::new(base),
             bos: s("bos_token"),
             template: s("chat_template"),
@@ -158,7 +160,7 @@ impl Recorder {
             *slot = Some(l.clone());
         }
         if self.inner.cfg.regenerate
-            && matches!(engine.kind.as_str(), "vllm" | "ollama")
+            && matches!(engine.kind, ServerKind::Vllm | ServerKind::Ollama)
             && let Ok(mut r) = self.inner.regen_on.write()
         {
             *r = Some((base.to_owned(), engine.kind.clone()));
@@ -206,7 +208,7 @@ impl Recorder {
 
     /// `--regenerate` on a vLLM or Ollama upstream: unless the exchange carries its raw text
     /// itself (token pieces), regenerate it there and record the exchange and its annotation.
-    async fn regenerate_elsewhere(&self, base: &str, engine: &str, original: Exchange) {
+    async fn regenerate_elsewhere(&self, base: &str, engine: &ServerKind, original: Exchange) {
         if crate::stream::raw::raw_output(&original, &[])
             .text()
             .is_some()
@@ -397,7 +399,7 @@ pub fn trim_ollama_show(v: &Value) -> Value {
 /// props snapshot, `build_info`, `model_path`), else `GET /v1/models` (`owned_by` `vllm` or
 /// `sglang`), else `GET /api/version` (Ollama). Returns the engine (kind `unknown` when none
 /// answered) and the llama-server props.
-pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
+pub async fn detect_engine(base: &str) -> (Server, Option<Value>) {
     let http = match reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .build()
@@ -405,8 +407,8 @@ pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
         Ok(c) => c,
         Err(_) => {
             return (
-                Engine {
-                    kind: "unknown".into(),
+                Server {
+                    kind: ServerKind::unknown(),
                     ..Default::default()
                 },
                 None,
@@ -430,8 +432,8 @@ pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
     {
         let s = |k: &str| props.get(k).and_then(Value::as_str).map(str::to_owned);
         return (
-            Engine {
-                kind: "llama-server".into(),
+            Server {
+                kind: ServerKind::LlamaServer,
                 version: s("build_info"),
                 model: s("model_path"),
             },
@@ -448,16 +450,17 @@ pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
             .and_then(|m| m.get("id"))
             .and_then(Value::as_str)
             .map(str::to_owned);
+        // `owned_by` names the server (vLLM, SGLang; llama-server says `llamacpp`)
         let kind = match owned {
-            "vllm" => "vllm",
-            "sglang" => "sglang",
-            "llamacpp" => "llama-server",
-            _ => "unknown",
+            "vllm" => Some(ServerKind::Vllm),
+            "sglang" => Some(ServerKind::Sglang),
+            "llamacpp" => Some(ServerKind::LlamaServer),
+            _ => None,
         };
-        if kind != "unknown" {
+        if let Some(kind) = kind {
             return (
-                Engine {
-                    kind: kind.into(),
+                Server {
+                    kind,
                     version: None,
                     model: id,
                 },
@@ -469,8 +472,8 @@ pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
         && let Some(version) = v.get("version").and_then(Value::as_str)
     {
         return (
-            Engine {
-                kind: "ollama".into(),
+            Server {
+                kind: ServerKind::Ollama,
                 version: Some(version.to_owned()),
                 model: None,
             },
@@ -478,8 +481,8 @@ pub async fn detect_engine(base: &str) -> (Engine, Option<Value>) {
         );
     }
     (
-        Engine {
-            kind: "unknown".into(),
+        Server {
+            kind: ServerKind::unknown(),
             ..Default::default()
         },
         None,

@@ -311,7 +311,7 @@ impl Otlp {
             tasks: Mutex::new(Vec::new()),
             timeout,
         });
-        let provider = header.engine.as_ref().map(|e| e.kind.clone());
+        let provider = header.engine.as_ref().map(|e| e.kind.to_string());
         let builder = tokio::spawn(build_spans(
             rx,
             stx,

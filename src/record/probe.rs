@@ -12,7 +12,8 @@ use crate::analysis::facts::exchange_context;
 use crate::diagnose::probe::{Control, ProbeResult, Verdict, judge, request};
 use crate::session::write::new_header;
 use crate::session::{
-    Api, Body, Engine, Exchange, Line, Outcome, Request, Response, SessionWriter, Timings,
+    Api, Body, Exchange, Line, Outcome, Request, Response, Server, ServerKind, SessionWriter,
+    Timings,
 };
 
 /// What to probe.
@@ -72,8 +73,8 @@ pub async fn run_probe(opts: &ProbeOptions) -> anyhow::Result<ProbeRun> {
     let mut header = new_header(now_rfc3339());
     header.upstream = Some(crate::session::redact::redact_url(&base).into_owned());
     if let Some(p) = &props {
-        header.engine = Some(Engine {
-            kind: "llama-server".into(),
+        header.engine = Some(Server {
+            kind: ServerKind::LlamaServer,
             version: build_info.clone(),
             model: p
                 .get("model_path")

@@ -33,6 +33,7 @@
 //! keep-alive mirrored one to one). `benches/proxy.rs` measures the overhead against a direct
 //! connection.
 
+use crate::session::ServerKind;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -323,19 +324,19 @@ impl Proxy {
         let mut regenerate_on = None;
         if cfg.detect_engine {
             let (engine, props) = detect_engine(&upstream.base_with_auth).await;
-            if engine.kind == "llama-server" {
+            if engine.kind == ServerKind::LlamaServer {
                 render_from = Some(upstream.base_with_auth.clone());
             }
             // Ollama: /api/show per model, the template source (issue #14)
-            if engine.kind == "ollama" {
+            if engine.kind == ServerKind::Ollama {
                 ollama_show_from = Some(upstream.base_with_auth.clone());
             }
             // --regenerate on engines that render a chat request themselves.
-            if matches!(engine.kind.as_str(), "vllm" | "ollama") {
+            if matches!(engine.kind, ServerKind::Vllm | ServerKind::Ollama) {
                 regenerate_on = Some((upstream.base_with_auth.clone(), engine.kind.clone()));
             }
             // Not answering yet (still loading): retried after each exchange.
-            if engine.kind == "unknown" {
+            if engine.kind.is_unknown() {
                 learn_engine_from = Some(upstream.base.clone());
             }
             header.engine = Some(engine);

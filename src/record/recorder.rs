@@ -95,7 +95,7 @@ pub struct RecorderConfig {
     /// `proxy --regenerate` on an upstream that is not llama-server: `(base URL, engine kind)`
     /// for `vllm` or `ollama` (engines that render a chat request themselves;
     /// [`crate::record::regenerate::regenerate_on_engine`]).
-    pub regenerate_on: Option<(String, String)>,
+    pub regenerate_on: Option<(String, crate::session::ServerKind)>,
     /// `proxy --otlp`: the live trace exporter each ended exchange is offered to (from the
     /// writer thread, never the client's path; [`crate::record::otlp`]).
     pub otlp: Option<crate::record::otlp::Otlp>,
@@ -242,7 +242,7 @@ pub(super) struct Inner {
     /// Where to retry engine detection while it is unknown; `None` once learnt.
     pub(super) learn_from: Mutex<Option<String>>,
     /// `(base, engine kind)` of a vLLM or Ollama upstream to regenerate on (`--regenerate`).
-    pub(super) regen_on: std::sync::RwLock<Option<(String, String)>>,
+    pub(super) regen_on: std::sync::RwLock<Option<(String, crate::session::ServerKind)>>,
     /// A detection is running (at most one at a time).
     pub(super) learning: std::sync::atomic::AtomicBool,
     /// Lines written (exchanges + annotations), for tests and benches.

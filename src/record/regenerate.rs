@@ -33,6 +33,7 @@
 //! on the server, or a grammar the chat request was sampled under, can change it; the verdict
 //! says which. Otherwise it is another sample from the same distribution.
 
+use crate::session::ServerKind;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -86,7 +87,7 @@ pub fn completion_body(chat: &Value, prompt: &str) -> Value {
 pub use crate::stream::raw::assistant_prefill;
 
 /// The raw completion endpoint a regeneration goes through (`toolscope regenerate
-/// --endpoint`). Default per engine: [`Endpoint::for_engine`].
+/// --endpoint`). Default per engine: [`Endpoint::for_server`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Endpoint {
     /// llama-server `POST /completion` (tools/server/README.md, build 11434): `prompt` string,
@@ -101,13 +102,12 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// The endpoint for an engine kind as the session header names it: `ollama` →
-    /// [`Endpoint::OllamaGenerate`], `vllm` / `sglang` → [`Endpoint::V1Completions`], anything
-    /// else (llama-server) → [`Endpoint::Completion`].
-    pub fn for_engine(kind: &str) -> Endpoint {
+    /// The endpoint for a server kind: Ollama → [`Endpoint::OllamaGenerate`], vLLM / SGLang →
+    /// [`Endpoint::V1Completions`], anything else (llama-server) → [`Endpoint::Completion`].
+    pub fn for_server(kind: &ServerKind) -> Endpoint {
         match kind {
-            "ollama" => Endpoint::OllamaGenerate,
-            "vllm" | "sglang" => Endpoint::V1Completions,
+            ServerKind::Ollama => Endpoint::OllamaGenerate,
+            ServerKind::Vllm | ServerKind::Sglang => Endpoint::V1Completions,
             _ => Endpoint::Completion,
         }
     }
@@ -201,7 +201,12 @@ pub struct Prompt {
 ///   `format` (a grammar it was sampled under), `options` = the chat's `options` with the
 ///   settings under Ollama's names (`num_predict`, `repeat_penalty`, …; ollama api/types.go
 ///   `Options`).
-pub fn request_body(endpoint: Endpoint, engine: &str, chat: &Value, prompt: &Prompt) -> Value {
+pub fn request_body(
+    endpoint: Endpoint,
+    engine: &ServerKind,
+    chat: &Value,
+    prompt: &Prompt,
+) -> Value {
     let s = sampling_settings(chat);
     let model = chat.get("model").filter(|v| v.is_string());
     match endpoint {
@@ -216,7 +221,7 @@ pub fn request_body(endpoint: Endpoint, engine: &str, chat: &Value, prompt: &Pro
                 None => json!(prompt.text),
             };
             b.insert("prompt".into(), p);
-            let llama = engine == "llama-server";
+            let llama = *engine == ServerKind::LlamaServer;
             for (k, v) in &s {
                 let k = match k.as_str() {
                     "repeat_penalty" if !llama => "repetition_penalty",
@@ -230,7 +235,7 @@ pub fn request_body(endpoint: Endpoint, engine: &str, chat: &Value, prompt: &Pro
             } else {
                 b.insert("skip_special_tokens".into(), json!(false));
             }
-            if engine == "vllm" && prompt.token_ids.is_none() {
+            if *engine == ServerKind::Vllm && prompt.token_ids.is_none() {
                 // A rendered chat prompt already holds the template's BOS; vLLM's chat path
                 // tokenizes it without adding special tokens, its completions path adds them
                 // unless told not to.
@@ -305,8 +310,8 @@ pub fn vllm_tokenize_body(chat: &Value) -> Value {
 
 /// Renders Ollama chat body `chat` as Ollama's `/api/chat` builds its prompt, from the model's
 /// `POST /api/show` answer `show` (its `template`, `system`, `messages`, thinking capability)
-/// with `today` as the template's `currentDate` (the exchange's date). The one place the Ollama
-/// renderer is called: [`crate::template::ollama::render_ollama_with`] (seam 1).
+/// with `today` as the template's `currentDate` (the exchange's date), through the one render
+/// entry point ([`crate::template::TemplateSource::render_request`], the Ollama profile).
 ///
 /// Errors: `show` has no `template`; the template fails (Go's message, with line and column).
 pub fn ollama_prompt(
@@ -314,17 +319,18 @@ pub fn ollama_prompt(
     chat: &Value,
     today: Option<(i32, u32, u32)>,
 ) -> anyhow::Result<String> {
-    use crate::gotmpl::ExecOptions;
-    use crate::template::ollama::{OllamaModel, render_ollama_with};
-    let template = show
-        .get("template")
+    use crate::template::source::{TemplateSource, midnight_of};
+    show.get("template")
         .and_then(Value::as_str)
         .context("/api/show answer has no \"template\"")?;
-    let opts = ExecOptions {
-        today,
+    let source = TemplateSource::from_ollama_show("/api/show", show)?;
+    let opts = crate::template::RenderOptions {
+        now: today.and_then(midnight_of),
         ..Default::default()
     };
-    render_ollama_with(template, chat, &OllamaModel::from_show(show), &opts)
+    source
+        .render_request(chat, false, &opts)
+        .map(|(prompt, _)| prompt)
         .map_err(|e| anyhow::anyhow!("rendering the /api/show template: {e}"))
 }
 
@@ -349,12 +355,12 @@ fn date_of(rfc3339: &str) -> Option<(i32, u32, u32)> {
 /// locally; the render request fails.
 pub async fn server_prompt(
     client: &ServerClient,
-    engine: &str,
+    engine: &ServerKind,
     chat: &Value,
     today: Option<(i32, u32, u32)>,
 ) -> anyhow::Result<(Prompt, Option<String>)> {
     match engine {
-        "llama-server" => {
+        ServerKind::LlamaServer => {
             let text = client.apply_template(chat).await?;
             let template = client.props().await.ok().and_then(|p| {
                 p.get("chat_template")
@@ -371,7 +377,7 @@ pub async fn server_prompt(
                 template,
             ))
         }
-        "vllm" => {
+        ServerKind::Vllm => {
             let ids = client.vllm_tokenize_chat(&vllm_tokenize_body(chat)).await?;
             let text = client
                 .vllm_detokenize(chat.get("model"), &ids)
@@ -386,7 +392,7 @@ pub async fn server_prompt(
                 None,
             ))
         }
-        "ollama" => {
+        ServerKind::Ollama => {
             let model = chat
                 .get("model")
                 .and_then(Value::as_str)
@@ -406,11 +412,11 @@ pub async fn server_prompt(
                 template,
             ))
         }
-        "sglang" => bail!(
+        ServerKind::Sglang => bail!(
             "SGLang renders no chat request without generating (its /v1/tokenize takes text only: python/sglang/srt/entrypoints/openai/serving_tokenize.py); render the prompt locally with --template SRC (the model's tokenizer_config.json or .jinja)"
         ),
-        other => bail!(
-            "the engine is {other:?}: toolscope does not know how it renders a chat request; name it with --engine llama-server|vllm|sglang|ollama, or render locally with --template SRC"
+        ServerKind::Other(other) => bail!(
+            "the engine is {other:?}: toolscope does not know how it renders a chat request; name it with --server llama-server|vllm|sglang|ollama, or render locally with --template SRC"
         ),
     }
 }
@@ -460,7 +466,7 @@ fn chat_bodies(original: &Exchange) -> anyhow::Result<(Value, Value)> {
 async fn complete(
     base: &str,
     original: &Exchange,
-    target: (Endpoint, &str),
+    target: (Endpoint, &ServerKind),
     body: &Value,
     prompt: &Prompt,
     new_id: u64,
@@ -572,11 +578,10 @@ pub fn regenerated_annotation(
 /// How [`regenerate_with`] regenerates.
 #[derive(Debug, Clone, Default)]
 pub struct RegenOptions {
-    /// Engine kind as the session header names it: `llama-server`, `vllm`, `sglang`, `ollama`
-    /// (empty: `llama-server`). Picks the prompt render ([`server_prompt`]) and the default
-    /// endpoint ([`Endpoint::for_engine`]).
-    pub engine: String,
-    /// The raw completion endpoint; `None`: the engine's ([`Endpoint::for_engine`]).
+    /// The server's kind (`None`: llama-server). Picks the prompt render ([`server_prompt`])
+    /// and the default endpoint ([`Endpoint::for_server`]).
+    pub server: Option<ServerKind>,
+    /// The raw completion endpoint; `None`: the server's ([`Endpoint::for_server`]).
     pub endpoint: Option<Endpoint>,
     /// A prompt rendered outside the engine (toolscope's local render of a template source, or
     /// a file), used instead of [`server_prompt`]; its `from` names it.
@@ -621,11 +626,7 @@ pub async fn regenerate_with(
     let id = original.id;
     let (body, chat) = chat_bodies(original)?;
     let base = base_url.trim_end_matches('/');
-    let engine = if opts.engine.is_empty() {
-        "llama-server"
-    } else {
-        opts.engine.as_str()
-    };
+    let engine = opts.server.as_ref().unwrap_or(&ServerKind::LlamaServer);
     let client = ServerClient::new(base);
     let (prompt, server_template) = match &opts.prompt {
         Some(p) => (p.clone(), None),
@@ -636,7 +637,7 @@ pub async fn regenerate_with(
     let template = opts.template.clone().or(server_template);
     let endpoint = opts
         .endpoint
-        .unwrap_or_else(|| Endpoint::for_engine(engine));
+        .unwrap_or_else(|| Endpoint::for_server(engine));
     let (exchange, generated) = complete(
         base,
         original,
@@ -697,7 +698,7 @@ pub async fn regenerate_recorded(
         token_ids: None,
         from: FROM.into(),
     };
-    let target = (Endpoint::Completion, "llama-server");
+    let target = (Endpoint::Completion, &ServerKind::LlamaServer);
     match complete(
         client.base(),
         original,
@@ -727,12 +728,12 @@ pub async fn regenerate_recorded(
 
 /// `proxy --regenerate` on a vLLM or Ollama upstream (engine kind `engine`, base URL `base`):
 /// regenerates `original` as exchange `new_id` from the engine's own render
-/// ([`server_prompt`]) through the engine's endpoint ([`Endpoint::for_engine`]). Returns the
+/// ([`server_prompt`]) through the engine's endpoint ([`Endpoint::for_server`]). Returns the
 /// exchange to record (when the endpoint answered) and the original's
 /// [`Annotation::RawText`] (with `error` when the render or the regeneration failed).
 pub async fn regenerate_on_engine(
     base: &str,
-    engine: &str,
+    engine: &ServerKind,
     original: &Exchange,
     new_id: u64,
 ) -> (Option<Exchange>, Annotation) {
@@ -752,7 +753,7 @@ pub async fn regenerate_on_engine(
                 );
             }
         };
-    let endpoint = Endpoint::for_engine(engine);
+    let endpoint = Endpoint::for_server(engine);
     let target = (endpoint, engine);
     match complete(
         client.base(),
@@ -829,10 +830,22 @@ mod tests {
 
     #[test]
     fn engine_endpoints_and_dates() {
-        assert_eq!(Endpoint::for_engine("vllm"), Endpoint::V1Completions);
-        assert_eq!(Endpoint::for_engine("sglang"), Endpoint::V1Completions);
-        assert_eq!(Endpoint::for_engine("ollama"), Endpoint::OllamaGenerate);
-        assert_eq!(Endpoint::for_engine("llama-server"), Endpoint::Completion);
+        assert_eq!(
+            Endpoint::for_server(&ServerKind::Vllm),
+            Endpoint::V1Completions
+        );
+        assert_eq!(
+            Endpoint::for_server(&ServerKind::Sglang),
+            Endpoint::V1Completions
+        );
+        assert_eq!(
+            Endpoint::for_server(&ServerKind::Ollama),
+            Endpoint::OllamaGenerate
+        );
+        assert_eq!(
+            Endpoint::for_server(&ServerKind::LlamaServer),
+            Endpoint::Completion
+        );
         assert_eq!(date_of("2026-12-01T17:16:59.123456Z"), Some((2026, 12, 1)));
         assert_eq!(date_of(""), None);
         // /v1/completions answers: the OpenAI completions shape.

@@ -60,9 +60,9 @@ pub struct TryOptions {
     pub url: String,
     /// The what-if session file (created, or appended to).
     pub session: PathBuf,
-    /// Engine kind (`llama-server`, `vllm`, `sglang`, `ollama`; `unknown`): picks the raw
+    /// The server's kind (llama-server, vLLM, SGLang, Ollama; `unknown`): picks the raw
     /// completion endpoint and whether runs get seeds.
-    pub engine: String,
+    pub engine: crate::session::ServerKind,
     /// Run `i` (0-based) gets sampling seed `seed + i` when the engine takes seeds; `None`
     /// keeps the request's own.
     pub seed: Option<u64>,
@@ -150,11 +150,7 @@ pub async fn run_once(
                 );
             }
             let ropts = RegenOptions {
-                engine: if opts.engine == "unknown" {
-                    String::new()
-                } else {
-                    opts.engine.clone()
-                },
+                server: opts.engine.is_known().then(|| opts.engine.clone()),
                 endpoint: None,
                 prompt: Some(prompt.clone()),
                 template: Some(template.clone()),
@@ -586,7 +582,7 @@ fn regenerate_plan(
     };
     // the engine's profile and tokens: the session's server, where the source does not say
     if let Some(s) = &session_source {
-        source.engine = source.engine.or(s.engine);
+        source.profile = source.profile.or(s.profile);
         source.vocab_flags = source.vocab_flags.or(s.vocab_flags);
         source.bos_token = source.bos_token.clone().or(s.bos_token.clone());
         source.eos_token = source.eos_token.clone().or(s.eos_token.clone());
@@ -597,8 +593,11 @@ fn regenerate_plan(
     )
     .ok();
     let anthropic = original.api() == crate::session::Api::Anthropic;
-    let (text, _) =
-        crate::diff::adapt::render_request(&source, request, anthropic, now, false, None)?;
+    let opts = crate::template::RenderOptions {
+        now,
+        ..Default::default()
+    };
+    let (text, _) = source.render_request(request, anthropic, &opts)?;
     Ok(Plan::Regenerate {
         template: source.template.clone(),
         prompt: Prompt {

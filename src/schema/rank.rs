@@ -238,32 +238,41 @@ pub fn preflight(request: &Value, template: &str) -> Vec<Finding> {
     })
 }
 
-/// Renders `request` (OpenAI chat-completions or Anthropic Messages body) with `template` via
-/// [`crate::template::render()`], filling `bos_token`/`eos_token` from `bos`/`eos` when the
-/// request has none. Errors: the render error as text (with its line and column).
+/// Renders `request` (OpenAI chat-completions or Anthropic Messages body, [`request_input`])
+/// with the bare Jinja `template` ([`crate::template::TemplateSource::render`], transformers,
+/// named [`crate::template::render::DEFAULT_NAME`] in errors), filling `bos_token`/`eos_token`
+/// from `bos`/`eos` when the request has none. Errors: the render error as text (with its line
+/// and column).
 pub fn render_template(
     template: &str,
     request: &Value,
     bos: Option<&str>,
     eos: Option<&str>,
 ) -> Result<String, String> {
-    use crate::template::{RenderInput, RenderOptions, render};
+    use crate::template::render::DEFAULT_NAME;
+    use crate::template::{RenderOptions, TemplateSource};
+    TemplateSource::from_jinja(DEFAULT_NAME, template)
+        .render(
+            &request_input(request).with_default_tokens(bos, eos),
+            &RenderOptions::default(),
+        )
+        .map_err(|e| e.to_string())
+}
+
+/// A tools document's request as a template reads it: an Anthropic Messages body (a `system`,
+/// or tools with `input_schema`) converted as llama-server converts it, else an OpenAI body.
+pub fn request_input(request: &Value) -> crate::template::RenderInput {
+    use crate::template::RenderInput;
     let anthropic = request.get("system").is_some()
         || request
             .get("tools")
             .and_then(Value::as_array)
             .is_some_and(|a| a.iter().any(|t| t.get("input_schema").is_some()));
-    let input = if anthropic {
+    if anthropic {
         RenderInput::from_anthropic_request(request)
     } else {
         RenderInput::from_openai_request(request)
-    };
-    render(
-        template,
-        &input.with_default_tokens(bos, eos),
-        &RenderOptions::default(),
-    )
-    .map_err(|e| e.to_string())
+    }
 }
 
 /// A tools document turned into something renderable: requests pass through, bare tool lists

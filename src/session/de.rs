@@ -216,7 +216,7 @@ impl<'de> Deserialize<'de> for Line {
 /// The bodies of [`Annotation`]'s variants, field for field. Each conversion below names every
 /// field of both sides, so a field added to one and not the other does not compile.
 mod body {
-    use super::super::model::{Engine, RawTextSource, TokenPiece};
+    use super::super::model::{RawTextSource, Server, TokenPiece};
     use serde::Deserialize;
     use serde_json::Value;
 
@@ -256,7 +256,7 @@ mod body {
     #[derive(Deserialize)]
     pub(super) struct Engine_ {
         pub exchange: u64,
-        pub engine: Engine,
+        pub engine: Server,
         #[serde(default, deserialize_with = "super::strict_value")]
         pub props: Option<Value>,
     }
@@ -541,8 +541,8 @@ mod tests {
                 created: "2026-12-01T00:00:00Z".into(),
                 tool: "toolscope 0.1.0".into(),
                 upstream: Some("http://127.0.0.1:8080".into()),
-                engine: Some(Engine {
-                    kind: "llama-server".into(),
+                engine: Some(Server {
+                    kind: ServerKind::LlamaServer,
                     version: Some("b11434".into()),
                     model: None,
                 }),
@@ -628,8 +628,8 @@ mod tests {
             }),
             Line::Annotation(Annotation::Engine {
                 exchange: 3,
-                engine: Engine {
-                    kind: "vllm".into(),
+                engine: Server {
+                    kind: ServerKind::Vllm,
                     version: None,
                     model: Some("m".into()),
                 },

@@ -88,8 +88,8 @@ fn import_header(name: &str, log: &Value) -> Header {
         Some(c) => format!("import:{name} (HAR {})", c),
         None => format!("import:{name}"),
     });
-    header.engine = Some(Engine {
-        kind: "unknown".into(),
+    header.engine = Some(Server {
+        kind: ServerKind::unknown(),
         ..Default::default()
     });
     header

@@ -29,9 +29,9 @@ pub struct Header {
     /// Upstream base URL (`proxy --upstream`, `send --url`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
-    /// Engine detected at the upstream.
+    /// The inference server detected at the upstream (JSON field `engine`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<Engine>,
+    pub engine: Option<Server>,
     /// llama-server `GET /props`, verbatim (chat_template, chat_template_caps, bos_token,
     /// eos_token, model_path, build_info, …). Absent for other engines.
     #[serde(
@@ -45,17 +45,125 @@ pub struct Header {
     pub source: Option<String>,
 }
 
-/// Inference engine behind an upstream URL.
+/// The inference server behind an upstream URL, as recorded (the header's and an
+/// `engine` annotation's `engine` object).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Engine {
-    /// `llama-server`, `vllm`, `ollama`, `sglang` or `unknown`.
-    pub kind: String,
+pub struct Server {
+    /// Which server: `llama-server`, `vllm`, `ollama`, `sglang`, or any other text
+    /// (`unknown`), read and written as that string.
+    pub kind: ServerKind,
     /// Engine build or version string (llama-server `build_info`, e.g. `b11434-…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Model name or path the engine reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+}
+
+/// The kind of a recorded server (`Server::kind`). Serialized as exactly the strings sessions
+/// carry: `llama-server`, `vllm`, `sglang`, `ollama`; any other string (`unknown`, a kind a
+/// later toolscope writes) is kept as it is ([`ServerKind::Other`]), so a session round-trips
+/// byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerKind {
+    /// llama.cpp's `llama-server`.
+    LlamaServer,
+    /// vLLM.
+    Vllm,
+    /// SGLang.
+    Sglang,
+    /// Ollama.
+    Ollama,
+    /// Any other kind, as written (`unknown`; empty when a session has none).
+    Other(String),
+}
+
+impl Default for ServerKind {
+    /// The empty kind (`Other("")`), as an absent `kind` read before.
+    fn default() -> Self {
+        ServerKind::Other(String::new())
+    }
+}
+
+impl ServerKind {
+    /// Every known kind, in the order `regenerate --server` lists them.
+    pub const KNOWN: [ServerKind; 4] = [
+        ServerKind::LlamaServer,
+        ServerKind::Vllm,
+        ServerKind::Sglang,
+        ServerKind::Ollama,
+    ];
+
+    /// The serialized string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerKind::LlamaServer => "llama-server",
+            ServerKind::Vllm => "vllm",
+            ServerKind::Sglang => "sglang",
+            ServerKind::Ollama => "ollama",
+            ServerKind::Other(s) => s,
+        }
+    }
+
+    /// The kind a string names (exactly the serialized strings; anything else is `Other`).
+    pub fn parse(s: &str) -> ServerKind {
+        match s {
+            "llama-server" => ServerKind::LlamaServer,
+            "vllm" => ServerKind::Vllm,
+            "sglang" => ServerKind::Sglang,
+            "ollama" => ServerKind::Ollama,
+            other => ServerKind::Other(other.to_owned()),
+        }
+    }
+
+    /// The kind toolscope writes when detection found none (`unknown`: an imported HAR, an
+    /// upstream that answered no probe).
+    pub fn unknown() -> ServerKind {
+        ServerKind::Other("unknown".to_owned())
+    }
+
+    /// Whether this is the `unknown` kind ([`Self::unknown`]).
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, ServerKind::Other(s) if s == "unknown")
+    }
+
+    /// Whether this is one of the known kinds (not [`ServerKind::Other`]).
+    pub fn is_known(&self) -> bool {
+        !matches!(self, ServerKind::Other(_))
+    }
+}
+
+impl std::fmt::Display for ServerKind {
+    /// The serialized string.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ServerKind {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<ServerKind, Self::Err> {
+        Ok(ServerKind::parse(s))
+    }
+}
+
+impl From<&str> for ServerKind {
+    fn from(s: &str) -> ServerKind {
+        ServerKind::parse(s)
+    }
+}
+
+impl Serialize for ServerKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ServerKind, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(ServerKind::parse(&s))
+    }
 }
 
 /// How an exchange ended.
@@ -362,7 +470,7 @@ pub enum Annotation {
     /// `exchange` is the exchange after which it was learnt.
     Engine {
         exchange: u64,
-        engine: Engine,
+        engine: Server,
         /// llama-server `GET /props`, verbatim.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         props: Option<Value>,
@@ -656,5 +764,37 @@ impl Exchange {
     /// Whether the exchange is partial (not [`Outcome::Complete`]).
     pub fn is_partial(&self) -> bool {
         self.outcome != Outcome::Complete
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind a session carries reads as its variant and writes back as the same bytes;
+    /// an unknown kind is kept as written.
+    #[test]
+    fn server_kind_round_trips_every_string() {
+        for (text, kind) in [
+            ("llama-server", ServerKind::LlamaServer),
+            ("vllm", ServerKind::Vllm),
+            ("sglang", ServerKind::Sglang),
+            ("ollama", ServerKind::Ollama),
+            ("unknown", ServerKind::unknown()),
+            ("tgi", ServerKind::Other("tgi".into())),
+            ("", ServerKind::Other(String::new())),
+            ("Llama-Server", ServerKind::Other("Llama-Server".into())),
+        ] {
+            let json = format!(r#"{{"kind":{}}}"#, serde_json::to_string(text).unwrap());
+            let s: Server = serde_json::from_str(&json).unwrap();
+            assert_eq!(s.kind, kind, "{text}");
+            assert_eq!(s.kind.as_str(), text);
+            assert_eq!(serde_json::to_string(&s).unwrap(), json, "{text}");
+        }
+        let full = r#"{"kind":"ollama","version":"0.13.5","model":"qwen3"}"#;
+        let s: Server = serde_json::from_str(full).unwrap();
+        assert_eq!(serde_json::to_string(&s).unwrap(), full);
+        assert!(ServerKind::KNOWN.iter().all(ServerKind::is_known));
+        assert!(!ServerKind::unknown().is_known() && ServerKind::unknown().is_unknown());
     }
 }

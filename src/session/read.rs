@@ -263,7 +263,7 @@ pub fn orphan_annotations(
 /// every reader sees what the recorder learnt. Every session reader calls this once the file
 /// is read (`read_session_bytes`, the inspector's indexed `SessionSource`).
 pub fn apply_learnt_engine(header: &mut Header, annotations: &BTreeMap<u64, Vec<Annotation>>) {
-    let unknown = header.engine.as_ref().is_none_or(|e| e.kind == "unknown");
+    let unknown = header.engine.as_ref().is_none_or(|e| e.kind.is_unknown());
     if !unknown {
         return;
     }

@@ -55,13 +55,14 @@ impl OllamaModel {
     /// [`Self::function_json`] for versions before 0.14.0. An unparsable version changes
     /// nothing (the current behaviour).
     pub fn set_version(&mut self, version: &str) {
-        let v = version.trim_start_matches('v');
-        let core = v.split(['-', '+']).next().unwrap_or(v);
-        let nums: Vec<u64> = core.split('.').filter_map(|p| p.parse().ok()).collect();
-        if nums.len() >= 2 {
-            let (major, minor) = (nums[0], nums[1]);
-            self.function_json = (major, minor) < (0, 14);
+        if let Some(v) = super::profile::OllamaVersion::parse(version) {
+            self.follow_version(v);
         }
+    }
+
+    /// [`Self::set_version`] with the version read ([`super::Profile::Ollama`]'s).
+    pub fn follow_version(&mut self, v: super::profile::OllamaVersion) {
+        self.function_json = (v.major, v.minor) < (0, 14);
     }
 
     /// From an `/api/show` answer (`system`, `messages`, `capabilities`).

@@ -18,9 +18,7 @@ use std::io;
 use minijinja::value::{Kwargs, Value as JValue, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
-use super::engine::Engine;
-use super::input::RenderInput;
-use super::llama::{self, VocabFlags, caps::Caps};
+use super::profile::{Profile, VocabFlags};
 use super::pyfmt::{self, JsonOptions};
 
 /// Name under which the template is compiled when [`RenderOptions::name`] is unset.
@@ -47,9 +45,9 @@ pub struct RenderOptions {
     pub recursion_limit: usize,
     /// Output cap in bytes.
     pub max_output: usize,
-    /// The render profile ([`Engine`]); `None`: the caller's default (a template source's
-    /// engine, else transformers).
-    pub engine: Option<Engine>,
+    /// The render profile ([`Profile`]); `None`: the caller's default (a template source's
+    /// profile, else transformers).
+    pub profile: Option<Profile>,
     /// llama.cpp profile only: whether the engine's vocabulary adds BOS / EOS itself (a leading
     /// `bos_token` printed by the template is then removed, as llama.cpp does).
     pub vocab: VocabFlags,
@@ -64,7 +62,7 @@ impl Default for RenderOptions {
             fuel: crate::budget::Budget::default().fuel,
             recursion_limit: crate::budget::Budget::default().recursion_limit,
             max_output: 8 << 20,
-            engine: None,
+            profile: None,
             vocab: VocabFlags::default(),
         }
     }
@@ -113,26 +111,28 @@ impl RenderError {
     }
 }
 
-/// A compiled template ready to render many inputs with the same options.
-pub struct CompiledTemplate {
+/// Maps a byte offset in the text minijinja compiled to the offset in the template as given
+/// (a profile that rewrites the source before compiling reports errors at the template's own
+/// positions through it).
+pub type SourceMap = Box<dyn Fn(usize) -> usize + Send + Sync>;
+
+/// A template compiled by the core Jinja environment (the module docs), ready to render many
+/// contexts. Profiles build on it ([`super::CompiledTemplate`]): this type knows no request
+/// handling, only contexts.
+pub struct JinjaTemplate {
     env: Environment<'static>,
     name: String,
     source: String,
     max_output: usize,
-    engine: Engine,
-    now: time::OffsetDateTime,
-    vocab: VocabFlags,
-    caps: std::sync::OnceLock<Caps>,
-    thinking: std::sync::OnceLock<bool>,
     /// The render budget's fuel, for the message when it runs out.
     fuel: u64,
-    /// llama.cpp profile: the operator rewrite compiled instead of `source` (its offset map).
-    ops: Option<llama::rewrite::Rewritten>,
+    /// When the compiled text is a rewrite of `source`: its offset map.
+    offsets: Option<SourceMap>,
 }
 
-impl std::fmt::Debug for CompiledTemplate {
+impl std::fmt::Debug for JinjaTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledTemplate")
+        f.debug_struct("JinjaTemplate")
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
@@ -178,7 +178,8 @@ pub fn rewrite_generation_blocks(src: &str) -> String {
     out
 }
 
-fn line_col(src: &str, offset: usize) -> (usize, usize) {
+/// 1-based line and column (in characters) of byte `offset` in `src`.
+pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
     let before = &src[..super::divergence::floor_boundary(src, offset)];
     let line = before.matches('\n').count() + 1;
@@ -191,70 +192,45 @@ fn line_col(src: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-impl CompiledTemplate {
+impl JinjaTemplate {
     /// Compiles `source` with the environment described in the module docs.
     /// Errors: [`RenderErrorKind::Syntax`] with line and column.
-    pub fn compile(source: &str, opts: &RenderOptions) -> Result<CompiledTemplate, RenderError> {
+    pub fn compile(source: &str, opts: &RenderOptions) -> Result<JinjaTemplate, RenderError> {
+        JinjaTemplate::compile_with(source, source, None, opts, |_| {})
+    }
+
+    /// Compiles `compiled` (the text minijinja reads: `source` itself, or a profile's rewrite
+    /// of it whose offsets `offsets` maps back) in the module docs' environment, `configure`d
+    /// further by the profile before the template is added. [`Self::source`] is `source`;
+    /// errors are reported at `source`'s lines and columns.
+    pub fn compile_with(
+        source: &str,
+        compiled: &str,
+        offsets: Option<SourceMap>,
+        opts: &RenderOptions,
+        configure: impl FnOnce(&mut Environment<'static>),
+    ) -> Result<JinjaTemplate, RenderError> {
         let name = opts.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
         let mut env = build_env(opts);
-        let engine = opts.engine.unwrap_or_default();
-        let patched;
-        // llama.cpp profile: its binary operators as calls (llama/rewrite.rs); errors are
-        // reported at the template's own offsets through the rewrite's offset map
-        let mut ops = None;
-        let source = match engine {
-            Engine::LlamaCpp { .. } => {
-                patched = llama::patch_source(source);
-                if let Some((at, ch)) = llama::rewrite::unsupported_operator(&patched) {
-                    let (line, column) = line_col(&patched, at);
-                    return Err(RenderError {
-                        kind: RenderErrorKind::Syntax,
-                        // llama.cpp's own wording (common_chat_templates_init), then why
-                        message: format!(
-                            "Unexpected token: {ch} of type 22 (llama.cpp's Jinja has no `{ch}{ch}` operator: llama-server refuses this template)"
-                        ),
-                        name,
-                        line: Some(line),
-                        column: Some(column),
-                    });
-                }
-                ops = llama::rewrite::rewrite(&patched);
-                patched.as_str()
-            }
-            Engine::Transformers => source,
-        };
-        let compiled = ops.as_ref().map_or(source, |r| r.text.as_str());
+        configure(&mut env);
         let rewritten = rewrite_generation_blocks(compiled);
         if let Err(e) = env.add_template_owned(name.clone(), rewritten) {
-            return Err(convert_error(&e, &name, source, ops.as_ref(), opts.fuel));
+            return Err(convert_error(
+                &e,
+                &name,
+                source,
+                offsets.as_ref(),
+                opts.fuel,
+            ));
         }
-        Ok(CompiledTemplate {
+        Ok(JinjaTemplate {
             env,
             name,
             source: source.to_owned(),
             max_output: opts.max_output,
-            engine,
-            now: opts.now.unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
-            vocab: opts.vocab,
-            caps: std::sync::OnceLock::new(),
-            thinking: std::sync::OnceLock::new(),
             fuel: opts.fuel,
-            ops,
+            offsets,
         })
-    }
-
-    /// Renders `input` under the template's profile: transformers' context
-    /// ([`RenderInput::context`]), or llama-server's request handling ([`llama::render`]).
-    pub fn render(&self, input: &RenderInput) -> Result<String, RenderError> {
-        match self.engine {
-            Engine::Transformers => self.render_context(&input.context()),
-            Engine::LlamaCpp { .. } => llama::render(self, input, self.now, self.vocab),
-        }
-    }
-
-    /// The profile this template was compiled for.
-    pub fn engine(&self) -> Engine {
-        self.engine
     }
 
     /// The template name used in messages.
@@ -262,19 +238,7 @@ impl CompiledTemplate {
         &self.name
     }
 
-    /// llama.cpp's capability probes on this template ([`llama::caps::detect`]), computed once.
-    pub fn llama_caps(&self) -> Caps {
-        *self.caps.get_or_init(|| llama::caps::detect(self))
-    }
-
-    /// Whether llama-server enables thinking by default for this template
-    /// ([`llama::supports_thinking`]), computed once.
-    pub fn llama_supports_thinking(&self) -> bool {
-        *self.thinking.get_or_init(|| llama::supports_thinking(self))
-    }
-
-    /// Renders with an explicit JSON context object (no request handling; for the llama.cpp
-    /// profile the context is used as given).
+    /// Renders with an explicit JSON context object.
     pub fn render_context(&self, ctx: &serde_json::Value) -> Result<String, RenderError> {
         self.render_value(pyfmt::json_to_value(ctx))
     }
@@ -292,7 +256,13 @@ impl CompiledTemplate {
 
     fn render_value(&self, ctx: JValue) -> Result<String, RenderError> {
         let tmpl = self.env.get_template(&self.name).map_err(|e| {
-            convert_error(&e, &self.name, &self.source, self.ops.as_ref(), self.fuel)
+            convert_error(
+                &e,
+                &self.name,
+                &self.source,
+                self.offsets.as_ref(),
+                self.fuel,
+            )
         })?;
         let mut w = CapWriter {
             buf: Vec::new(),
@@ -324,7 +294,7 @@ impl CompiledTemplate {
                 &e,
                 &self.name,
                 &self.source,
-                self.ops.as_ref(),
+                self.offsets.as_ref(),
                 self.fuel,
             )),
         }
@@ -334,16 +304,6 @@ impl CompiledTemplate {
     pub fn source(&self) -> &str {
         &self.source
     }
-}
-
-/// Renders `template` for `input`. Shape: the prompt text exactly as the engine would feed it
-/// to the tokenizer (no BOS added here). Errors: [`RenderError`] with line and column.
-pub fn render(
-    template: &str,
-    input: &RenderInput,
-    opts: &RenderOptions,
-) -> Result<String, RenderError> {
-    CompiledTemplate::compile(template, opts)?.render(input)
 }
 
 struct CapWriter {
@@ -370,7 +330,7 @@ fn convert_error(
     e: &Error,
     name: &str,
     source: &str,
-    ops: Option<&llama::rewrite::Rewritten>,
+    offsets: Option<&SourceMap>,
     fuel: u64,
 ) -> RenderError {
     // The innermost error with a position is the most useful one.
@@ -415,7 +375,7 @@ fn convert_error(
     }
     let (line, column) = match e.range() {
         Some(r) => {
-            let start = ops.map_or(r.start, |o| o.source_offset(r.start));
+            let start = offsets.map_or(r.start, |o| o(r.start));
             let (l, c) = line_col(source, start);
             (Some(l), Some(c))
         }
@@ -527,9 +487,6 @@ fn build_env(opts: &RenderOptions) -> Environment<'static> {
     env.add_function("strftime_now", move |fmt: String| {
         pyfmt::strftime(&now, &fmt)
     });
-    if let Some(Engine::LlamaCpp { build }) = opts.engine {
-        llama::jinja::configure(&mut env, &llama::BuildRules::for_build(build), now);
-    }
     env
 }
 
@@ -701,7 +658,7 @@ mod tests {
     use serde_json::json;
 
     fn r(src: &str, ctx: serde_json::Value) -> Result<String, RenderError> {
-        CompiledTemplate::compile(src, &RenderOptions::default())?.render_context(&ctx)
+        JinjaTemplate::compile(src, &RenderOptions::default())?.render_context(&ctx)
     }
 
     #[test]
@@ -755,7 +712,7 @@ mod tests {
             strict: true,
             ..Default::default()
         };
-        let e = CompiledTemplate::compile("ok\n{% if tools %}x{% endif %}ab {{ missing }}", &opts)
+        let e = JinjaTemplate::compile("ok\n{% if tools %}x{% endif %}ab {{ missing }}", &opts)
             .unwrap()
             .render_context(&json!({}))
             .unwrap_err();
@@ -767,7 +724,7 @@ mod tests {
 
     #[test]
     fn syntax_error_position() {
-        let e = CompiledTemplate::compile("a\nb {% if %}", &RenderOptions::default()).unwrap_err();
+        let e = JinjaTemplate::compile("a\nb {% if %}", &RenderOptions::default()).unwrap_err();
         assert_eq!(e.kind, RenderErrorKind::Syntax);
         assert_eq!(e.line, Some(2));
     }
@@ -780,7 +737,7 @@ mod tests {
         };
         let looping =
             "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
-        let e = CompiledTemplate::compile(looping, &opts)
+        let e = JinjaTemplate::compile(looping, &opts)
             .unwrap()
             .render_context(&json!({}))
             .unwrap_err();
@@ -793,7 +750,7 @@ mod tests {
             ..Default::default()
         };
         let big = "{% for i in range(10000) %}xxxxxxxxxx{% endfor %}";
-        let e = CompiledTemplate::compile(big, &opts)
+        let e = JinjaTemplate::compile(big, &opts)
             .unwrap()
             .render_context(&json!({}))
             .unwrap_err();
@@ -812,7 +769,7 @@ mod tests {
             now: Some(time::macros::datetime!(2026-11-29 18:00 UTC)),
             ..Default::default()
         };
-        let out = CompiledTemplate::compile("{{ strftime_now('%d %b %Y') }}", &opts)
+        let out = JinjaTemplate::compile("{{ strftime_now('%d %b %Y') }}", &opts)
             .unwrap()
             .render_context(&json!({}))
             .unwrap();

@@ -1,16 +1,18 @@
 //! Where a chat template comes from: a `.jinja` file, a HF `tokenizer_config.json` (or
 //! `chat_template.json`), GGUF metadata, llama-server `GET /props`, or Ollama `POST /api/show`
-//! (a Go `text/template`, rendered as Ollama renders it by [`super::gotmpl`]). Pure: the CLI
-//! layer reads files and fetches URLs.
+//! (a Go `text/template`, rendered as Ollama renders it by [`super::ollama`]), and the one
+//! render entry point ([`TemplateSource::render`], [`TemplateSource::render_request`]) that
+//! picks the renderer from the source's format and the render profile. Pure: the CLI layer
+//! reads files and fetches URLs.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::engine::Engine;
 use super::input::RenderInput;
-use super::llama::VocabFlags;
-use super::ollama::OllamaModel;
+use super::ollama::{OllamaModel, ParsedTemplates};
+use super::profile::{OllamaVersion, Profile, VocabFlags};
+use super::render::{RenderError, RenderOptions};
 use crate::gguf::{self, GgufMetadata};
 use crate::gotmpl::{Date, ExecOptions, GoTemplateError};
 use crate::tokens::Vocab;
@@ -23,7 +25,7 @@ pub enum TemplateFormat {
     #[default]
     Jinja,
     /// An Ollama Go `text/template` (`/api/show` `template`): rendered for Ollama request
-    /// bodies by [`super::ollama::render_ollama_with`] ([`TemplateSource::render_ollama`]).
+    /// bodies under the Ollama profile ([`TemplateSource::render`]).
     Go,
 }
 
@@ -46,9 +48,10 @@ pub struct TemplateSource {
     pub vocab: Option<Vocab>,
     /// Jinja or Go.
     pub format: TemplateFormat,
-    /// The engine that serves this template, when the source says (llama-server `/props`:
-    /// the llama.cpp profile at its `build_info`); renders default to it.
-    pub engine: Option<Engine>,
+    /// The profile of the engine that serves this template, when the source says
+    /// (llama-server `/props`: the llama.cpp profile at its `build_info`); renders default to
+    /// it ([`TemplateSource::profile_for`]).
+    pub profile: Option<Profile>,
     /// Whether the engine's tokenizer adds BOS / EOS itself (GGUF `tokenizer.ggml.add_bos_token`;
     /// llama-server: its model's vocabulary), for the llama.cpp profile's BOS handling.
     pub vocab_flags: Option<VocabFlags>,
@@ -69,6 +72,41 @@ fn err(origin: &str, message: impl Into<String>) -> SourceError {
     SourceError {
         origin: origin.to_owned(),
         message: message.into(),
+    }
+}
+
+/// Why a template source did not render ([`TemplateSource::render`]). Each message names the
+/// source (its origin) first.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TemplateError {
+    /// A request render from a source without a chat template.
+    #[error("{origin}: the source has no chat template")]
+    NoTemplate { origin: String },
+    /// An Ollama Go template under a Jinja profile (transformers, llama.cpp).
+    #[error(
+        "{origin}: an Ollama Go template, rendered as Ollama renders it; --engine {profile} is a Jinja render profile: drop --engine"
+    )]
+    GoUnderJinjaProfile { origin: String, profile: Profile },
+    /// A Jinja template under the Ollama profile, which renders Go templates only.
+    #[error(
+        "{origin}: a Jinja template; --engine {profile} renders Ollama Go templates only: drop --engine, or name a Jinja profile (transformers, llama.cpp, llama.cpp@BUILD)"
+    )]
+    JinjaUnderOllamaProfile { origin: String, profile: Profile },
+    /// The Jinja template's own error (`NAME:LINE:COLUMN: message`).
+    #[error(transparent)]
+    Jinja(#[from] RenderError),
+    /// The Go template's own error (`template: :LINE:COL: …`).
+    #[error(transparent)]
+    Go(#[from] GoTemplateError),
+}
+
+impl TemplateError {
+    /// The Jinja render error, when that is what failed.
+    pub fn render_error(&self) -> Option<&RenderError> {
+        match self {
+            TemplateError::Jinja(e) => Some(e),
+            _ => None,
+        }
     }
 }
 
@@ -248,7 +286,7 @@ impl TemplateSource {
         }
         src.bos_token = token_text(v.get("bos_token"));
         src.eos_token = token_text(v.get("eos_token"));
-        src.engine = Some(Engine::from_llama_build_info(
+        src.profile = Some(Profile::from_llama_build_info(
             v.get("build_info").and_then(Value::as_str),
         ));
         Ok(src)
@@ -256,7 +294,7 @@ impl TemplateSource {
 
     /// From Ollama `POST /api/show`: the `template` field is a Go template
     /// ([`TemplateFormat::Go`]); `system`, `messages` and `capabilities` become
-    /// [`Self::ollama`]. Render it with [`Self::render_ollama`]. Errors: no `template`
+    /// [`Self::ollama`]. Render it with [`Self::render_request`] (the Ollama profile). Errors: no `template`
     /// string.
     pub fn from_ollama_show(name: &str, v: &Value) -> Result<TemplateSource, SourceError> {
         let t = v
@@ -272,42 +310,170 @@ impl TemplateSource {
         })
     }
 
-    /// Renders an Ollama request body (`/api/chat`, or a non-raw `/api/generate`) through this
-    /// Go template as Ollama's server builds its prompt (ollama/ollama template/template.go
-    /// `Execute`, server/prompt.go `chatPrompt`; see [`super::ollama`]). `today` is the
-    /// date `currentDate` returns (the exchange's date; `None`: calling it is an error).
-    /// Errors: a Jinja source (`Parse`, naming the origin), or the Go template's own error
-    /// (`template: :LINE:COL: …`).
-    pub fn render_ollama(
-        &self,
-        request: &Value,
-        today: Option<Date>,
-    ) -> Result<String, GoTemplateError> {
-        self.render_ollama_in(&super::ollama::ParsedTemplates::default(), request, today)
+    /// The profile a render of this source runs under: `requested` (`--engine`), else the
+    /// source's own ([`Self::profile`]), else by format: transformers for a Jinja template,
+    /// Ollama (current version) for a Go template.
+    pub fn profile_for(&self, requested: Option<Profile>) -> Profile {
+        requested.or(self.profile).unwrap_or(match self.format {
+            TemplateFormat::Jinja => Profile::Transformers,
+            TemplateFormat::Go => Profile::Ollama { version: None },
+        })
     }
 
-    /// [`Self::render_ollama`], the parsed template taken from (and kept in) `parsed`.
-    pub fn render_ollama_in(
+    /// Renders `input` with this source — the one function every caller (the inspector's
+    /// Template pane, `render`, `check`, `flatten`, `diff`, `try`, the analysis) renders a
+    /// template source with. The renderer follows from the source's format and the profile
+    /// ([`Self::profile_for`] of `opts.profile`):
+    ///
+    /// * Jinja under transformers: the core renderer ([`mod@super::render`]); under llama.cpp at a
+    ///   build: the llama.cpp profile ([`super::llama`]). The template is the source's named
+    ///   `tool_use` one when the request has tools (both pick it so), else the default
+    ///   ([`Self::select`]); `bos_token`/`eos_token` default to the source's when the request
+    ///   does not set them; the llama.cpp profile's vocabulary flags (adds BOS/EOS) are the
+    ///   source's unless `opts.vocab` was set; `opts.name` defaults to the source's origin.
+    /// * Go under Ollama (at a version): Ollama's prompt building ([`super::ollama`]) over the
+    ///   request as received (`input.request`), with the source's `/api/show` facts;
+    ///   `currentDate` is the date of `opts.now` (`None`: calling it is an error).
+    ///
+    /// Errors: a Go template under a Jinja profile or a Jinja template under the Ollama profile
+    /// ([`TemplateError`], naming the source and the profile), else the renderer's own error.
+    pub fn render(
         &self,
-        parsed: &super::ollama::ParsedTemplates,
-        request: &Value,
-        today: Option<Date>,
-    ) -> Result<String, GoTemplateError> {
-        if self.format != TemplateFormat::Go {
-            return Err(GoTemplateError {
-                kind: crate::gotmpl::ErrorKind::Parse,
-                name: self.origin.clone(),
-                line: 0,
-                col: None,
-                context: None,
-                message: "a Jinja template, not an Ollama Go template".into(),
+        input: &RenderInput,
+        opts: &RenderOptions,
+    ) -> Result<String, TemplateError> {
+        self.render_in(&ParsedTemplates::default(), input, opts)
+    }
+
+    /// [`Self::render`], a Go template's parse taken from (and kept in) `parsed`.
+    pub fn render_in(
+        &self,
+        parsed: &ParsedTemplates,
+        input: &RenderInput,
+        opts: &RenderOptions,
+    ) -> Result<String, TemplateError> {
+        match self.renderer(opts)? {
+            Profile::Ollama { version } => {
+                let fallback;
+                let body = match &input.request {
+                    Some(b) => b,
+                    None => {
+                        fallback =
+                            serde_json::json!({"messages": input.messages, "tools": input.tools});
+                        &fallback
+                    }
+                };
+                Ok(self.render_go(parsed, body, opts.now, version)?)
+            }
+            profile => {
+                let input = input
+                    .clone()
+                    .with_default_tokens(self.bos_token.as_deref(), self.eos_token.as_deref());
+                let opts = self.jinja_options(opts, profile);
+                Ok(super::compiled::render(self.select(&input), &input, &opts)?)
+            }
+        }
+    }
+
+    /// Renders a request `body` with this source as [`Self::render`] does: for a Jinja
+    /// template the body read as OpenAI (or Anthropic when `anthropic`) chat
+    /// ([`RenderInput`]); for a Go template the body as Ollama reads it. Returns the prompt
+    /// and the input (its `notes` say what normalisation changed; for a Go template only
+    /// `request` is set). `render --request`, `check`, `regenerate` and `try` render through
+    /// this.
+    ///
+    /// Errors: as [`Self::render`], and a Jinja source with no chat template.
+    pub fn render_request(
+        &self,
+        body: &Value,
+        anthropic: bool,
+        opts: &RenderOptions,
+    ) -> Result<(String, RenderInput), TemplateError> {
+        self.render_request_in(&ParsedTemplates::default(), body, anthropic, opts)
+    }
+
+    /// [`Self::render_request`], a Go template's parse taken from (and kept in) `parsed`.
+    pub fn render_request_in(
+        &self,
+        parsed: &ParsedTemplates,
+        body: &Value,
+        anthropic: bool,
+        opts: &RenderOptions,
+    ) -> Result<(String, RenderInput), TemplateError> {
+        if let Profile::Ollama { version } = self.renderer(opts)? {
+            let prompt = self.render_go(parsed, body, opts.now, version)?;
+            let input = RenderInput {
+                request: Some(body.clone()),
+                ..Default::default()
+            };
+            return Ok((prompt, input));
+        }
+        let input = if anthropic {
+            RenderInput::from_anthropic_request(body)
+        } else {
+            RenderInput::from_openai_request(body)
+        };
+        let input = input.with_default_tokens(self.bos_token.as_deref(), self.eos_token.as_deref());
+        if self.select(&input).is_empty() {
+            return Err(TemplateError::NoTemplate {
+                origin: self.origin.clone(),
             });
         }
+        let prompt = self.render_in(parsed, &input, opts)?;
+        Ok((prompt, input))
+    }
+
+    /// The profile a render runs under, or the error for a source it cannot render.
+    fn renderer(&self, opts: &RenderOptions) -> Result<Profile, TemplateError> {
+        let profile = self.profile_for(opts.profile);
+        let origin = || self.origin.clone();
+        match (self.format, profile.is_jinja()) {
+            (TemplateFormat::Go, true) => Err(TemplateError::GoUnderJinjaProfile {
+                origin: origin(),
+                profile,
+            }),
+            (TemplateFormat::Jinja, false) => Err(TemplateError::JinjaUnderOllamaProfile {
+                origin: origin(),
+                profile,
+            }),
+            _ => Ok(profile),
+        }
+    }
+
+    /// `opts` completed from this source for a Jinja render under `profile`: the name, the
+    /// profile and the vocabulary flags.
+    fn jinja_options(&self, opts: &RenderOptions, profile: Profile) -> RenderOptions {
+        let mut opts = opts.clone();
+        if opts.name.is_none() {
+            opts.name = Some(self.origin.clone());
+        }
+        opts.profile = Some(profile);
+        if opts.vocab == Default::default() {
+            opts.vocab = self
+                .vocab_flags
+                .unwrap_or_else(|| VocabFlags::guess_from_bos(self.bos_token.as_deref()));
+        }
+        opts
+    }
+
+    /// An Ollama request body through this Go template as Ollama's server builds its prompt
+    /// (ollama/ollama template/template.go `Execute`, server/prompt.go `chatPrompt`; see
+    /// [`super::ollama`]), `currentDate` the date of `now`, as Ollama `version` renders it.
+    fn render_go(
+        &self,
+        parsed: &ParsedTemplates,
+        request: &Value,
+        now: Option<time::OffsetDateTime>,
+        version: Option<OllamaVersion>,
+    ) -> Result<String, GoTemplateError> {
         let opts = ExecOptions {
-            today,
+            today: now.map(|n| (n.year(), u8::from(n.month()) as u32, n.day() as u32)),
             ..Default::default()
         };
-        let model = self.ollama.clone().unwrap_or_default();
+        let mut model = self.ollama.clone().unwrap_or_default();
+        if let Some(v) = version {
+            model.follow_version(v);
+        }
         super::ollama::render_ollama_in(parsed, &self.template, request, &model, &opts)
     }
 }
@@ -323,13 +489,29 @@ pub fn date_of(rfc3339: &str) -> Option<Date> {
     Some((y, m, dd))
 }
 
+/// The clock of an exchange that started at `started` (RFC 3339): that time, or — a timestamp
+/// that does not parse whole — midnight UTC of its date part ([`date_of`]).
+pub fn clock_of(started: &str) -> Option<time::OffsetDateTime> {
+    use time::format_description::well_known::Rfc3339;
+    time::OffsetDateTime::parse(started, &Rfc3339)
+        .ok()
+        .or_else(|| midnight_of(date_of(started)?))
+}
+
+/// Midnight UTC of a civil date (`None`: no such date), the clock whose date is `date`.
+pub fn midnight_of((y, m, d): Date) -> Option<time::OffsetDateTime> {
+    let month = time::Month::try_from(u8::try_from(m).ok()?).ok()?;
+    let date = time::Date::from_calendar_date(y, month, u8::try_from(d).ok()?).ok()?;
+    Some(date.midnight().assume_utc())
+}
+
 /// An Ollama exchange's render from its `/api/show` annotation (`model`, the trimmed answer):
-/// `(origin, render or error)`, the request rendered as [`TemplateSource::render_ollama`] with
-/// `currentDate` = the date of `started` (RFC 3339), as the Ollama `version` (the session's
-/// `/api/version`, when known) renders it ([`OllamaModel::set_version`]), the parsed template
-/// kept in `parsed`. The one place the Template pane and `check` get an Ollama prompt from.
+/// `(origin, render or error)`, the request rendered by [`TemplateSource::render_request`]
+/// under the Ollama profile at `version` (the session's `/api/version`, when known) with
+/// `currentDate` = the date of `started` (RFC 3339), the parsed template kept in `parsed`.
+/// The one place the Template pane and `check` get an Ollama prompt from.
 pub fn ollama_exchange_render(
-    parsed: &super::ollama::ParsedTemplates,
+    parsed: &ParsedTemplates,
     model: &str,
     show: &Value,
     request: Option<&Value>,
@@ -340,18 +522,23 @@ pub fn ollama_exchange_render(
         Some(v) => format!("/api/show template, {model}, Ollama {v}"),
         None => format!("/api/show template, {model}"),
     };
-    let mut source = match TemplateSource::from_ollama_show(&origin, show) {
+    let source = match TemplateSource::from_ollama_show(&origin, show) {
         Ok(s) => s,
         Err(e) => return (origin, Err(e.to_string())),
     };
-    if let (Some(m), Some(v)) = (source.ollama.as_mut(), version) {
-        m.set_version(v);
-    }
     let Some(body) = request else {
         return (origin, Err("the request body is not JSON".into()));
     };
+    let opts = RenderOptions {
+        now: clock_of(started),
+        profile: Some(Profile::Ollama {
+            version: version.and_then(OllamaVersion::parse),
+        }),
+        ..Default::default()
+    };
     let out = source
-        .render_ollama_in(parsed, body, date_of(started))
+        .render_request_in(parsed, body, false, &opts)
+        .map(|(prompt, _)| prompt)
         .map_err(|e| e.to_string());
     (origin, out)
 }
@@ -459,10 +646,11 @@ mod tests {
                 TemplateSource::from_bytes(name, b"{{ range .Messages }}{{ .Content }}{{ end }}")
                     .unwrap();
             assert_eq!(g.format, TemplateFormat::Go, "{name}");
-            let out = g
-                .render_ollama(
+            let (out, _) = g
+                .render_request(
                     &serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
-                    None,
+                    false,
+                    &RenderOptions::default(),
                 )
                 .unwrap();
             assert_eq!(out, "hi");
@@ -486,8 +674,101 @@ mod tests {
         );
         assert_eq!(origin, "/api/show template, m, Ollama 0.12.3");
         assert_eq!(out.unwrap(), "[system:Be brief.][user:Hi]2026-11-29");
-        let jinja = TemplateSource::from_jinja("t.jinja", "{{ x }}");
-        assert!(jinja.render_ollama(&req, None).is_err());
         assert_eq!(date_of("2025-07-07T20:22:19Z"), Some((2025, 7, 7)));
+        assert_eq!(
+            clock_of("2025-07-07T20:22:19+02:00").map(|t| t.date().to_string()),
+            Some("2025-07-07".into())
+        );
+        assert_eq!(
+            clock_of("2025-07-07 no time").map(|t| t.date().to_string()),
+            Some("2025-07-07".into())
+        );
+    }
+
+    /// The renderer follows (format, profile); a mismatch is an error naming both, never a
+    /// render by the wrong engine.
+    #[test]
+    fn one_entry_point_picks_the_renderer() {
+        let req = json!({"model": "m", "messages": [{"role": "user", "content": "Hi"}]});
+        let go = TemplateSource::from_bytes(
+            "t.gotmpl",
+            b"{{ range .Messages }}<{{ .Content }}>{{ end }}",
+        )
+        .unwrap();
+        let jinja = TemplateSource::from_jinja(
+            "t.jinja",
+            "{% for m in messages %}[{{ m.content }}]{% endfor %}",
+        );
+        let with = |p: &str| RenderOptions {
+            profile: Some(p.parse().unwrap()),
+            ..Default::default()
+        };
+        // Go: no profile or Ollama → the Go renderer
+        assert_eq!(
+            go.render_request(&req, false, &RenderOptions::default())
+                .unwrap()
+                .0,
+            "<Hi>"
+        );
+        assert_eq!(
+            go.render_request(&req, false, &with("ollama@0.13.5"))
+                .unwrap()
+                .0,
+            "<Hi>"
+        );
+        // Jinja: no profile, transformers or llama.cpp → Jinja
+        for p in ["transformers", "llama.cpp", "llama.cpp@11312"] {
+            assert_eq!(
+                jinja.render_request(&req, false, &with(p)).unwrap().0,
+                "[Hi]",
+                "{p}"
+            );
+        }
+        // Go under a Jinja profile
+        for p in ["transformers", "llama.cpp"] {
+            let e = go.render_request(&req, false, &with(p)).unwrap_err();
+            assert!(
+                matches!(e, TemplateError::GoUnderJinjaProfile { .. }),
+                "{e}"
+            );
+            let m = e.to_string();
+            assert!(
+                m.starts_with("t.gotmpl: an Ollama Go template")
+                    && m.contains(&p.parse::<Profile>().unwrap().to_string()),
+                "{m}"
+            );
+            let input = RenderInput::from_openai_request(&req);
+            assert!(go.render(&input, &with(p)).is_err());
+        }
+        // Jinja under the Ollama profile
+        let e = jinja
+            .render_request(&req, false, &with("ollama"))
+            .unwrap_err();
+        assert!(
+            matches!(e, TemplateError::JinjaUnderOllamaProfile { .. }),
+            "{e}"
+        );
+        let m = e.to_string();
+        assert!(
+            m.starts_with("t.jinja: a Jinja template") && m.contains("--engine ollama"),
+            "{m}"
+        );
+        assert!(
+            jinja
+                .render(
+                    &RenderInput::from_openai_request(&req),
+                    &with("ollama@0.12.0")
+                )
+                .is_err()
+        );
+        // an empty source
+        let empty = TemplateSource::from_jinja("e.jinja", "");
+        assert_eq!(
+            empty
+                .render_request(&req, false, &RenderOptions::default())
+                .unwrap_err()
+                .to_string(),
+            "e.jinja: the source has no chat template"
+        );
     }
 }

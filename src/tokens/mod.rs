@@ -61,8 +61,10 @@ impl TokenType {
     }
 }
 
+/// The model a vocabulary splits ordinary text with (special tokens are matched first,
+/// whichever it is).
 #[derive(Clone)]
-enum Engine {
+enum Splitter {
     /// Byte-level BPE or anything a HF tokenizer describes.
     Hf(Arc<tokenizers::Tokenizer>),
     /// SentencePiece-style bigram merges by score.
@@ -95,7 +97,7 @@ pub struct Vocab {
     pub model: String,
     /// Special tokens (text, id), longest text first.
     specials: Vec<(String, u32)>,
-    engine: Engine,
+    splitter: Splitter,
 }
 
 impl std::fmt::Debug for Vocab {
@@ -207,14 +209,14 @@ impl Vocab {
                 .and_then(GgufValue::as_bool)
                 .unwrap_or(false),
             model: model.clone(),
-            engine: Engine::None,
+            splitter: Splitter::None,
             pieces,
             types,
         };
         v.index_specials();
         if let Some(merges) = md.get_str_array("tokenizer.ggml.merges") {
             let pre = md.get_str("tokenizer.ggml.pre").unwrap_or("default");
-            v.engine = Engine::Hf(Arc::new(
+            v.splitter = Splitter::Hf(Arc::new(
                 build_bpe(&v.pieces, &merges, &pre_regexes(pre)).map_err(err)?,
             ));
         } else if model == "llama" {
@@ -227,7 +229,7 @@ impl Vocab {
                 .get("tokenizer.ggml.add_space_prefix")
                 .and_then(GgufValue::as_bool)
                 .unwrap_or(true);
-            v.engine = Engine::Spm(Arc::new(spm::Spm::new(
+            v.splitter = Splitter::Spm(Arc::new(spm::Spm::new(
                 &v.pieces,
                 &v.types,
                 scores,
@@ -301,7 +303,7 @@ impl Vocab {
             add_eos,
             model: "tokenizer.json".into(),
             specials: Vec::new(),
-            engine: Engine::Hf(Arc::new(tk)),
+            splitter: Splitter::Hf(Arc::new(tk)),
         };
         v.index_specials();
         Ok(v)
@@ -438,8 +440,8 @@ fn encode_ordinary(vocab: &Vocab, text: &str, start: usize, end: usize, out: &mu
         return;
     }
     let seg = &text[start..end];
-    match &vocab.engine {
-        Engine::Hf(tk) => match tk.encode(seg, false) {
+    match &vocab.splitter {
+        Splitter::Hf(tk) => match tk.encode(seg, false) {
             Ok(enc) => {
                 let ids = enc.get_ids();
                 let offs = enc.get_offsets();
@@ -473,7 +475,7 @@ fn encode_ordinary(vocab: &Vocab, text: &str, start: usize, end: usize, out: &mu
                 end,
             }),
         },
-        Engine::Spm(spm) => {
+        Splitter::Spm(spm) => {
             for (id, s, e) in spm.encode(seg, start == 0) {
                 let (s, e) = (s.min(seg.len()), e.min(seg.len()));
                 out.push(Token {
@@ -485,7 +487,7 @@ fn encode_ordinary(vocab: &Vocab, text: &str, start: usize, end: usize, out: &mu
                 });
             }
         }
-        Engine::None => out.push(Token {
+        Splitter::None => out.push(Token {
             id: u32::MAX,
             piece: seg.to_owned(),
             special: false,

@@ -31,7 +31,7 @@ use tokio::net::TcpListener;
 use toolscope::record::regenerate::{Endpoint, Prompt, RegenOptions, regenerate_with};
 use toolscope::session::write::new_header;
 use toolscope::session::{
-    Annotation, Body, Exchange, Request, Response, SessionWriter, read_session,
+    Annotation, Body, Exchange, Request, Response, ServerKind, SessionWriter, read_session,
 };
 
 /// Hermes/Qwen call syntax, as a Qwen3 model writes it.
@@ -155,7 +155,7 @@ async fn vllm_renders_by_tokenize_and_regenerates_from_token_ids() {
         let mut writer =
             SessionWriter::open(&session, &new_header("2026-01-01T00:00:00Z".into())).unwrap();
         let opts = RegenOptions {
-            engine: "vllm".into(),
+            server: Some(ServerKind::parse("vllm")),
             ..Default::default()
         };
         let r = regenerate_with(&base, &original, &mut writer, &opts)
@@ -225,7 +225,7 @@ async fn sglang_needs_a_local_render_and_takes_it_through_v1_completions() {
     .unwrap();
     // Without a local render SGLang cannot be asked for its prompt: the error says what to pass.
     let opts = RegenOptions {
-        engine: "sglang".into(),
+        server: Some(ServerKind::parse("sglang")),
         ..Default::default()
     };
     let e = regenerate_with(&base, &original, &mut writer, &opts)
@@ -234,7 +234,7 @@ async fn sglang_needs_a_local_render_and_takes_it_through_v1_completions() {
     assert!(format!("{e:#}").contains("--template"), "{e:#}");
     assert!(seen.lock().unwrap().is_empty());
     let opts = RegenOptions {
-        engine: "sglang".into(),
+        server: Some(ServerKind::parse("sglang")),
         prompt: Some(Prompt {
             text: RENDERED.into(),
             token_ids: None,
@@ -297,7 +297,7 @@ async fn ollama_generate_raw_with_the_chat_options() {
     )
     .unwrap();
     let opts = RegenOptions {
-        engine: "ollama".into(),
+        server: Some(ServerKind::parse("ollama")),
         ..Default::default()
     };
     let r = regenerate_with(&base, &original, &mut writer, &opts)
@@ -331,7 +331,7 @@ async fn ollama_generate_raw_with_the_chat_options() {
         "stop": "x", "repeat_penalty": 1.1});
     let body = toolscope::record::regenerate::request_body(
         Endpoint::OllamaGenerate,
-        "ollama",
+        &ServerKind::Ollama,
         &chat,
         &Prompt {
             text: "P".into(),
@@ -377,7 +377,10 @@ async fn proxy_regenerate_on_a_vllm_upstream() {
     let proxy = toolscope::record::proxy::Proxy::spawn(cfg, None)
         .await
         .unwrap();
-    assert_eq!(proxy.header().engine.as_ref().unwrap().kind, "vllm");
+    assert_eq!(
+        proxy.header().engine.as_ref().unwrap().kind.as_str(),
+        "vllm"
+    );
     let chat = json!({"model": "Qwen/Qwen3-0.6B", "messages": [{"role": "user", "content": "Weather in Paris?"}],
         "tools": tools(), "temperature": 0});
     let got: Value = reqwest::Client::new()
@@ -478,23 +481,28 @@ fn cli_bad_url_and_unreachable_engine() {
 
 /// `--endpoint completion` is llama-server's own endpoint and `ollama-generate` Ollama's: with
 /// another engine at --url the combination is refused up front (exit 2, naming both flags),
-/// nothing is sent and the session is unchanged.
+/// nothing is sent and the session is unchanged. The server is named by `--server KIND` or by
+/// its former name `--engine KIND` (a hidden alias: old command lines keep working).
 #[test]
 fn cli_endpoint_of_another_engine_is_refused() {
     let (dir, src) = (tempfile::tempdir().unwrap(), shipped_http500());
     let session = dir.path().join("s.jsonl");
     std::fs::copy(&src, &session).unwrap();
     let before = std::fs::read(&session).unwrap();
-    for (engine, endpoint) in [
+    for (i, (engine, endpoint)) in [
         ("vllm", "completion"),
         ("ollama", "completion"),
         ("llama-server", "ollama-generate"),
         ("sglang", "ollama-generate"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let flag = if i % 2 == 0 { "--server" } else { "--engine" };
         let out = std::process::Command::new(support::bin())
             .arg("regenerate")
             .arg(&session)
-            .args(["--url", "http://127.0.0.1:9", "--engine", engine])
+            .args(["--url", "http://127.0.0.1:9", flag, engine])
             .args(["--endpoint", endpoint, "--prompt-file"])
             .arg(&src)
             .output()
@@ -506,6 +514,18 @@ fn cli_endpoint_of_another_engine_is_refused() {
             "{err}"
         );
         assert!(!err.contains("error sending request"), "{err}");
+    }
+    // an unknown kind is a usage error naming the known ones, under either name
+    for flag in ["--server", "--engine"] {
+        let out = std::process::Command::new(support::bin())
+            .arg("regenerate")
+            .arg(&session)
+            .args(["--url", "http://127.0.0.1:9", flag, "tgi"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("llama-server, vllm, sglang, ollama"), "{err}");
     }
     assert_eq!(std::fs::read(&session).unwrap(), before);
 }

@@ -314,3 +314,59 @@ fn go_template_under_a_jinja_profile_is_an_error() {
         );
     }
 }
+
+/// `--engine ollama` (and `ollama@VERSION`) is the Go templates' profile: it renders an Ollama
+/// Go template as no `--engine` does, and a Jinja template under it is an error naming the file
+/// and the profile, not a render by the wrong engine.
+#[test]
+fn ollama_profile_renders_go_templates_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = write(
+        dir.path(),
+        "chat.gotmpl",
+        "{{ range .Messages }}[{{ .Role }}:{{ .Content }}]{{ end }}",
+    );
+    let jinja = write(
+        dir.path(),
+        "chat.jinja",
+        "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}",
+    );
+    let req = write(
+        dir.path(),
+        "req.json",
+        r#"{"model": "m", "messages": [{"role": "user", "content": "Hi"}]}"#,
+    );
+    let (g, j, r) = (
+        go.to_str().unwrap(),
+        jinja.to_str().unwrap(),
+        req.to_str().unwrap(),
+    );
+    for engine in ["ollama", "ollama@0.13.5", "Ollama@v0.14.0-rc1"] {
+        let out = render(&["--template", g, "--request", r, "--engine", engine]);
+        assert_eq!(out.status.code(), Some(0), "{engine}: {out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "[user:Hi]",
+            "{engine}"
+        );
+        let out = render(&["--template", j, "--request", r, "--engine", engine]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{engine}: {err}");
+        assert!(
+            err.contains("chat.jinja")
+                && err.contains("a Jinja template")
+                && err.contains("--engine ollama"),
+            "{err}"
+        );
+    }
+    let out = render(&["--template", j, "--request", r]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[user:Hi]");
+    // an unknown profile names the accepted ones
+    let out = render(&["--template", j, "--request", r, "--engine", "ollama@latest"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ollama@VERSION") && err.contains("llama.cpp@BUILD"),
+        "{err}"
+    );
+}

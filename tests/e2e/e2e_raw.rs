@@ -191,9 +191,9 @@ fn official_sdks_through_a_proxy_started_before_the_server() {
     });
     let (at, engine) = learnt.expect("an engine annotation");
     assert_eq!(at, 1);
-    assert_eq!(engine.kind, "llama-server");
+    assert_eq!(engine.kind.as_str(), "llama-server");
     let header_engine = s.header.engine.clone().unwrap();
-    assert_eq!(header_engine.kind, "llama-server");
+    assert_eq!(header_engine.kind.as_str(), "llama-server");
     assert!(
         header_engine
             .version
@@ -555,7 +555,7 @@ fn regenerate_through_v1_completions_verifies_a_greedy_tool_call() {
     let header = read_session(&session).unwrap().header;
     let mut writer = SessionWriter::open(&session, &header).unwrap();
     let opts = RegenOptions {
-        engine: "llama-server".into(),
+        server: Some(toolscope::session::ServerKind::LlamaServer),
         endpoint: Some(Endpoint::V1Completions),
         prompt: Some(Prompt {
             text: prompt_text,

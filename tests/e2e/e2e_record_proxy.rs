@@ -64,7 +64,7 @@ fn openai_and_anthropic_through_the_proxy_are_recorded_byte_exact() {
         let (tx, mut rx) = tokio::sync::mpsc::channel(65536);
         let proxy = Proxy::spawn(ProxyConfig::new(&server.base_url(), session.clone()), Some(tx)).await.unwrap();
         let engine = proxy.header().engine.clone().unwrap();
-        assert_eq!(engine.kind, "llama-server");
+        assert_eq!(engine.kind.as_str(), "llama-server");
         assert!(engine.version.as_deref().unwrap_or("").contains("11434"), "{engine:?}");
         let client = reqwest::Client::new();
         let base = proxy.url();

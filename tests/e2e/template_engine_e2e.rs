@@ -2,7 +2,7 @@
 //! `POST /apply-template`, every corpus template (forced with `--chat-template-file`, SmolLM2)
 //! × the conformance scenarios. The local side is exactly what the inspector's Template pane
 //! renders: `TemplateSource::from_props` (→ llama.cpp profile at the server's `build_info`) and
-//! `diff::adapt::render`.
+//! `TemplateSource::render`.
 //!
 //! Asserts ≥ 97 % byte-identical renders over the pairs the server renders (a pair the profile
 //! refuses counts as different), and that the requests the server refuses are the ones the
@@ -109,7 +109,7 @@ fn profile_vs_server(model: std::path::PathBuf, corpus: std::path::PathBuf, offl
         let mut source = if offline {
             // the offline path: `render --engine llama.cpp --template T.jinja --vocab MODEL.gguf`
             let mut s = toolscope::cli::render::load_template(&f.display().to_string()).unwrap();
-            s.engine = TemplateSource::from_props(&props).unwrap().engine;
+            s.profile = TemplateSource::from_props(&props).unwrap().profile;
             let v = toolscope::cli::render::load_vocab(&model.display().to_string()).unwrap();
             toolscope::cli::render::apply_vocab(&mut s, &v, None).unwrap();
             s
@@ -120,21 +120,22 @@ fn profile_vs_server(model: std::path::PathBuf, corpus: std::path::PathBuf, offl
             source.vocab_flags = Some(flags);
         }
         assert!(
-            source.engine.is_some_and(|e| e.is_llama_cpp()),
+            source.profile.is_some_and(|e| e.is_llama_cpp()),
             "a /props source renders under the llama.cpp profile"
         );
         for (scn, body) in template_support::scenarios() {
             let body = without_tokens(&body);
             let engine = rt.block_on(client.apply_template(&body));
             let input = RenderInput::from_openai_request(&body);
-            let local = toolscope::diff::adapt::render(
-                &source,
-                &input,
-                &RenderOptions {
-                    now: Some(time::OffsetDateTime::now_utc()),
-                    ..Default::default()
-                },
-            );
+            let local = source
+                .render(
+                    &input,
+                    &RenderOptions {
+                        now: Some(time::OffsetDateTime::now_utc()),
+                        ..Default::default()
+                    },
+                )
+                .map_err(|e| e.to_string());
             if engine.is_ok() {
                 server_rendered += 1;
             }

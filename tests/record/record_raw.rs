@@ -158,7 +158,10 @@ async fn close_after_done_is_complete_and_engine_and_slot_text_are_learnt() {
         .await
         .unwrap();
     // Started while the server was loading.
-    assert_eq!(proxy.header().engine.as_ref().unwrap().kind, "unknown");
+    assert_eq!(
+        proxy.header().engine.as_ref().unwrap().kind.as_str(),
+        "unknown"
+    );
     let base = proxy.url();
 
     // 1: reads to [DONE], then closes (the openai SDK's way): complete.

@@ -52,7 +52,7 @@ fn write_then_read_round_trips_exactly() {
     let path = dir.path().join("s.jsonl");
     let mut header = new_header("2026-11-29T18:00:00Z".into());
     header.upstream = Some("http://127.0.0.1:8080".into());
-    header.engine = Some(Engine {
+    header.engine = Some(Server {
         kind: "llama-server".into(),
         version: Some("b11434-unknown".into()),
         model: Some("x.gguf".into()),

@@ -20,7 +20,8 @@ fn render(template: &str, bos: &str) -> Result<String, String> {
     let mut src = TemplateSource::from_jinja("t.jinja", template);
     src.bos_token = (!bos.is_empty()).then(|| bos.to_owned());
     let input = RenderInput::from_openai_request(&request());
-    diff::adapt::render(&src, &input, &RenderOptions::default())
+    src.render(&input, &RenderOptions::default())
+        .map_err(|e| e.to_string())
 }
 
 fn request() -> Value {

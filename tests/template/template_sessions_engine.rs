@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::Value;
 use toolscope::diff::RowKind;
 use toolscope::session::{Annotation, Api, read_session};
-use toolscope::template::{Engine, RenderInput, RenderOptions, TemplateSource, divergence};
+use toolscope::template::{Profile, RenderInput, RenderOptions, TemplateSource, divergence};
 
 fn local_render(
     source: &TemplateSource,
@@ -26,14 +26,15 @@ fn local_render(
     let now =
         time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339)
             .ok();
-    toolscope::diff::adapt::render(
-        source,
-        &input,
-        &RenderOptions {
-            now,
-            ..Default::default()
-        },
-    )
+    source
+        .render(
+            &input,
+            &RenderOptions {
+                now,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| e.to_string())
 }
 
 #[test]
@@ -55,11 +56,8 @@ fn template_pane_agrees_with_the_server_render_on_every_shipped_session() {
         let source = TemplateSource::from_props(props).unwrap();
         let engine = s.header.engine.as_ref();
         assert_eq!(
-            source.engine,
-            Some(Engine::for_session_engine(
-                engine.map(|e| e.kind.as_str()),
-                engine.and_then(|e| e.version.as_deref())
-            )),
+            source.profile,
+            Some(engine.map(Profile::for_server).unwrap_or_default()),
             "{}: the pane renders under the recorded engine's profile",
             f.display()
         );
@@ -138,7 +136,7 @@ fn transformers_profile_differs_somewhere_on_the_shipped_sessions() {
             continue;
         };
         let mut source = TemplateSource::from_props(props).unwrap();
-        source.engine = Some(Engine::Transformers);
+        source.profile = Some(Profile::Transformers);
         for ex in &s.exchanges {
             let anns = s.annotations.get(&ex.id).map(Vec::as_slice).unwrap_or(&[]);
             if let (Some((Some(server), _)), Some(body)) =

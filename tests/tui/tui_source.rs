@@ -190,10 +190,10 @@ async fn background_analysis_fills_in_the_counts() {
 fn live_view_takes_the_engine_learnt_after_the_header() {
     use toolscope::record::RecordEvent;
     use toolscope::session::read::Session;
-    use toolscope::session::{Annotation, Engine, Exchange, Header};
+    use toolscope::session::{Annotation, Exchange, Header, Server};
     let header = Header {
         format: toolscope::session::FORMAT.into(),
-        engine: Some(Engine {
+        engine: Some(Server {
             kind: "unknown".into(),
             ..Default::default()
         }),
@@ -210,13 +210,13 @@ fn live_view_takes_the_engine_learnt_after_the_header() {
             ..Default::default()
         })),
     );
-    assert_eq!(src.header.engine.as_ref().unwrap().kind, "unknown");
+    assert_eq!(src.header.engine.as_ref().unwrap().kind.as_str(), "unknown");
     let props = serde_json::json!({"chat_template": "{{ messages }}", "build_info": "b11434-x"});
     apply_record(
         &mut src,
         &RecordEvent::Annotated(Annotation::Engine {
             exchange: 1,
-            engine: Engine {
+            engine: Server {
                 kind: "llama-server".into(),
                 version: Some("b11434-x".into()),
                 model: None,
@@ -224,7 +224,10 @@ fn live_view_takes_the_engine_learnt_after_the_header() {
             props: Some(props.clone()),
         }),
     );
-    assert_eq!(src.header.engine.as_ref().unwrap().kind, "llama-server");
+    assert_eq!(
+        src.header.engine.as_ref().unwrap().kind.as_str(),
+        "llama-server"
+    );
     assert_eq!(src.header.props.as_ref(), Some(&props));
 }
 

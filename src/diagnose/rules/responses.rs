@@ -6,6 +6,7 @@
 use crate::diagnose::ExchangeContext;
 use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::session::Api;
+use crate::session::ServerKind;
 use crate::template::responses::{DroppedKind, responses_to_chat};
 
 /// `input.tool_dropped`: one finding per tool (or request part) of a Responses request that
@@ -19,8 +20,8 @@ pub fn tool_dropped(cx: &ExchangeContext) -> Vec<Finding> {
     if cx.api != Api::Responses
         || cx
             .engine
-            .as_deref()
-            .is_some_and(|e| e != "llama-server" && e != "unknown")
+            .as_ref()
+            .is_some_and(|e| !matches!(e, ServerKind::LlamaServer) && !e.is_unknown())
     {
         return Vec::new();
     }
@@ -94,7 +95,7 @@ mod tests {
         assert_eq!(f[1].evidence.pointer.as_deref(), Some("/tools/8"));
         // another engine converts differently: not judged by llama-server's code
         let cx = ExchangeContext {
-            engine: Some("vllm".into()),
+            engine: Some(ServerKind::Vllm),
             ..cx
         };
         assert!(tool_dropped(&cx).is_empty());

@@ -4,15 +4,20 @@
 //! the "used" bookkeeping with tracking objects: every attribute read on a probe value is logged
 //! by its path (`messages.1.tool_calls`), and the capability rules of `caps_get` are applied to
 //! that log.
+//!
+//! The bookkeeping belongs to one probe render (a `Probe`): the render's context carries it
+//! ([`PROBE_VAR`]) to the operator functions that pause it ([`untracked`]); no state outlives
+//! the render or is shared between threads.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use minijinja::Value as JValue;
 use minijinja::value::{Enumerator, Object, ObjectRepr};
+use minijinja::{State, Value as JValue};
 use serde_json::{Value, json};
 
-use crate::template::render::CompiledTemplate;
+use crate::template::render::JinjaTemplate;
 
 /// What `caps_get` reports (field names as in `jinja::caps`; defaults as there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,19 +47,52 @@ impl Default for Caps {
     }
 }
 
-type Log = Arc<Mutex<BTreeSet<String>>>;
-
-thread_local! {
-    static UNTRACKED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+/// The "used" bookkeeping of one probe render: the paths read, and how many operator
+/// evaluations the render is inside, during which nothing is marked (llama.cpp marks a binary
+/// operator's operands nothing, [`untracked`]).
+#[derive(Debug, Default)]
+struct Probe {
+    used: Mutex<BTreeSet<String>>,
+    paused: AtomicU32,
 }
 
-/// Runs `f` with the "used" bookkeeping off: what llama.cpp reads without marking it used
-/// (a binary operator's operands — `binary_expression::execute_impl` marks nothing — printed
-/// by `+` / `~` or searched by `in`, src/template/llama/ops.rs).
-pub fn untracked<R>(f: impl FnOnce() -> R) -> R {
-    UNTRACKED.with(|c| c.set(c.get() + 1));
+impl Probe {
+    fn mark(&self, path: String) {
+        if self.paused.load(Ordering::Relaxed) == 0
+            && let Ok(mut l) = self.used.lock()
+        {
+            l.insert(path);
+        }
+    }
+}
+
+type Log = Arc<Probe>;
+
+/// The context variable a probe render carries its `Probe` in (an opaque object), for
+/// [`untracked`]; a template does not name it.
+pub const PROBE_VAR: &str = "__llama_caps_probe";
+
+/// The [`Probe`] as a context value.
+#[derive(Debug)]
+struct ProbeRef(Log);
+
+impl Object for ProbeRef {}
+
+/// Runs `f` with the "used" bookkeeping of the render `state` belongs to paused (when it is a
+/// probe render, [`PROBE_VAR`]): what llama.cpp reads without marking it used (a binary
+/// operator's operands — `binary_expression::execute_impl` marks nothing — printed by `+` /
+/// `~` or searched by `in`, src/template/llama/ops.rs).
+pub fn untracked<R>(state: &State, f: impl FnOnce() -> R) -> R {
+    let probe = state.lookup(PROBE_VAR);
+    let Some(ProbeRef(p)) = probe
+        .as_ref()
+        .and_then(|v| v.downcast_object_ref::<ProbeRef>())
+    else {
+        return f();
+    };
+    p.paused.fetch_add(1, Ordering::Relaxed);
     let r = f();
-    UNTRACKED.with(|c| c.set(c.get() - 1));
+    p.paused.fetch_sub(1, Ordering::Relaxed);
     r
 }
 
@@ -94,11 +132,8 @@ impl Object for Tracked {
                 )
             }
         };
-        if found.is_some()
-            && UNTRACKED.with(|c| c.get()) == 0
-            && let Ok(mut l) = self.log.lock()
-        {
-            l.insert(format!("{}.{name}", self.path));
+        if found.is_some() {
+            self.log.mark(format!("{}.{name}", self.path));
         }
         found
     }
@@ -144,7 +179,7 @@ fn tracked(v: &Value, path: &str, log: &Log) -> JValue {
 
 /// Renders `tmpl` on one probe; returns (rendered or error, paths used).
 fn probe(
-    tmpl: &CompiledTemplate,
+    tmpl: &JinjaTemplate,
     ctx: Value,
     extra: &[(&str, Value)],
 ) -> (Option<String>, BTreeSet<String>) {
@@ -158,8 +193,12 @@ fn probe(
     for (k, v) in extra {
         vars.push(((*k).to_owned(), crate::template::pyfmt::json_to_value(v)));
     }
+    vars.push((
+        PROBE_VAR.to_owned(),
+        JValue::from_object(ProbeRef(log.clone())),
+    ));
     let out = tmpl.render_values(vars).ok();
-    let used = log.lock().map(|l| l.clone()).unwrap_or_default();
+    let used = log.used.lock().map(|l| l.clone()).unwrap_or_default();
     (out, used)
 }
 
@@ -189,7 +228,7 @@ fn base_ctx(messages: Value, tools: Value) -> Value {
 }
 
 /// `caps_get` over a template compiled under the llama.cpp profile.
-pub fn detect(tmpl: &CompiledTemplate) -> Caps {
+pub fn detect(tmpl: &JinjaTemplate) -> Caps {
     let mut caps = Caps::default();
     let src = tmpl.source();
     // typed content: llama.cpp records `selectattr` / integer-index use of a string content;
@@ -320,4 +359,39 @@ pub fn detect(tmpl: &CompiledTemplate) -> Caps {
         caps.supports_preserve_reasoning = true;
     }
     caps
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::template::{CompiledTemplate, Profile, RenderOptions};
+
+    fn caps_of(src: &str) -> super::Caps {
+        let opts = RenderOptions {
+            profile: Some(Profile::LLAMA_CPP),
+            ..Default::default()
+        };
+        assert!(CompiledTemplate::compile(src, &opts).is_ok());
+        crate::template::llama::compile(src, &opts, 11434)
+            .unwrap()
+            .caps()
+    }
+
+    /// An operator's operands are not marked used, as in llama.cpp: a message printed only by
+    /// `~` leaves its `content` unread, so the system role counts as unsupported — in the
+    /// template's body and inside a macro alike (the pause is the probe render's own, reached
+    /// through its context); a direct read marks it.
+    #[test]
+    fn operator_operands_are_not_marked_used() {
+        let direct = caps_of("{% for m in messages %}{{ m.content }}{% endfor %}");
+        assert!(direct.supports_system_role);
+        let by_op = caps_of("{% for m in messages %}{{ m ~ '' }}{% endfor %}");
+        assert!(!by_op.supports_system_role);
+        let in_macro = caps_of(
+            "{% macro p(x) %}{{ x ~ '' }}{% endmacro %}{% for m in messages %}{{ p(m) }}{% endfor %}",
+        );
+        assert!(!in_macro.supports_system_role);
+        // the pause ends with the operator: a read after it is marked again
+        let after = caps_of("{% for m in messages %}{{ m ~ '' }}{{ m.content }}{% endfor %}");
+        assert!(after.supports_system_role);
+    }
 }

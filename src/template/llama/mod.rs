@@ -37,31 +37,120 @@ pub mod rewrite;
 use serde_json::{Map, Value, json};
 
 use super::input::RenderInput;
-use super::render::{CompiledTemplate, RenderError, RenderErrorKind};
+pub use super::profile::VocabFlags;
+use super::render::{JinjaTemplate, RenderError, RenderErrorKind, RenderOptions};
 
 /// The message prefix of llama-server's refusal (HTTP 400 / 500) when rendering fails in the
 /// automatic parser generator (`common/chat.cpp`, build 11434).
 pub const REFUSAL_PREFIX: &str =
     "Unable to generate parser for this template. Automatic parser generation failed: ";
 
+/// A template compiled under the llama.cpp profile ([`compile`]): the core Jinja template
+/// with llama.cpp's engine configured, and what llama-server reads from the template once
+/// (its capabilities, whether it thinks by default), computed on first use and kept.
+pub struct LlamaTemplate {
+    jinja: JinjaTemplate,
+    /// `strftime_now` and the `datetime` / `date_string` variables.
+    now: time::OffsetDateTime,
+    /// Whether the engine's vocabulary adds BOS / EOS itself.
+    vocab: VocabFlags,
+    caps: std::sync::OnceLock<caps::Caps>,
+    thinking: std::sync::OnceLock<bool>,
+}
+
+impl std::fmt::Debug for LlamaTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlamaTemplate")
+            .field("name", &self.jinja.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlamaTemplate {
+    /// The core template underneath.
+    pub fn jinja(&self) -> &JinjaTemplate {
+        &self.jinja
+    }
+
+    /// The template name used in messages.
+    pub fn name(&self) -> &str {
+        self.jinja.name()
+    }
+
+    /// The patched source compiled ([`patch_source`]).
+    pub fn source(&self) -> &str {
+        self.jinja.source()
+    }
+
+    /// Renders an explicit context as given (no request handling).
+    pub fn render_plain(&self, ctx: &Value) -> Result<String, RenderError> {
+        self.jinja.render_context(ctx)
+    }
+
+    /// llama.cpp's capability probes on this template ([`caps::detect`]), computed once.
+    pub fn caps(&self) -> caps::Caps {
+        *self.caps.get_or_init(|| caps::detect(&self.jinja))
+    }
+
+    /// Whether llama-server enables thinking by default for this template
+    /// ([`supports_thinking`]), computed once.
+    pub fn supports_thinking(&self) -> bool {
+        *self.thinking.get_or_init(|| supports_thinking(self))
+    }
+}
+
+/// Compiles `source` as llama-server loads a template at `build`: [`patch_source`], a binary
+/// operator llama.cpp's Jinja lacks refused with its own message, the operators rewritten as
+/// calls ([`rewrite`]; errors reported at the template's own offsets through the rewrite's
+/// offset map), and llama.cpp's Jinja engine configured ([`jinja::configure`]).
+/// Errors: [`RenderErrorKind::Syntax`] with line and column.
+pub fn compile(
+    source: &str,
+    opts: &RenderOptions,
+    build: u32,
+) -> Result<LlamaTemplate, RenderError> {
+    let patched = patch_source(source);
+    if let Some((at, ch)) = rewrite::unsupported_operator(&patched) {
+        let (line, column) = super::render::line_col(&patched, at);
+        return Err(RenderError {
+            kind: RenderErrorKind::Syntax,
+            // llama.cpp's own wording (common_chat_templates_init), then why
+            message: format!(
+                "Unexpected token: {ch} of type 22 (llama.cpp's Jinja has no `{ch}{ch}` operator: llama-server refuses this template)"
+            ),
+            name: opts
+                .name
+                .clone()
+                .unwrap_or_else(|| super::render::DEFAULT_NAME.to_owned()),
+            line: Some(line),
+            column: Some(column),
+        });
+    }
+    let ops = rewrite::rewrite(&patched);
+    let compiled = ops.as_ref().map_or(patched.as_str(), |r| r.text.as_str());
+    let now = opts.now.unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let jinja = JinjaTemplate::compile_with(
+        &patched,
+        compiled,
+        ops.clone()
+            .map(|r| Box::new(move |at| r.source_offset(at)) as super::render::SourceMap),
+        opts,
+        |env| jinja::configure(env, &BuildRules::for_build(build), now),
+    )?;
+    Ok(LlamaTemplate {
+        jinja,
+        now,
+        vocab: opts.vocab,
+        caps: std::sync::OnceLock::new(),
+        thinking: std::sync::OnceLock::new(),
+    })
+}
+
 /// What differs between llama.cpp builds, as far as rendering goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BuildRules {
     /// llama.cpp release number.
     pub build: u32,
-}
-
-impl VocabFlags {
-    /// What llama.cpp's vocabulary most likely says when the source does not (a llama-server
-    /// `/props` answer has no `add_bos_token`): SentencePiece vocabularies (`<s>`, `<bos>`) and
-    /// Llama 3's `<|begin_of_text|>` add BOS (llama-vocab.cpp defaults), byte-level BPE
-    /// vocabularies with ChatML-style BOS texts (`<|im_start|>`, `<|endoftext|>`) do not.
-    pub fn guess_from_bos(bos: Option<&str>) -> VocabFlags {
-        VocabFlags {
-            add_bos: matches!(bos, Some("<s>" | "<bos>" | "<|begin_of_text|>")),
-            add_eos: false,
-        }
-    }
 }
 
 impl BuildRules {
@@ -74,7 +163,7 @@ impl BuildRules {
     /// dispatched for `chat_format=llm-jp-harmony-v1` at common/chat.cpp:1103 in build 11434;
     /// absent in build 11312). Builds in between follow the nearer of the two.
     pub fn has_llm_jp_harmony(&self) -> bool {
-        use super::engine::{LLAMA_CPP_DEFAULT_BUILD, LLAMA_CPP_OLD_BUILD};
+        use super::profile::{LLAMA_CPP_DEFAULT_BUILD, LLAMA_CPP_OLD_BUILD};
         u64::from(self.build) * 2
             >= u64::from(LLAMA_CPP_OLD_BUILD) + u64::from(LLAMA_CPP_DEFAULT_BUILD)
     }
@@ -98,15 +187,6 @@ pub fn reply_format(src: &str, rules: &BuildRules) -> Option<&'static str> {
         });
     }
     src.contains("<|channel|>").then_some("GPT-OSS")
-}
-
-/// What the engine's vocabulary says about BOS/EOS (`llama_vocab_get_add_bos` / `_add_eos`):
-/// when set, llama.cpp removes a `bos_token` the template printed at the start (the tokenizer
-/// adds it) and an `eos_token` at the end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct VocabFlags {
-    pub add_bos: bool,
-    pub add_eos: bool,
 }
 
 /// Patches llama.cpp applies to a template's source when loading it
@@ -156,7 +236,7 @@ pub fn specialized(src: &str) -> bool {
             && !has("'<tool_call><function=' ~ tool_call.name ~ '>'"))
 }
 
-fn eval_err(tmpl: &CompiledTemplate, message: String) -> RenderError {
+fn eval_err(tmpl: &LlamaTemplate, message: String) -> RenderError {
     RenderError {
         kind: RenderErrorKind::Eval,
         message,
@@ -419,7 +499,7 @@ fn rebuild_tools(tools: &Value) -> Result<Option<Value>, String> {
 ///
 /// Hand-written llama.cpp formats (GPT-OSS `<|channel|>`, LFM2, Ministral 3, DeepSeek V3.2)
 /// always support it.
-pub fn supports_thinking(tmpl: &CompiledTemplate) -> bool {
+pub fn supports_thinking(tmpl: &LlamaTemplate) -> bool {
     let src = tmpl.source();
     if src.contains("<|channel|>")
         || src.contains("<|tool_list_start|>")
@@ -533,7 +613,7 @@ pub fn supports_thinking(tmpl: &CompiledTemplate) -> bool {
 /// reads them (chat-diff-analyzer.cpp): an assistant turn's `reasoning_content` rendered between
 /// a marker (plus the whitespace after it) and whitespace + a marker + whitespace, e.g. Qwen3's
 /// `("<think>\n", "\n</think>\n\n")`. `None` when the template shows no such block.
-pub fn reasoning_tags(tmpl: &CompiledTemplate) -> Option<(String, String)> {
+pub fn reasoning_tags(tmpl: &LlamaTemplate) -> Option<(String, String)> {
     const THINKING: &str = "REASON_PART I am thinking END_R";
     let ctx = json!({"messages": [
         {"role": "user", "content": "U_USER_MSG Hello END_U"},
@@ -594,12 +674,8 @@ fn format_date(now: &time::OffsetDateTime, fmt: &str) -> String {
 /// Errors: llama-server's own request errors (malformed messages/tools, "Failed to parse tool
 /// call arguments as JSON"), and render errors — wrapped in [`REFUSAL_PREFIX`] unless the
 /// template has a hand-written llama.cpp format.
-pub fn render(
-    tmpl: &CompiledTemplate,
-    input: &RenderInput,
-    now: time::OffsetDateTime,
-    vocab: VocabFlags,
-) -> Result<String, RenderError> {
+pub fn render(tmpl: &LlamaTemplate, input: &RenderInput) -> Result<String, RenderError> {
+    let (now, vocab) = (tmpl.now, tmpl.vocab);
     let src = tmpl.source();
     let req = input.request.as_ref();
     let raw_messages = req
@@ -679,11 +755,8 @@ fn refusal(src: &str, e: RenderError) -> RenderError {
 ///
 /// Errors: arguments that are not JSON (llama-server's "Failed to parse tool call arguments
 /// as JSON").
-fn normalise_messages(
-    tmpl: &CompiledTemplate,
-    messages: &mut Vec<Value>,
-) -> Result<(), RenderError> {
-    let caps = tmpl.llama_caps();
+fn normalise_messages(tmpl: &LlamaTemplate, messages: &mut Vec<Value>) -> Result<(), RenderError> {
+    let caps = tmpl.caps();
     let src = tmpl.source();
     // content normalisation for string-only / typed-only templates
     let only_string = caps.supports_string_content && !caps.supports_typed_content;
@@ -836,7 +909,7 @@ fn family_workarounds(src: &str, mut messages: Vec<Value>) -> Vec<Value> {
 ///
 /// Errors: an `enable_thinking` that is a string (llama-server refuses it).
 fn template_context(
-    tmpl: &CompiledTemplate,
+    tmpl: &LlamaTemplate,
     input: &RenderInput,
     body: &Value,
     messages: Vec<Value>,
@@ -849,7 +922,7 @@ fn template_context(
     for (k, v) in &input.chat_template_kwargs {
         kwargs.insert(k.clone(), v.clone());
     }
-    let mut enable_thinking = tmpl.llama_supports_thinking();
+    let mut enable_thinking = tmpl.supports_thinking();
     match kwargs.get("enable_thinking") {
         Some(Value::Bool(b)) => enable_thinking = *b,
         Some(Value::String(_)) => {
@@ -908,7 +981,7 @@ fn template_context(
 /// without `add_generation_prompt`), then the prefilled reasoning and content
 /// (common_chat_templates_apply_jinja, chat-auto-parser-generator.cpp).
 fn continued(
-    tmpl: &CompiledTemplate,
+    tmpl: &LlamaTemplate,
     ctx: Map<String, Value>,
     prompt: &str,
     msg: &Value,

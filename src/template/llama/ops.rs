@@ -143,9 +143,9 @@ pub fn install(env: &mut Environment<'static>) {
                 // it, so a 20,000-term `~` chain costs what it copies (budget.rs)
                 let built = match acc.as_str() {
                     Some(s) => s.len() as u64,
-                    None => {
-                        super::caps::untracked(|| crate::budget::print_bound(&acc, 0, 0, u64::MAX))
-                    }
+                    None => super::caps::untracked(state, || {
+                        crate::budget::print_bound(&acc, 0, 0, u64::MAX)
+                    }),
                 };
                 crate::budget::charge_work(state, built)?;
             }
@@ -163,8 +163,9 @@ pub fn install(env: &mut Environment<'static>) {
 /// [`binary`] within the render's memory budget (budget.rs), its operands read as llama.cpp
 /// reads them: not marked "used" (caps.rs).
 fn apply(state: &State, op: Op, l: &JValue, r: &JValue) -> Result<JValue, Error> {
-    let size =
-        |v: &JValue| super::caps::untracked(|| crate::budget::print_bound(v, 0, 0, u64::MAX));
+    let size = |v: &JValue| {
+        super::caps::untracked(state, || crate::budget::print_bound(v, 0, 0, u64::MAX))
+    };
     let bound = match op {
         Op::Add | Op::Concat => size(l).saturating_add(size(r)),
         Op::Mul if is_str(l) || is_str(r) => {
@@ -173,8 +174,10 @@ fn apply(state: &State, op: Op, l: &JValue, r: &JValue) -> Result<JValue, Error>
         }
         _ => 0,
     };
-    super::caps::untracked(|| crate::budget::ensure_bytes(state, bound, op.symbol()))?;
-    super::caps::untracked(|| binary(op, l, r))
+    super::caps::untracked(state, || {
+        crate::budget::ensure_bytes(state, bound, op.symbol())
+    })?;
+    super::caps::untracked(state, || binary(op, l, r))
         .map_err(|m| Error::new(ErrorKind::InvalidOperation, m))
 }
 
@@ -708,9 +711,9 @@ mod tests {
 
     #[test]
     fn rendered_through_the_profile() {
-        use crate::template::{RenderOptions, engine::Engine, render::CompiledTemplate};
+        use crate::template::{CompiledTemplate, RenderOptions, profile::Profile};
         let opts = RenderOptions {
-            engine: Some(Engine::LlamaCpp { build: 11434 }),
+            profile: Some(Profile::LlamaCpp { build: 11434 }),
             ..Default::default()
         };
         let render = |src: &str, ctx: serde_json::Value| {

@@ -733,10 +733,10 @@ mod tests {
         // "common_chat_templates_init: error: Unexpected token: / of type 22" (its lexer has
         // single-character `*` `/` only, common/jinja/lexer.h; parser.cpp parse_primary);
         // outside expressions (strings, raw blocks, comments) the characters are text
-        use crate::template::Engine;
-        use crate::template::render::{CompiledTemplate, RenderErrorKind, RenderOptions};
+        use crate::template::Profile;
+        use crate::template::{CompiledTemplate, RenderErrorKind, RenderOptions};
         let opts = RenderOptions {
-            engine: Some(Engine::LLAMA_CPP),
+            profile: Some(Profile::LLAMA_CPP),
             ..Default::default()
         };
         for (src, at, ch) in [
@@ -879,10 +879,10 @@ mod long_chains {
         assert!(r.text.starts_with(&head), "{}", &r.text[..200]);
         // evaluated left to right as llama.cpp groups it: ((1 + 2) ~ 'x') ~ 'y' + 1 …
         let opts = crate::template::RenderOptions {
-            engine: Some(crate::template::Engine::LLAMA_CPP),
+            profile: Some(crate::template::Profile::LLAMA_CPP),
             ..Default::default()
         };
-        let out = crate::template::render::CompiledTemplate::compile(&src, &opts)
+        let out = crate::template::CompiledTemplate::compile(&src, &opts)
             .unwrap()
             .render_context(&serde_json::json!({}))
             .unwrap();

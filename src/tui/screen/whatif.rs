@@ -434,7 +434,7 @@ pub async fn run(
                 .engine
                 .as_ref()
                 .map(|e| e.kind.clone())
-                .unwrap_or_else(|| "unknown".into()),
+                .unwrap_or_else(crate::session::ServerKind::unknown),
             seed: None,
             headers: Vec::new(),
         };
