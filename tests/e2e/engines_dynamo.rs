@@ -233,3 +233,47 @@ fn dynamo_verdicts_agree_with_dynamos_own_parser_code() {
         100.0 * THRESHOLD
     );
 }
+
+/// The shipped sessions' Replay `e` views ([`crate::shipped_views`]): on every exchange with raw
+/// text and a call family Dynamo registers a parser for (gpt-oss aside, as above), the view's
+/// Dynamo verdict is what `dynamo-parse` returns for that text with the request's tools.
+#[test]
+#[ignore = "e2e: needs the Dynamo frontend's parser code (scripts/engines/dynamo/build.sh)"]
+fn shipped_sessions_dynamo_views_agree_with_dynamos_own_parser_code() {
+    let Some(driver) = driver() else { return };
+    let (mut failures, mut checked) = (Vec::new(), 0);
+    for v in crate::shipped_views::views() {
+        let family = v.verdicts.family;
+        let Some(parser) = parsers(family)[3] else {
+            eprintln!("{}: not checked: Dynamo has no parser for {family}", v.id);
+            continue;
+        };
+        if family == Syntax::GptOss {
+            eprintln!("{}: not checked: gpt-oss (harmony needs o200k)", v.id);
+            continue;
+        }
+        let e = v
+            .verdicts
+            .engines
+            .iter()
+            .find(|o| o.engine == Engine::Dynamo);
+        let p = predicted(&e.unwrap().outcome);
+        let out = run_driver(&driver, parser, "frontend", &v.tools, &[&v.text]);
+        let r = real(&out[0]);
+        checked += 1;
+        let same = if p == r { "agree" } else { "DIFFER" };
+        eprintln!("dynamo {} ({family}, {parser}): {same}: view {p:?}", v.id);
+        if p != r {
+            failures.push(format!(
+                "dynamo {}\n  view   {p:?}\n  dynamo {r:?}\n  text {:?}",
+                v.id, v.text
+            ));
+        }
+    }
+    eprintln!(
+        "shipped sessions: {checked} Dynamo verdicts checked, {} differ",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked > 0, "no shipped view checked");
+}

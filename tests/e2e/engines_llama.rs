@@ -395,3 +395,135 @@ fn llama_parse_driver_gives_what_llama_server_answered_in_the_shipped_sessions()
     eprintln!("checked against llama-server: {}", checked.join(", "));
     assert!(checked.len() >= 4, "{checked:?}");
 }
+
+/// The template llama-server ran with for a shipped view: the session's recorded `/props`
+/// `chat_template`, else the family's corpus template ([`TEMPLATES`], said in `notes`); `None`
+/// when neither exists.
+fn view_template(
+    v: &crate::shipped_views::View,
+    dir: &Path,
+    corpus_dir: &Path,
+    notes: &mut Vec<String>,
+) -> Option<PathBuf> {
+    if let Some(t) = &v.template {
+        let p = dir.join(v.id.replace('#', "-") + ".jinja");
+        std::fs::write(&p, t).unwrap();
+        return Some(p);
+    }
+    let fam = v.verdicts.family.name();
+    match TEMPLATES.iter().find(|(f, _)| *f == fam) {
+        Some((_, t)) => {
+            notes.push(format!(
+                "{}: the session records no template; the {fam} corpus template {t}",
+                v.id
+            ));
+            Some(corpus_dir.join(t))
+        }
+        None => {
+            notes.push(format!(
+                "{}: not checked: no recorded template and no corpus template for {fam}",
+                v.id
+            ));
+            None
+        }
+    }
+}
+
+/// The shipped sessions' Replay `e` views ([`crate::shipped_views`]): on every exchange with raw
+/// text and a call family, the view's llama.cpp verdict is what llama.cpp's own parser code
+/// (b11434, and b11312 when built) returns for that text with the exchange's own template (the
+/// session's `/props` one) and its request's `messages` and `tools` (tool_choice auto, as the
+/// view models it). The driver is given what the model generated: an assistant prefill is in
+/// the request's last message, so in the generation prompt, as llama-server has it.
+#[test]
+#[ignore = "e2e: needs llama.cpp's parser code (scripts/engines/llama/build.sh)"]
+fn shipped_sessions_llama_cpp_views_agree_with_llama_cpps_own_parser_code() {
+    let Some(drivers) = drivers() else { return };
+    let Some(corpus_dir) = support::corpus() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let views = crate::shipped_views::views();
+    let (mut notes, mut failures, mut checked, mut texts) = (Vec::new(), Vec::new(), 0, 0);
+    for v in &views {
+        let Some(template) = view_template(v, dir.path(), &corpus_dir, &mut notes) else {
+            continue;
+        };
+        if let Some(c) = v.request.get("tool_choice").filter(|c| *c != "auto") {
+            notes.push(format!(
+                "{}: the request's tool_choice {c}; checked as auto",
+                v.id
+            ));
+        }
+        texts += 1;
+        let e = v
+            .verdicts
+            .engines
+            .iter()
+            .find(|o| o.engine == Engine::LlamaCpp);
+        let p = predicted(&e.unwrap().outcome);
+        for (release, driver) in &drivers {
+            let out = run_driver(
+                driver,
+                &template,
+                &v.request["messages"],
+                &v.tools,
+                &[&v.generated],
+            );
+            let r = real(&out["results"][0]);
+            checked += 1;
+            let same = if p == r { "agree" } else { "DIFFER" };
+            eprintln!(
+                "{release} {} ({}, {}): {same}: view {p:?}",
+                v.id, v.verdicts.family, out["format"]
+            );
+            if p != r {
+                failures.push(format!(
+                    "{release} {}\n  view      {p:?}\n  llama.cpp {r:?}\n  text {:?}",
+                    v.id, v.text
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{}\nshipped sessions: {checked} llama.cpp verdicts checked on {texts} raw texts, {} \
+         differ",
+        notes.join("\n"),
+        failures.len()
+    );
+    // each difference is listed in docs/parser.md ("Differences from the engines' code") as
+    // `llama.cpp FILE#ID` with its cause, and each listed one still differs
+    let docs = std::fs::read_to_string(support::root().join("docs/parser.md")).unwrap();
+    let listed: Vec<&str> = docs
+        .split("`llama.cpp ")
+        .skip(1)
+        .filter_map(|s| s.split('`').next())
+        .filter(|id| id.contains(".jsonl#"))
+        .collect();
+    let differ = |id: &str| {
+        failures
+            .iter()
+            .any(|f| f.split_whitespace().nth(1) == Some(id))
+    };
+    let unlisted: Vec<&String> = failures
+        .iter()
+        .filter(|f| !listed.contains(&f.split_whitespace().nth(1).unwrap()))
+        .collect();
+    let stale: Vec<&&str> = listed.iter().filter(|id| !differ(id)).collect();
+    eprintln!("listed in docs/parser.md: {listed:?}");
+    assert!(
+        unlisted.is_empty(),
+        "{} differences not listed in docs/parser.md (`llama.cpp FILE#ID` with the cause):\n{}",
+        unlisted.len(),
+        unlisted
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        stale.is_empty(),
+        "listed in docs/parser.md but agree now: {stale:?}"
+    );
+    assert!(checked > 0, "no shipped view checked");
+}

@@ -239,9 +239,9 @@ fn engine_verdicts_agree_with_the_engines_own_parser_code() {
     );
 }
 
-/// The shipped sessions' Replay `e` views: for every exchange with raw model text, the family
-/// `parse --engines` and the view pick ([`toolscope::parser::engines::family_for`]) and what
-/// `expected` says vLLM and SGLang return, checked against their real code on that text.
+/// The shipped sessions' Replay `e` views ([`crate::shipped_views`]): for every exchange with raw
+/// model text and a call family vLLM or SGLang has a parser for, the verdicts the view shows for
+/// vLLM and SGLang, checked against their real code on that text and the request's tools.
 #[test]
 #[ignore = "e2e: needs the engines' parser code (scripts/engines/setup.sh)"]
 fn shipped_sessions_engine_views_agree_with_the_engines_own_parser_code() {
@@ -249,91 +249,51 @@ fn shipped_sessions_engine_views_agree_with_the_engines_own_parser_code() {
     let corpus_path = support::root().join("tests/data/engine_corpus.json");
     let corpus: Value =
         serde_json::from_str(&std::fs::read_to_string(&corpus_path).unwrap()).unwrap();
-    let mut texts = Vec::new();
-    let mut sessions: Vec<PathBuf> = std::fs::read_dir(support::root().join("sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+    let views: Vec<_> = crate::shipped_views::views()
+        .into_iter()
+        .filter(|v| {
+            let names = toolscope::parser::engines::parsers(v.verdicts.family);
+            names[1].is_some() || names[2].is_some()
+        })
         .collect();
-    sessions.sort();
-    for path in &sessions {
-        let s = toolscope::session::read_session(path).unwrap();
-        for ex in &s.exchanges {
-            let anns = s.annotations.get(&ex.id).cloned().unwrap_or_default();
-            let raw = toolscope::stream::raw::raw_output(ex, &anns);
-            let Some(text) = raw.models_text() else {
-                continue;
-            };
-            let request = ex.request_json();
-            let read = toolscope::parser::parse(text, None, request.as_ref());
-            let Some(family) = toolscope::parser::engines::family_for(None, &read, text) else {
-                continue;
-            };
-            let names = toolscope::parser::engines::parsers(family);
-            if names[1].is_none() && names[2].is_none() {
-                continue;
-            }
-            // the request's tools in the OpenAI shape the engines' chat endpoints take (an
-            // Anthropic `{name, input_schema}` tool is the same function)
-            let tools: Vec<Value> = request
-                .as_ref()
-                .and_then(|r| r.get("tools"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|t| match t.get("function") {
-                    Some(_) => t.clone(),
-                    None => serde_json::json!({"type": "function", "function": {
-                        "name": t["name"],
-                        "description": t.get("description"),
-                        "parameters": t.get("input_schema").or(t.get("parameters")),
-                    }}),
-                })
-                .collect();
-            let tools = Value::Array(tools);
-            let name = path.file_name().unwrap().to_string_lossy();
-            texts.push(serde_json::json!({
-                "id": format!("{name}#{}", ex.id),
-                "family": family.name(),
+    let texts: Vec<Value> = views
+        .iter()
+        .map(|v| {
+            serde_json::json!({
+                "id": v.id,
+                "family": v.verdicts.family.name(),
                 "kind": "shipped_session",
-                "text": text,
-                "tools": tools,
-            }));
-        }
-    }
-    assert!(
-        !texts.is_empty(),
-        "no shipped session has raw text with a call family"
-    );
+                "text": v.text,
+                "tools": v.tools,
+            })
+        })
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let mini = dir.path().join("sessions.json");
     let mut doc = corpus.clone();
-    doc["texts"] = Value::Array(texts.clone());
+    doc["texts"] = Value::Array(texts);
     std::fs::write(&mini, serde_json::to_string(&doc).unwrap()).unwrap();
     let results = run_engines(&py, &mini);
     let mut failures = Vec::new();
     let mut checked = 0;
-    for t in &texts {
-        let id = t["id"].as_str().unwrap();
-        let family = Syntax::from_name(t["family"].as_str().unwrap()).unwrap();
-        let text = t["text"].as_str().unwrap();
-        let tools = &t["tools"];
-        let (_, list) = expected(family, text, Some(tools));
+    for v in &views {
         for (engine, key) in [(Engine::Vllm, "vllm"), (Engine::Sglang, "sglang")] {
-            let Some(r) = real(&results[id][key]) else {
+            let Some(r) = real(&results[&v.id][key]) else {
                 continue;
             };
             checked += 1;
-            let e = list.iter().find(|o| o.engine == engine).unwrap();
-            let p = predicted(&e.outcome);
+            let e = v.verdicts.engines.iter().find(|o| o.engine == engine);
+            let p = predicted(&e.unwrap().outcome);
+            let same = if p == r { "agree" } else { "DIFFER" };
+            eprintln!("{key} {} ({}): {same}: view {p:?}", v.id, v.verdicts.family);
             if p != r {
-                failures.push(format!("{key} {id}: predicted {p:?}, engine {r:?}"));
+                failures.push(format!("{key} {}: view {p:?}, engine {r:?}", v.id));
             }
         }
     }
     eprintln!(
         "shipped sessions: {checked} engine views checked on {} raw texts",
-        texts.len()
+        views.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

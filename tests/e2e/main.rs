@@ -24,6 +24,7 @@ mod engine_builds_e2e;
 mod engines_dynamo;
 mod engines_llama;
 mod engines_real;
+mod shipped_views;
 mod stream_regenerate;
 mod template_e2e;
 mod template_engine_e2e;

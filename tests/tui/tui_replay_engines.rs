@@ -4,6 +4,14 @@
 //! `<tool_call>\n{"name": "` that SmolLM2 continued with `Vienna", "arguments": {…` (the slot's
 //! raw text). The view's llama.cpp row must predict what that real server answered, and vLLM
 //! and SGLang (whose parsers give the text back as content) must say so.
+//!
+//! The rows' verdicts (`toolscope::tui::screen::engines::verdicts`) are checked against the
+//! engines' own code on every shipped session's exchange with raw text and a call family
+//! (tests/e2e/shipped_views.rs; docs/parser.md "Checked against the engines' own code"):
+//! llama.cpp by its `llama-parse` drivers with the session's template and the request's messages
+//! and tools (38 verdicts on 19 texts, 32 agree; the three prefilled `<think>\n` exchanges are
+//! listed differences), vLLM and SGLang by their wheels (38 on 19, all agree), Dynamo by
+//! `dynamo-parse` (19 on 19, all agree). This session's llama.cpp row is one of them.
 
 use crate::support;
 

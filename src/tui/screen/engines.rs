@@ -14,8 +14,10 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use crate::analysis::AnalysedExchange;
 use crate::parser::engines::{self, Outcome};
 use crate::parser::trace::cut;
+use crate::parser::{ParseOutput, Syntax};
 
 use crate::tui::analysis::ExchangeAnalysis;
 use crate::tui::theme::Theme;
@@ -82,6 +84,49 @@ fn quoted(s: &str, n: usize) -> String {
     format!("{:?}", cut(s, n))
 }
 
+/// What the view shows for an exchange: the family its replay text is read in, how that family
+/// was picked, toolscope's strict read in it and each engine's outcome
+/// ([`engines::expected`], tools from the request), in [`engines::Engine::ALL`] order.
+#[derive(Debug, Clone)]
+pub struct Verdicts {
+    pub family: Syntax,
+    /// How the family was picked, in the view's words.
+    pub how: &'static str,
+    pub ours: ParseOutput,
+    pub engines: Vec<engines::EngineOutcome>,
+}
+
+/// The verdicts the view shows for `a`'s replay text ([`AnalysedExchange::replay`]): the family
+/// is the Replay parser's syntax (the template's markers, else the text's), else the one the
+/// calls read or the text's markers imply ([`engines::family_for`]). `None`: no text, or no
+/// call family (every engine returns the text as content). The one computation behind the
+/// view's rows, so tests check the view's own verdicts against the engines' code
+/// (tests/e2e/engines_*.rs).
+pub fn verdicts(a: &AnalysedExchange) -> Option<Verdicts> {
+    let text = a.replay.text();
+    if text.is_empty() {
+        return None;
+    }
+    let tools = a.request.as_ref();
+    let chosen = a.replay.traces.as_ref().and_then(|t| t.syntax);
+    let read = crate::parser::parse(text, chosen, tools);
+    let family = engines::family_for(chosen, &read, text)?;
+    let how = if chosen == Some(family) {
+        "from the template's markers, else the text's"
+    } else if read.tool_calls.is_empty() {
+        "from the text's markers"
+    } else {
+        "from the calls read"
+    };
+    let (ours, engines) = engines::expected(family, text, tools);
+    Some(Verdicts {
+        family,
+        how,
+        ours,
+        engines,
+    })
+}
+
 /// The view's lines for one exchange.
 pub fn lines(a: &ExchangeAnalysis, theme: &Theme) -> Vec<Line<'static>> {
     let st = &theme.styles;
@@ -106,10 +151,7 @@ pub fn lines(a: &ExchangeAnalysis, theme: &Theme) -> Vec<Line<'static>> {
         out.push(Line::from(Span::styled(why, st.muted)));
         return out;
     }
-    let tools = a.request.as_ref();
-    let chosen = a.replay.traces.as_ref().and_then(|t| t.syntax);
-    let read = crate::parser::parse(text, chosen, tools);
-    let Some(family) = engines::family_for(chosen, &read, text) else {
+    let Some(v) = verdicts(a) else {
         out.push(Line::from(Span::styled(
             "No call family: the template names none and the text has no call markers, so \
              every engine returns the text as content.",
@@ -117,13 +159,7 @@ pub fn lines(a: &ExchangeAnalysis, theme: &Theme) -> Vec<Line<'static>> {
         )));
         return out;
     };
-    let how = if chosen == Some(family) {
-        "from the template's markers, else the text's"
-    } else if read.tool_calls.is_empty() {
-        "from the text's markers"
-    } else {
-        "from the calls read"
-    };
+    let (family, how, ours, list) = (v.family, v.how, v.ours, v.engines);
     out.push(kv("family", format!("{family} ({how})"), st.info));
     // what the recorded server answered: its own parse error (rule `server.parse_error`,
     // the owner of that fact), else the status and the calls it delivered
@@ -151,7 +187,6 @@ pub fn lines(a: &ExchangeAnalysis, theme: &Theme) -> Vec<Line<'static>> {
         out.push(kv("recorded", what, style));
     }
     out.push(Line::default());
-    let (ours, list) = engines::expected(family, text, tools);
     out.push(kv(
         "toolscope",
         engines::calls_summary(&ours.tool_calls),
