@@ -259,6 +259,11 @@ pub struct RunOutcome {
     pub content: String,
     /// The reasoning, for the repeatability comparison.
     pub reasoning: String,
+    /// Why the run gave no answer, when it failed: `HTTP 500: <the error body's message>`,
+    /// the proxy's upstream error (`upstream … failed: connection refused`), or the run's
+    /// timeout. `None` for a run the engine answered with a 2xx.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl RunOutcome {
@@ -286,6 +291,9 @@ impl RunOutcome {
         } else {
             self.calls.join(", ")
         };
+        if let Some(e) = &self.error {
+            return format!("{} {}", self.finish, crate::text::visible(&cut(e, 100)));
+        }
         format!(
             "{} {}{}",
             self.finish,
@@ -340,6 +348,35 @@ pub fn outcome(
         rules: run.findings.iter().map(|f| f.rule).collect(),
         content: m.map(|m| m.content.clone()).unwrap_or_default(),
         reasoning: m.map(|m| m.reasoning.clone()).unwrap_or_default(),
+        error: failed.then(|| failure(&run.exchange)),
+    }
+}
+
+/// Why a failed run gave no answer, in one line: `HTTP STATUS: MESSAGE` (the OpenAI/Anthropic
+/// error body's `error.message`, an `error` string, else the body's start), or the recorded
+/// exchange's error (the proxy's upstream failure) when no response came.
+fn failure(ex: &crate::session::Exchange) -> String {
+    let Some(r) = &ex.response else {
+        return ex.error.clone().unwrap_or_else(|| "no response".to_owned());
+    };
+    let body = r.body.as_ref().map(|b| b.bytes()).unwrap_or_default();
+    let v: Option<Value> = serde_json::from_slice(&body).ok();
+    let message = v.as_ref().and_then(|v| {
+        let e = v.get("error")?;
+        e.get("message")
+            .and_then(Value::as_str)
+            .or(e.as_str())
+            .map(str::to_owned)
+    });
+    let message = message.unwrap_or_else(|| {
+        String::from_utf8_lossy(&body)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    match message.trim() {
+        "" => format!("HTTP {}", r.status),
+        m => format!("HTTP {}: {}", r.status, cut(m, 120)),
     }
 }
 
@@ -748,6 +785,7 @@ mod tests {
             },
             content: String::new(),
             reasoning: String::new(),
+            error: None,
         };
         let same = vec![run(&["get_time({})"], "tool_calls", true); 3];
         let t = Tally::of(&same);

@@ -52,6 +52,10 @@ pub struct Args {
     /// Extra request header, `Name: value` (repeatable).
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
+    /// Seconds one run may take to be answered in full (0.1–86400); a run past it is cut,
+    /// recorded as partial and counted as a failure (`timeout`).
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::record::whatif::DEFAULT_TIMEOUT.as_secs_f64(), value_parser = timeout_secs)]
+    pub timeout: f64,
     /// Output format of the summary (progress goes to stderr).
     #[arg(long, value_enum, default_value_t)]
     pub format: super::Format,
@@ -151,18 +155,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| default_out(&args.session));
-    let engine = session
-        .header
-        .engine
-        .as_ref()
-        .map(|e| e.kind.clone())
-        .unwrap_or_else(crate::session::ServerKind::unknown);
     let opts = TryOptions {
         url: url.clone(),
         session: out.clone(),
-        engine,
+        engine: session
+            .header
+            .engine
+            .as_ref()
+            .map_or_else(crate::session::ServerKind::unknown, |e| e.kind.clone()),
         seed: args.seed,
         headers,
+        timeout: std::time::Duration::from_secs_f64(args.timeout),
     };
     let total: usize = variants
         .iter()
@@ -180,23 +183,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let rt = super::runtime();
-    let (reports, complete) = rt.block_on(async {
-        // one listener for the whole run (cli/signals.rs)
-        let mut signals = super::signals::Signals::new()?;
-        let cancel = async move {
-            signals.next().await;
-        };
-        let job = crate::record::whatif::Job {
-            original: &original,
-            header: &session.header,
-            request: &request,
-            variants: &variants,
-            runs: args.runs,
-            opts: &opts,
-        };
-        let r = crate::record::whatif::run_variants(job, cancel, print_progress).await;
-        anyhow::Ok(r)
-    })?;
+    let (reports, complete) = rt
+        .block_on(async {
+            // one listener for the whole run (cli/signals.rs)
+            let mut signals = super::signals::Signals::new()?;
+            let cancel = async move {
+                signals.next().await;
+            };
+            let job = crate::record::whatif::Job {
+                original: &original,
+                header: &session.header,
+                request: &request,
+                variants: &variants,
+                runs: args.runs,
+                opts: &opts,
+            };
+            crate::record::whatif::run_variants(job, cancel, print_progress).await
+        })
+        .map_err(|e| anyhow::anyhow!("{name}: {e:#}"))?;
     if !complete {
         crate::errln!("\ntoolscope try: interrupted; the runs that finished are kept");
     }
@@ -221,6 +225,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--timeout`: seconds, 0.1 to 86,400.
+fn timeout_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.1..=86_400.0).contains(&v) => Ok(v),
+        Ok(_) => Err("must be between 0.1 and 86400 seconds".into()),
+        Err(e) => Err(format!("not a number of seconds: {e}")),
+    }
 }
 
 /// The recorded upstream's credentials were redacted (`http://[redacted]@host`): running
@@ -314,6 +327,7 @@ mod tests {
             rules: Vec::new(),
             content: String::new(),
             reasoning: String::new(),
+            error: None,
         };
         let tally = Tally::of(std::slice::from_ref(&run));
         let v = VariantReport {

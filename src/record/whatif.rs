@@ -68,7 +68,14 @@ pub struct TryOptions {
     pub seed: Option<u64>,
     /// Extra request headers (`authorization` for a server that needs one).
     pub headers: Vec<(String, String)>,
+    /// How long one run may take to be answered in full (`try --timeout`, default
+    /// [`DEFAULT_TIMEOUT`]); a run past it is cut and counts as a failure.
+    pub timeout: Duration,
 }
+
+/// A run's time limit when none is given: 600 s (a slow CPU model answering a long prompt
+/// takes minutes; an engine that never answers is cut).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// One finished run.
 #[derive(Debug, Clone)]
@@ -87,6 +94,13 @@ pub struct Run {
     pub calls: Option<Vec<(String, String)>>,
     /// Why the run failed before anything was recorded.
     pub error: Option<String>,
+    /// The failure was toolscope's own, not the engine's (the in-process proxy did not start,
+    /// the what-if session could not be opened, the request could not be built): such a run
+    /// is not an engine run and is never tallied ([`run_variants`] stops with it).
+    pub local: bool,
+    /// The engine gave no complete answer within [`TryOptions::timeout`]: the exchange is
+    /// recorded as cut, the run tallied as a failure.
+    pub timed_out: bool,
 }
 
 /// Headers never copied onto a what-if request.
@@ -113,6 +127,8 @@ pub async fn run_once(
         header: None,
         calls: None,
         error: None,
+        local: false,
+        timed_out: false,
     };
     let label = whatif::label(original.id, &variant.name);
     let seeded = |body: &Value| match opts.seed {
@@ -129,15 +145,26 @@ pub async fn run_once(
         Plan::Resend(req) => {
             let body = seeded(&req.body);
             match send(original, &req.path, &body, &label, opts).await {
-                Ok((ex, anns, h)) => {
-                    run.exchange = ex;
-                    run.annotations = anns;
-                    run.header = Some(h);
+                Ok(sent) => {
+                    run.exchange = sent.exchange;
+                    run.annotations = sent.annotations;
+                    run.header = Some(sent.header);
+                    run.timed_out = sent.timed_out;
+                    if sent.timed_out {
+                        run.error = Some(format!(
+                            "no complete answer within {} s (cut)",
+                            opts.timeout.as_secs_f64()
+                        ));
+                    }
                     if run.exchange.is_none() {
                         run.error = Some("the proxy recorded no exchange".into());
+                        run.local = true;
                     }
                 }
-                Err(e) => run.error = Some(format!("{e:#}")),
+                Err(e) => {
+                    run.error = Some(format!("{e:#}"));
+                    run.local = true;
+                }
             }
         }
         Plan::Regenerate { prompt, template } => {
@@ -156,11 +183,26 @@ pub async fn run_once(
                 template: Some(template.clone()),
                 label: Some(label),
             };
-            let result = async {
-                let mut writer = SessionWriter::open(&opts.session, header)?;
-                regenerate_with(&opts.url, &ex, &mut writer, &ropts).await
-            }
-            .await;
+            let mut writer = match SessionWriter::open(&opts.session, header) {
+                Ok(w) => w,
+                Err(e) => {
+                    run.error = Some(format!("{e:#}"));
+                    run.local = true;
+                    return run;
+                }
+            };
+            let result = tokio::time::timeout(
+                opts.timeout,
+                regenerate_with(&opts.url, &ex, &mut writer, &ropts),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                run.timed_out = true;
+                Err(anyhow::anyhow!(
+                    "no complete answer within {} s",
+                    opts.timeout.as_secs_f64()
+                ))
+            });
             match result {
                 Ok(r) => {
                     let tools = original
@@ -185,15 +227,27 @@ pub async fn run_once(
     run
 }
 
+/// What [`send`] recorded.
+struct Sent {
+    exchange: Option<Exchange>,
+    annotations: Vec<Annotation>,
+    header: Header,
+    /// The answer did not end within the timeout (the exchange was cut).
+    timed_out: bool,
+}
+
 /// Sends one request through a fresh recording proxy in front of `opts.url` (label `label`)
-/// and returns the recorded exchange, its annotations and the header the proxy wrote.
+/// and returns the recorded exchange, its annotations and the header the proxy wrote; an
+/// answer not complete within `opts.timeout` is cut (recorded as partial). Errors are
+/// toolscope's own (the proxy, the method, the body): an unreachable or failing engine is a
+/// recorded exchange, not an error.
 async fn send(
     original: &Exchange,
     path: &str,
     body: &Value,
     label: &str,
     opts: &TryOptions,
-) -> anyhow::Result<(Option<Exchange>, Vec<Annotation>, Header)> {
+) -> anyhow::Result<Sent> {
     let http = reqwest::Client::builder()
         .build()
         .context("building the HTTP client")?;
@@ -213,16 +267,26 @@ async fn send(
     for (k, v) in &opts.headers {
         req = req.header(k, v);
     }
-    let sent = req.body(serde_json::to_vec(body)?).send().await;
-    if let Ok(resp) = sent {
-        let mut stream = resp.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            if chunk.is_err() {
-                break; // recorded by the proxy as upstream_error
+    let req = req.body(serde_json::to_vec(body)?);
+    let answered = tokio::time::timeout(opts.timeout, async {
+        if let Ok(resp) = req.send().await {
+            let mut stream = resp.bytes_stream();
+            while let Some(chunk) = stream.next().await {
+                if chunk.is_err() {
+                    break; // recorded by the proxy as upstream_error
+                }
             }
         }
-    }
-    proxy.shutdown(Duration::from_secs(60)).await;
+    })
+    .await;
+    let timed_out = answered.is_err();
+    // after a timeout the exchange still running is cut at once (recorded as partial)
+    let grace = if timed_out {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(60)
+    };
+    proxy.shutdown(grace).await;
     let mut exchange = None;
     let mut annotations = Vec::new();
     while let Ok(ev) = rx.try_recv() {
@@ -235,13 +299,38 @@ async fn send(
     if let Some(id) = exchange.as_ref().map(|e| e.id) {
         annotations.retain(|a| a.exchange() == id);
     }
-    Ok((exchange, annotations, header))
+    Ok(Sent {
+        exchange,
+        annotations,
+        header,
+        timed_out,
+    })
 }
 
 /// The outcome of `run`: its exchange analysed like any other (findings remaining), judged
 /// against the tools of `declared` (the original request's). A run that failed counts as an
 /// `error` outcome without a call.
 pub fn outcome(run: &Run, declared: &Value) -> RunOutcome {
+    if run.timed_out {
+        let waited = run
+            .error
+            .clone()
+            .unwrap_or_else(|| "no complete answer within the run's time limit".to_owned());
+        let mut o = match &run.exchange {
+            Some(_) => outcome(
+                &Run {
+                    timed_out: false,
+                    ..run.clone()
+                },
+                declared,
+            ),
+            None => outcome_of_error(&waited),
+        };
+        o.finish = "timeout".into();
+        o.valid_call = false;
+        o.error = Some(waited);
+        return o;
+    }
     match (&run.exchange, &run.calls) {
         (Some(ex), calls) => {
             let header = run.header.clone().unwrap_or_default();
@@ -260,16 +349,23 @@ pub fn outcome(run: &Run, declared: &Value) -> RunOutcome {
             rules: Vec::new(),
             content: String::new(),
             reasoning: String::new(),
+            error: None,
         },
-        (None, None) => RunOutcome {
-            status: None,
-            valid_call: false,
-            calls: Vec::new(),
-            finish: "error".into(),
-            rules: Vec::new(),
-            content: run.error.clone().unwrap_or_default(),
-            reasoning: String::new(),
-        },
+        (None, None) => outcome_of_error(run.error.as_deref().unwrap_or("no exchange")),
+    }
+}
+
+/// The outcome of a run that recorded nothing: an `error` with no call.
+fn outcome_of_error(error: &str) -> RunOutcome {
+    RunOutcome {
+        status: None,
+        valid_call: false,
+        calls: Vec::new(),
+        finish: "error".into(),
+        rules: Vec::new(),
+        content: String::new(),
+        reasoning: String::new(),
+        error: Some(error.to_owned()),
     }
 }
 
@@ -361,11 +457,15 @@ pub struct Job<'a> {
 /// finished run to `progress`. Stops when `cancel` completes: the runs that finished are kept
 /// (the variant in progress reported with them) and `complete` is false. `toolscope try` and
 /// the inspector's `x` both run through this.
+///
+/// Errors: a run that failed on toolscope's side ([`Run::local`]: the in-process proxy did not
+/// start, the what-if session could not be opened or is locked): it is not an engine run, so
+/// nothing more is run and nothing is tallied for it.
 pub async fn run_variants(
     job: Job<'_>,
     cancel: impl std::future::Future<Output = ()>,
     mut progress: impl FnMut(Progress<'_>),
-) -> (Vec<VariantReport>, bool) {
+) -> anyhow::Result<(Vec<VariantReport>, bool)> {
     let Job {
         original,
         header,
@@ -389,8 +489,16 @@ pub async fn run_variants(
             };
             let Some(run) = step else {
                 reports.push(VariantReport::of(v, outcomes, ids));
-                return (reports, false);
+                return Ok((reports, false));
             };
+            if run.local {
+                let why = run.error.clone().unwrap_or_default();
+                return Err(anyhow::anyhow!(
+                    "{} run {} of {runs} could not be made here (not an engine run; nothing tallied for it): {why}",
+                    v.name,
+                    index + 1
+                ));
+            }
             done += 1;
             let o = outcome(&run, request);
             if let Some(e) = &run.exchange {
@@ -409,7 +517,7 @@ pub async fn run_variants(
         }
         reports.push(VariantReport::of(v, outcomes, ids));
     }
-    (reports, true)
+    Ok((reports, true))
 }
 
 /// The variants to run for exchange `original` (its request `request`, its analysis

@@ -155,3 +155,136 @@ fn try_refuses_a_recorded_upstream_whose_credentials_were_redacted() {
     );
     assert!(seen.lock().unwrap().is_empty(), "nothing is sent");
 }
+
+/// A one-thread HTTP server that answers every request with `status` and `body` (JSON).
+fn fixed_server(status: &'static str, body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // the head, then as many body bytes as content-length says
+            while let Ok(n) = s.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&buf);
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    if buf.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+            }
+            let resp = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = s.write_all(resp.as_bytes());
+        }
+    });
+    url
+}
+
+fn try_cmd(session: &std::path::Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(support::bin())
+        .arg("try")
+        .arg(session)
+        .args(["--exchange", "1"])
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A run the engine refused shows the HTTP status and the error body's message, and one
+/// against an engine that is down says the upstream failed: the runs are tallied as failures.
+#[test]
+fn a_failed_run_says_the_status_and_the_engines_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fixed_server(
+        "500 Internal Server Error",
+        r#"{"error":{"code":500,"message":"boom from the engine","type":"server_error"}}"#,
+    );
+    let session = whatif::write_session(dir.path(), &url);
+    let (code, stdout, stderr) = try_cmd(&session, &["--runs", "2"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("original run 1/2: error HTTP 500: boom from the engine"),
+        "{stderr}"
+    );
+    assert!(
+        block(&stdout, "original")[0].contains(&rate(0, 2)),
+        "{stdout}"
+    );
+    // a closed port: the in-process proxy records the upstream failure
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (code, stdout, stderr) = try_cmd(&session, &["--runs", "1", "--url", &down]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("original run 1/1:"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("error ") && line.contains("failed"), "{line}");
+}
+
+/// A run the engine does not answer within `--timeout` is cut and tallied as `timeout`: the
+/// fake holds the fixed request's answer 30 s, the run ends after about 1 s.
+#[test]
+fn a_run_past_its_timeout_is_cut_and_tallied() {
+    let (url, _seen) = whatif::start(Duration::from_secs(30));
+    let dir = tempfile::tempdir().unwrap();
+    let session = whatif::write_session(dir.path(), &url);
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = try_cmd(
+        &session,
+        &["--fix", "max_tokens", "--runs", "1", "--timeout", "1"],
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(25), "{stderr}");
+    assert!(
+        stderr.contains("max_tokens run 1/1: timeout no complete answer within 1 s (cut)"),
+        "{stderr}"
+    );
+    let fixed = block(&stdout, "max_tokens");
+    assert!(fixed.iter().any(|l| l.contains("timeout ×1")), "{stdout}");
+}
+
+/// A run toolscope cannot make (the what-if session cannot be created: its directory would be a regular file) is not an engine run:
+/// `try` stops with the reason and no tally.
+#[test]
+fn a_run_that_cannot_be_made_here_is_not_tallied() {
+    let (url, seen) = whatif::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let session = whatif::write_session(dir.path(), &url);
+    // under a regular file: no directory can be made there
+    let out = session.join("x.try.jsonl");
+    let (code, stdout, stderr) = try_cmd(
+        &session,
+        &["--runs", "3", "--session", out.to_str().unwrap()],
+    );
+    assert_ne!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("could not be made here"), "{stderr}");
+    assert!(!stdout.contains("valid calls"), "{stdout}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing reached the engine"
+    );
+}

@@ -202,6 +202,31 @@ async fn cancelled_by(cancel: &'static str) {
     assert_eq!(what_if.matches("\"try:1:max_tokens\"").count(), 0);
 }
 
+/// Cancelled before any run finished (an upstream that takes the connection and never
+/// answers): nothing was recorded, so the footer does not offer `o` (there is nothing to diff).
+#[tokio::test]
+async fn a_cancel_before_any_run_offers_no_diff() {
+    // a listener that never accepts: the connection waits in its backlog, the request hangs
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let session = whatif::write_session(dir.path(), &url);
+    let mut tui = app(&session);
+    let esc_later = futures::stream::once(async {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        support::tui::key("esc")
+    });
+    let input = futures::StreamExt::chain(futures::stream::iter(keys("6 x")), esc_later);
+    tokio::time::timeout(Duration::from_secs(60), tui.run(Box::pin(input)))
+        .await
+        .expect("esc ends the runs")
+        .unwrap();
+    let s = shown(&tui, dir.path(), &url);
+    assert!(s.contains("cancelled: 0/10 runs finished (kept)"), "{s}");
+    assert!(!s.contains("o: diff"), "{s}");
+    drop(silent);
+}
+
 #[tokio::test]
 async fn x_in_the_live_proxy_view_runs_against_the_proxys_upstream() {
     // the live view of `toolscope proxy`: an in-memory session whose header is the proxy's

@@ -437,6 +437,7 @@ pub async fn run(
                 .unwrap_or_else(crate::session::ServerKind::unknown),
             seed: None,
             headers: Vec::new(),
+            timeout: runs::DEFAULT_TIMEOUT,
         };
         let progress = |p: runs::Progress<'_>| {
             let variant = variants
@@ -458,10 +459,22 @@ pub async fn run(
             runs: job.runs,
             opts: &opts,
         };
-        Ok(runs::run_variants(run, cancel, progress).await)
+        runs::run_variants(run, cancel, progress)
+            .await
+            .map_err(|e| format!("{e:#}"))
     }
     .await;
     send(TryReport::Done(result));
+}
+
+/// ` · o: diff against the original` when the job recorded run exchanges (what `o` diffs;
+/// after a cancel before any run, or with parser-only variants, there is nothing to diff).
+fn diff_key(v: &WhatIfView) -> &'static str {
+    if v.exchanges().is_empty() {
+        ""
+    } else {
+        " · o: diff against the original"
+    }
 }
 
 /// The `diff --against` text of a job's runs (off the UI task).
@@ -538,12 +551,13 @@ fn build(v: &WhatIfView, theme: &Theme) -> Doc {
             st.info,
         ),
         Phase::Done { complete: true } => Span::styled(
-            format!("finished: {done}/{total} runs · o: diff against the original"),
+            format!("finished: {done}/{total} runs{}", diff_key(v)),
             st.status_ok,
         ),
         Phase::Done { complete: false } => Span::styled(
             format!(
-                "cancelled: {done}/{total} runs finished (kept) · o: diff against the original"
+                "cancelled: {done}/{total} runs finished (kept){}",
+                diff_key(v)
             ),
             st.severity_warning,
         ),
