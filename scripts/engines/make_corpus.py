@@ -348,11 +348,12 @@ def main():
         t["id"] = base if seen[base] == 1 else f"{base}#{seen[base]}"
     fams = {f: {"vllm": v, "sglang": s, "markers": m} for f, (v, s, m) in FAMILIES.items()}
     # Hunyuan 3's tokenizer_config.json names the marker suffix (vllm hy_v3_tool_parser.py:273)
-    # vLLM serves gpt-oss through HarmonyParser (parser_manager.py: is_harmony), which decodes the
-    # output token ids with openai_harmony's o200k_harmony encoding; that vocabulary file is
-    # fetched from openaipublic.blob.core.windows.net at first use, which the test setup cannot
-    # reach, so vLLM's gpt-oss verdicts are not run here.
-    fams["gpt-oss"]["skip"] = {"vllm": "HarmonyParser needs the o200k_harmony encoding (downloaded at first use; not reachable offline)"}
+    # vLLM serves gpt-oss through HarmonyParser (serving.py:172 sets is_harmony for model_type
+    # gpt_oss; parser_manager.py:179), which decodes the output token ids with openai_harmony's
+    # o200k_harmony encoding: run.py tokenizes with that encoding (tokenizer.py HarmonyTokenizer;
+    # its vocabulary file comes from scripts/engines/setup.sh)
+    fams["gpt-oss"]["tokenizer"] = "harmony"
+    fams["gpt-oss"]["model_type"] = "gpt_oss"
     fams["hy3"]["tokenizer_init_kwargs"] = {"token_suffix": ":opensource"}
     doc = {
         "about": __doc__.strip().splitlines()[0],

@@ -6,7 +6,10 @@
 
 CORPUS.json (tests/data/engine_corpus.json): `tools` (OpenAI tools array, the request's),
 `families` ({family: {"vllm": NAME|null, "sglang": NAME|null, "markers": [special tokens],
-"tokenizer_init_kwargs"?: {…}}}),
+"tokenizer_init_kwargs"?: {…}, "tokenizer"?: "harmony", "model_type"?: "gpt_oss"}});
+`tokenizer: "harmony"` tokenizes with openai_harmony's own encoding (the model's real ids) in
+place of the marker stand-in, `model_type` is the model's hf_config.model_type vLLM's server
+reads (gpt_oss: HarmonyParser),
 `texts` ([{"id", "family", "kind", "text", "tools"?, "markers"?}]; `markers` replaces the
 family's vocabulary for that text).
 OUT.json: {"versions": {...}, "results": {id: {"vllm": R|null, "sglang": R|null}}} where R is
@@ -33,6 +36,10 @@ sys.path.insert(0, os.path.join(HERE, "stubs"))
 import loader  # noqa: E402
 
 CACHE = os.environ.get("TOOLSCOPE_CACHE", os.path.expanduser("~/.cache/toolscope"))
+# openai_harmony (vLLM's HarmonyParser, gpt-oss) loads o200k_base.tiktoken from this folder and
+# checks its SHA-256 (scripts/engines/setup.sh rebuilds it from an npm package); without the
+# variable it would download the file
+os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", os.path.join(CACHE, "engines", "tiktoken"))
 VERSIONS = {"vllm": "0.33.0", "sglang": "0.5.23"}
 ROOTS = [
     os.path.join(CACHE, "engines", "src", f"vllm-{VERSIONS['vllm']}"),
@@ -56,10 +63,13 @@ def _args(a):
 
 
 def run_one(engine: str, parser: str, text: str, tools: list, fam: dict) -> dict:
-    t = tok.MarkerTokenizer(fam.get("markers", []), init_kwargs=fam.get("tokenizer_init_kwargs"))
     try:
+        if fam.get("tokenizer") == "harmony":  # gpt-oss: the model's real token ids
+            t = tok.HarmonyTokenizer(init_kwargs=fam.get("tokenizer_init_kwargs"))
+        else:
+            t = tok.MarkerTokenizer(fam.get("markers", []), init_kwargs=fam.get("tokenizer_init_kwargs"))
         if engine == "vllm":
-            r = vllm_path.run(parser, text, tools, t)
+            r = vllm_path.run(parser, text, tools, t, fam.get("model_type"))
         else:
             r = sglang_path.run(parser, text, tools, t)
     except Exception as e:  # the server answers 500 / the parser raised

@@ -5,6 +5,9 @@
 #   src/vllm-0.33.0/, src/sglang-0.5.23/   the parser folders only, unpacked from the wheels
 #   venv/         a small venv with the parser code's pure-Python dependencies, pinned below
 #   dynamo-parse  scripts/engines/dynamo's driver (dynamo-parsers 11.0.1), built in dynamo-target/
+#   tiktoken/o200k_base.tiktoken  OpenAI's o200k BPE ranks, the vocabulary of the harmony
+#                 encoding (gpt-oss) that openai_harmony (vLLM's HarmonyParser) and Dynamo's
+#                 `harmony` parser load; rebuilt from the npm package tiktoken (below)
 # The stand-ins for everything else the parser code imports are committed in
 # scripts/engines/stubs/ (each names what it replaces). Run by scripts/setup.sh; alone:
 #   scripts/engines/setup.sh
@@ -74,6 +77,47 @@ if [ ! -x "$E/venv/bin/python" ] || [ "$(cat "$E/venv/pins" 2>/dev/null)" != "$P
   echo "$PINS" >"$E/venv/pins"
 fi
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# o200k_base.tiktoken: openai_harmony (the venv's openai-harmony 0.0.4 and Dynamo's
+# openai-harmony 0.0.8, src/tiktoken_ext/public_encodings.rs `Encoding::load`) reads
+# $TIKTOKEN_ENCODINGS_BASE/o200k_base.tiktoken when that variable is set, and checks its
+# SHA-256 (else it downloads the file from OpenAI's blob store, which is not reachable here).
+# The same ranks ship in the npm package tiktoken (dqbd's WASM build), encoders/o200k_base.json
+# `bpe_ranks`: "! RANK TOKEN TOKEN …" runs of base64 tokens with consecutive ranks. The
+# .tiktoken text is one "base64 rank" line per token, by rank. run.py and the Dynamo test set
+# TIKTOKEN_ENCODINGS_BASE to this folder.
+TIKTOKEN_NPM=tiktoken@1.0.22
+O200K_SHA256=446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
+o200k="$E/tiktoken/o200k_base.tiktoken"
+if [ ! -f "$o200k" ] || [ "$(sha256sum "$o200k" | cut -d' ' -f1)" != "$O200K_SHA256" ]; then
+  command -v npm >/dev/null 2>&1 \
+    || { log "npm not found: cannot fetch $TIKTOKEN_NPM for the o200k vocabulary"; exit 1; }
+  log "rebuilding $o200k from $TIKTOKEN_NPM (encoders/o200k_base.json)"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent "$TIKTOKEN_NPM" >/dev/null) \
+    || { log "npm pack $TIKTOKEN_NPM failed"; rm -rf "$tmp"; exit 1; }
+  tar -xzf "$tmp"/tiktoken-*.tgz -C "$tmp" package/encoders/o200k_base.json
+  mkdir -p "$E/tiktoken"
+  python3 - "$tmp/package/encoders/o200k_base.json" "$o200k.tmp" <<'PY'
+import json, sys
+ranks = {}
+for run in json.load(open(sys.argv[1], encoding="utf-8"))["bpe_ranks"].split("!"):
+    parts = run.split()
+    for i, tok in enumerate(parts[1:]):
+        ranks[int(parts[0]) + i] = tok
+assert sorted(ranks) == list(range(len(ranks))), "o200k ranks are not 0..n-1"
+with open(sys.argv[2], "w", encoding="ascii", newline="\n") as f:
+    f.writelines(f"{ranks[r]} {r}\n" for r in range(len(ranks)))
+PY
+  rm -rf "$tmp"
+  got="$(sha256sum "$o200k.tmp" | cut -d' ' -f1)"
+  if [ "$got" != "$O200K_SHA256" ]; then
+    log "o200k_base.tiktoken from $TIKTOKEN_NPM has sha256 $got, not $O200K_SHA256 (what openai_harmony checks)"
+    rm -f "$o200k.tmp"
+    exit 1
+  fi
+  mv "$o200k.tmp" "$o200k"
+fi
 "$E/venv/bin/python" "$HERE/run.py" --check >/dev/null \
   || { log "the engines' parser code does not import (scripts/engines/run.py --check)"; exit 1; }
 # llama.cpp's own parser code: a small driver linked with the libllama-common of each release

@@ -45,7 +45,7 @@ def registered() -> list[str]:
     return sorted(names)
 
 
-def run(parser_name: str, text: str, tools: list[dict], tokenizer) -> dict:
+def run(parser_name: str, text: str, tools: list[dict], tokenizer, model_type: str | None = None) -> dict:
     Req, PM, assemble, _ = _get()
     request = Req(
         messages=[{"role": "user", "content": "hi"}],
@@ -55,10 +55,13 @@ def run(parser_name: str, text: str, tools: list[dict], tokenizer) -> dict:
     )
     parser_cls = PM.get_parser(
         tool_parser_name=parser_name,
-        reasoning_parser_name=None,
+        # gpt-oss: the model's config fills in the reasoning parser the flags leave empty
+        # (vllm/model_executor/models/config.py:546, GptOssForCausalLMConfig)
+        reasoning_parser_name="openai_gptoss" if model_type == "gpt_oss" else None,
         enable_auto_tools=True,
         model_name="stand-in",
-        is_harmony=False,
+        # serving.py:172: `is_harmony=self.model_config.hf_config.model_type == "gpt_oss"`
+        is_harmony=model_type == "gpt_oss",
         tokenizer=tokenizer,
     )
     parser = parser_cls(tokenizer, request.tools, chat_template_kwargs={}, model_config=None)

@@ -19,7 +19,10 @@
 //!   arguments. The profiles were read from the released wheels and are checked by running that
 //!   code over tests/data/engine_corpus.json (`tests/e2e/engines_real.rs`, `scripts/engines/`).
 //!   Both are modelled as configured with `--tool-call-parser NAME` only: reasoning markup is not
-//!   split off and stays in `content`.
+//!   split off and stays in `content`. vLLM's gpt-oss is the exception: the server reads it
+//!   with `HarmonyParser` over the token ids (and the `openai_gptoss` reasoning parser the
+//!   model's config adds), modelled by a port of openai-harmony's parser (`harmony`, which
+//!   models Dynamo's `harmony` too).
 //!
 //! * **Dynamo** (the frontend's `dynamo-parsers` crate 11.0.1): the family's finalize parser
 //!   inside the frontend's jail, then the aggregator's re-parse without tools ([`dynamo`];
@@ -30,6 +33,7 @@
 //! is content).
 
 pub mod dynamo;
+mod harmony;
 pub mod llama;
 pub mod profile;
 
@@ -218,6 +222,11 @@ pub fn expected(
             };
             let (outcome, why, defect) = match (engine, parser, prof) {
                 (Engine::Dynamo, _, p) => dynamo::verdict(family, text, tools, p.as_ref()),
+                // vLLM serves gpt-oss through HarmonyParser, not the `openai` tool parser
+                (Engine::Vllm, Some(_), _) if family == Syntax::GptOss => {
+                    let (o, why) = harmony::vllm(text, tools);
+                    (o, why, None)
+                }
                 (_, None, _) => (
                     whole(text),
                     format!(

@@ -8,9 +8,10 @@
 //! skipped with a message when the driver is missing and TOOLSCOPE_REQUIRE_SETUP is unset.
 //!
 //! A verdict agrees when the calls (names, arguments as JSON) and the content (trimmed) are the
-//! same, or both are errors. gpt-oss (`harmony`) is not compared: the parser tokenizes with the
-//! o200k vocabulary, downloaded at first use, so offline it returns its fallback, not its
-//! verdict. Every difference must be listed in docs/parser.md as `dynamo ID` with its cause.
+//! same, or both are errors. gpt-oss (`harmony`) tokenizes with OpenAI's o200k vocabulary
+//! (openai-harmony, which would download it at first use): the driver runs with
+//! `TIKTOKEN_ENCODINGS_BASE` naming the folder scripts/engines/setup.sh rebuilds it in. Every
+//! difference must be listed in docs/parser.md as `dynamo ID` with its cause.
 
 use crate::support;
 
@@ -23,36 +24,51 @@ use serde_json::{Value, json};
 use toolscope::parser::Syntax;
 use toolscope::parser::engines::{Engine, Outcome, expected, parsers};
 
-/// The built driver, or a skip (a failure under TOOLSCOPE_REQUIRE_SETUP).
-fn driver() -> Option<PathBuf> {
-    let cache = std::env::var_os("TOOLSCOPE_CACHE")
+fn cache() -> PathBuf {
+    std::env::var_os("TOOLSCOPE_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             dirs::home_dir()
                 .unwrap_or_default()
                 .join(".cache/toolscope")
-        });
-    let p = cache.join("engines/dynamo-parse");
-    if p.exists() {
+        })
+}
+
+/// The built driver, or a skip (a failure under TOOLSCOPE_REQUIRE_SETUP).
+fn driver() -> Option<PathBuf> {
+    let p = cache().join("engines/dynamo-parse");
+    let vocab = tiktoken_base().join("o200k_base.tiktoken");
+    if p.exists() && vocab.exists() {
         return Some(p);
     }
+    let missing = if p.exists() { &vocab } else { &p };
     if support::setup_required() {
         panic!(
-            "dynamo-parse is missing at {}; run scripts/engines/dynamo/build.sh",
-            p.display()
+            "{} is missing; run scripts/engines/setup.sh",
+            missing.display()
         );
     }
     eprintln!(
-        "SKIP: dynamo-parse is missing at {}; run scripts/engines/dynamo/build.sh",
-        p.display()
+        "SKIP: {} is missing; run scripts/engines/setup.sh",
+        missing.display()
     );
     None
+}
+
+/// The folder holding o200k_base.tiktoken, which openai-harmony (Dynamo's `harmony` parser)
+/// reads from `TIKTOKEN_ENCODINGS_BASE` and checks by SHA-256 (openai-harmony 0.0.8
+/// src/tiktoken_ext/public_encodings.rs `Encoding::load`); scripts/engines/setup.sh builds it.
+fn tiktoken_base() -> PathBuf {
+    std::env::var_os("TIKTOKEN_ENCODINGS_BASE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache().join("engines/tiktoken"))
 }
 
 /// Runs the driver with `parser` on `texts` (`mode`: frontend | batch).
 fn run_driver(driver: &Path, parser: &str, mode: &str, tools: &Value, texts: &[&str]) -> Value {
     let req = json!({"parser": parser, "mode": mode, "tools": tools, "texts": texts});
     let mut child = Command::new(driver)
+        .env("TIKTOKEN_ENCODINGS_BASE", tiktoken_base())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -145,18 +161,12 @@ fn dynamo_verdicts_agree_with_dynamos_own_parser_code() {
         if parsers(sx)[3].is_none() {
             continue;
         }
-        if sx == Syntax::GptOss {
-            continue;
-        }
         let tools = t.get("tools").unwrap_or(&corpus["tools"]);
         groups
             .entry((fam.to_string(), tools.to_string()))
             .or_default()
             .push(t);
     }
-    eprintln!(
-        "not compared: gpt-oss (harmony needs the o200k vocabulary, downloaded at first use)"
-    );
     // every name toolscope gives is one the crate registers (an unknown name is an error:
     // "Parser '…' is not implemented", tool_calling/parsers.rs:177)
     let mut wrong_names = Vec::new();

@@ -237,6 +237,15 @@ fn engine_verdicts_agree_with_the_engines_own_parser_code() {
         "{agree}/{total} verdicts agree ({:.1}%), below 98%",
         100.0 * share
     );
+    // and each engine on its own (measured: vLLM 678/690, SGLang 597/609)
+    for (engine, t) in &engine_total {
+        assert!(
+            t.agree as f64 >= 0.98 * t.total as f64,
+            "{engine}: {}/{} verdicts agree, below 98%",
+            t.agree,
+            t.total
+        );
+    }
 }
 
 /// The shipped sessions' Replay `e` views ([`crate::shipped_views`]): for every exchange with raw

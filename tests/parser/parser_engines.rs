@@ -413,9 +413,69 @@ fn dynamo_names_only_registered_parsers_and_says_which_path() {
     let (_, list) = expected(Syntax::MuseGlimmer, "hello", None);
     let d = list.iter().find(|e| e.engine == Engine::Dynamo).unwrap();
     assert!(d.why.contains("dynamo-parsers-v2"), "{}", d.why);
-    // harmony is named but not measured
+    // harmony is named and modelled by openai-harmony's parser (no longer "not measured")
     let (_, list) = expected(Syntax::GptOss, "hello", None);
     let d = list.iter().find(|e| e.engine == Engine::Dynamo).unwrap();
     assert_eq!(d.parser, Some("harmony"));
-    assert!(d.why.starts_with("not measured"), "{}", d.why);
+    assert!(d.why.contains("StreamableParser"), "{}", d.why);
+}
+
+/// vLLM's HarmonyParser and Dynamo's harmony parser read the token stream with openai-harmony's
+/// parser started inside the assistant header (src/parser/engines/harmony.rs). Measured on the
+/// corpus by tests/e2e/engines_real.rs and engines_dynamo.rs (ids gpt-oss/parallel,
+/// gpt-oss/channel_without_start, gpt-oss/reasoning_then_content_and_call).
+#[test]
+fn harmony_texts_read_as_vllm_and_dynamo_tokenize_them() {
+    let tools = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+                       {"type": "function", "function": {"name": "get_time", "parameters": {}}}]);
+    let calls_of = |text: &str, engine: Engine| {
+        let (_, list) = expected(Syntax::GptOss, text, Some(&tools));
+        match &list.iter().find(|e| e.engine == engine).unwrap().outcome {
+            Outcome::Calls {
+                content,
+                tool_calls,
+                ..
+            } => (
+                tool_calls
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect::<Vec<_>>(),
+                content.clone(),
+            ),
+            other => panic!("{other:?}"),
+        }
+    };
+    let w = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>";
+    let t = "<|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}<|call|>";
+    // a leading `<|start|>assistant` breaks vLLM's first header: only the second call is read
+    let parallel = format!("{w}{t}");
+    assert_eq!(
+        calls_of(&parallel, Engine::Vllm),
+        (vec!["get_time".into()], String::new())
+    );
+    // Dynamo's regex fallback reads both
+    assert_eq!(
+        calls_of(&parallel, Engine::Dynamo).0,
+        vec!["get_weather".to_string(), "get_time".to_string()]
+    );
+    // the model's own output starts at `<|channel|>`: both read the call
+    let own = w.trim_start_matches("<|start|>assistant");
+    assert_eq!(
+        calls_of(own, Engine::Vllm).0,
+        vec!["get_weather".to_string()]
+    );
+    assert_eq!(
+        calls_of(own, Engine::Dynamo).0,
+        vec!["get_weather".to_string()]
+    );
+    // reasoning, then prose outside any message, then a call: Dynamo keeps the prose
+    let text = format!("<|channel|>analysis<|message|>Check it.<|end|>Sure.\n{w}");
+    assert_eq!(
+        calls_of(&text, Engine::Dynamo),
+        (vec!["get_weather".into()], "Sure.".to_string())
+    );
+    // a `final` message is content for both
+    let fin = "<|channel|>final<|message|>It is sunny.<|return|>";
+    assert_eq!(calls_of(fin, Engine::Vllm).1, "It is sunny.");
+    assert_eq!(calls_of(fin, Engine::Dynamo).1, "It is sunny.");
 }

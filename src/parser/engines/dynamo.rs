@@ -238,7 +238,7 @@ pub fn dynamo(family: Syntax) -> Option<Profile> {
             strips: &["<|close|>think<|sep|>"],
             ..JAIL
         },
-        // harmony (config.rs:688): not measured (see `verdict`)
+        // harmony (config.rs:688): read by openai-harmony, modelled in engines/harmony.rs
         S::GptOss => Profile {
             parser: "harmony",
             ..JAIL
@@ -408,6 +408,16 @@ pub(super) fn verdict(
         }
         return (whole(text), why, None);
     };
+    if family == Syntax::GptOss {
+        let (o, why) = super::harmony::dynamo(text);
+        return (
+            o,
+            format!(
+                "{why}; for the text as one delta (the jail decides on a prefix whether to hold the text)"
+            ),
+            p.defect,
+        );
+    }
     // the jail emits the text after the section end as content
     let jailed = Profile {
         tail: if p.jail_splits { Tail::Keep } else { p.tail },
@@ -448,12 +458,6 @@ pub(super) fn verdict(
             c = c.replace(m, "");
         }
         set_content(&mut o, c);
-    }
-    if family == Syntax::GptOss {
-        why = format!(
-            "not measured: the harmony parser tokenizes with the o200k vocabulary openai-harmony \
-             downloads at first use (harmony/harmony_parser.rs:343), so this is unverified; {why}"
-        );
     }
     if p.v2 {
         why.push_str(

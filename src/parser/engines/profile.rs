@@ -475,7 +475,8 @@ pub fn vllm(family: Syntax) -> Option<Profile> {
             half_needs_args: true,
             ..engine_based
         },
-        // gpt-oss: served by HarmonyParser (`openai` names the tool parser); not run here
+        // gpt-oss: served by HarmonyParser (`openai` names the tool parser), modelled in
+        // engines/harmony.rs, not by this profile
         S::GptOss => Profile {
             parser: "openai",
             ..BASE
