@@ -14,6 +14,7 @@
 //! | `response_json`, `response_text`, `message`, `stopping_word` | a JSON body ([`set_response_json`]) |
 //! | `streamed`, `finish_event`, `call_events`, `args_events`, `args_not_string`, `stream_chunks`, `stream_findings`, `stream_errors`, `message` | the one decoder, [`crate::stream::decode_exchange`] (SSE, Ollama NDJSON) |
 //! | `raw_text`, `raw`, `stream_pieces` | the one raw-output lookup, [`crate::stream::raw::raw_output_of`] (`__verbose.content`, slots debug, token pieces, raw completion, regeneration) |
+//! | `llama_prompt` | the raw text's recorded `/slots` generation prompt, else the server's render, else a render of the request with `template` ([`super::template::llama_prompt`]) |
 //! | `server_prompt`, `server_tokens` | the one server-render lookup, [`super::server_render`] (`/apply-template` + `/tokenize` annotation, `__verbose.prompt`, a `--tokens` list), else Ollama's render from the `/api/show` annotation |
 //! | `template`, `bos_token`, `bos_id` | [`Overrides`] (`check --template`, a local vocabulary), else the session's `/props`, else the `/api/show` template |
 //! | `template_markers` | the template's marker inventory ([`crate::tokens::markers`]), kept in the caller's [`Caches`] |
@@ -120,6 +121,7 @@ pub fn assemble<E>(
         .map(|t| caches.markers.of_template(t, cx.bos_token.as_deref(), None));
     cx.bos_id = overrides.bos_id;
     cx.engine = ctx.header.engine.as_ref().map(|e| e.kind.clone());
+    cx.llama_prompt = llama_prompt(ex, &cx, &raw, ctx, overrides);
     cx.vocab_render = hook(&cx)?;
     Ok(Assembled {
         cx,
@@ -128,6 +130,40 @@ pub fn assemble<E>(
         server_render,
         ollama,
     })
+}
+
+/// The generation prompt llama.cpp parses in front of `raw`'s generated part
+/// ([`super::template::llama_prompt`]): recorded, else from the server's render, else rendered
+/// with the template the rules judge with (`check --template`, else the session's `/props`).
+fn llama_prompt(
+    ex: &Exchange,
+    cx: &ExchangeContext,
+    raw: &RawOutput,
+    ctx: Context<'_>,
+    overrides: &Overrides,
+) -> Option<crate::parser::engines::LlamaPrompt> {
+    use crate::template::TemplateSource;
+    cx.raw_text.as_ref()?;
+    let source = match &overrides.template {
+        Some(t) => {
+            let mut s = TemplateSource::from_jinja("--template", t);
+            s.bos_token = cx.bos_token.clone();
+            Some(s)
+        }
+        None => ctx
+            .header
+            .props
+            .as_ref()
+            .and_then(|p| TemplateSource::from_props(p).ok()),
+    };
+    super::template::llama_prompt(
+        ex,
+        cx.request.as_ref(),
+        raw,
+        ctx.annotations,
+        cx.server_prompt.as_deref(),
+        source.as_ref(),
+    )
 }
 
 /// The facts of `e` itself (no session facts: no raw-output lookup, server render or

@@ -277,6 +277,9 @@ pub struct AnalysedExchange {
     pub raw: Option<RawOutput>,
     /// The server's render of the request, when recorded.
     pub server_render: Option<ServerRender>,
+    /// The generation prompt llama.cpp parses in front of the raw text's generated part, when
+    /// known ([`template::llama_prompt`]): what the Replay pane's engines view gives llama.cpp.
+    pub llama_prompt: Option<crate::parser::engines::LlamaPrompt>,
     /// Every finding of the exchange, in diagnose's pipeline order.
     pub findings: Vec<Finding>,
     /// SSE events with what each added (empty for a non-streamed body).
@@ -378,6 +381,7 @@ pub fn analyse_with<E>(
         .unwrap_or_default();
     let message = cx.message.take();
     let request = cx.request.take();
+    let llama_prompt = cx.llama_prompt.take();
     let mut quick = quick_summary(&ex);
     let mut a = AnalysedExchange {
         summary: Summary {
@@ -395,6 +399,7 @@ pub fn analyse_with<E>(
         api: Some(api),
         raw: chat.then_some(raw),
         server_render: render,
+        llama_prompt,
         findings,
         events,
         problems,

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::parser::engines::LlamaPrompt;
 use crate::session::{Api, Exchange, Header, TokenPiece};
 
 use super::ServerRender;
@@ -45,34 +46,17 @@ fn local_render(
     request: Option<&Value>,
     header: &Header,
 ) -> Option<(String, Result<String, String>)> {
-    use crate::template::{RenderInput, RenderOptions, TemplateSource};
+    use crate::template::{RenderOptions, TemplateSource};
     let source = TemplateSource::from_props(header.props.as_ref()?).ok()?;
     let Some(body) = request else {
         return Some((source.origin, Err("the request body is not JSON".into())));
     };
-    let input = match ex.api() {
-        Api::Anthropic => RenderInput::from_anthropic_request(body),
-        // llama-server converts a Responses body to a chat body first; a body it refuses
-        // (HTTP 400) has no render
-        Api::Responses => match crate::template::responses::responses_to_chat(body) {
-            Ok(c) => RenderInput::from_openai_request(&c.body),
-            Err(e) => {
-                return Some((
-                    source.origin,
-                    Err(format!(
-                        "llama-server refuses this Responses request (HTTP 400, tools/server/server-chat.cpp:{}, b11434): {e}",
-                        e.kind.source_line()
-                    )),
-                ));
-            }
-        },
-        _ => RenderInput::from_openai_request(body),
+    let input = match render_input(ex, body) {
+        Ok(i) => i,
+        Err(e) => return Some((source.origin, Err(e))),
     };
-    let now =
-        time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339)
-            .ok();
     let opts = RenderOptions {
-        now,
+        now: started(ex),
         ..Default::default()
     };
     let out = source.render(&input, &opts).map_err(|e| e.to_string());
@@ -87,6 +71,97 @@ fn local_render(
         None => "/props chat_template".to_owned(),
     };
     Some((origin, out))
+}
+
+/// `body` as the chat request llama-server renders: OpenAI, or Anthropic / Responses converted
+/// as llama-server build 11434 converts them. Errors: a Responses body it refuses (HTTP 400).
+fn render_input(ex: &Exchange, body: &Value) -> Result<crate::template::RenderInput, String> {
+    use crate::template::RenderInput;
+    Ok(match ex.api() {
+        Api::Anthropic => RenderInput::from_anthropic_request(body),
+        // llama-server converts a Responses body to a chat body first; a body it refuses
+        // (HTTP 400) has no render
+        Api::Responses => match crate::template::responses::responses_to_chat(body) {
+            Ok(c) => RenderInput::from_openai_request(&c.body),
+            Err(e) => {
+                return Err(format!(
+                    "llama-server refuses this Responses request (HTTP 400, tools/server/server-chat.cpp:{}, b11434): {e}",
+                    e.kind.source_line()
+                ));
+            }
+        },
+        _ => RenderInput::from_openai_request(body),
+    })
+}
+
+/// The exchange's recorded start time: the clock `strftime_now` reads in a render.
+fn started(ex: &Exchange) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(&ex.started, &time::format_description::well_known::Rfc3339).ok()
+}
+
+/// The generation prompt llama.cpp parses in front of `ex`'s reply, the assistant prefill
+/// included ([`LlamaPrompt`]; for [`crate::parser::engines::expected_with`]), when the raw text
+/// is known (`raw`), from the first source that has it:
+///
+/// 1. recorded: the `/slots` `params.generation_prompt` of the slot the raw text was read from
+///    (the `raw_text` annotation, [`crate::stream::raw::recorded_generation_prompt`]);
+/// 2. the server's render (`server_prompt`, `/apply-template` or `__verbose.prompt`, which ends
+///    with it) after toolscope's render of the closed messages, when the server's starts with
+///    that;
+/// 3. toolscope's own render of the request with `template` (the session's `/props` one, or
+///    `check --template`) under the llama.cpp profile
+///    ([`crate::template::TemplateSource::generation_prompt`]: with minus without
+///    `add_generation_prompt`, a prefill continued).
+///
+/// `None` otherwise (the family's corpus prompt is then used). Pure: renders only.
+pub fn llama_prompt(
+    ex: &Exchange,
+    request: Option<&Value>,
+    raw: &crate::stream::raw::RawOutput,
+    annotations: &[crate::session::Annotation],
+    server_prompt: Option<&str>,
+    template: Option<&crate::template::TemplateSource>,
+) -> Option<LlamaPrompt> {
+    use crate::stream::raw::RawOutput;
+    let RawOutput::Text { prefill, .. } = raw else {
+        return None;
+    };
+    raw.models_text()?;
+    let prompt = |text: String, source: String| LlamaPrompt {
+        text,
+        prefill: prefill.clone(),
+        source,
+    };
+    if let Some(p) = crate::stream::raw::recorded_generation_prompt(raw, annotations) {
+        return Some(prompt(p, "llama-server /slots".into()));
+    }
+    if !matches!(ex.api(), Api::Openai | Api::Anthropic | Api::Responses) {
+        return None;
+    }
+    let source = template?;
+    let input = render_input(ex, request?).ok()?;
+    let opts = crate::template::RenderOptions {
+        now: started(ex),
+        profile: Some(
+            source
+                .profile
+                .unwrap_or(crate::template::Profile::LLAMA_CPP),
+        ),
+        ..Default::default()
+    };
+    let (closed, local) = source.generation_prompt(&input, &opts)?.ok()?;
+    let bos = source.bos_token.as_deref().unwrap_or("");
+    let server = server_prompt.and_then(|s| {
+        s.strip_prefix(closed.as_str())
+            .or_else(|| s.strip_prefix(bos)?.strip_prefix(closed.as_str()))
+    });
+    Some(match server {
+        Some(g) if !closed.is_empty() => prompt(g.to_owned(), "server render".into()),
+        _ => prompt(
+            local,
+            format!("local render ({})", opts.profile.unwrap_or_default()),
+        ),
+    })
 }
 
 /// An Ollama exchange's render (`/api/chat`, non-raw `/api/generate`) from its `/api/show`

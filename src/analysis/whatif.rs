@@ -156,22 +156,25 @@ fn append_prefill(body: &mut Value, prefill: &str) -> Result<(), String> {
 
 /// The calls fix [`Edit::OtherParser`] reads from `raw_text` (the original exchange's raw
 /// output): the named engine's parser ([`crate::parser::engines::expected`], family from
-/// `template`'s markers, else the text's), or toolscope's tolerant parse for engine
-/// `toolscope`. Each call as (name, arguments JSON text). Errors: another edit, or no family.
+/// `template`'s markers, else the text's; llama.cpp's after the exchange's generation prompt
+/// `prompt` when known, [`crate::parser::engines::expected_with`]), or toolscope's tolerant
+/// parse for engine `toolscope`. Each call as (name, arguments JSON text). Errors: another
+/// edit, or no family.
 pub fn reparse_calls(
     edit: &Edit,
     raw_text: &str,
     template: Option<&str>,
     tools: Option<&Value>,
+    prompt: Option<&crate::parser::engines::LlamaPrompt>,
 ) -> Result<Vec<(String, String)>, String> {
-    use crate::parser::engines::{Outcome, expected, family_for};
+    use crate::parser::engines::{Outcome, expected_with, family_for};
     let Edit::OtherParser { engine, .. } = edit else {
         return Err(format!("fix {} is not a parse of the raw text", edit.id()));
     };
     let chosen = template.and_then(crate::parser::Syntax::detect_from_template);
     let read = crate::parser::parse(raw_text, chosen, tools);
     let family = family_for(chosen, &read, raw_text).ok_or("the raw text has no call syntax")?;
-    let (ours, engines) = expected(family, raw_text, tools);
+    let (ours, engines) = expected_with(family, raw_text, tools, prompt);
     let calls = if engine == "toolscope" {
         ours.tool_calls
     } else {
@@ -756,7 +759,7 @@ mod tests {
             engine: "vLLM".into(),
             parser: "hermes".into(),
         };
-        let calls = reparse_calls(&edit, text, None, Some(&tools)).unwrap();
+        let calls = reparse_calls(&edit, text, None, Some(&tools), None).unwrap();
         assert_eq!(
             calls,
             vec![("get_time".to_owned(), r#"{"city":"Vienna"}"#.to_owned())]

@@ -35,7 +35,9 @@ pub struct Args {
     #[arg(long)]
     pub reasoning_open: bool,
     /// Also show what llama.cpp, vLLM and SGLang's own parsers for the syntax would return
-    /// (the syntax given, detected from --template, or from the text).
+    /// (the syntax given, detected from --template, or from the text). With --template and a
+    /// --tools request, llama.cpp's is for that request's generation prompt (a trailing assistant
+    /// message is a prefill the raw text starts with), else the family's.
     #[arg(long)]
     pub engines: bool,
     /// Output format.
@@ -115,7 +117,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // the family the engines would be configured for: given / from the template / the calls read
     let family = crate::parser::engines::family_for(syntax, &out, &chunks.concat());
     let engines = if args.engines {
-        family.map(|f| crate::parser::engines::expected(f, &chunks.concat(), tools.as_ref()).1)
+        let prompt = llama_prompt(&args, tools.as_ref())?;
+        family.map(|f| {
+            crate::parser::engines::expected_with(
+                f,
+                &chunks.concat(),
+                tools.as_ref(),
+                prompt.as_ref(),
+            )
+            .1
+        })
     } else {
         None
     };
@@ -141,6 +152,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     crate::text::print_out(&s);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--engines` with `--template` and a `--tools` request with `messages`: the generation prompt
+/// llama.cpp parses in front of the reply, rendered from both under the llama.cpp profile
+/// ([`crate::template::TemplateSource::generation_prompt`]; a trailing assistant message is the
+/// prefill the raw text starts with). `None` without both, or when the template does not
+/// render the request (the family's generation prompt is then used).
+fn llama_prompt(
+    args: &Args,
+    tools: Option<&Value>,
+) -> anyhow::Result<Option<crate::parser::engines::LlamaPrompt>> {
+    use crate::template::{Profile, RenderInput, RenderOptions, TemplateSource};
+    let (Some(t), Some(req)) = (
+        &args.template,
+        tools.filter(|r| r.get("messages").is_some()),
+    ) else {
+        return Ok(None);
+    };
+    let source = TemplateSource::from_jinja(&t.display().to_string(), &template_text(t)?);
+    // an Anthropic body: its tools carry `input_schema`
+    let anthropic = req
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|l| l.iter().any(|t| t.get("input_schema").is_some()));
+    let input = if anthropic {
+        RenderInput::from_anthropic_request(req)
+    } else {
+        RenderInput::from_openai_request(req)
+    };
+    let opts = RenderOptions {
+        profile: Some(Profile::LLAMA_CPP),
+        ..Default::default()
+    };
+    Ok(match source.generation_prompt(&input, &opts) {
+        Some(Ok((_, text))) => Some(crate::parser::engines::LlamaPrompt {
+            text,
+            prefill: crate::stream::raw::assistant_prefill(req).unwrap_or_default(),
+            source: format!("local render ({})", Profile::LLAMA_CPP),
+        }),
+        _ => None,
+    })
 }
 
 /// `--syntax`: the syntax (`None`: auto, every syntax's markers) and how it was chosen.

@@ -378,7 +378,7 @@ pub fn limit_field(api: Api, req: &Value) -> (&'static str, Option<u64>) {
 
 /// `server.parse_error`: who reads a call from the raw text the server's parser rejected.
 fn parser_fix(cx: &ExchangeContext) -> Option<Fix> {
-    use crate::parser::engines::{Outcome, expected, family_for};
+    use crate::parser::engines::{Outcome, expected_with, family_for};
     let text = cx.raw_text.as_deref().filter(|t| !t.trim().is_empty())?;
     let tools = cx.request.as_ref().and_then(|r| r.get("tools"));
     let chosen = cx
@@ -387,7 +387,7 @@ fn parser_fix(cx: &ExchangeContext) -> Option<Fix> {
         .and_then(crate::parser::Syntax::detect_from_template);
     let read = crate::parser::parse(text, chosen, tools);
     let family = family_for(chosen, &read, text)?;
-    let (ours, engines) = expected(family, text, tools);
+    let (ours, engines) = expected_with(family, text, tools, cx.llama_prompt.as_ref());
     // the recorded server's own parser rejected this text (that is the finding): another
     // engine's is the fix, even where the model of the server's parser reads a call
     let server = cx

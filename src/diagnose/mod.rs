@@ -76,6 +76,9 @@ pub struct ExchangeContext {
     /// For session exchanges: what [`crate::stream::raw::raw_output`] says about the raw text
     /// (its source, or why it is missing and how to get it). `None` for bare pairs.
     pub raw: Option<crate::stream::raw::RawOutput>,
+    /// The generation prompt llama.cpp parses in front of the raw text's generated part (the
+    /// assistant prefill included), when known ([`crate::analysis::template::llama_prompt`]).
+    pub llama_prompt: Option<crate::parser::engines::LlamaPrompt>,
     /// llama-server `__verbose.stopping_word`, when known.
     pub stopping_word: Option<String>,
     /// The server's render of the request (`/apply-template`).
@@ -183,6 +186,7 @@ impl ExchangeContext {
             args_not_string: Vec::new(),
             raw_text: None,
             raw: None,
+            llama_prompt: None,
             stopping_word: None,
             server_prompt: None,
             server_tokens: None,

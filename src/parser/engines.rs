@@ -202,6 +202,40 @@ pub fn expected(
     text: &str,
     tools: Option<&Value>,
 ) -> (ParseOutput, Vec<EngineOutcome>) {
+    expected_with(family, text, tools, None)
+}
+
+/// The generation prompt llama.cpp parses in front of an exchange's reply
+/// (`common_chat_params::generation_prompt`; common/chat.cpp:1465 `effective_input =
+/// generation_prompt + input`, b11434 and b11312), when the exchange's own is known: for a
+/// request that ends with an assistant prefill, llama-server continues that message and the
+/// prompt holds it (chat-auto-parser-generator.cpp:45-60: the reasoning block closed before the
+/// prefilled content when the template has one), e.g. Qwen3's
+/// `<|im_start|>assistant\n<think>\n\n</think>\n\n<think>\n` for the prefill `<think>\n`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LlamaPrompt {
+    /// The generation prompt, the prefill included.
+    pub text: String,
+    /// The request's assistant prefill: the raw text given to [`expected_with`] starts with it
+    /// (the text toolscope and the other engines read), the generated part follows. Empty when
+    /// none.
+    pub prefill: String,
+    /// Where it came from: `llama-server /slots`, `server render`, `local render (llama.cpp@N)`.
+    pub source: String,
+}
+
+/// [`expected`] with the exchange's own generation prompt for llama.cpp (`prompt`), when known:
+/// llama.cpp's verdict is then for `prompt.text` + the generated text (`text` without
+/// `prompt.prefill`) instead of the family's corpus generation prompt
+/// ([`llama::default_prompt`]) + `text`. A prompt that does not start with the family's (another
+/// template of the family) or a `text` that does not start with the prefill is not used.
+/// toolscope's read and the other engines' are of `text` either way.
+pub fn expected_with(
+    family: Syntax,
+    text: &str,
+    tools: Option<&Value>,
+    prompt: Option<&LlamaPrompt>,
+) -> (ParseOutput, Vec<EngineOutcome>) {
     let ours = parse(text, Some(family), tools);
     let index = ToolIndex::from_value(tools);
     let sit = Situation::of(family, text, &ours, &index);
@@ -237,8 +271,7 @@ pub fn expected(
                     ),
                     None,
                 ),
-                (Engine::LlamaCpp, Some(_), _) => llama_by_grammar(family, text, tools)
-                    .unwrap_or_else(|| llama_after_prompt(family, text, tools)),
+                (Engine::LlamaCpp, Some(_), _) => llama_verdict(family, text, tools, prompt),
                 (_, Some(_), Some(p)) => {
                     let (o, why) = by_profile(family, text, &ours, &sit, &p, &index, tools);
                     (o, why, p.defect)
@@ -380,6 +413,46 @@ impl Situation {
         }
         s
     }
+}
+
+/// What llama.cpp parses after the family's generation prompt ([`llama::default_prompt`]):
+/// the rest of the exchange's own prompt, then the generated text (`text` without the
+/// prefill); `None` when `prompt` cannot be used (see [`expected_with`]).
+fn after_default_prompt(family: Syntax, text: &str, prompt: &LlamaPrompt) -> Option<String> {
+    let rest = prompt.text.strip_prefix(llama::default_prompt(family)?)?;
+    let generated = text.strip_prefix(prompt.prefill.as_str())?;
+    Some(format!("{rest}{generated}"))
+}
+
+/// llama.cpp's verdict: the family's grammar, else the generation-prompt rule, over what
+/// follows the family's generation prompt (the exchange's own prompt's rest when known).
+fn llama_verdict(
+    family: Syntax,
+    text: &str,
+    tools: Option<&Value>,
+    prompt: Option<&LlamaPrompt>,
+) -> (Outcome, String, Option<&'static str>) {
+    let own = prompt.and_then(|p| Some((after_default_prompt(family, text, p)?, p)));
+    let input = own.as_ref().map_or(text, |(t, _)| t.as_str());
+    let (outcome, why, defect) = llama_by_grammar(family, input, tools)
+        .unwrap_or_else(|| llama_after_prompt(family, input, tools));
+    let why = match own {
+        Some((_, p))
+            if p.text
+                != format!(
+                    "{}{}",
+                    llama::default_prompt(family).unwrap_or(""),
+                    p.prefill
+                ) =>
+        {
+            format!(
+                "{why}; after the exchange's generation prompt {:?} ({})",
+                p.text, p.source
+            )
+        }
+        _ => why,
+    };
+    (outcome, why, defect)
 }
 
 /// llama.cpp's verdict from the family's grammar ([`llama::parse`]); `None` when the family has

@@ -650,8 +650,14 @@ fn plan_fix(
                 .as_ref()
                 .and_then(|p| p.get("chat_template"))
                 .and_then(Value::as_str);
-            let calls = whatif::reparse_calls(&fix.edit, raw, template, request.get("tools"))
-                .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?;
+            let calls = whatif::reparse_calls(
+                &fix.edit,
+                raw,
+                template,
+                request.get("tools"),
+                analysed.llama_prompt.as_ref(),
+            )
+            .map_err(|e| anyhow::anyhow!("--fix {}: {e}", fix.id()))?;
             Plan::Reparse { calls }
         }
         edit => Plan::Resend(

@@ -198,6 +198,25 @@ pub fn assistant_prefill(chat: &Value) -> Option<String> {
     }
 }
 
+/// The generation prompt the session recorded for `raw`'s text: the `/slots`
+/// `params.generation_prompt` of the latest slots-debug annotation with text (the one
+/// [`raw_output`] reads the text from), when `raw` is that text. What llama-server's parser
+/// read in front of the generated text, the assistant prefill included.
+pub fn recorded_generation_prompt(raw: &RawOutput, annotations: &[Annotation]) -> Option<String> {
+    if !matches!(raw.source(), Some(RawSource::SlotsDebug { .. })) {
+        return None;
+    }
+    annotations.iter().rev().find_map(|a| match a {
+        Annotation::RawText {
+            source: RawTextSource::SlotsDebug,
+            text: Some(_),
+            generation_prompt,
+            ..
+        } => Some(generation_prompt.clone().filter(|p| !p.is_empty())),
+        _ => None,
+    })?
+}
+
 /// What the response itself says about the generated text: `__verbose.content` (non-empty),
 /// the sampled token pieces, and for raw completions the generated text.
 #[derive(Default)]

@@ -60,6 +60,19 @@ impl CompiledTemplate {
         }
     }
 
+    /// Under the llama.cpp profile, the render of the closed messages and the generation prompt
+    /// llama-server's parser reads in front of the reply ([`llama::generation_prompt`]); `None`
+    /// under transformers (no parser reads one).
+    pub fn generation_prompt(
+        &self,
+        input: &RenderInput,
+    ) -> Option<Result<(String, String), RenderError>> {
+        match &self.compiled {
+            Compiled::Transformers(_) => None,
+            Compiled::LlamaCpp(t) => Some(llama::generation_prompt(t, input)),
+        }
+    }
+
     /// The profile this template was compiled for.
     pub fn profile(&self) -> Profile {
         self.profile

@@ -375,6 +375,31 @@ impl TemplateSource {
         }
     }
 
+    /// Under a llama.cpp profile ([`Self::profile_for`] of `opts.profile`), the render of
+    /// `input`'s closed messages and the generation prompt llama-server's parser reads in front
+    /// of the reply ([`super::llama::generation_prompt`]), the template and options completed
+    /// as [`Self::render`] completes them; `None` under another profile.
+    pub fn generation_prompt(
+        &self,
+        input: &RenderInput,
+        opts: &RenderOptions,
+    ) -> Option<Result<(String, String), TemplateError>> {
+        let profile = self.renderer(opts).ok()?;
+        if !profile.is_llama_cpp() {
+            return None;
+        }
+        let input = input
+            .clone()
+            .with_default_tokens(self.bos_token.as_deref(), self.eos_token.as_deref());
+        let opts = self.jinja_options(opts, profile);
+        let compiled = match super::compiled::CompiledTemplate::compile(self.select(&input), &opts)
+        {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e.into())),
+        };
+        Some(compiled.generation_prompt(&input)?.map_err(Into::into))
+    }
+
     /// Renders a request `body` with this source as [`Self::render`] does: for a Jinja
     /// template the body read as OpenAI (or Anthropic when `anthropic`) chat
     /// ([`RenderInput`]); for a Go template the body as Ollama reads it. Returns the prompt

@@ -479,3 +479,148 @@ fn harmony_texts_read_as_vllm_and_dynamo_tokenize_them() {
     assert_eq!(calls_of(fin, Engine::Vllm).1, "It is sunny.");
     assert_eq!(calls_of(fin, Engine::Dynamo).1, "It is sunny.");
 }
+
+/// The Qwen3 prefill case (sessions/h-probe-qwen3.jsonl #5, g-stop-in-reasoning.jsonl #1): the
+/// request ends with the assistant prefill `<think>\n`; llama-server continues it, and the
+/// Qwen3 template closes an empty reasoning block before the prefilled content, so the
+/// generation prompt llama.cpp parses in front of the reply is
+/// `<|im_start|>assistant\n<think>\n\n</think>\n\n<think>\n` and the prefill and the reply are
+/// content. Expected value read by hand from llama.cpp's own code: scripts/engines/llama/parse.cpp
+/// (b11434) with Qwen-Qwen3-0.6B.jinja, messages `[user "Is 7 a prime?", assistant
+/// "<think>\n"]`, a get_weather tool and the generated text below printed
+/// `"generation_prompt": "<|im_start|>assistant\n<think>\n\n</think>\n\n<think>\n"` and
+/// `{"content": "<think>\n\nIs 7 a prime? Yes.\n</think>\n\nYes, 7 is prime.",
+/// "reasoning_content": "", "tool_calls": []}`.
+#[test]
+fn llama_cpp_parses_the_exchanges_own_generation_prompt_with_its_prefill() {
+    use toolscope::parser::engines::{LlamaPrompt, expected_with};
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"]}}}]);
+    let generated = "\nIs 7 a prime? Yes.\n</think>\n\nYes, 7 is prime.";
+    // the raw text the inspector replays: the prefill, then what the model generated
+    let text = format!("<think>\n{generated}");
+    let prompt = LlamaPrompt {
+        text: "<|im_start|>assistant\n<think>\n\n</think>\n\n<think>\n".into(),
+        prefill: "<think>\n".into(),
+        source: "llama-server /slots".into(),
+    };
+    let llama = |p: Option<&LlamaPrompt>| {
+        let (_, list) = expected_with(Syntax::Hermes, &text, Some(&tools), p);
+        list.into_iter()
+            .find(|o| o.engine == Engine::LlamaCpp)
+            .unwrap()
+    };
+    let e = llama(Some(&prompt));
+    assert_eq!(
+        e.outcome,
+        Outcome::Content {
+            content: "<think>\n\nIs 7 a prime? Yes.\n</think>\n\nYes, 7 is prime.".into()
+        },
+        "{}",
+        e.why
+    );
+    assert!(
+        e.why.contains("after the exchange's generation prompt"),
+        "{}",
+        e.why
+    );
+    assert!(e.why.contains("llama-server /slots"), "{}", e.why);
+    // without it, the family's (`<|im_start|>assistant\n`) + prefill + reply: the prefill
+    // opens reasoning, which the reply closes
+    match llama(None).outcome {
+        Outcome::Calls {
+            content, reasoning, ..
+        } => {
+            assert_eq!(content, "Yes, 7 is prime.");
+            assert_eq!(reasoning, "Is 7 a prime? Yes.");
+        }
+        other => panic!("{other:?}"),
+    }
+    // the family's own prompt + the prefill is today's verdict, and says nothing more
+    let plain = LlamaPrompt {
+        text: "<|im_start|>assistant\n<think>\n".into(),
+        ..prompt.clone()
+    };
+    let e = llama(Some(&plain));
+    assert_eq!(e.outcome, llama(None).outcome);
+    assert!(!e.why.contains("generation prompt"), "{}", e.why);
+    // a prompt of another template (not starting with the family's), or a text without the
+    // prefill, is not used
+    for p in [
+        LlamaPrompt {
+            text: "<|assistant|>\n<think>\n\n</think>\n\n<think>\n".into(),
+            ..prompt.clone()
+        },
+        LlamaPrompt {
+            prefill: "<think>\nX".into(),
+            ..prompt.clone()
+        },
+    ] {
+        assert_eq!(llama(Some(&p)).outcome, llama(None).outcome, "{p:?}");
+    }
+    // the other engines read the raw text either way
+    let (_, with) = expected_with(Syntax::Hermes, &text, Some(&tools), Some(&prompt));
+    let (_, without) = expected(Syntax::Hermes, &text, Some(&tools));
+    for (a, b) in with.iter().zip(&without).skip(1) {
+        assert_eq!(a.outcome, b.outcome, "{:?}", a.engine);
+    }
+}
+
+/// `parse --engines` with `--template` and a `--tools` request ending with an assistant
+/// prefill: llama.cpp's verdict is for the generation prompt rendered from both under the
+/// llama.cpp profile (the Qwen3 template of sessions/h-probe-qwen3.jsonl, recorded from
+/// llama-server b11434; the same case and driver output as above).
+#[test]
+fn parse_engines_renders_the_requests_generation_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = support::root().join("sessions/h-probe-qwen3.jsonl");
+    let s = toolscope::session::read_session(&session).unwrap();
+    let template = s.header.props.as_ref().unwrap()["chat_template"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tpath = dir.path().join("qwen3.jinja");
+    std::fs::write(&tpath, template).unwrap();
+    let req = dir.path().join("request.json");
+    std::fs::write(
+        &req,
+        json!({"messages": [{"role": "user", "content": "Is 7 a prime?"},
+            {"role": "assistant", "content": "<think>\n"}],
+            "tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+            "required": ["city"]}}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let raw = dir.path().join("raw.txt");
+    std::fs::write(
+        &raw,
+        "<think>\n\nIs 7 a prime? Yes.\n</think>\n\nYes, 7 is prime.",
+    )
+    .unwrap();
+    let o = Command::new(support::bin())
+        .args(["parse", "--engines", "--format", "json", "--template"])
+        .arg(&tpath)
+        .arg("--tools")
+        .arg(&req)
+        .arg(&raw)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let l = &v["engines"]["outcomes"][0];
+    assert_eq!(l["engine"], "llama-cpp");
+    assert_eq!(l["outcome"]["kind"], "content", "{l}");
+    assert_eq!(
+        l["outcome"]["content"],
+        "<think>\n\nIs 7 a prime? Yes.\n</think>\n\nYes, 7 is prime."
+    );
+    assert!(
+        l["why"]
+            .as_str()
+            .unwrap()
+            .contains("local render (llama.cpp@11434)"),
+        "{l}"
+    );
+}

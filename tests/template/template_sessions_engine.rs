@@ -149,3 +149,85 @@ fn transformers_profile_differs_somewhere_on_the_shipped_sessions() {
     }
     assert!(differs > 0);
 }
+
+/// The generation prompt llama.cpp parses in front of the reply
+/// (`analysis::template::llama_prompt`, what the Replay pane's engines view gives llama.cpp),
+/// derived without the recorded one: on every shipped exchange whose `/slots` annotation
+/// recorded llama-server's own `params.generation_prompt` (the real server's, prefilled
+/// `<think>\n` exchanges included), the one read from the server's render after toolscope's
+/// render of the closed messages, and toolscope's own render under the llama.cpp profile alone
+/// (gen-prompt render minus no-gen-prompt render, a prefill continued), are that prompt.
+#[test]
+fn derived_generation_prompts_are_the_ones_llama_server_recorded() {
+    use toolscope::analysis::template::llama_prompt;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sessions");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let (mut checked, mut prefilled) = (Vec::new(), 0);
+    for f in &files {
+        let s = read_session(f).unwrap();
+        let Some(props) = s.header.props.as_ref() else {
+            continue;
+        };
+        let source = TemplateSource::from_props(props).unwrap();
+        for ex in &s.exchanges {
+            let anns = s.annotations.get(&ex.id).cloned().unwrap_or_default();
+            let Some(recorded) = anns.iter().rev().find_map(|a| match a {
+                Annotation::RawText {
+                    text: Some(_),
+                    generation_prompt: Some(p),
+                    ..
+                } if !p.is_empty() => Some(p.clone()),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let id = format!("{}#{}", f.file_name().unwrap().to_string_lossy(), ex.id);
+            let req = ex.request_json();
+            let raw = toolscope::stream::raw::raw_output(ex, &anns);
+            let server = toolscope::analysis::server_render(ex, &anns).and_then(|r| r.prompt);
+            let p = llama_prompt(ex, req.as_ref(), &raw, &anns, None, Some(&source)).unwrap();
+            assert_eq!(p.source, "llama-server /slots", "{id}");
+            assert_eq!(p.text, recorded, "{id}: recorded");
+            // without the recorded prompt: the slots text kept as a verbose one would be
+            let others: Vec<Annotation> = anns
+                .iter()
+                .filter(|a| !matches!(a, Annotation::RawText { .. }))
+                .cloned()
+                .collect();
+            let text = raw.models_text().unwrap().to_owned();
+            let prefill = match &raw {
+                toolscope::stream::raw::RawOutput::Text { prefill, .. } => prefill.clone(),
+                _ => unreachable!(),
+            };
+            let bare = toolscope::stream::raw::RawOutput::Text {
+                text,
+                source: toolscope::stream::raw::RawSource::Verbose,
+                pieces: None,
+                prefill: prefill.clone(),
+            };
+            let local = llama_prompt(ex, req.as_ref(), &bare, &others, None, Some(&source))
+                .unwrap_or_else(|| panic!("{id}: no local render"));
+            assert_eq!(local.source, "local render (llama.cpp@11434)", "{id}");
+            assert_eq!(local.text, recorded, "{id}: local render");
+            if let Some(sp) = server.as_deref() {
+                let from_server =
+                    llama_prompt(ex, req.as_ref(), &bare, &others, Some(sp), Some(&source))
+                        .unwrap();
+                assert_eq!(from_server.source, "server render", "{id}");
+                assert_eq!(from_server.text, recorded, "{id}: server render");
+            }
+            prefilled += usize::from(!prefill.is_empty());
+            checked.push(id);
+        }
+    }
+    eprintln!("generation prompts derived as recorded: {checked:?}");
+    assert!(checked.len() >= 10, "{checked:?}");
+    // the three prefilled `<think>\n` exchanges and the prefilled HTTP 500 one
+    assert!(prefilled >= 4, "{prefilled} prefilled");
+}

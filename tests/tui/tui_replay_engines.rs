@@ -9,8 +9,8 @@
 //! engines' own code on every shipped session's exchange with raw text and a call family
 //! (tests/e2e/shipped_views.rs; docs/parser.md "Checked against the engines' own code"):
 //! llama.cpp by its `llama-parse` drivers with the session's template and the request's messages
-//! and tools (38 verdicts on 19 texts, 32 agree; the three prefilled `<think>\n` exchanges are
-//! listed differences), vLLM and SGLang by their wheels (38 on 19, all agree), Dynamo by
+//! and tools (38 verdicts on 19 texts, all agree: the view gives llama.cpp each exchange's own
+//! generation prompt), vLLM and SGLang by their wheels (38 on 19, all agree), Dynamo by
 //! `dynamo-parse` (19 on 19, all agree). This session's llama.cpp row is one of them.
 
 use crate::support;

@@ -138,99 +138,84 @@ pub fn parse(family: Syntax, text: &str, tools: &[Tool]) -> Option<Result<Messag
     Some(Ok(m.msg))
 }
 
-/// The generation prompt the corpus template ends with (llama.cpp parses prompt + reply,
-/// common/chat.cpp:1465) and the grammar (b11434 and b11312 build the same for these).
+/// The generation prompt the family's corpus template ends with (`<|im_start|>assistant\n`
+/// for Qwen3): what llama.cpp parses in front of the reply (common/chat.cpp:1465) when the
+/// exchange's own is not known, and the prefix its parser starts with (the generation prompt up
+/// to the reasoning start, chat-auto-parser-generator.cpp:134). Measured with
+/// scripts/engines/llama/parse.cpp (`generation_prompt`) on both releases. `None`: not modelled.
+pub fn default_prompt(family: Syntax) -> Option<&'static str> {
+    use Syntax as S;
+    Some(match family {
+        S::Hermes => "<|im_start|>assistant\n",
+        S::Llama3 => "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        S::Mistral => "",
+        S::CommandR7b => "",
+        S::MiniMaxM1 => "<beginning_of_sentence>ai name=assistant\n",
+        S::Apertus => "<|assistant_start|>",
+        S::GigaChat3 => "assistant<|role_sep|>\n",
+        S::Glm45 => "<|assistant|>",
+        S::SeedOss => "<seed:bos>assistant\n",
+        S::Qwen3Coder => "<|im_start|>assistant\n",
+        S::GptOss => "<|start|>assistant",
+        S::MuseGlimmer => "<|start|>assistant",
+        S::DeepSeekV32 => "<｜Assistant｜><think>",
+        S::Lfm2 => "<|im_start|>assistant\n",
+        S::KimiK2 => "<|im_assistant|>assistant<|im_middle|>",
+        S::Granite => "<|start_of_role|>assistant<|end_of_role|>",
+        S::MiniMaxM3 => "]~b]ai\n",
+        // families without a modelled grammar (the generation-prompt rule)
+        S::AnthropicXml => "]~b]ai\n<think>\n",
+        S::DeepSeekV3 => "<｜Assistant｜><think>\n",
+        S::MiniCpm5 => "<|im_start|>assistant\n<think>\n",
+        S::NemotronV2 => "<SPECIAL_11>Assistant\n<think>\n",
+        S::KimiK3 => "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>",
+        S::Gemma4 => "<|turn>model\n",
+        _ => return None,
+    })
+}
+
+/// The family's generation prompt ([`default_prompt`]) and its grammar (b11434 and b11312 build
+/// the same for these); `None` for a family without a modelled grammar.
 fn grammar(family: Syntax, tools: &[Tool]) -> Option<(&'static str, Grammar)> {
     use Syntax as S;
     let mut g = Grammar::default();
-    let prompt = match family {
-        S::Hermes => {
-            g.root = hermes(&mut g, tools);
-            "<|im_start|>assistant\n"
-        }
-        S::Llama3 => {
-            g.root = llama3(&mut g, tools);
-            "<|start_header_id|>assistant<|end_header_id|>\n\n"
-        }
-        S::Mistral => {
-            g.root = mistral(&mut g, tools);
-            ""
-        }
-        S::CommandR7b => {
-            g.root = command_r7b(&mut g, tools);
-            ""
-        }
-        S::MiniMaxM1 => {
-            g.root = json_section(
-                &mut g,
-                tools,
-                "<beginning_of_sentence>ai name=assistant\n",
-                "<tool_calls>\n",
-                "",
-                "</tool_calls>",
-                JsonTool::Flat("name", "arguments", None, false),
-            );
-            "<beginning_of_sentence>ai name=assistant\n"
-        }
-        S::Apertus => {
-            g.root = json_section(
-                &mut g,
-                tools,
-                "<|assistant_start|>",
-                "<|tools_prefix|>",
-                "[",
-                "]<|tools_suffix|>",
-                JsonTool::NameIsKey,
-            );
-            "<|assistant_start|>"
-        }
-        S::GigaChat3 => {
-            g.root = gigachat3(&mut g, tools);
-            "assistant<|role_sep|>\n"
-        }
-        S::Glm45 => {
-            g.root = tagged(&mut g, tools, &GLM45);
-            "<|assistant|>"
-        }
-        S::SeedOss => {
-            g.root = tagged(&mut g, tools, &SEED_OSS);
-            "<seed:bos>assistant\n"
-        }
-        S::Qwen3Coder => {
-            g.root = qwen3_coder(&mut g, tools);
-            "<|im_start|>assistant\n"
-        }
-        S::GptOss => {
-            g.root = gpt_oss(&mut g, tools);
-            "<|start|>assistant"
-        }
-        S::MuseGlimmer => {
-            g.root = muse_glimmer(&mut g, tools);
-            "<|start|>assistant"
-        }
-        S::DeepSeekV32 => {
-            g.root = deepseek_v32(&mut g, tools);
-            "<｜Assistant｜><think>"
-        }
-        S::Lfm2 => {
-            g.root = lfm2(&mut g, tools);
-            "<|im_start|>assistant\n"
-        }
-        S::KimiK2 => {
-            g.root = kimi_k2(&mut g, tools);
-            "<|im_assistant|>assistant<|im_middle|>"
-        }
-        S::Granite => {
-            g.root = granite(&mut g);
-            "<|start_of_role|>assistant<|end_of_role|>"
-        }
-        S::MiniMaxM3 => {
-            g.root = minimax_m3(&mut g, tools);
-            "]~b]ai\n"
-        }
+    g.root = match family {
+        S::Hermes => hermes(&mut g, tools),
+        S::Llama3 => llama3(&mut g, tools),
+        S::Mistral => mistral(&mut g, tools),
+        S::CommandR7b => command_r7b(&mut g, tools),
+        S::MiniMaxM1 => json_section(
+            &mut g,
+            tools,
+            "<beginning_of_sentence>ai name=assistant\n",
+            "<tool_calls>\n",
+            "",
+            "</tool_calls>",
+            JsonTool::Flat("name", "arguments", None, false),
+        ),
+        S::Apertus => json_section(
+            &mut g,
+            tools,
+            "<|assistant_start|>",
+            "<|tools_prefix|>",
+            "[",
+            "]<|tools_suffix|>",
+            JsonTool::NameIsKey,
+        ),
+        S::GigaChat3 => gigachat3(&mut g, tools),
+        S::Glm45 => tagged(&mut g, tools, &GLM45),
+        S::SeedOss => tagged(&mut g, tools, &SEED_OSS),
+        S::Qwen3Coder => qwen3_coder(&mut g, tools),
+        S::GptOss => gpt_oss(&mut g, tools),
+        S::MuseGlimmer => muse_glimmer(&mut g, tools),
+        S::DeepSeekV32 => deepseek_v32(&mut g, tools),
+        S::Lfm2 => lfm2(&mut g, tools),
+        S::KimiK2 => kimi_k2(&mut g, tools),
+        S::Granite => granite(&mut g),
+        S::MiniMaxM3 => minimax_m3(&mut g, tools),
         _ => return None,
     };
-    Some((prompt, g))
+    Some((default_prompt(family)?, g))
 }
 
 /// How a JSON tool call object is laid out (common/chat-peg-parser.cpp `standard_json_tools`).

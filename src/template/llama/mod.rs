@@ -675,7 +675,68 @@ fn format_date(now: &time::OffsetDateTime, fmt: &str) -> String {
 /// call arguments as JSON"), and render errors — wrapped in [`REFUSAL_PREFIX`] unless the
 /// template has a hand-written llama.cpp format.
 pub fn render(tmpl: &LlamaTemplate, input: &RenderInput) -> Result<String, RenderError> {
-    let (now, vocab) = (tmpl.now, tmpl.vocab);
+    let (ctx, continue_msg) = prepare(tmpl, input)?;
+    let src = tmpl.source();
+    let wrap = |e: RenderError| refusal(src, e);
+    let mut prompt = tmpl
+        .render_plain(&Value::Object(ctx.clone()))
+        .map_err(wrap)?;
+    if let Some(msg) = continue_msg {
+        prompt.push_str(&continued(tmpl, ctx, &prompt, &msg)?);
+    }
+    Ok(without_vocab_tokens(tmpl, input, prompt))
+}
+
+/// The generation prompt llama-server's parser reads in front of the reply for `input`
+/// (`common_chat_params::generation_prompt`, parsed as `generation_prompt + reply`,
+/// common/chat.cpp:1465, build 11434): the render with `add_generation_prompt` minus the render
+/// without it (`common_chat_template_generation_prompt_impl`, chat.cpp:974-994); for a request
+/// ending with an assistant prefill, continued as llama-server continues it
+/// (chat.cpp:1258-1276, chat-auto-parser-generator.cpp:45-60): that prompt up to the template's
+/// reasoning start, the reasoning start, the prefilled reasoning, the reasoning end, then the
+/// prefilled content (Qwen3 with the prefill `<think>\n`:
+/// `<|im_start|>assistant\n<think>\n\n</think>\n\n<think>\n`). Returns (the render of the
+/// closed messages, without the generation prompt; the generation prompt).
+///
+/// Errors: as [`render`].
+pub fn generation_prompt(
+    tmpl: &LlamaTemplate,
+    input: &RenderInput,
+) -> Result<(String, String), RenderError> {
+    let (mut ctx, continue_msg) = prepare(tmpl, input)?;
+    let src = tmpl.source();
+    ctx.remove("add_generation_prompt");
+    let closed = tmpl
+        .render_plain(&Value::Object(ctx.clone()))
+        .map_err(|e| refusal(src, e))?;
+    let gen_prompt = match continue_msg {
+        Some(msg) => continued(tmpl, ctx, &closed, &msg)?,
+        None => {
+            ctx.insert("add_generation_prompt".into(), json!(true));
+            let with = tmpl
+                .render_plain(&Value::Object(ctx))
+                .map_err(|e| refusal(src, e))?;
+            let common = common_prefix(&closed, &with);
+            with[common..].to_owned()
+        }
+    };
+    Ok((without_vocab_tokens(tmpl, input, closed), gen_prompt))
+}
+
+/// The length of the common prefix of `a` and `b`, at a char boundary.
+fn common_prefix(a: &str, b: &str) -> usize {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    (0..=n).rev().find(|&i| b.is_char_boundary(i)).unwrap_or(0)
+}
+
+/// The render context for `input` (request parsing, messages rebuilt and normalised, the
+/// workarounds; `add_generation_prompt` set when it applies) and the assistant prefill the
+/// server continues, when the request ends with one.
+fn prepare(
+    tmpl: &LlamaTemplate,
+    input: &RenderInput,
+) -> Result<(Map<String, Value>, Option<Value>), RenderError> {
+    let now = tmpl.now;
     let src = tmpl.source();
     let req = input.request.as_ref();
     let raw_messages = req
@@ -711,13 +772,13 @@ pub fn render(tmpl: &LlamaTemplate, input: &RenderInput) -> Result<String, Rende
     if add_generation_prompt {
         ctx.insert("add_generation_prompt".into(), json!(true));
     }
-    let wrap = |e: RenderError| refusal(src, e);
-    let mut prompt = tmpl
-        .render_plain(&Value::Object(ctx.clone()))
-        .map_err(wrap)?;
-    if let Some(msg) = continue_msg {
-        prompt.push_str(&continued(tmpl, ctx, &prompt, &msg)?);
-    }
+    Ok((ctx, continue_msg))
+}
+
+/// `prompt` without a leading `bos_token` when the vocabulary adds BOS itself, and a trailing
+/// `eos_token` when it adds EOS (common_chat_template_direct_apply_impl).
+fn without_vocab_tokens(tmpl: &LlamaTemplate, input: &RenderInput, mut prompt: String) -> String {
+    let vocab = tmpl.vocab;
     let bos = input.bos_token.as_deref().unwrap_or("");
     if vocab.add_bos && prompt.starts_with(bos) {
         prompt.drain(..bos.len());
@@ -726,7 +787,7 @@ pub fn render(tmpl: &LlamaTemplate, input: &RenderInput) -> Result<String, Rende
     if vocab.add_eos && prompt.ends_with(eos) {
         prompt.truncate(prompt.len() - eos.len());
     }
-    Ok(prompt)
+    prompt
 }
 
 /// A render error as llama-server reports it: wrapped in [`REFUSAL_PREFIX`] unless the template
@@ -995,12 +1056,8 @@ fn continued(
     let with_gen_prompt = tmpl
         .render_plain(&Value::Object(with_gen))
         .map_err(|e| refusal(src, e))?;
-    let common = prompt
-        .bytes()
-        .zip(with_gen_prompt.bytes())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut gen_prompt = with_gen_prompt.get(common..).unwrap_or("").to_owned();
+    let common = common_prefix(prompt, &with_gen_prompt);
+    let mut gen_prompt = with_gen_prompt[common..].to_owned();
     let content = match msg.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(p)) => concat_parts(p),

@@ -118,7 +118,7 @@ pub fn verdicts(a: &AnalysedExchange) -> Option<Verdicts> {
     } else {
         "from the calls read"
     };
-    let (ours, engines) = engines::expected(family, text, tools);
+    let (ours, engines) = engines::expected_with(family, text, tools, a.llama_prompt.as_ref());
     Some(Verdicts {
         family,
         how,
