@@ -80,6 +80,8 @@ pub enum Rule {
     ToolCallArgsDoneMismatch,
     #[serde(rename = "input.tool_dropped")]
     InputToolDropped,
+    #[serde(rename = "input.request_refused")]
+    InputRequestRefused,
     #[serde(rename = "finish.mismatch")]
     FinishMismatch,
     #[serde(rename = "parser.chunking_divergence")]
@@ -140,6 +142,7 @@ impl Rule {
         Rule::StreamCutEvent,
         Rule::ToolCallArgsDoneMismatch,
         Rule::InputToolDropped,
+        Rule::InputRequestRefused,
         Rule::FinishMismatch,
         Rule::ParserChunkingDivergence,
         Rule::ServerParseError,
@@ -188,6 +191,7 @@ impl Rule {
             Rule::StreamCutEvent => "stream.cut_event",
             Rule::ToolCallArgsDoneMismatch => "tool_call.args_done_mismatch",
             Rule::InputToolDropped => "input.tool_dropped",
+            Rule::InputRequestRefused => "input.request_refused",
             Rule::FinishMismatch => "finish.mismatch",
             Rule::ParserChunkingDivergence => "parser.chunking_divergence",
             Rule::ServerParseError => "server.parse_error",

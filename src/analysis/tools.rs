@@ -77,21 +77,49 @@ pub fn entries(request: Option<&Value>) -> Vec<ToolEntry> {
 /// The tools of a Responses request (`tools[]`, every type: `function`, `custom`,
 /// `namespace`, `web_search`, …), each marked when llama-server's conversion drops it
 /// ([`crate::template::responses::responses_to_chat`]). A tool without a `name` is shown by its
-/// type (`(web_search)`). Empty without tools.
+/// type (`(web_search)`). Then the tools of `additional_tools` input items (Codex CLI's way of
+/// sending them under some models; `/input/N/tools/M`), each marked as refused: llama-server's
+/// conversion does not know that item and answers HTTP 400 (tools/server/server-chat.cpp:257,
+/// b11434). Empty without tools.
 pub fn responses_entries(request: Option<&Value>) -> Vec<ToolEntry> {
     let Some(req) = request else {
         return Vec::new();
     };
-    let Some(list) = req.get("tools").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    let dropped = crate::template::responses::responses_to_chat(req)
-        .map(|c| c.dropped)
+    let converted = crate::template::responses::responses_to_chat(req);
+    let dropped = converted
+        .as_ref()
+        .map(|c| c.dropped.clone())
         .unwrap_or_default();
-    list.iter()
+    let mut lists: Vec<(String, &Vec<Value>)> = Vec::new();
+    if let Some(list) = req.get("tools").and_then(Value::as_array) {
+        lists.push(("/tools".to_owned(), list));
+    }
+    for (i, item) in req
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .enumerate()
-        .map(|(i, t)| {
-            let pointer = format!("/tools/{i}");
+    {
+        if item.get("type").and_then(Value::as_str) == Some("additional_tools")
+            && let Some(list) = item.get("tools").and_then(Value::as_array)
+        {
+            lists.push((format!("/input/{i}/tools"), list));
+        }
+    }
+    let refused = |pointer: &str| {
+        (pointer.starts_with("/input/") && converted.is_err()).then(|| {
+            "in an `additional_tools` input item, which llama-server's /v1/responses conversion does not read: the request is refused (HTTP 400 \"Cannot determine type of 'item'\")".to_owned()
+        })
+    };
+    lists
+        .into_iter()
+        .flat_map(|(at, list)| {
+            list.iter()
+                .enumerate()
+                .map(move |(i, t)| (format!("{at}/{i}"), t))
+        })
+        .map(|(pointer, t)| {
             let str_of = |k: &str| t.get(k).and_then(Value::as_str);
             let ty = str_of("type").unwrap_or("");
             ToolEntry {
@@ -111,7 +139,8 @@ pub fn responses_entries(request: Option<&Value>) -> Vec<ToolEntry> {
                 dropped: dropped
                     .iter()
                     .find(|d| d.pointer == pointer)
-                    .map(crate::template::responses::Dropped::describe),
+                    .map(crate::template::responses::Dropped::describe)
+                    .or_else(|| refused(&pointer)),
                 pointer,
             }
         })

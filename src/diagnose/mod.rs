@@ -460,6 +460,7 @@ pub fn check_exchange_traced(
     out.extend(rules::input::dropped_tools(cx));
     out.extend(rules::schema::loss(cx));
     out.extend(rules::responses::tool_dropped(cx));
+    out.extend(rules::responses::request_refused(cx));
     out.extend(rules::input::dropped_messages(cx));
     out.extend(rules::tokens::bos_duplicate(cx));
     out.extend(rules::tokens::markers(cx));

@@ -12,6 +12,7 @@ mod check_inputs;
 mod check_sessions;
 mod check_vocab;
 mod claude_code_fixture;
+mod codex_additional_tools;
 mod diagnose_probe_offline;
 mod diff_cli;
 mod docs_fixes;

@@ -7,7 +7,7 @@ use crate::diagnose::ExchangeContext;
 use crate::finding::{Evidence, Finding, Pane, Rule};
 use crate::session::Api;
 use crate::session::ServerKind;
-use crate::template::responses::{DroppedKind, responses_to_chat};
+use crate::template::responses::{ConvertErrorKind, DroppedKind, responses_to_chat};
 
 /// `input.tool_dropped`: one finding per tool (or request part) of a Responses request that
 /// llama-server's conversion drops without an error — a tool whose `type` is not `function`
@@ -63,6 +63,107 @@ pub fn tool_dropped(cx: &ExchangeContext) -> Vec<Finding> {
             })
         })
         .collect()
+}
+
+/// `input.request_refused`: a Responses request llama-server's conversion refuses
+/// ([`responses_to_chat`]'s error, one of the `throw std::invalid_argument` of
+/// tools/server/server-chat.cpp, build 11434): the server answers HTTP 400
+/// `invalid_request_error` before a prompt is rendered, so no model ever runs. The message
+/// names the offending part (JSON Pointer), the server's own words and the source line, and
+/// says whether the recorded response is that refusal. Codex CLI under a model it has metadata
+/// for sends its tools as an `additional_tools` input item, which the conversion does not know
+/// (`Cannot determine type of 'item'`, :257). Applies when the engine is llama-server or unknown
+/// (a bare pair). Evidence: pane Findings (pane Tools for an `additional_tools` item), the
+/// pointer.
+pub fn request_refused(cx: &ExchangeContext) -> Vec<Finding> {
+    if cx.api != Api::Responses
+        || cx
+            .engine
+            .as_ref()
+            .is_some_and(|e| !matches!(e, ServerKind::LlamaServer) && !e.is_unknown())
+    {
+        return Vec::new();
+    }
+    let Some(req) = cx.request.as_ref() else {
+        return Vec::new();
+    };
+    let Err(e) = responses_to_chat(req) else {
+        return Vec::new();
+    };
+    let said = e.kind.server_message();
+    let answered = cx.status == Some(400)
+        && cx
+            .response_json
+            .as_ref()
+            .and_then(|r| r.pointer("/error/message"))
+            .and_then(serde_json::Value::as_str)
+            == Some(said);
+    let item_type = req
+        .pointer(&e.pointer)
+        .and_then(|v| v.get("type"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let what = match (e.kind, item_type) {
+        (ConvertErrorKind::UnknownItem, "") => "an input item without a `type`".to_owned(),
+        (ConvertErrorKind::UnknownItem, t) => format!("an input item of type `{t}`"),
+        _ => format!(
+            "`{}`",
+            if e.pointer.is_empty() {
+                "/"
+            } else {
+                &e.pointer
+            }
+        ),
+    };
+    let message = format!(
+        "llama-server refuses this Responses request: converting it to a chat request stops at {} ({}): \"{said}\" (tools/server/server-chat.cpp:{}, b11434), HTTP 400 before any prompt is rendered{}",
+        if e.pointer.is_empty() {
+            "the body"
+        } else {
+            &e.pointer
+        },
+        what,
+        e.kind.source_line(),
+        if answered {
+            "; the recorded response is exactly that refusal"
+        } else {
+            ""
+        }
+    );
+    let hint = match (e.kind, item_type) {
+        (ConvertErrorKind::UnknownItem, "additional_tools") => {
+            "the tools are in an `additional_tools` input item, which llama-server does not read: Codex CLI sends them so under a model it has metadata for; give Codex the server's model name (`-c model=…`; `toolscope run codex` sets it), so it sends top-level `tools`, or serve it from an engine that reads `additional_tools`"
+        }
+        (ConvertErrorKind::UnknownItem, _) => {
+            "llama-server reads five input item shapes (a message with a role, `function_call`, `function_call_output`, `reasoning` with `summary`): send the item as one of them, or leave it out"
+        }
+        (ConvertErrorKind::PreviousResponseId, _) => {
+            "llama-server keeps no responses: send the whole conversation in `input` (and `store: false`) instead of `previous_response_id`"
+        }
+        (
+            ConvertErrorKind::ReasoningContentNotArray
+            | ConvertErrorKind::ReasoningContentEmpty
+            | ConvertErrorKind::ReasoningTextNotString,
+            _,
+        ) => {
+            "llama-server reads a reasoning item only with its text in `content[0].text`: send the reasoning that way, or leave reasoning items out of `input`"
+        }
+        _ => {
+            "change the part of the request at the pointer to the shape the server's message asks for"
+        }
+    };
+    let pane = if item_type == "additional_tools" {
+        Pane::Tools
+    } else {
+        Pane::Findings
+    };
+    vec![
+        Finding::new(Rule::InputRequestRefused, message, hint).with_evidence(Evidence {
+            pane: Some(pane),
+            pointer: Some(e.pointer.clone()),
+            ..Default::default()
+        }),
+    ]
 }
 
 #[cfg(test)]
