@@ -3,7 +3,11 @@
 //! * throughput of the auto parser on a 10 MB mixed stream (prose with `<`, `[` and code,
 //!   reasoning blocks, calls in several syntaxes), one-shot and fed in 16-byte chunks;
 //! * time to scrub to a random step of a 100,000-step trace (`Trace::state_at`, O(1)), and to
-//!   resume a live parser there (`Trace::parser_at`, snapshot + ≤256 chunks re-fed).
+//!   resume a live parser there (`Trace::parser_at`, snapshot + ≤256 chunks re-fed);
+//! * the engines' verdicts (`parser::engines::expected`, what `parse --engines` and the Replay
+//!   `e` view compute) on a 1 MB code answer full of `{` and `}` and no call, per family that
+//!   looks for calls inside prose (hermes through Dynamo's bare-JSON read, llama3): the search
+//!   for a call object in prose once cost O(n²) (39.9 s on 90 KB in a debug build).
 //!
 //! Goals (issue 5): ≥ 200 MB/s; ≤ 1 ms per scrub.
 //!
@@ -79,6 +83,7 @@ fn main() {
         println!("fixed: {} calls", out.tool_calls.len());
         return;
     }
+    engines_verdicts();
     let text = mixed(10 * 1024 * 1024);
     let mb = text.len() as f64 / (1024.0 * 1024.0);
 
@@ -182,4 +187,25 @@ fn main() {
         avg * 1e6,
         worst * 1e6
     );
+}
+
+/// The engines' verdicts on a 1 MB code answer (braces everywhere, no call), per family.
+fn engines_verdicts() {
+    let line = "fn f(v: &[u8]) -> Option<u8> { if v.is_empty() { None } else { Some(v[0]) } }\n";
+    let text = line.repeat(1024 * 1024 / line.len());
+    let mb = text.len() as f64 / (1024.0 * 1024.0);
+    for family in [
+        toolscope::parser::Syntax::Hermes,
+        toolscope::parser::Syntax::Llama3,
+    ] {
+        let t0 = Instant::now();
+        let (_, out) = toolscope::parser::engines::expected(family, black_box(&text), None);
+        let dt = t0.elapsed().as_secs_f64();
+        println!(
+            "engines' verdicts, {} family, {mb:.1} MB code answer: {:.1} ms ({} engines)",
+            family.name(),
+            dt * 1e3,
+            out.len()
+        );
+    }
 }

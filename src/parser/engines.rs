@@ -1201,22 +1201,38 @@ fn in_prose(
         Syntax::MuseGlimmer => " to=",
         _ => return None,
     };
+    // Candidate ends, the same for every opener: the positions right after a `}`, `]` or `>`
+    // (ASCII, so always char boundaries), ascending; an opener at `at` tries the 64 last ones
+    // past it, longest first. Computed once, so each opener costs no scan of the rest.
+    let ends: Vec<usize> = text
+        .bytes()
+        .enumerate()
+        .filter(|(_, b)| matches!(b, b'}' | b']' | b'>'))
+        .map(|(i, _)| i + 1)
+        .collect();
+    // llama3_json takes an object with "name" and "parameters" / "arguments" only: where each
+    // key stands, so a candidate without one is skipped without searching it
+    let keys: Vec<(Vec<usize>, usize)> = if family == Syntax::Llama3 {
+        ["\"parameters\"", "\"arguments\""]
+            .iter()
+            .map(|k| (text.match_indices(k).map(|(i, _)| i).collect(), k.len()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // `text[at..end]` holds a key: its first occurrence at or after `at` ends by `end`
+    let has_key = |at: usize, end: usize| {
+        keys.iter().any(|(starts, len)| {
+            let i = starts.partition_point(|&s| s < at);
+            starts.get(i).is_some_and(|&s| s + len <= end)
+        })
+    };
     let mut from = 0;
     while let Some(i) = text[from..].find(open) {
         let at = from + i;
-        let ends: Vec<usize> = (at + 1..=text.len())
-            .rev()
-            .filter(|&e| text.is_char_boundary(e))
-            .filter(|&e| text[..e].ends_with(['}', ']', '>']))
-            .take(64)
-            .collect();
-        for end in ends {
+        for &end in ends.iter().rev().take_while(|&&e| e > at).take(64) {
             let sub = &text[at..end];
-            // llama3_json takes an object with "name" and "parameters" / "arguments" only
-            if family == Syntax::Llama3
-                && !sub.contains("\"parameters\"")
-                && !sub.contains("\"arguments\"")
-            {
+            if family == Syntax::Llama3 && !has_key(at, end) {
                 continue;
             }
             let read = parse(sub, Some(family), tools);
