@@ -16,13 +16,14 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
 use toolscope::parser::Syntax;
 use toolscope::parser::engines::{Engine, Outcome, expected, parsers};
+
+use crate::verdicts::Verdict;
 
 fn cache() -> PathBuf {
     std::env::var_os("TOOLSCOPE_CACHE")
@@ -67,78 +68,28 @@ fn tiktoken_base() -> PathBuf {
 /// Runs the driver with `parser` on `texts` (`mode`: frontend | batch).
 fn run_driver(driver: &Path, parser: &str, mode: &str, tools: &Value, texts: &[&str]) -> Value {
     let req = json!({"parser": parser, "mode": mode, "tools": tools, "texts": texts});
-    let mut child = Command::new(driver)
-        .env("TIKTOKEN_ENCODINGS_BASE", tiktoken_base())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(req.to_string().as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "{} ({parser}) failed: {}",
-        driver.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
+    crate::verdicts::pipe_json(
+        Command::new(driver).env("TIKTOKEN_ENCODINGS_BASE", tiktoken_base()),
+        &req,
+        &format!("{} ({parser})", driver.display()),
+    )
 }
 
-/// (calls as (name, arguments), content trimmed) or an error.
-#[derive(Debug, Clone, PartialEq)]
-enum Verdict {
-    Message {
-        calls: Vec<(String, Value)>,
-        content: String,
-    },
-    Error,
-}
-
+/// toolscope's verdict; an error's text is not compared.
 fn predicted(o: &Outcome) -> Verdict {
-    match o {
-        Outcome::Calls {
-            content,
-            tool_calls,
-            ..
-        } => Verdict::Message {
-            calls: tool_calls
-                .iter()
-                .map(|c| (c.name.clone(), c.arguments.clone()))
-                .collect(),
-            content: content.trim().to_string(),
-        },
-        Outcome::Content { content } => Verdict::Message {
-            calls: Vec::new(),
-            content: content.trim().to_string(),
-        },
-        Outcome::Error { .. } => Verdict::Error,
-    }
+    crate::verdicts::predicted(o).any_error()
 }
 
 /// The driver's result for one text; argument text that is not JSON stays that text.
 fn real(r: &Value) -> Verdict {
     if !r["error"].is_null() {
-        return Verdict::Error;
+        return Verdict::Error(String::new());
     }
-    Verdict::Message {
-        calls: r["tool_calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                let a = c["arguments"].as_str().unwrap_or("");
-                let args = serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.into()));
-                (c["name"].as_str().unwrap_or("").to_string(), args)
-            })
-            .collect(),
-        content: r["content"].as_str().unwrap_or("").trim().to_string(),
-    }
+    Verdict::from_driver(
+        &r["tool_calls"],
+        &r["content"],
+        crate::verdicts::json_or_text,
+    )
 }
 
 /// The share of verdicts that must agree (measured; see docs/parser.md "Dynamo").

@@ -14,13 +14,14 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
 use toolscope::parser::Syntax;
-use toolscope::parser::engines::{Engine, Outcome, expected};
+use toolscope::parser::engines::{Engine, expected};
+
+pub use crate::verdicts::{Verdict, json_or_text, predicted};
 
 /// The corpus template (`$TOOLSCOPE_CORPUS/NAME`) llama-server is started with for each corpus
 /// family. Families with none: `functiongemma` and `pythonic` (no template in the corpus teaches
@@ -104,59 +105,11 @@ pub fn run_driver(
         "tools": tools,
         "texts": texts,
     });
-    let mut child = Command::new(driver)
-        .arg(template)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(req.to_string().as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "{} {} failed: {}",
-        driver.display(),
-        template.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// (calls as (name, arguments), content trimmed) or the HTTP 500 message.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
-    Message {
-        calls: Vec<(String, Value)>,
-        content: String,
-    },
-    Error(String),
-}
-
-pub fn predicted(o: &Outcome) -> Verdict {
-    match o {
-        Outcome::Calls {
-            content,
-            tool_calls,
-            ..
-        } => Verdict::Message {
-            calls: tool_calls
-                .iter()
-                .map(|c| (c.name.clone(), c.arguments.clone()))
-                .collect(),
-            content: content.trim().to_string(),
-        },
-        Outcome::Content { content } => Verdict::Message {
-            calls: Vec::new(),
-            content: content.trim().to_string(),
-        },
-        Outcome::Error { message, .. } => Verdict::Error(message.clone()),
-    }
+    crate::verdicts::pipe_json(
+        Command::new(driver).arg(template),
+        &req,
+        &format!("{} {}", driver.display(), template.display()),
+    )
 }
 
 /// The driver's result for one text; arguments that are not JSON stay that text.
@@ -164,19 +117,7 @@ pub fn real(r: &Value) -> Verdict {
     if let Some(e) = r.get("error") {
         return Verdict::Error(e.as_str().unwrap_or("").to_string());
     }
-    Verdict::Message {
-        calls: r["tool_calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                let a = c["arguments"].as_str().unwrap_or("");
-                let args = serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.into()));
-                (c["name"].as_str().unwrap_or("").to_string(), args)
-            })
-            .collect(),
-        content: r["content"].as_str().unwrap_or("").trim().to_string(),
-    }
+    Verdict::from_driver(&r["tool_calls"], &r["content"], json_or_text)
 }
 
 #[test]

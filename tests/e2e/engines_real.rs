@@ -20,6 +20,8 @@ use serde_json::Value;
 use toolscope::parser::Syntax;
 use toolscope::parser::engines::{Engine, Outcome, expected};
 
+use crate::verdicts::Verdict;
+
 /// The engines' venv python, or a skip (a failure under TOOLSCOPE_REQUIRE_SETUP).
 fn engines_python() -> Option<PathBuf> {
     let cache = std::env::var_os("TOOLSCOPE_CACHE")
@@ -67,35 +69,9 @@ fn run_engines(py: &Path, corpus: &Path) -> Value {
     v["results"].clone()
 }
 
-/// (calls as (name, arguments), content trimmed) or an error.
-#[derive(Debug, Clone, PartialEq)]
-enum Verdict {
-    Message {
-        calls: Vec<(String, Value)>,
-        content: String,
-    },
-    Error,
-}
-
+/// toolscope's verdict; an error's text is not compared.
 fn predicted(o: &Outcome) -> Verdict {
-    match o {
-        Outcome::Calls {
-            content,
-            tool_calls,
-            ..
-        } => Verdict::Message {
-            calls: tool_calls
-                .iter()
-                .map(|c| (c.name.clone(), c.arguments.clone()))
-                .collect(),
-            content: content.trim().to_string(),
-        },
-        Outcome::Content { content } => Verdict::Message {
-            calls: Vec::new(),
-            content: content.trim().to_string(),
-        },
-        Outcome::Error { .. } => Verdict::Error,
-    }
+    crate::verdicts::predicted(o).any_error()
 }
 
 fn real(r: &Value) -> Option<Verdict> {
@@ -103,25 +79,12 @@ fn real(r: &Value) -> Option<Verdict> {
         return None;
     }
     if r.get("error").is_some() {
-        return Some(Verdict::Error);
+        return Some(Verdict::Error(String::new()));
     }
-    Some(Verdict::Message {
-        calls: r["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                // argument text that is not JSON (run.py: {"$unparsed": text}) is predicted as
-                // that text
-                let args = match c["arguments"].get("$unparsed") {
-                    Some(t) => t.clone(),
-                    None => c["arguments"].clone(),
-                };
-                (c["name"].as_str().unwrap_or("").to_string(), args)
-            })
-            .collect(),
-        content: r["content"].as_str().unwrap_or("").trim().to_string(),
-    })
+    // argument text that is not JSON (run.py: {"$unparsed": text}) is predicted as that text
+    Some(Verdict::from_driver(&r["calls"], &r["content"], |a| {
+        a.get("$unparsed").unwrap_or(a).clone()
+    }))
 }
 
 #[derive(Default)]

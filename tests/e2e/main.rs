@@ -28,3 +28,4 @@ mod shipped_views;
 mod stream_regenerate;
 mod template_e2e;
 mod template_engine_e2e;
+mod verdicts;

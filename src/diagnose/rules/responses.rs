@@ -9,6 +9,18 @@ use crate::session::Api;
 use crate::session::ServerKind;
 use crate::template::responses::{ConvertErrorKind, DroppedKind, responses_to_chat};
 
+/// The Responses request llama-server's conversion reads, when these rules apply: a Responses
+/// exchange whose engine is llama-server or unknown (a bare pair), with a JSON request.
+fn converted_by_llama_server(cx: &ExchangeContext) -> Option<&serde_json::Value> {
+    let other_engine = cx
+        .engine
+        .as_ref()
+        .is_some_and(|e| !matches!(e, ServerKind::LlamaServer) && !e.is_unknown());
+    (cx.api == Api::Responses && !other_engine)
+        .then_some(())
+        .and(cx.request.as_ref())
+}
+
 /// `input.tool_dropped`: one finding per tool (or request part) of a Responses request that
 /// llama-server's conversion drops without an error — a tool whose `type` is not `function`
 /// (`custom` such as Codex's `apply_patch`, `namespace` for MCP, `web_search`, …), reasoning
@@ -17,15 +29,7 @@ use crate::template::responses::{ConvertErrorKind, DroppedKind, responses_to_cha
 /// request. Applies when the engine is llama-server or unknown (a bare pair); not when the
 /// request is one the server refuses (the conversion's error is the answer then).
 pub fn tool_dropped(cx: &ExchangeContext) -> Vec<Finding> {
-    if cx.api != Api::Responses
-        || cx
-            .engine
-            .as_ref()
-            .is_some_and(|e| !matches!(e, ServerKind::LlamaServer) && !e.is_unknown())
-    {
-        return Vec::new();
-    }
-    let Some(req) = cx.request.as_ref() else {
+    let Some(req) = converted_by_llama_server(cx) else {
         return Vec::new();
     };
     let Ok(conv) = responses_to_chat(req) else {
@@ -76,15 +80,7 @@ pub fn tool_dropped(cx: &ExchangeContext) -> Vec<Finding> {
 /// (a bare pair). Evidence: pane Findings (pane Tools for an `additional_tools` item), the
 /// pointer.
 pub fn request_refused(cx: &ExchangeContext) -> Vec<Finding> {
-    if cx.api != Api::Responses
-        || cx
-            .engine
-            .as_ref()
-            .is_some_and(|e| !matches!(e, ServerKind::LlamaServer) && !e.is_unknown())
-    {
-        return Vec::new();
-    }
-    let Some(req) = cx.request.as_ref() else {
+    let Some(req) = converted_by_llama_server(cx) else {
         return Vec::new();
     };
     let Err(e) = responses_to_chat(req) else {

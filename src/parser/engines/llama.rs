@@ -563,6 +563,30 @@ const SEED_OSS: Tagged = Tagged {
     func_close: Some("</function>\n"),
 };
 
+/// A call's arguments as llama.cpp's tagged-argument builders write them: the required ones
+/// in order, each after the first preceded by `sp`, then any number of `sp` + one of the
+/// optional ones (common/chat-auto-parser-generator.cpp, b11434). `args`: (required, rule).
+fn arg_list(g: &mut Grammar, sp: Id, args: Vec<(bool, Id)>) -> Id {
+    let mut seq = vec![g.eps()];
+    let mut opts = Vec::new();
+    for (required, arg) in args {
+        if required {
+            if seq.len() > 1 {
+                seq.push(sp);
+            }
+            seq.push(arg);
+        } else {
+            opts.push(arg);
+        }
+    }
+    if !opts.is_empty() {
+        let c = g.choice(&opts);
+        let s = g.seq(&[sp, c]);
+        seq.push(g.star(s));
+    }
+    g.seq(&seq)
+}
+
 /// One argument `PREFIX name SUFFIX VALUE_PREFIX value VALUE_SUFFIX`: a string schema reads the
 /// value verbatim up to the suffix, any other as JSON (:361-371).
 fn tagged_arg(g: &mut Grammar, p: &Param, pre: &str, suf: &str, vpre: &str, vsuf: &str) -> Id {
@@ -602,8 +626,7 @@ fn tagged_func(g: &mut Grammar, t: &Tool, m: &Tagged) -> Id {
     let open = g.tag("tool-open", open);
     let open = g.atomic(open);
     let e = g.eps();
-    let mut args = vec![e];
-    let mut opts = Vec::new();
+    let mut list = Vec::new();
     for p in &t.params {
         let arg = tagged_arg(
             g,
@@ -613,21 +636,9 @@ fn tagged_func(g: &mut Grammar, t: &Tool, m: &Tagged) -> Id {
             m.value_prefix,
             m.value_suffix,
         );
-        if p.required {
-            if args.len() > 1 {
-                args.push(sp);
-            }
-            args.push(arg);
-        } else {
-            opts.push(arg);
-        }
+        list.push((p.required, arg));
     }
-    if !opts.is_empty() {
-        let c = g.choice(&opts);
-        let s = g.seq(&[sp, c]);
-        args.push(g.star(s));
-    }
-    let args = g.seq(&args);
+    let args = arg_list(g, sp, list);
     let close = match m.func_close {
         Some(c) => {
             let l = g.lit(c);
@@ -893,8 +904,7 @@ fn deepseek_v32(g: &mut Grammar, tools: &[Tool]) -> Id {
     let v: Vec<Id> = tools
         .iter()
         .map(|t| {
-            let mut req = vec![g.eps()];
-            let mut opts = Vec::new();
+            let mut list = Vec::new();
             for prm in &t.params {
                 let a = g.lit("<｜DSML｜parameter name=\"");
                 let nl = g.lit(&prm.name);
@@ -920,21 +930,9 @@ fn deepseek_v32(g: &mut Grammar, tools: &[Tool]) -> Id {
                 let cl = g.atomic(cl);
                 let s = g.seq(&[open, value, cl]);
                 let arg = g.tag("tool-arg", s);
-                if prm.required {
-                    if req.len() > 1 {
-                        req.push(sp);
-                    }
-                    req.push(arg);
-                } else {
-                    opts.push(arg);
-                }
+                list.push((prm.required, arg));
             }
-            if !opts.is_empty() {
-                let c = g.choice(&opts);
-                let s = g.seq(&[sp, c]);
-                req.push(g.star(s));
-            }
-            let args = g.seq(&req);
+            let args = arg_list(g, sp, list);
             let a = g.lit("<｜DSML｜invoke name=\"");
             let nl = g.lit(&t.name);
             let n = g.tag("tool-name", nl);
@@ -1165,8 +1163,7 @@ fn minimax_m3(g: &mut Grammar, tools: &[Tool]) -> Id {
     let v: Vec<Id> = tools
         .iter()
         .map(|t| {
-            let mut req = vec![g.eps()];
-            let mut opts = Vec::new();
+            let mut list = Vec::new();
             for prm in &t.params {
                 let a = g.lit(&format!("{NS}<"));
                 let nl = g.lit(&prm.name);
@@ -1205,21 +1202,9 @@ fn minimax_m3(g: &mut Grammar, tools: &[Tool]) -> Id {
                 };
                 let s = g.seq(&[open, value]);
                 let arg = g.tag("tool-arg", s);
-                if prm.required {
-                    if req.len() > 1 {
-                        req.push(sp);
-                    }
-                    req.push(arg);
-                } else {
-                    opts.push(arg);
-                }
+                list.push((prm.required, arg));
             }
-            if !opts.is_empty() {
-                let c = g.choice(&opts);
-                let s = g.seq(&[sp, c]);
-                req.push(g.star(s));
-            }
-            let args = g.seq(&req);
+            let args = arg_list(g, sp, list);
             let a = g.lit(&format!("{NS}<invoke name=\""));
             let nl = g.lit(&t.name);
             let n = g.tag("tool-name", nl);
