@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::process::Command;
 
@@ -46,30 +46,7 @@ fn canned_server() -> (String, std::thread::JoinHandle<()>) {
     let h = std::thread::spawn(move || {
         for _ in 0..6 {
             let Ok((mut s, _)) = l.accept() else { return };
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            // read headers, then Content-Length bytes of body
-            loop {
-                let n = s.read(&mut chunk).unwrap_or(0);
-                if n == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                let text = String::from_utf8_lossy(&buf);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                        })
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
+            let _ = support::read_http_request_sync(&mut s);
             let body = r#"{"object":"chat.completion","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Lisbon\"}"}}]}}]}"#;
             let _ = write!(
                 s,

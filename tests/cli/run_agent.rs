@@ -317,6 +317,30 @@ echo "base $OPENAI_BASE_URL"
     assert!(s.exchanges.is_empty());
 }
 
+/// Starts `toolscope run --upstream UPSTREAM --session SESSION AGENT` in `dir` (stdout and
+/// stderr piped) and waits for the agent's `ready` line; the child and its stdout.
+fn run_until_ready(
+    dir: &Path,
+    upstream: &str,
+    session: &str,
+    agent: &Path,
+) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
+    let mut child = Command::new(support::bin())
+        .current_dir(dir)
+        .args(["run", "--upstream", upstream, "--session", session])
+        .arg(agent)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    (child, out)
+}
+
 /// A SIGINT to toolscope (not from a terminal: the agent did not get it too) goes to the
 /// agent; toolscope waits for it, drains the proxy, prints the session and exits with the
 /// agent's code (42 from its trap; an agent that never got the signal ends by itself after
@@ -335,19 +359,7 @@ while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 exit 7
 "#,
     );
-    let mut child = Command::new(support::bin())
-        .current_dir(dir.path())
-        .args(["run", "--upstream", &upstream, "--session", "int.jsonl"])
-        .arg(&agent)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n");
+    let (mut child, mut out) = run_until_ready(dir.path(), &upstream, "int.jsonl", &agent);
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -383,19 +395,7 @@ wait
 exit 7
 "#,
     );
-    let mut child = Command::new(support::bin())
-        .current_dir(dir.path())
-        .args(["run", "--upstream", &upstream, "--session", "term.jsonl"])
-        .arg(&agent)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n");
+    let (mut child, _out) = run_until_ready(dir.path(), &upstream, "term.jsonl", &agent);
     let grandchild = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
     let grandchild = grandchild.trim().to_owned();
     let alive = |pid: &str| {

@@ -158,35 +158,13 @@ fn try_refuses_a_recorded_upstream_whose_credentials_were_redacted() {
 
 /// A one-thread HTTP server that answers every request with `status` and `body` (JSON).
 fn fixed_server(status: &'static str, body: &'static str) -> String {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", l.local_addr().unwrap());
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            // the head, then as many body bytes as content-length says
-            while let Ok(n) = s.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                let text = String::from_utf8_lossy(&buf);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
+            let _ = support::read_http_request_sync(&mut s);
             let resp = format!(
                 "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()

@@ -168,6 +168,35 @@ pub fn sdk_python() -> Option<PathBuf> {
     )
 }
 
+/// [`read_http_request`] on a blocking connection (a canned server on a plain thread).
+pub fn read_http_request_sync(s: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    let mut fill = |buf: &mut Vec<u8>| -> Option<()> {
+        let n = std::io::Read::read(s, &mut tmp).ok()?;
+        (n > 0).then(|| buf.extend_from_slice(&tmp[..n]))
+    };
+    let pos = loop {
+        fill(&mut buf)?;
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..pos]).to_string();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap_or(0))
+        })
+        .unwrap_or(0);
+    while buf.len() < pos + 4 + len {
+        fill(&mut buf)?;
+    }
+    Some((head, buf[pos + 4..pos + 4 + len].to_vec()))
+}
+
 /// Reads one HTTP/1.1 request from a canned server's connection: (head, body by
 /// `content-length`); `None` when the client closed first.
 pub async fn read_http_request(s: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
