@@ -255,9 +255,11 @@ fn print_progress(p: crate::record::whatif::Progress<'_>) {
         p.index + 1,
         p.runs,
         p.outcome.line(),
+        // the outcome line already says why when it has an error
         p.run
             .error
             .as_deref()
+            .filter(|_| p.outcome.error.is_none())
             .map(|e| format!(" ({})", crate::text::visible(e)))
             .unwrap_or_default()
     );

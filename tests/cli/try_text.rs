@@ -266,3 +266,52 @@ fn a_run_that_cannot_be_made_here_is_not_tallied() {
         "nothing reached the engine"
     );
 }
+
+/// An engine that streams forever (an SSE content delta every 20 ms): each run is cut at
+/// `--timeout` with a different amount of text, yet every run has the same outcome (a
+/// timeout), so the variant is repeatable, and the progress line gives its reason once.
+#[test]
+fn runs_cut_by_the_timeout_are_one_outcome() {
+    use std::io::Write;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let Some((head, _)) = support::read_http_request_sync(&mut s) else {
+                    return;
+                };
+                // the proxy's engine probes (GET /props, /v1/models, …) are not the engine
+                if !head.starts_with("POST /v1/chat/completions") {
+                    let _ = s.write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                if s.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let ev = "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n";
+                while s.write_all(ev.as_bytes()).is_ok() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let session = whatif::write_session(dir.path(), &url);
+    let (code, stdout, stderr) = try_cmd(&session, &["--runs", "3", "--timeout", "0.3"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let original = block(&stdout, "original");
+    assert!(
+        original.iter().any(|l| l.contains("timeout ×3")),
+        "{stdout}"
+    );
+    assert!(
+        original.iter().any(|l| l.contains("repeatable")),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("(cut) ("), "{stderr}");
+}
