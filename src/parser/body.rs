@@ -1047,7 +1047,13 @@ pub(crate) fn pythonic_prefix(t: &str) -> Option<bool> {
 struct Py<'a> {
     s: &'a str,
     i: usize,
+    /// Lists and dicts open around the value being read ([`PY_MAX_DEPTH`]).
+    depth: usize,
 }
+
+/// How deep lists and dicts may nest in a Python literal: as deep as serde_json reads JSON
+/// (its recursion limit, 128), so a model's `[[[[…` is a malformed call, not a stack overflow.
+const PY_MAX_DEPTH: usize = 128;
 
 impl Py<'_> {
     fn ws(&mut self) {
@@ -1114,6 +1120,21 @@ impl Py<'_> {
 
     fn value(&mut self) -> Result<Value, String> {
         self.ws();
+        if matches!(self.peek(), Some(b'[' | b'(' | b'{')) {
+            if self.depth >= PY_MAX_DEPTH {
+                return Err(format!(
+                    "lists or dicts nested deeper than {PY_MAX_DEPTH} levels"
+                ));
+            }
+            self.depth += 1;
+            let v = self.scalar_or_nested();
+            self.depth -= 1;
+            return v;
+        }
+        self.scalar_or_nested()
+    }
+
+    fn scalar_or_nested(&mut self) -> Result<Value, String> {
         match self.peek() {
             None => Err("unexpected end of arguments".into()),
             Some(q @ (b'"' | b'\'')) => self.string(q as char).map(Value::String),
@@ -1215,7 +1236,11 @@ impl Py<'_> {
 
 /// A pythonic call list `[f(a=1), g(b="x")]` filling `s` (after trimming).
 pub(crate) fn pythonic_list(s: &str, syntax: Syntax) -> Result<Vec<RawCall>, String> {
-    let mut p = Py { s: s.trim(), i: 0 };
+    let mut p = Py {
+        s: s.trim(),
+        i: 0,
+        depth: 0,
+    };
     if !p.eat(b'[') {
         return Err("a pythonic call list starts with `[`".into());
     }
@@ -1268,7 +1293,11 @@ pub(crate) fn python_tag(body: &str, syntax: Option<Syntax>) -> BodyResult {
     if t.starts_with('{') {
         return json_seq_block(body, Syntax::Llama3);
     }
-    let mut p = Py { s: t, i: 0 };
+    let mut p = Py {
+        s: t,
+        i: 0,
+        depth: 0,
+    };
     if let Ok((name, args)) = p.call() {
         p.ws();
         if p.i == t.len() {

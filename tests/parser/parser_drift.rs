@@ -154,3 +154,27 @@ fn text_is_released_as_soon_as_it_cannot_be_a_marker() {
         vec![toolscope::parser::Event::Content("{\"a\": 1}".into())]
     );
 }
+
+/// A model that writes lists nested thousands deep in a pythonic or LFM2 call (`[f(a=[[[[…`)
+/// gets a malformed block, not a stack overflow: the Python literal reader stops at serde_json's
+/// depth (128). Depth 100 still reads as a call.
+#[test]
+fn deeply_nested_python_literals_are_malformed_not_a_crash() {
+    use toolscope::parser::{Syntax, parse};
+    for syntax in [Syntax::Pythonic, Syntax::Lfm2] {
+        let wrap = |inner: &str| match syntax {
+            Syntax::Lfm2 => format!("<|tool_call_start|>{inner}<|tool_call_end|>"),
+            _ => inner.to_string(),
+        };
+        let deep = wrap(&format!("[get_weather(city={})]", "[".repeat(5000)));
+        let out = parse(&deep, Some(syntax), None);
+        assert!(out.tool_calls.is_empty(), "{syntax:?}");
+        let ok = wrap(&format!(
+            "[get_weather(city={}1{})]",
+            "[".repeat(100),
+            "]".repeat(100)
+        ));
+        let out = parse(&ok, Some(syntax), None);
+        assert_eq!(out.tool_calls.len(), 1, "{syntax:?}: {out:?}");
+    }
+}
