@@ -546,6 +546,38 @@ struct Row {
     turn: Option<crate::conversation::TurnInput>,
 }
 
+/// `--response F` as JSON. A body that is a stream (SSE lines `data:` / `event:`, or
+/// NDJSON: several JSON values one a line) is refused with the flag that reads it
+/// (`--response-sse`), not as invalid JSON at line 1 column 1.
+fn parse_response_json(p: &Path, b: &[u8]) -> anyhow::Result<serde_json::Value> {
+    let start = String::from_utf8_lossy(&b[..b.len().min(512)]);
+    let first = start.trim_start();
+    if ["data:", "event:", "id:", "retry:", ":"]
+        .iter()
+        .any(|k| first.starts_with(k))
+    {
+        anyhow::bail!(
+            "{}: a text/event-stream (SSE) body, not JSON: pass it with --response-sse",
+            p.display()
+        );
+    }
+    parse_json(p, b).map_err(|e| {
+        let lines = String::from_utf8_lossy(b)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(2)
+            .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+            .count();
+        if lines == 2 {
+            anyhow::anyhow!(
+                "{e} (one JSON value a line: an NDJSON stream; pass it with --response-sse)"
+            )
+        } else {
+            e
+        }
+    })
+}
+
 /// The bare input (`--request`, `--response`, `--response-sse`, `--tokens`), read and
 /// validated, as a one-exchange session ([`crate::analysis::facts::bare_exchange`], `--tokens`
 /// as its server-render annotation); `None` when none is given.
@@ -560,7 +592,11 @@ fn bare_input(
     use crate::analysis::facts::{BareBody, BareResponse, bare_exchange, tokens_annotation};
     let json_file = |p: &Path| read(p).and_then(|b| parse_json(p, &b));
     let request = args.request.as_deref().map(json_file).transpose()?;
-    let response = args.response.as_deref().map(json_file).transpose()?;
+    let response = args
+        .response
+        .as_deref()
+        .map(|p| read(p).and_then(|b| parse_response_json(p, &b)))
+        .transpose()?;
     let sse = args
         .response_sse
         .as_deref()

@@ -451,3 +451,34 @@ fn responses_stream_contract_faults_reported_once() {
         "{v}"
     );
 }
+
+/// A stream given as `--response` (an SSE body, or Ollama NDJSON) is refused with the flag that
+/// reads it, not as invalid JSON at 1:1; the same file through `--response-sse` is checked.
+#[test]
+fn a_stream_given_as_response_names_response_sse() {
+    let case = support::cases_dir().join("07-delta-missing-index");
+    let req = case.join("request.json");
+    let sse = case.join("response.sse");
+    let (code, _, err) = run(&["--request", s(&req), "--response", s(&sse)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("response.sse: a text/event-stream (SSE) body"),
+        "{err}"
+    );
+    assert!(err.contains("--response-sse"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let nd = dir.path().join("chat.ndjson");
+    std::fs::write(
+        &nd,
+        "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"done\":false}\n{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(&["--request", s(&req), "--response", s(&nd)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("NDJSON stream; pass it with --response-sse"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--request", s(&req), "--response-sse", s(&sse)]);
+    assert_eq!(code, 1, "{err}");
+}
