@@ -168,7 +168,8 @@ impl Tally {
 
 /// The text report's block for one exchange: a line naming `e.file` when it differs from
 /// `last_file` (which is updated), the exchange's id, API, model, status and finish reason,
-/// its reply in brief, then `findings` (its own) with evidence and hint, and a blank line.
+/// why it is partial (`partial:`, a client that disconnected, an upstream that failed, a
+/// shutdown), its reply in brief, then `findings` (its own) with evidence and hint, and a blank line.
 pub fn text_block(
     e: &ExchangeSummary,
     findings: &[Finding],
@@ -189,6 +190,9 @@ pub fn text_block(
         status,
         e.finish_reason.as_deref().unwrap_or("-")
     );
+    if let Some(p) = &e.partial {
+        let _ = writeln!(s, "  partial:   {}", one_line(p, 160));
+    }
     if !e.reasoning.is_empty() {
         let _ = writeln!(s, "  reasoning: {}", one_line(&e.reasoning, 100));
     }

@@ -144,3 +144,28 @@ fn no_marker_finding_for_tags_in_the_agents_text_and_no_message_reported_dropped
     let dropped = findings(&report, "input.message_dropped");
     assert!(dropped.is_empty(), "{dropped:#?}");
 }
+
+/// The client was stopped mid-stream (the fixture's exchange is partial): the text report says
+/// so on the exchange's block, as the recorded outcome and error do, not only the JSON.
+#[test]
+fn the_text_report_says_the_exchange_is_partial() {
+    let text = std::fs::read_to_string(support::root().join(FIXTURE)).unwrap();
+    let ex: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["type"] == "exchange" && l["id"] == 2)
+        .unwrap();
+    let outcome = ex["outcome"].as_str().unwrap();
+    assert_ne!(outcome, "complete");
+    let out = Command::new(support::bin())
+        .args(["check", FIXTURE])
+        .current_dir(support::root())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("  partial:"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(line.contains(outcome), "{line}");
+}
